@@ -1,0 +1,136 @@
+"""The `testprism` command line: parse, set up display, call a flow. No domain logic."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from testprism.flows import progress
+from testprism.storage.schema import METRICS
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+console = Console(stderr=True)
+out = Console(width=max(120, Console().width))
+log = logging.getLogger("testprism")
+
+BUNDLED = Path(__file__).resolve().parents[1] / "examples"
+
+
+class RichProgress:
+    """The rich progress bar behind flows.progress."""
+
+    def __init__(self, bar: Progress) -> None:
+        self.bar, self.task = bar, None
+
+    def start(self, total: int, description: str) -> None:
+        self.task = self.bar.add_task(description, total=total)
+
+    def advance(self, n: int) -> None:
+        if self.task is not None:
+            self.bar.advance(self.task, n)
+
+
+@app.callback()
+def main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO, format="%(message)s",
+        handlers=[RichHandler(console=console, show_path=False)],
+    )
+    for noisy in ("prefect", "httpx", "distributed", "asyncio"):
+        logging.getLogger(noisy).setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def _cell(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def _leaderboard_table(board: pl.DataFrame, title: str) -> Table:
+    """Point estimates, and JVR with its 95% bootstrap interval; best JVR first."""
+    table = Table(title=title)
+    table.add_column("configuration")
+    table.add_column("n", justify="right")
+    for metric in METRICS[:-1]:
+        table.add_column(metric, justify="right")
+    table.add_column("jvr [95% CI]", justify="right")
+    for rec in board.sort(["jvr", "configuration"], descending=[True, False], nulls_last=True).iter_rows(named=True):
+        jvr = f"{_cell(rec['jvr'])} [{_cell(rec.get('jvr_lo'))}, {_cell(rec.get('jvr_hi'))}]"
+        table.add_row(rec["configuration"], str(rec["n_instances"]), *(_cell(rec[m]) for m in METRICS[:-1]), jvr)
+    return table
+
+
+def _replay(benchmark: Path, store: Path, configurations: list[str], backend: str, workers: int,
+            dask_address: str | None, work: Path | None, timeout: float, trusted: bool, unsafe: bool) -> None:
+    from testprism.flows.replay import replay_flow
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=False) as bar, progress.reporting_to(RichProgress(bar)):
+        summary = replay_flow(
+            benchmark=str(benchmark), store=str(store), configurations=configurations or None, backend=backend,
+            workers=workers, dask_address=dask_address, work=str(work) if work else None, timeout_s=timeout,
+            trusted=trusted, unsafe=unsafe,
+        )
+    log.info(
+        "replay: %d planned, %d already stored, %d executed; outcomes %s; isolation: %s",
+        summary.planned, summary.skipped, summary.executed, summary.outcomes or "{}", summary.isolation,
+    )
+
+
+def _score(store: Path) -> pl.DataFrame:
+    from testprism.flows.score import score_flow
+
+    board = score_flow(store=str(store))
+    out.print(_leaderboard_table(board, f"leaderboard ({store})"))
+    return board
+
+
+BackendOpt = Annotated[str, typer.Option(help="sandbox backend: local (bubblewrap) or docker")]
+WorkersOpt = Annotated[int, typer.Option(help="> 1: run batches on a local Dask cluster of this many workers")]
+DaskOpt = Annotated[Optional[str], typer.Option(help="scheduler address of an existing Dask cluster")]
+WorkOpt = Annotated[Optional[Path], typer.Option(help="working area for environments and states (a cache)")]
+TimeoutOpt = Annotated[float, typer.Option(help="wall-clock limit of one run, seconds")]
+
+
+@app.command()
+def replay(
+    benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/, suites/)")],
+    store: Annotated[Path, typer.Option(help="store root")],
+    configuration: Annotated[list[str], typer.Option(help="only these configurations (repeatable)")] = [],  # noqa: B006
+    backend: BackendOpt = "local",
+    workers: WorkersOpt = 1,
+    dask_address: DaskOpt = None,
+    work: WorkOpt = None,
+    timeout: TimeoutOpt = 300.0,
+    unsafe_no_sandbox: Annotated[bool, typer.Option(help="run untrusted suites without isolation")] = False,
+) -> None:
+    """Replay every suite on buggy, reference and every candidate; skip runs already stored."""
+    trusted = benchmark.resolve() == BUNDLED
+    _replay(benchmark, store, configuration, backend, workers, dask_address, work, timeout, trusted, unsafe_no_sandbox)
+
+
+@app.command()
+def score(store: Annotated[Path, typer.Argument(help="store root")]) -> None:
+    """Compute the leaderboard from the stored runs and print it."""
+    _score(store)
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option(help="where the demo's store goes")] = Path("demo-out"),
+    backend: BackendOpt = "local",
+    workers: WorkersOpt = 1,
+    work: WorkOpt = None,
+) -> None:
+    """Replay and score the bundled benchmark (trusted code: runs even without bubblewrap)."""
+    start = time.monotonic()
+    _replay(BUNDLED, out, [], backend, workers, None, work, 300.0, True, False)
+    _score(out)
+    log.info("demo finished in %.1f s; store at %s", time.monotonic() - start, out)

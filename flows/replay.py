@@ -1,0 +1,129 @@
+"""The replay flow: every suite on buggy, reference and every candidate.
+
+Thin wiring: plan (tasks.replay.plan) → skip stored keys → batches as coarse Prefect tasks
+on threads or a Dask cluster → each batch writes its own rows. Prefect costs milliseconds to
+a tenth of a second per task and its server drops events past a few thousand task runs, so
+a task is a batch of runs, never one run.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import as_completed
+from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
+
+from testprism.flows import progress
+from testprism.storage import SCHEMAS, Store
+from testprism.tasks.benchmark import load_benchmark
+from testprism.tasks.replay import (
+    BatchSummary,
+    ExecutionOptions,
+    RunSpec,
+    batches,
+    execute_batch,
+    pending_runs,
+    plan,
+    record_plan,
+    unrunnable_rows,
+)
+from testprism.tasks.sandbox.base import Limits, backend_class
+from testprism.tasks.workdir import WorkPaths, default_work_root
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH_RUNS = 200
+
+
+@dataclass(frozen=True)
+class ReplaySummary:
+    planned: int
+    skipped: int
+    executed: int
+    outcomes: dict[str, int]
+    isolation: str
+
+
+@task(name="replay-batch", retries=0, cache_policy=NO_CACHE)
+def replay_batch(specs: list[RunSpec], options: ExecutionOptions) -> BatchSummary:
+    """One coarse unit: a batch of runs on one worker, rows written as they finish."""
+    return execute_batch(specs, options)
+
+
+def task_runner(workers: int, dask_address: str | None):
+    """Threads in-process by default; a Dask cluster (LocalCluster or an address) otherwise."""
+    if dask_address or workers > 1:
+        from prefect_dask import DaskTaskRunner
+
+        if dask_address:
+            return DaskTaskRunner(address=dask_address)
+        return DaskTaskRunner(cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": True})
+    return ThreadPoolTaskRunner(max_workers=1)
+
+
+def batch_target(runs: int, workers: int) -> int:
+    """About four batches per worker for balance, at most MAX_BATCH_RUNS runs each."""
+    return max(1, min(MAX_BATCH_RUNS, math.ceil(runs / (4 * max(1, workers)))))
+
+
+@flow(name="replay", log_prints=False)
+def replay_flow(
+    benchmark: str,
+    store: str,
+    configurations: list[str] | None = None,
+    backend: str = "local",
+    workers: int = 1,
+    dask_address: str | None = None,
+    work: str | None = None,
+    timeout_s: float = 300.0,
+    trusted: bool = False,
+    unsafe: bool = False,
+) -> ReplaySummary:
+    bench = load_benchmark(Path(benchmark), tuple(configurations or ()))
+    target = Store(store)
+    record_plan(bench, target)
+    work_root = Path(work) if work else default_work_root()
+    backend_cls = backend_class(backend)
+    per_host = backend_cls.default_concurrency()
+    concurrency = per_host if not (workers > 1 and not dask_address) else max(1, per_host // workers)
+    options = ExecutionOptions(
+        backend=backend, work_root=work_root, store_root=Path(store), limits=Limits(timeout_s=timeout_s),
+        concurrency=concurrency, trusted=trusted, unsafe=unsafe,
+    )
+    # Fail here, before any batch starts, if the backend cannot run on this machine.
+    probe = backend_cls(WorkPaths(work_root), trusted=trusted, unsafe=unsafe)
+    probe.close()
+    specs = plan(bench, options)
+    todo = pending_runs(specs, target.run_keys())
+    outcomes: dict[str, int] = {}
+    unrunnable = unrunnable_rows(todo, options)
+    if unrunnable:
+        target.append("runs", pa.Table.from_pylist(unrunnable, schema=SCHEMAS["runs"]))
+        outcomes["E"] = len(unrunnable)
+    runnable = [s for s in todo if s.runs_in_sandbox]
+    log.info(
+        "%d runs planned, %d already stored, %d to execute (backend %s, isolation %s)",
+        len(specs), len(specs) - len(todo), len(runnable), backend, probe.isolation,
+    )
+    sink = progress.current()
+    sink.start(len(todo), "replay")
+    sink.advance(len(unrunnable))
+    executed = 0
+    if runnable:
+        groups = batches(runnable, batch_target(len(runnable), workers))
+        with task_runner(workers, dask_address) as runner:
+            futures = {runner.submit(replay_batch, {"specs": quote(g), "options": options}): len(g) for g in groups}
+            for future in as_completed(list(futures)):
+                summary = future.result()
+                sink.advance(futures[future])
+                executed += summary.executed
+                for key, n in summary.outcomes.items():
+                    outcomes[key] = outcomes.get(key, 0) + n
+    return ReplaySummary(len(specs), len(specs) - len(todo), executed, outcomes, probe.isolation)

@@ -1,0 +1,42 @@
+"""The score flow: runs → per-instance indicators → leaderboard with bootstrap intervals,
+paired comparisons, rank stability and per-source tables; written to `scores/` and
+published as a Prefect table artifact."""
+
+from __future__ import annotations
+
+import logging
+
+import polars as pl
+from prefect import flow
+from prefect.artifacts import create_table_artifact
+
+from testprism.storage import Store
+from testprism.tasks.metrics import instance_scores
+from testprism.tasks.statistics import bootstrap_statistics, leaderboard_from_instance_scores, per_source_table
+
+log = logging.getLogger(__name__)
+
+
+@flow(name="score")
+def score_flow(store: str, replicates: int = 10_000, seed: int = 42) -> pl.DataFrame:
+    target = Store(store)
+    scores = instance_scores(target)
+    if scores.is_empty():
+        raise ValueError(f"{store}: no suites or panels in the store; run `testprism replay` first")
+    stats = bootstrap_statistics(scores, replicates=replicates, seed=seed)
+    board = leaderboard_from_instance_scores(scores).join(stats.intervals, on="configuration", how="left")
+    tables = {
+        "instance_scores": scores,
+        "leaderboard": board,
+        "per_source": per_source_table(scores),
+        "comparisons": stats.comparisons,
+        "rank_stability": stats.rank_stability,
+    }
+    for name, table in tables.items():
+        target.write_table(name, table.to_arrow())
+    create_table_artifact(
+        key="leaderboard",
+        table=board.with_columns(pl.col(pl.Float64).round(4)).to_dicts(),
+        description=f"testprism leaderboard of {store} ({replicates} bootstrap replicates, seed {seed})",
+    )
+    return board

@@ -1,0 +1,124 @@
+"""The store's schemas, defined once. Column names are a public contract (users read the
+store with polars, duckdb or pandas): change them only together with SCHEMA_VERSION."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+TEST_RESULT = pa.struct(
+    [
+        pa.field("name", pa.string()),
+        pa.field("outcome", pa.string()),  # passed | failed | error | skipped
+        pa.field("message", pa.string()),
+    ]
+)
+
+RUNS = pa.schema(
+    [
+        pa.field("run_key", pa.string(), nullable=False),
+        pa.field("instance_id", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("configuration", pa.string(), nullable=False),
+        pa.field("state", pa.string(), nullable=False),  # buggy | reference | candidate
+        pa.field("candidate_id", pa.string()),
+        pa.field("label", pa.string()),  # valid | invalid | null
+        pa.field("outcome", pa.string(), nullable=False),  # P | F | E
+        pa.field("reason", pa.string()),  # set when outcome is E (see tasks.outcome.Reason)
+        pa.field("exit_code", pa.int32()),
+        pa.field("duration_s", pa.float64()),
+        pa.field("attempts", pa.int16()),
+        pa.field("stdout_tail", pa.string()),
+        pa.field("started_at", pa.timestamp("us", tz="UTC")),
+        pa.field("suite_hash", pa.string()),
+        pa.field("state_hash", pa.string()),
+        pa.field("environment_hash", pa.string()),
+        pa.field("policy_hash", pa.string()),
+        pa.field("backend", pa.string()),
+        pa.field("isolation", pa.string()),
+        pa.field("tests", pa.list_(TEST_RESULT)),
+    ]
+)
+
+PANELS = pa.schema(
+    [
+        pa.field("instance_id", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("state", pa.string(), nullable=False),
+        pa.field("candidate_id", pa.string()),
+        pa.field("label", pa.string()),
+        pa.field("state_hash", pa.string(), nullable=False),
+    ]
+)
+
+SUITES = pa.schema(
+    [
+        pa.field("configuration", pa.string(), nullable=False),
+        pa.field("instance_id", pa.string(), nullable=False),
+        pa.field("suite_hash", pa.string(), nullable=False),
+        pa.field("present", pa.bool_(), nullable=False),
+    ]
+)
+
+INSTANCE_SCORES = pa.schema(
+    [
+        pa.field("configuration", pa.string(), nullable=False),
+        pa.field("instance_id", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("f", pa.float64(), nullable=False),
+        pa.field("a", pa.float64()),
+        pa.field("r", pa.float64()),
+        pa.field("s", pa.float64(), nullable=False),
+        pa.field("n_valid", pa.int32(), nullable=False),
+        pa.field("n_invalid", pa.int32(), nullable=False),
+    ]
+)
+
+METRICS = ("grr", "car", "wdr", "f1", "ct_car", "ct_wdr", "ct_f1", "jvr")
+
+LEADERBOARD = pa.schema(
+    [pa.field("configuration", pa.string(), nullable=False), pa.field("n_instances", pa.int64(), nullable=False)]
+    + [pa.field(m, pa.float64()) for m in METRICS]
+    + [pa.field(f"{m}_{end}", pa.float64()) for m in METRICS for end in ("lo", "hi")]
+)
+
+PER_SOURCE = pa.schema(
+    [pa.field("source", pa.string(), nullable=False), pa.field("configuration", pa.string(), nullable=False),
+     pa.field("n_instances", pa.int64(), nullable=False)]
+    + [pa.field(m, pa.float64()) for m in METRICS]
+)
+
+COMPARISONS = pa.schema(
+    [
+        pa.field("configuration", pa.string(), nullable=False),
+        pa.field("leader", pa.string(), nullable=False),
+        pa.field("delta_jvr", pa.float64()),
+        pa.field("delta_jvr_lo", pa.float64()),
+        pa.field("delta_jvr_hi", pa.float64()),
+        pa.field("leader_only", pa.int64()),
+        pa.field("other_only", pa.int64()),
+        pa.field("mcnemar_p", pa.float64()),
+        pa.field("mcnemar_p_holm", pa.float64()),
+    ]
+)
+
+RANK_STABILITY = pa.schema(
+    [
+        pa.field("configuration", pa.string(), nullable=False),
+        pa.field("point_rank", pa.int64()),
+        pa.field("rank_stability", pa.float64()),
+        pa.field("first_place_probability", pa.float64()),
+    ]
+)
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "runs": RUNS,
+    "panels": PANELS,
+    "suites": SUITES,
+    "instance_scores": INSTANCE_SCORES,
+    "leaderboard": LEADERBOARD,
+    "per_source": PER_SOURCE,
+    "comparisons": COMPARISONS,
+    "rank_stability": RANK_STABILITY,
+}

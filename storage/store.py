@@ -1,0 +1,134 @@
+"""Atomic, idempotent Parquet parts and the readers over them.
+
+Why parts: a replay is killed, resumed, and sometimes run by two processes at once. Each
+writer adds immutable files written under a temporary name and renamed into place, so a
+reader sees a whole part or none, and every row carries its key so duplicates from a
+concurrent writer are harmless (readers deduplicate by key).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from testprism.storage.paths import StorePaths
+from testprism.storage.schema import SCHEMA_VERSION, SCHEMAS
+
+log = logging.getLogger(__name__)
+
+
+class StoreError(RuntimeError):
+    """The store cannot be used as asked (wrong schema version, bad table)."""
+
+
+def _atomic_write(table: pa.Table, target: Path) -> None:
+    """Write to a temporary sibling, fsync, rename: readers never see a partial file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".tmp-{uuid.uuid4().hex}.parquet"
+    try:
+        pq.write_table(table, tmp, compression="zstd", write_statistics=True)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class Store:
+    """A store rooted at a local folder (see DESIGN.md, Store)."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.paths = StorePaths(Path(root))
+        self._check_manifest()
+
+    def _check_manifest(self) -> None:
+        manifest = self.paths.manifest
+        if manifest.exists():
+            try:
+                found = json.loads(manifest.read_text())["schema_version"]
+            except (ValueError, KeyError) as exc:
+                raise StoreError(f"{manifest}: field schema_version: unreadable ({exc})") from exc
+            if found != SCHEMA_VERSION:
+                raise StoreError(
+                    f"{manifest}: field schema_version: store has {found}, this testprism writes "
+                    f"{SCHEMA_VERSION}; use a new store or a matching testprism version"
+                )
+            return
+        self.paths.root.mkdir(parents=True, exist_ok=True)
+        tmp = manifest.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION}) + "\n")
+        os.replace(tmp, manifest)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def conform(self, schema_name: str, table: pa.Table) -> pa.Table:
+        """Cast a table to the named schema, failing with the column that does not fit."""
+        schema = SCHEMAS[schema_name]
+        missing = [f.name for f in schema if f.name not in table.column_names]
+        if missing:
+            raise StoreError(f"{schema_name}: missing columns {missing}")
+        try:
+            return table.select(schema.names).cast(schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise StoreError(f"{schema_name}: rows do not fit the schema: {exc}") from exc
+
+    def append(self, dataset: str, table: pa.Table, part: str | None = None) -> Path | None:
+        """Add one immutable part. With `part` given the write is idempotent: a part of that
+        name already present is kept and nothing is written (returns None)."""
+        table = self.conform(dataset, table)
+        name = part or uuid.uuid4().hex
+        target = self.paths.dataset(dataset) / f"part-{name}.parquet"
+        if part is not None and target.exists():
+            return None
+        _atomic_write(table, target)
+        return target
+
+    def write_table(self, name: str, table: pa.Table) -> Path:
+        """Replace a whole score table atomically (same content gives the same bytes)."""
+        target = self.paths.score_table(name)
+        _atomic_write(self.conform(name, table), target)
+        return target
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def parts(self, dataset: str) -> list[Path]:
+        """Readable parts of a dataset; an unreadable one is moved to quarantine, not dropped."""
+        folder = self.paths.dataset(dataset)
+        if not folder.is_dir():
+            return []
+        good: list[Path] = []
+        for path in sorted(folder.glob("part-*.parquet")):
+            try:
+                pq.read_metadata(path)
+            except (OSError, pa.ArrowException) as exc:
+                self._quarantine(dataset, path, exc)
+                continue
+            good.append(path)
+        return good
+
+    def _quarantine(self, dataset: str, path: Path, exc: Exception) -> None:
+        target = self.paths.quarantine / dataset / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+        log.error("%s: unreadable Parquet part moved to %s (%s)", path, target, exc)
+
+    def scan(self, dataset: str) -> pl.LazyFrame:
+        """A lazy frame over every readable part (empty, with the schema, when none)."""
+        parts = self.parts(dataset)
+        if not parts:
+            return pl.LazyFrame(pl.from_arrow(SCHEMAS[dataset].empty_table()))
+        return pl.scan_parquet(parts)
+
+    def read_table(self, name: str) -> pl.DataFrame:
+        return pl.read_parquet(self.paths.score_table(name))
+
+    def run_keys(self) -> set[str]:
+        """Keys of every stored run: the replay skips these."""
+        return set(self.scan("runs").select("run_key").collect().to_series().to_list())

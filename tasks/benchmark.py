@@ -1,0 +1,296 @@
+"""The benchmark format on disk (docs/benchmark-format.md) and its validating loader.
+
+Bad input must fail with the file and the field it concerns, before anything runs, so every
+file of the benchmark is read and checked here: TOML against pydantic models, patches as
+unified diffs, suites for symlinks and paths that escape their folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from testprism.tasks.hashing import digest, tree_digest, tree_files
+
+log = logging.getLogger(__name__)
+
+NAME = r"^[A-Za-z0-9_.-]+$"
+DEFAULT_ENTRY = "bash tmp/run_tests.sh"
+
+
+class BenchmarkError(ValueError):
+    """A benchmark file is invalid. The message names the file and the field."""
+
+    def __init__(self, path: Path, field: str, message: str) -> None:
+        self.path, self.field = path, field
+        super().__init__(f"{path}: field {field}: {message}")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EnvironmentSpec(_Model):
+    """What a state runs in. Its hash is part of every run key."""
+
+    python: str = Field("3.11", pattern=r"^3\.\d+$")
+    packages: tuple[str, ...] = ("pytest>=8,<10",)
+
+    @property
+    def key(self) -> str:
+        return digest("env", self.python, *sorted(self.packages))
+
+
+class ProgramSpec(_Model):
+    path: str = "program"
+
+
+class ChecksSpec(_Model):
+    """The official checks: a test patch, the command that runs it, the tests that decide."""
+
+    patch: str = "checks.diff"
+    command: str
+    fail_to_pass: tuple[str, ...] = Field(min_length=1)
+    pass_to_pass: tuple[str, ...] = ()
+
+
+class CandidateSpec(_Model):
+    id: str = Field(pattern=NAME)
+    label: Literal["valid", "invalid"]
+    patch: str
+    note: str = ""
+
+
+class InstanceSpec(_Model):
+    id: str = Field(pattern=NAME)
+    source: str = Field(pattern=NAME)
+    language: Literal["python"] = "python"
+    summary: str = ""
+    program: ProgramSpec = ProgramSpec()
+    environment: EnvironmentSpec = EnvironmentSpec()
+    checks: ChecksSpec
+    candidates: tuple[CandidateSpec, ...] = ()
+
+    @field_validator("candidates")
+    @classmethod
+    def _unique_ids(cls, value: tuple[CandidateSpec, ...]) -> tuple[CandidateSpec, ...]:
+        seen: set[str] = set()
+        for cand in value:
+            if cand.id in seen:
+                raise ValueError(f"candidate id {cand.id!r} appears twice")
+            seen.add(cand.id)
+        return value
+
+
+class SuiteSpec(_Model):
+    """`suite.toml`, optional. `tests` names the suite's own tests (pytest node ids or bare
+    names): when given, the verdict comes from those cases of the JUnit report only, so
+    old tests dragged in by a test patch do not decide it."""
+
+    entry: str = DEFAULT_ENTRY
+    tests: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    id: str
+    label: str
+    note: str
+    patch: bytes
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One benchmark item, validated, with its patches read."""
+
+    spec: InstanceSpec
+    folder: Path
+    reference: bytes
+    checks_patch: bytes
+    candidates: tuple[Candidate, ...]
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def source(self) -> str:
+        return self.spec.source
+
+    @property
+    def program(self) -> Path:
+        return self.folder / self.spec.program.path
+
+    @cached_property
+    def program_hash(self) -> str:
+        return tree_digest(self.program)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A generated test package of one configuration for one instance."""
+
+    configuration: str
+    instance_id: str
+    folder: Path
+    entry: str
+    files: tuple[str, ...]
+    tests: tuple[str, ...] = ()
+
+    @cached_property
+    def hash(self) -> str:
+        parts: list[str | bytes] = ["suite", self.entry, *self.tests]
+        for rel in self.files:
+            parts += [rel, (self.folder / rel).read_bytes()]
+        return digest(*parts)
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    root: Path
+    instances: dict[str, Instance]
+    suites: dict[tuple[str, str], Suite]
+    configurations: tuple[str, ...]
+    #: suites rejected when loaded (symlinks, no entry script...): scored as E/invalid_suite
+    suite_errors: dict[tuple[str, str], str]
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(p) for p in loc) or "(document)"
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise BenchmarkError(path, "(file)", "missing") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise BenchmarkError(path, "(syntax)", str(exc)) from exc
+
+
+def _validate(model: type[M], data: dict, path: Path) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise BenchmarkError(path, _field_path(first["loc"]), first["msg"]) from exc
+
+
+def read_patch(path: Path, field: str) -> bytes:
+    """Read a unified diff, refusing files that are not one (with the file and field)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise BenchmarkError(path, field, "patch file is missing") from exc
+    try:
+        parsed = PatchSet(data.decode("utf-8", errors="replace"))
+    except UnidiffParseError as exc:
+        raise BenchmarkError(path, field, f"not a unified diff: {exc}") from exc
+    if not len(parsed):
+        raise BenchmarkError(path, field, "not a unified diff: no file changes found")
+    for patched in parsed:
+        for name in (patched.source_file, patched.target_file):
+            rel = name.split("/", 1)[-1] if name.startswith(("a/", "b/")) else name
+            if name != "/dev/null" and (rel.startswith("/") or ".." in Path(rel).parts):
+                raise BenchmarkError(path, field, f"patch path escapes the program: {name!r}")
+    return data if data.endswith(b"\n") else data + b"\n"
+
+
+def _inside(folder: Path, rel: str, path: Path, field: str) -> Path:
+    target = (folder / rel).resolve()
+    if not target.is_relative_to(folder.resolve()):
+        raise BenchmarkError(path, field, f"{rel!r} points outside {folder}")
+    return target
+
+
+def load_instance(folder: Path) -> Instance:
+    """Load and validate one instance folder."""
+    toml_path = folder / "instance.toml"
+    spec = _validate(InstanceSpec, _read_toml(toml_path), toml_path)
+    if spec.id != folder.name:
+        raise BenchmarkError(toml_path, "id", f"{spec.id!r} differs from its folder name {folder.name!r}")
+    program = _inside(folder, spec.program.path, toml_path, "program.path")
+    if not program.is_dir():
+        raise BenchmarkError(toml_path, "program.path", f"{program} is not a folder")
+    if not (folder / "instruction.md").is_file():
+        raise BenchmarkError(folder / "instruction.md", "(file)", "missing")
+    reference = read_patch(folder / "reference.diff", "reference")
+    checks = read_patch(_inside(folder, spec.checks.patch, toml_path, "checks.patch"), "checks.patch")
+    candidates = tuple(
+        Candidate(
+            id=c.id,
+            label=c.label,
+            note=c.note,
+            patch=read_patch(_inside(folder, c.patch, toml_path, f"candidates.{i}.patch"), f"candidates.{i}.patch"),
+        )
+        for i, c in enumerate(spec.candidates)
+    )
+    return Instance(spec=spec, folder=folder, reference=reference, checks_patch=checks, candidates=candidates)
+
+
+def load_suite(folder: Path, configuration: str, instance_id: str) -> Suite:
+    """Load one suite package, rejecting symlinks and anything that is not a plain file."""
+    for path in folder.rglob("*"):
+        if path.is_symlink():
+            raise BenchmarkError(path, "(file)", "suites may not hold symlinks")
+    spec = SuiteSpec()
+    suite_toml = folder / "suite.toml"
+    if suite_toml.exists():
+        spec = _validate(SuiteSpec, _read_toml(suite_toml), suite_toml)
+    entry = spec.entry
+    files = tuple(p.relative_to(folder).as_posix() for p in tree_files(folder) if p.name != "suite.toml")
+    if not files:
+        raise BenchmarkError(folder, "(files)", "the suite is empty")
+    if entry == DEFAULT_ENTRY and "run_tests.sh" not in files:
+        raise BenchmarkError(folder / "run_tests.sh", "(file)", "missing: the default entry runs it")
+    return Suite(configuration=configuration, instance_id=instance_id, folder=folder, entry=entry, files=files,
+                 tests=spec.tests)
+
+
+def load_benchmark(root: Path | str, configurations: tuple[str, ...] = ()) -> Benchmark:
+    """Load `root/instances/*` and `root/suites/<configuration>/<instance_id>`.
+
+    Only the named configurations are loaded when some are given. A suite folder naming an
+    unknown instance is an error: it usually means a typo that would silently score 0.
+    """
+    root = Path(root)
+    inst_root = root / "instances"
+    if not inst_root.is_dir():
+        raise BenchmarkError(inst_root, "(folder)", "missing: a benchmark holds instances/<id>/")
+    instances = {f.name: load_instance(f) for f in sorted(inst_root.iterdir()) if f.is_dir()}
+    if not instances:
+        raise BenchmarkError(inst_root, "(folder)", "holds no instance")
+    suite_root = root / "suites"
+    found = sorted(d.name for d in suite_root.iterdir() if d.is_dir()) if suite_root.is_dir() else []
+    for name in found:
+        if not re.match(NAME, name):
+            raise BenchmarkError(suite_root / name, "configuration", f"{name!r} is not a valid name")
+    chosen = tuple(configurations) or tuple(found)
+    for name in chosen:
+        if name not in found:
+            raise BenchmarkError(suite_root / name, "configuration", "no such configuration folder")
+    suites: dict[tuple[str, str], Suite] = {}
+    errors: dict[tuple[str, str], str] = {}
+    for name in chosen:
+        for folder in sorted(d for d in (suite_root / name).iterdir() if d.is_dir()):
+            if folder.name not in instances:
+                raise BenchmarkError(folder, "instance_id", f"no instance {folder.name!r} in {inst_root}")
+            try:
+                suites[(name, folder.name)] = load_suite(folder, name, folder.name)
+            except BenchmarkError as exc:  # one bad package must not stop the others
+                log.error("suite rejected: %s", exc)
+                errors[(name, folder.name)] = str(exc)
+    log.info("loaded %d instances, %d configurations, %d suites from %s", len(instances), len(chosen), len(suites), root)
+    return Benchmark(root=root, instances=instances, suites=suites, configurations=chosen, suite_errors=errors)

@@ -1,0 +1,72 @@
+"""Local environments: one virtualenv per environment key, built once and shared by every
+instance and candidate with that key."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from testprism.tasks.benchmark import EnvironmentSpec
+from testprism.tasks.workdir import WorkPaths, build_once
+
+log = logging.getLogger(__name__)
+
+
+class EnvironmentBuildError(RuntimeError):
+    """An environment could not be built (no interpreter, install failed). Never retried:
+    the same recipe fails the same way."""
+
+
+def world_readable(path: Path) -> bool:
+    """Whether an unprivileged uid can reach and run `path` (every parent traversable)."""
+    real = path.resolve()
+    for parent in [real, *real.parents]:
+        mode = parent.stat().st_mode
+        if parent != real and not mode & 0o001:
+            return False
+    return bool(real.stat().st_mode & 0o005)
+
+
+def find_interpreter(version: str, need_world_readable: bool) -> Path:
+    """An interpreter of `version`: `$TESTPRISM_PYTHON_<major><minor>` if set, else the
+    system's, else PATH's. A sandbox that drops to an unprivileged uid needs one it can read
+    (a pyenv under /root is not)."""
+    override = os.environ.get(f"TESTPRISM_PYTHON_{version.replace('.', '')}")
+    found = [Path(override)] if override else []
+    found += [Path(f"/usr/bin/python{version}"), Path(f"/usr/local/bin/python{version}")]
+    on_path = shutil.which(f"python{version}")
+    if on_path:
+        found.append(Path(on_path))
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
+        found.append(Path(sys.executable))
+    for candidate in found:
+        if candidate.exists() and (not need_world_readable or world_readable(candidate)):
+            return candidate
+    hint = " readable by an unprivileged user" if need_world_readable else ""
+    raise EnvironmentBuildError(
+        f"environment.python: no Python {version} interpreter{hint} found (tried {', '.join(map(str, found))}); "
+        f"install one or point TESTPRISM_PYTHON_{version.replace('.', '')} at it"
+    )
+
+
+def build_environment(spec: EnvironmentSpec, work: WorkPaths, need_world_readable: bool) -> Path:
+    """Build (once) the virtualenv of an environment key; returns its folder."""
+
+    def build(target: Path) -> None:
+        interpreter = find_interpreter(spec.python, need_world_readable)
+        venv = target / "venv"
+        log.info("building environment %s with %s: %s", spec.key, interpreter, ", ".join(spec.packages))
+        steps = [[str(interpreter), "-m", "venv", "--without-pip", str(venv)]]
+        if spec.packages:
+            steps.append([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+                          "--quiet", "--disable-pip-version-check", *spec.packages])
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True, timeout=1800)
+            if done.returncode != 0:
+                raise EnvironmentBuildError(f"environment {spec.key}: {' '.join(step[:3])} failed:\n{done.stderr[-2000:]}")
+
+    return build_once(work.environment(spec.key), build) / "venv"

@@ -1,0 +1,240 @@
+"""Replay: plan every (configuration, instance, state) run, and execute batches of them.
+
+Plain functions, no Prefect: the flow wires them (flows/replay.py). A run's key is content:
+configuration, suite hash, state hash, environment hash and execution policy, so a rerun
+skips what the store holds, and the buggy and reference runs of a suite are planned once
+whatever the number of candidates.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+
+from testprism.storage import SCHEMAS, Store
+from testprism.tasks.benchmark import Benchmark, Instance, Suite
+from testprism.tasks.hashing import digest
+from testprism.tasks.outcome import Outcome, Reason, Verdict
+from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, backend_class
+from testprism.tasks.state import State, materialise, states_of
+from testprism.tasks.verdict import Policy, judge
+from testprism.tasks.workdir import WorkPaths
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One planned run: a suite (or the reason there is none) on one state."""
+
+    run_key: str
+    content_key: str  # the same work under another configuration shares this
+    configuration: str
+    instance: Instance
+    state: State
+    suite: Suite | None
+    unrunnable: Reason | None  # missing_suite | invalid_suite: recorded without running
+
+    @property
+    def runs_in_sandbox(self) -> bool:
+        return self.unrunnable is None
+
+
+@dataclass(frozen=True)
+class ExecutionOptions:
+    """Everything a batch needs to run anywhere (a Dask worker included): picklable."""
+
+    backend: str
+    work_root: Path
+    store_root: Path
+    limits: Limits = Limits()
+    policy: Policy = Policy()
+    concurrency: int = 1
+    trusted: bool = False
+    unsafe: bool = False
+    flush_every: int = 64
+
+    @property
+    def policy_hash(self) -> str:
+        return digest("policy", self.limits.key, self.policy.key)
+
+
+def plan(benchmark: Benchmark, options: ExecutionOptions) -> list[RunSpec]:
+    """Every run of the benchmark: configurations × instances × states."""
+    specs: list[RunSpec] = []
+    for instance in benchmark.instances.values():
+        states = states_of(instance)
+        env_hash = instance.spec.environment.key
+        for configuration in benchmark.configurations:
+            suite = benchmark.suites.get((configuration, instance.id))
+            unrunnable = None
+            if suite is None:
+                invalid = (configuration, instance.id) in benchmark.suite_errors
+                unrunnable = Reason.INVALID_SUITE if invalid else Reason.MISSING_SUITE
+            suite_hash = suite.hash if suite else digest(str(unrunnable), configuration, instance.id)
+            for state in states:
+                content = digest("run", suite_hash, state.hash, env_hash, options.policy_hash)
+                specs.append(RunSpec(digest(configuration, content), content, configuration, instance, state, suite, unrunnable))
+    return specs
+
+
+def batches(specs: list[RunSpec], target_runs: int) -> list[list[RunSpec]]:
+    """Group runs into coarse batches, whole instances together (they share state trees and
+    environments), each about `target_runs` long."""
+    by_instance: dict[str, list[RunSpec]] = {}
+    for spec in specs:
+        by_instance.setdefault(spec.instance.id, []).append(spec)
+    out: list[list[RunSpec]] = []
+    current: list[RunSpec] = []
+    for group in by_instance.values():
+        current.extend(group)
+        if len(current) >= target_runs:
+            out.append(current)
+            current = []
+    if current:
+        out.append(current)
+    return out
+
+
+def suite_hash_of(spec: RunSpec) -> str:
+    return spec.suite.hash if spec.suite else digest(str(spec.unrunnable), spec.configuration, spec.instance.id)
+
+
+def row(spec: RunSpec, verdict: Verdict, options: ExecutionOptions, backend: str, isolation: str, started: datetime) -> dict:
+    """One `runs` row (storage/schema.py RUNS)."""
+    return {
+        "run_key": spec.run_key,
+        "instance_id": spec.instance.id,
+        "source": spec.instance.source,
+        "configuration": spec.configuration,
+        "state": spec.state.kind,
+        "candidate_id": spec.state.candidate_id,
+        "label": spec.state.label,
+        "outcome": verdict.outcome.value,
+        "reason": verdict.reason.value if verdict.reason else None,
+        "exit_code": verdict.exit_code,
+        "duration_s": round(verdict.duration_s, 4),
+        "attempts": verdict.attempts,
+        "stdout_tail": verdict.output_tail,
+        "started_at": started,
+        "suite_hash": suite_hash_of(spec),
+        "state_hash": spec.state.hash,
+        "environment_hash": spec.instance.spec.environment.key,
+        "policy_hash": options.policy_hash,
+        "backend": backend,
+        "isolation": isolation,
+        "tests": [{"name": t.name, "outcome": t.outcome, "message": t.message} for t in verdict.tests],
+    }
+
+
+def unrunnable_rows(specs: Iterable[RunSpec], options: ExecutionOptions) -> list[dict]:
+    """Rows for runs that cannot start (no suite, or a rejected one): `E` without a sandbox."""
+    now = datetime.now(UTC)
+    return [
+        row(s, Verdict(Outcome.ERROR, s.unrunnable, None, 0.0, 0, ""), options, "none", "none", now)
+        for s in specs if s.unrunnable is not None
+    ]
+
+
+def _run_one(spec: RunSpec, backend: SandboxBackend, options: ExecutionOptions) -> Verdict:
+    tree = materialise(spec.instance, spec.state, WorkPaths(options.work_root))
+    if not tree.patch.applied:
+        return Verdict(Outcome.ERROR, Reason.PATCH_FAILED, None, 0.0, 1, tree.patch.message)
+    environment = backend.prepare(spec.instance.spec.environment)
+    assert spec.suite is not None
+    request = RunRequest(
+        tree=tree.tree, suite_folder=spec.suite.folder, suite_files=spec.suite.files, command=spec.suite.entry,
+        environment=environment, limits=options.limits, env={"TESTPRISM_STATE": spec.state.name},
+    )
+    return judge(lambda: backend.run(request), options.policy, spec.suite.tests)
+
+
+@dataclass
+class BatchSummary:
+    executed: int = 0
+    reused: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+
+def execute_batch(
+    specs: list[RunSpec],
+    options: ExecutionOptions,
+    on_done: Callable[[RunSpec, Verdict], None] | None = None,
+) -> BatchSummary:
+    """Run a batch on a bounded pool and write its rows to the store as it goes.
+
+    Rows are flushed every `flush_every` runs, so a killed batch loses at most that many
+    runs, which a resumed replay redoes. Work shared by several configurations (the same
+    content key) runs once.
+    """
+    store = Store(options.store_root)
+    backend = backend_class(options.backend)(WorkPaths(options.work_root), trusted=options.trusted, unsafe=options.unsafe)
+    summary = BatchSummary()
+    pending: list[dict] = []
+
+    def flush() -> None:
+        if pending:
+            store.append("runs", pa.Table.from_pylist(pending, schema=SCHEMAS["runs"]))
+            pending.clear()
+
+    def work(spec: RunSpec) -> tuple[RunSpec, Verdict, datetime]:
+        started = datetime.now(UTC)
+        return spec, _run_one(spec, backend, options), started
+
+    twins: dict[str, list[RunSpec]] = {}
+    for spec in specs:
+        twins.setdefault(spec.content_key, []).append(spec)
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, options.concurrency)) as pool:
+            for spec, verdict, started in pool.map(work, [group[0] for group in twins.values()]):
+                summary.executed += 1
+                for twin in twins[spec.content_key]:
+                    summary.reused += twin is not spec
+                    summary.outcomes[verdict.outcome.value] = summary.outcomes.get(verdict.outcome.value, 0) + 1
+                    pending.append(row(twin, verdict, options, backend.name, backend.isolation, started))
+                    if on_done:
+                        on_done(twin, verdict)
+                if len(pending) >= options.flush_every:
+                    flush()
+    finally:
+        flush()
+        backend.close()
+    return summary
+
+
+def pending_runs(specs: list[RunSpec], stored: set[str]) -> list[RunSpec]:
+    """Runs whose key is not stored yet."""
+    return [s for s in specs if s.run_key not in stored]
+
+
+def panel_rows(benchmark: Benchmark) -> list[dict]:
+    """The `panels` dataset: every state of every instance (the released pools)."""
+    return [
+        {"instance_id": i.id, "source": i.source, "state": s.kind, "candidate_id": s.candidate_id, "label": s.label,
+         "state_hash": s.hash}
+        for i in benchmark.instances.values() for s in states_of(i)
+    ]
+
+
+def suite_rows(benchmark: Benchmark) -> list[dict]:
+    """The `suites` dataset: which configuration has a suite for which instance."""
+    out = []
+    for configuration in benchmark.configurations:
+        for instance_id in benchmark.instances:
+            suite = benchmark.suites.get((configuration, instance_id))
+            out.append({"configuration": configuration, "instance_id": instance_id,
+                        "suite_hash": suite.hash if suite else "", "present": suite is not None})
+    return out
+
+
+def record_plan(benchmark: Benchmark, store: Store) -> None:
+    """Write `panels` and `suites` idempotently (part names are content hashes)."""
+    for name, rows in (("panels", panel_rows(benchmark)), ("suites", suite_rows(benchmark))):
+        table = pa.Table.from_pylist(rows, schema=SCHEMAS[name])
+        store.append(name, table, part=digest(name, *(str(sorted(r.items())) for r in rows)))

@@ -1,0 +1,129 @@
+"""The sandbox interface every backend implements, and the registry that names them.
+
+Modelled on inspect_ai's sandbox environments: a small abstract class, lifecycle stated
+up front, a failure contract in the docstrings, and each backend declaring its own safe
+concurrency. A new backend is a new module with `@register("name")`, not a new branch.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from testprism.tasks.benchmark import EnvironmentSpec
+from testprism.tasks.hashing import digest
+from testprism.tasks.workdir import WorkPaths
+
+
+class SandboxError(RuntimeError):
+    """Infrastructure failed (the sandbox did not start, broke, or lost the run). The run is
+    recorded as `E`/`sandbox_error` and retried by policy; it is never a test verdict."""
+
+
+class SandboxUnavailable(SandboxError):
+    """The backend cannot honour the request on this machine (no engine, no isolation).
+    Raised when the backend is created, before any run starts."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one run. Part of the execution policy and so of the run key."""
+
+    timeout_s: float = 300.0
+    memory_mb: int = 4096
+    processes: int = 256
+    file_size_mb: int = 512
+    output_bytes: int = 8 * 1024 * 1024
+    tail_bytes: int = 16 * 1024
+
+    @property
+    def key(self) -> str:
+        return digest("limits", *(str(v) for v in self.__dict__.values()))
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One command on one state: the backend copies `tree` into a fresh workspace, places
+    the suite's files under `tmp/`, and runs `command` from the program root."""
+
+    tree: Path
+    suite_folder: Path | None
+    suite_files: tuple[str, ...]
+    command: str
+    environment: Path
+    limits: Limits
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What happened, before classification into an outcome."""
+
+    exit_code: int | None
+    duration_s: float
+    output_tail: str
+    timed_out: bool = False
+    output_exceeded: bool = False
+    junit_xml: bytes | None = None
+
+
+class SandboxBackend(ABC):
+    """Lifecycle: `__init__` checks capabilities (raise SandboxUnavailable) → `prepare`
+    per environment (cached) → `run` per run, from several threads at once up to
+    `default_concurrency()` → `close`. `sweep` removes what a crashed process left behind."""
+
+    name: ClassVar[str]
+    #: how strongly runs are isolated, recorded with every outcome
+    isolation: str
+
+    def __init__(self, work: WorkPaths, *, trusted: bool = False, unsafe: bool = False) -> None:
+        self.work = work
+
+    @classmethod
+    def default_concurrency(cls) -> int:
+        """Runs this backend can safely execute at once on one host."""
+        return 1
+
+    @abstractmethod
+    def prepare(self, environment: EnvironmentSpec) -> Path:
+        """Build or find the environment; return its handle. Raises EnvironmentBuildError
+        (never retried) or SandboxError."""
+
+    @abstractmethod
+    def run(self, request: RunRequest) -> ExecResult:
+        """Run one command. Timeouts and output overflow are results, not exceptions; the
+        process tree is gone when this returns. Raises SandboxError only when the sandbox
+        itself failed."""
+
+    def close(self) -> None:
+        """Release what this instance holds."""
+
+    @classmethod
+    def sweep(cls, work: WorkPaths) -> int:
+        """Remove leftovers of crashed runs; returns how many were removed."""
+        return 0
+
+
+_REGISTRY: dict[str, type[SandboxBackend]] = {}
+
+
+def register(name: str) -> Callable[[type[SandboxBackend]], type[SandboxBackend]]:
+    def wrap(cls: type[SandboxBackend]) -> type[SandboxBackend]:
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return wrap
+
+
+def backend_class(name: str) -> type[SandboxBackend]:
+    # Importing the package registers the built-in backends.
+    import testprism.tasks.sandbox  # noqa: F401
+
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise SandboxUnavailable(f"--backend: unknown backend {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None

@@ -1,0 +1,195 @@
+"""The `local` backend: a fresh workspace per run, the command under bubblewrap.
+
+Isolation (bubblewrap): new user, pid, network, ipc and uts namespaces (network: loopback
+only, nothing reachable), the host read-only, the work area hidden except this run's
+workspace (writable) and its environment (read-only), a private /tmp, and the sandbox dies
+with its parent. Limits: rlimits on address space, processes, file size and open files,
+set by `prlimit`; a wall-clock timeout and an output bound that kill the process tree.
+When run as root, the sandbox drops to an unprivileged uid of its own: root ignores the
+process limit, and untrusted code never runs as root.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import shutil
+import subprocess
+import tempfile
+from functools import cache
+from pathlib import Path
+
+from testprism.tasks.benchmark import EnvironmentSpec
+from testprism.tasks.environment import build_environment
+from testprism.tasks.sandbox.base import (
+    ExecResult,
+    RunRequest,
+    SandboxBackend,
+    SandboxError,
+    SandboxUnavailable,
+    register,
+)
+from testprism.tasks.sandbox.process import run_bounded
+from testprism.tasks.workdir import WorkPaths
+
+log = logging.getLogger(__name__)
+
+JUNIT_MAX_BYTES = 8 * 1024 * 1024
+UID_BASE = 200_000  # sandbox uids are UID_BASE + random: no passwd entry, no files on the host
+
+
+@cache
+def bubblewrap_works() -> bool:
+    """Whether bwrap exists and can create its namespaces here (it cannot inside some
+    containers)."""
+    if not shutil.which("bwrap"):
+        return False
+    probe = subprocess.run(
+        ["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
+        capture_output=True, timeout=30,
+    )
+    return probe.returncode == 0
+
+
+@register("local")
+class LocalBackend(SandboxBackend):
+    """Runs on this host. See the module docstring for what it guarantees."""
+
+    def __init__(self, work: WorkPaths, *, trusted: bool = False, unsafe: bool = False) -> None:
+        super().__init__(work)
+        work.ensure()
+        if bubblewrap_works():
+            self.isolation = "bubblewrap"
+        elif trusted or unsafe:
+            self.isolation = "none"
+            log.warning(
+                "bubblewrap is not available: running %s suites WITHOUT isolation (rlimits and timeouts only)",
+                "the bundled (trusted)" if trusted else "untrusted",
+            )
+        else:
+            raise SandboxUnavailable(
+                "the local backend needs bubblewrap to run suites it did not ship: install it "
+                "(Debian/Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap), use "
+                "--backend docker, or pass --unsafe-no-sandbox to run them without isolation"
+            )
+        self.drop_privileges = os.geteuid() == 0
+
+    @classmethod
+    def default_concurrency(cls) -> int:
+        return max(1, os.cpu_count() or 1)
+
+    def prepare(self, environment: EnvironmentSpec) -> Path:
+        return build_environment(environment, self.work, need_world_readable=self.drop_privileges)
+
+    @classmethod
+    def sweep(cls, work: WorkPaths) -> int:
+        leftovers = list(work.workspaces.glob("run-*")) if work.workspaces.is_dir() else []
+        for path in leftovers:
+            shutil.rmtree(path, ignore_errors=True)
+        return len(leftovers)
+
+    # -- one run ---------------------------------------------------------------------------
+
+    def _workspace(self, request: RunRequest) -> Path:
+        ws = Path(tempfile.mkdtemp(prefix="run-", dir=self.work.workspaces))
+        program = ws / "program"
+        shutil.copytree(request.tree, program, symlinks=True)
+        if request.suite_folder is not None:
+            for rel in request.suite_files:
+                dest = program / "tmp" / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(request.suite_folder / rel, dest)
+        (ws / "out").mkdir()
+        return ws
+
+    def _limits_argv(self, request: RunRequest) -> list[str]:
+        limits = request.limits
+        nproc = limits.processes
+        if not self.drop_privileges:
+            # RLIMIT_NPROC counts every process of the real uid, not just this run's.
+            nproc += sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owned(p))
+        return [
+            "prlimit", f"--as={limits.memory_mb * 1024 * 1024}", f"--nproc={nproc}",
+            f"--fsize={limits.file_size_mb * 1024 * 1024}", "--core=0", "--nofile=1024", "--",
+        ]
+
+    def _bwrap_argv(self, ws: Path, environment: Path, status_fd: int) -> list[str]:
+        return [
+            "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+            "--tmpfs", str(self.work.root),  # hide other runs, states and the store's cache
+            "--ro-bind", str(environment), str(environment),
+            "--bind", str(ws), str(ws), "--chdir", str(ws / "program"),
+            "--unshare-all", "--die-with-parent", "--new-session",
+            "--json-status-fd", str(status_fd), "--",
+        ]
+
+    def run(self, request: RunRequest) -> ExecResult:
+        ws = self._workspace(request)
+        try:
+            junit = ws / "out" / "junit.xml"
+            env = {
+                "PATH": f"{request.environment / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+                "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+                "TESTPRISM_JUNIT": str(junit), **request.env,
+            }
+            uid = None
+            if self.drop_privileges:
+                uid = UID_BASE + secrets.randbelow(60_000)
+                _chown_tree(ws, uid)
+            command = ["bash", "-c", request.command]
+            if self.isolation == "bubblewrap":
+                read_fd, write_fd = os.pipe()
+                try:
+                    argv = self._limits_argv(request) + self._bwrap_argv(ws, request.environment, write_fd) + command
+                    done = run_bounded(argv, cwd=ws / "program", env=env, timeout_s=request.limits.timeout_s,
+                                       output_bytes=request.limits.output_bytes, tail_bytes=request.limits.tail_bytes,
+                                       user=uid, pass_fds=(write_fd,))
+                finally:
+                    os.close(write_fd)
+                    with os.fdopen(read_fd, "rb") as fh:
+                        status = fh.read()
+                if b"child-pid" not in status and not done.timed_out:
+                    raise SandboxError(f"bubblewrap did not start the command: {done.output_tail[-2000:].decode(errors='replace')}")
+            else:
+                done = run_bounded(self._limits_argv(request) + command, cwd=ws / "program", env=env,
+                                   timeout_s=request.limits.timeout_s, output_bytes=request.limits.output_bytes,
+                                   tail_bytes=request.limits.tail_bytes, user=uid)
+            xml = junit.read_bytes()[:JUNIT_MAX_BYTES] if junit.is_file() and not junit.is_symlink() else None
+            return ExecResult(
+                exit_code=_exit_code(status, done.exit_code) if self.isolation == "bubblewrap" else done.exit_code,
+                duration_s=done.duration_s,
+                output_tail=done.output_tail.decode("utf-8", errors="replace"),
+                timed_out=done.timed_out,
+                output_exceeded=done.output_exceeded,
+                junit_xml=xml,
+            )
+        finally:
+            shutil.rmtree(ws, ignore_errors=True)
+
+
+def _exit_code(status: bytes, fallback: int | None) -> int | None:
+    """The command's own exit code from bwrap's JSON status (bwrap's may differ)."""
+    for line in status.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if "exit-code" in record:
+            return int(record["exit-code"])
+    return fallback
+
+
+def _owned(proc_dir: Path) -> bool:
+    try:
+        return proc_dir.stat().st_uid == os.getuid()
+    except OSError:
+        return False
+
+
+def _chown_tree(root: Path, uid: int) -> None:
+    os.chown(root, uid, uid)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
