@@ -1,0 +1,111 @@
+"""Metric semantics on hand-computed stores (DESIGN.md, Metrics), including TestPrism's
+worked example and empty pools."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pytest
+
+from testprism.storage import SCHEMAS, Store
+from testprism.tasks.metrics import instance_scores
+from testprism.tasks.statistics import leaderboard_from_instance_scores
+
+
+def build_store(tmp_path, instances: dict[str, dict], outcomes: dict[tuple[str, str, str], str]) -> Store:
+    """instances: id → {"valid": [...], "invalid": [...]}; outcomes: (configuration,
+    instance, state name) → P/F/E, state name `buggy`, `reference` or a candidate id.
+    Runs not listed are absent from the store."""
+    store = Store(tmp_path / "store")
+    panels, suites, runs = [], [], []
+    configurations = sorted({c for c, _, _ in outcomes})
+    for iid, pools in instances.items():
+        states = [("buggy", None, None), ("reference", None, None)]
+        states += [("candidate", c, "valid") for c in pools.get("valid", [])]
+        states += [("candidate", c, "invalid") for c in pools.get("invalid", [])]
+        for kind, cid, label in states:
+            panels.append({"instance_id": iid, "source": "s", "state": kind, "candidate_id": cid, "label": label,
+                           "state_hash": f"{iid}-{cid or kind}"})
+            for conf in configurations:
+                outcome = outcomes.get((conf, iid, cid or kind))
+                if outcome is None:
+                    continue
+                runs.append({
+                    "run_key": f"{conf}-{iid}-{cid or kind}", "instance_id": iid, "source": "s", "configuration": conf,
+                    "state": kind, "candidate_id": cid, "label": label, "outcome": outcome,
+                    "reason": "timeout" if outcome == "E" else None, "exit_code": 0, "duration_s": 0.1, "attempts": 1,
+                    "stdout_tail": "", "started_at": datetime(2026, 1, 1, tzinfo=UTC), "suite_hash": "h",
+                    "state_hash": "h", "environment_hash": "h", "policy_hash": "h", "backend": "local",
+                    "isolation": "none", "tests": [],
+                })
+        for conf in configurations:
+            suites.append({"configuration": conf, "instance_id": iid, "suite_hash": "h", "present": True})
+    for name, rows in (("panels", panels), ("suites", suites), ("runs", runs)):
+        store.append(name, pa.Table.from_pylist(rows, schema=SCHEMAS[name]))
+    return store
+
+
+def board_of(store: Store) -> dict[str, dict]:
+    board = leaderboard_from_instance_scores(instance_scores(store))
+    return {r["configuration"]: r for r in board.iter_rows(named=True)}
+
+
+def test_testprism_worked_example_gives_jsf_one_third(tmp_path):
+    # Three instances: all right; one valid rejected; reference not rejected on buggy.
+    pools = {i: {"valid": ["v1", "v2"], "invalid": ["x1"]} for i in ("i1", "i2", "i3")}
+    out = {}
+    for i in pools:
+        out |= {("c", i, "buggy"): "F", ("c", i, "reference"): "P", ("c", i, "v1"): "P", ("c", i, "v2"): "P",
+                ("c", i, "x1"): "F"}
+    out[("c", "i2", "v2")] = "F"
+    out[("c", "i3", "buggy")] = "P"
+    row = board_of(build_store(tmp_path, pools, out))["c"]
+    assert row["jvr"] == pytest.approx(1 / 3)
+    assert row["grr"] == pytest.approx(2 / 3)
+    assert row["car"] == pytest.approx((1 + 0.5 + 1) / 3)
+    assert row["ct_car"] == pytest.approx(2 / 3)
+    assert row["wdr"] == pytest.approx(1.0)
+
+
+def test_every_metric_on_a_hand_computed_fixture_with_empty_pools(tmp_path):
+    pools = {
+        "a": {"valid": ["v1", "v2"], "invalid": ["x1", "x2"]},
+        "b": {"valid": [], "invalid": ["x1"]},  # no valid pool: not in CAR's denominator
+        "c": {"valid": ["v1"], "invalid": []},  # no invalid pool: not in WDR's denominator
+    }
+    out = {
+        ("k", "a", "buggy"): "F", ("k", "a", "reference"): "P", ("k", "a", "v1"): "P", ("k", "a", "v2"): "E",
+        ("k", "a", "x1"): "F", ("k", "a", "x2"): "P",
+        ("k", "b", "buggy"): "F", ("k", "b", "reference"): "P", ("k", "b", "x1"): "F",
+        ("k", "c", "buggy"): "E", ("k", "c", "reference"): "P",  # c's v1 run is missing: counts as E
+    }
+    row = board_of(build_store(tmp_path, pools, out))["k"]
+    car = (0.5 + 0.0) / 2  # a: v1 accepted, v2 unresolved; c: v1 missing
+    wdr = (0.5 + 1.0) / 2  # a: x1 rejected, x2 accepted; b: x1 rejected
+    assert row["n_instances"] == 3
+    assert row["grr"] == pytest.approx(2 / 3)  # c's buggy run is E: F_c = 0
+    assert row["car"] == pytest.approx(car)
+    assert row["wdr"] == pytest.approx(wdr)
+    assert row["f1"] == pytest.approx(2 * car * wdr / (car + wdr))
+    assert row["ct_car"] == pytest.approx(0.0)
+    assert row["ct_wdr"] == pytest.approx(0.5)
+    assert row["ct_f1"] == pytest.approx(0.0)
+    assert row["jvr"] == pytest.approx(1 / 3)  # only b: F_b = 1, no valid to accept, x1 rejected
+
+
+def test_reference_is_not_part_of_car_and_error_never_leaves_denominator(tmp_path):
+    pools = {"a": {"valid": ["v1"], "invalid": ["x1"]}}
+    out = {("k", "a", "buggy"): "F", ("k", "a", "reference"): "F", ("k", "a", "v1"): "P", ("k", "a", "x1"): "E"}
+    row = board_of(build_store(tmp_path, pools, out))["k"]
+    assert row["car"] == 1.0  # the rejected reference does not lower CAR
+    assert row["grr"] == 0.0
+    assert row["wdr"] == 0.0  # E is not a rejection, and stays in the denominator
+
+
+def test_configuration_without_any_pool_has_null_ratios(tmp_path):
+    pools = {"a": {"valid": [], "invalid": []}}
+    out = {("k", "a", "buggy"): "F", ("k", "a", "reference"): "P"}
+    row = board_of(build_store(tmp_path, pools, out))["k"]
+    assert row["car"] is None and row["wdr"] is None and row["f1"] is None
+    assert row["jvr"] == 1.0
