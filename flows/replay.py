@@ -18,15 +18,14 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
-from prefect.utilities.annotations import quote
 
 from testprism.flows import progress
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.benchmark import load_benchmark
 from testprism.tasks.replay import (
+    Batch,
     BatchSummary,
     ExecutionOptions,
-    RunSpec,
     batches,
     execute_batch,
     pending_runs,
@@ -52,9 +51,9 @@ class ReplaySummary:
 
 
 @task(name="replay-batch", retries=0, cache_policy=NO_CACHE)
-def replay_batch(specs: list[RunSpec], options: ExecutionOptions) -> BatchSummary:
+def replay_batch(batch: Batch, options: ExecutionOptions) -> BatchSummary:
     """One coarse unit: a batch of runs on one worker, rows written as they finish."""
-    return execute_batch(specs, options)
+    return execute_batch(batch.specs, options)
 
 
 def task_runner(workers: int, dask_address: str | None):
@@ -119,7 +118,7 @@ def replay_flow(
     if runnable:
         groups = batches(runnable, batch_target(len(runnable), workers))
         with task_runner(workers, dask_address) as runner:
-            futures = {runner.submit(replay_batch, {"specs": quote(g), "options": options}): len(g) for g in groups}
+            futures = {runner.submit(replay_batch, {"batch": b, "options": options}): len(b) for b in groups}
             for future in as_completed(list(futures)):
                 summary = future.result()
                 sink.advance(futures[future])

@@ -84,22 +84,27 @@ def plan(benchmark: Benchmark, options: ExecutionOptions) -> list[RunSpec]:
     return specs
 
 
-def batches(specs: list[RunSpec], target_runs: int) -> list[list[RunSpec]]:
-    """Group runs into coarse batches, whole instances together (they share state trees and
-    environments), each about `target_runs` long."""
-    by_instance: dict[str, list[RunSpec]] = {}
-    for spec in specs:
-        by_instance.setdefault(spec.instance.id, []).append(spec)
-    out: list[list[RunSpec]] = []
-    current: list[RunSpec] = []
-    for group in by_instance.values():
-        current.extend(group)
-        if len(current) >= target_runs:
-            out.append(current)
-            current = []
-    if current:
-        out.append(current)
-    return out
+class Batch:
+    """Runs executed together as one coarse task.
+
+    A plain class on purpose: Prefect walks dataclasses and collections in task parameters
+    (looking for futures) and rebuilds them on the way to a Dask worker; an opaque object
+    travels as one pickle."""
+
+    __slots__ = ("specs",)
+
+    def __init__(self, specs: list[RunSpec]) -> None:
+        self.specs = specs
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+
+def batches(specs: list[RunSpec], target_runs: int) -> list[Batch]:
+    """Cut the plan into batches of about `target_runs`, in plan order, so the runs of one
+    instance (which share state trees and an environment) mostly land in the same batch."""
+    size = max(1, target_runs)
+    return [Batch(specs[i : i + size]) for i in range(0, len(specs), size)]
 
 
 def suite_hash_of(spec: RunSpec) -> str:

@@ -59,11 +59,20 @@ def backend(engine, docker_work) -> DockerBackend:
 
 
 @pytest.fixture(scope="session")
-def reuse_backend(engine, docker_work) -> DockerBackend:
-    b = DockerBackend(WorkPaths(docker_work), reuse=True)
-    b.environment = b.prepare(EnvironmentSpec())
-    yield b
-    b.close()
+def backends(engine, docker_work, backend) -> dict[str, DockerBackend]:
+    """Every way of running: fresh or reused container, workspace bind-mounted or copied."""
+    made = {f"fresh-{backend.copy}": backend}
+    for reuse, copy in ((False, "archive"), (True, "bind"), (True, "archive")):
+        b = DockerBackend(WorkPaths(docker_work), reuse=reuse, copy=copy)
+        b.environment = b.prepare(EnvironmentSpec())
+        made[f"{'reused' if reuse else 'fresh'}-{copy}"] = b
+    yield made
+    for b in made.values():
+        if b is not backend:
+            b.close()
+
+
+MODES = ["fresh-bind", "fresh-archive", "reused-bind", "reused-archive"]
 
 
 @pytest.fixture(scope="session")
@@ -141,7 +150,7 @@ def test_fast_mode_gives_the_same_outcomes(engine, parity_bench, local_store, do
     monkeypatch.setenv("TESTPRISM_DOCKER_REUSE", "1")
     store = tmp_path / "store-reuse"
     options = ExecutionOptions(backend="docker", work_root=docker_work, store_root=store, concurrency=2,
-                               limits=Limits(timeout_s=120))
+                               limits=Limits(timeout_s=120.0))
     summary = execute_batch(plan(load_benchmark(parity_bench), options), options)
     assert summary.executed == len(EXPECTED)
     runs = Store(store).scan("runs").collect()
@@ -164,7 +173,7 @@ def test_parity_on_the_bundled_benchmark(backend, docker_work, tmp_path):
     results = {}
     for name in ("local", "docker"):
         options = ExecutionOptions(backend=name, work_root=docker_work, store_root=tmp_path / name,
-                                   concurrency=2, trusted=True, limits=Limits(timeout_s=120))
+                                   concurrency=2, trusted=True, limits=Limits(timeout_s=120.0))
         specs = [s for s in plan(bench, options) if s.instance.id in chosen and s.runs_in_sandbox]
         execute_batch(specs, options)
         results[name] = _outcomes(tmp_path / name)
@@ -246,9 +255,9 @@ def test_output_bound_keeps_the_tail(backend, empty_tree):
     assert "line-" in result.output_tail and "line-1\n" not in result.output_tail
 
 
-@pytest.mark.parametrize("mode", ["fresh", "reused"])
-def test_unprivileged_and_nothing_leaks_between_runs(mode, backend, reuse_backend, empty_tree):
-    b = backend if mode == "fresh" else reuse_backend
+@pytest.mark.parametrize("mode", MODES)
+def test_unprivileged_and_nothing_leaks_between_runs(mode, backends, empty_tree):
+    b = backends[mode]
     first = b.run(request_for(
         b, empty_tree,
         "id -u; echo x > left-behind; echo x > /tmp/left-behind; echo x > /dev/shm/left-behind; "
@@ -264,17 +273,27 @@ def test_unprivileged_and_nothing_leaks_between_runs(mode, backend, reuse_backen
     ))
     assert "left-behind" not in second.output_tail
     # fast mode keeps its own `sleep infinity` as the container's main process
-    assert second.output_tail.split()[-1] == ("0" if mode == "fresh" else "1")
+    assert second.output_tail.split()[-1] == ("0" if mode.startswith("fresh") else "1")
 
 
-def test_junit_is_fetched_back(backend, empty_tree):
-    result = backend.run(request_for(backend, empty_tree, 'echo "<testsuite tests=\\"0\\"/>" > "$TESTPRISM_JUNIT"'))
+@pytest.mark.parametrize("mode", MODES)
+def test_junit_is_fetched_back_and_never_through_a_link(mode, backends, empty_tree):
+    """A run owns its output folder: links it leaves there must not make the host read
+    anything else into the store."""
+    b = backends[mode]
+    result = b.run(request_for(b, empty_tree, 'echo "<testsuite tests=\\"0\\"/>" > "$TESTPRISM_JUNIT"'))
     assert result.exit_code == 0 and result.junit_xml == b'<testsuite tests="0"/>\n'
-    nothing = backend.run(request_for(backend, empty_tree, "true"))
-    assert nothing.junit_xml is None
+    assert b.run(request_for(b, empty_tree, "true")).junit_xml is None
+    linked = b.run(request_for(b, empty_tree, 'ln -s /etc/passwd "$TESTPRISM_JUNIT"'))
+    assert linked.exit_code == 0 and linked.junit_xml is None
+    secret = b.work.root / "not-for-runs"  # a host folder holding a junit.xml
+    secret.mkdir(exist_ok=True)
+    (secret / "junit.xml").write_text("<secret/>")
+    moved = b.run(request_for(b, empty_tree, f'cd .. && mv out elsewhere && ln -s {secret} out'))
+    assert moved.exit_code == 0 and moved.junit_xml is None
 
 
-def test_every_container_is_removed(backend, reuse_backend, empty_tree):
+def test_every_container_is_removed(backend, empty_tree):
     for command in ("true", "exit 3", "sleep 30"):
         backend.run(request_for(backend, empty_tree, command, timeout_s=2))
     assert our_containers(backend) == []
@@ -327,6 +346,6 @@ def test_images_cli_builds_and_lists(backend, parity_bench):
     runner = CliRunner()
     built = runner.invoke(images_app, ["build", str(parity_bench)])
     assert built.exit_code == 0, built.output
-    listed = runner.invoke(images_app, ["list"])
+    listed = runner.invoke(images_app, ["list"], env={"COLUMNS": "200"})
     assert listed.exit_code == 0, listed.output
     assert "testprism-base" in listed.output and "environment" in listed.output

@@ -1,0 +1,109 @@
+"""`testprism images`: the docker backend's images (build, list, prune). CLI only: the work
+is in tasks/sandbox/docker.py."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+images_app = typer.Typer(
+    add_completion=False, no_args_is_help=True,
+    help="Docker images of the docker backend: one per environment, on a local base image.",
+)
+console = Console(stderr=True)
+log = logging.getLogger("testprism")
+
+BaseOpt = Annotated[Optional[str], typer.Option(
+    help="base image (default: $TESTPRISM_DOCKER_BASE, else testprism-base:bookworm, bootstrapped when missing)",
+)]
+
+
+def _fail(exc: Exception) -> None:
+    log.error("%s", exc)
+    raise typer.Exit(1)
+
+
+@images_app.command("build")
+def build(
+    benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/, suites/)")],
+    base: BaseOpt = None,
+    work: Annotated[Optional[Path], typer.Option(help="working area (holds the build locks)")] = None,
+) -> None:
+    """Build the image of every environment the benchmark's instances use (once each)."""
+    from testprism.tasks.benchmark import BenchmarkError, load_benchmark
+    from testprism.tasks.environment import EnvironmentBuildError
+    from testprism.tasks.sandbox.base import SandboxError
+    from testprism.tasks.sandbox.docker import DockerBackend, environment_tag
+    from testprism.tasks.workdir import WorkPaths, default_work_root
+
+    try:
+        bench = load_benchmark(benchmark)
+        backend = DockerBackend(WorkPaths(work or default_work_root()), base_image=base)
+    except (BenchmarkError, SandboxError) as exc:
+        _fail(exc)
+    specs = {i.spec.environment.key: i.spec.environment for i in bench.instances.values()}
+    failed = 0
+    try:
+        for spec in specs.values():
+            try:
+                handle = backend.prepare(spec)
+            except (EnvironmentBuildError, SandboxError) as exc:
+                failed += 1
+                log.error("environment %s (python %s: %s): %s", spec.key, spec.python, ", ".join(spec.packages), exc)
+                continue
+            log.info("%s ready (python %s: %s)", environment_tag(handle.name), spec.python,
+                     ", ".join(spec.packages) or "no packages")
+    finally:
+        backend.close()
+    if failed:
+        raise typer.Exit(1)
+
+
+@images_app.command("list")
+def list_(all_: Annotated[bool, typer.Option("--all", help="also show each image's packages")] = False) -> None:
+    """testprism's images: the base and one per environment."""
+    from testprism.tasks.sandbox.base import SandboxError
+    from testprism.tasks.sandbox.docker import api_client, list_images
+
+    try:
+        api = api_client()
+        images = list_images(api)
+    except SandboxError as exc:
+        _fail(exc)
+    table = Table(title="testprism images")
+    for column in ("image", "kind", "python", "packages", "MB", "created"):
+        table.add_column(column, justify="right" if column == "MB" else "left", no_wrap=column in ("image", "created"))
+    for info in images:
+        packages = ", ".join(info.packages) if all_ or len(info.packages) <= 3 else f"{len(info.packages)} packages"
+        if info.kind == "environment" and not info.packages:
+            packages = "(none)"
+        table.add_row(info.tag, info.kind, info.python, packages, f"{info.size_mb:.0f}", info.created)
+    Console().print(table)
+
+
+@images_app.command("prune")
+def prune(
+    keep: Annotated[Optional[Path], typer.Option(help="keep the images this benchmark folder needs")] = None,
+    base: Annotated[bool, typer.Option("--base", help="remove the base image too")] = False,
+) -> None:
+    """Remove environment images (all, or those the `--keep` benchmark does not use), and
+    run containers left by crashed processes."""
+    from testprism.tasks.benchmark import BenchmarkError, load_benchmark
+    from testprism.tasks.sandbox.base import SandboxError
+    from testprism.tasks.sandbox.docker import DockerBackend, api_client, prune_images
+    from testprism.tasks.workdir import WorkPaths, default_work_root
+
+    try:
+        kept = {i.spec.environment.key for i in load_benchmark(keep).instances.values()} if keep else None
+        swept = DockerBackend.sweep(WorkPaths(default_work_root()))
+        removed = prune_images(api_client(), keep=kept, include_base=base)
+    except (BenchmarkError, SandboxError) as exc:
+        _fail(exc)
+    for tag in removed:
+        log.info("removed %s", tag)
+    log.info("%d images removed, %d leftover containers removed", len(removed), swept)

@@ -1,0 +1,474 @@
+"""Candidates: ingest patches from prediction files and diff folders, normalise them, and
+set duplicates aside.
+
+Agent submissions are messy (realdata/README.md): the same patch arrives from several
+submissions up to whitespace and headers, some rows name instances that do not exist or
+carry no patch at all. Every row either becomes a `CandidatePatch` or an `IngestError`
+that names the file, the row and the field; a bad row never stops the others.
+
+Deduplication has two steps, on purpose at two points of the pipeline:
+- exact duplicates (same normalised patch) are set aside *before* verification: they
+  would get the same label, so running them again is waste;
+- near duplicates are set aside *after* labelling, within one label class (as SWEPatchTest
+  does): the difference between a valid and an invalid patch is often a single token (`<`
+  against `<=`), so merging across classes would discard exactly the candidates a panel
+  needs. Two candidates are near duplicates when the token counts of their added lines
+  and of their removed lines both have cosine ≥ threshold (compared together, two
+  rewrites of one function look alike because they remove the same buggy lines), and,
+  for invalid ones, they fail the same checks (a different failure is a behaviour a suite
+  must catch separately).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+from scipy import sparse
+from unidiff import Hunk, PatchedFile, PatchSet
+from unidiff.errors import UnidiffParseError
+
+from testprism.tasks.benchmark import NAME, Benchmark
+from testprism.tasks.funnel import Excluded
+from testprism.tasks.hashing import digest
+
+log = logging.getLogger(__name__)
+
+#: Cosine similarity of token counts (of the added lines, and of the removed lines) at or
+#: above which two candidates of the same label are near duplicates. Counts of tokens ignore
+#: layout, so 1.0 means "the same change reformatted"; 0.95 also merges a patch that differs
+#: in about one token in twenty (a renamed local, a reworded comment), while two different
+#: fixes of a few lines stay well below it (SWEPatchTest's examples of different correct
+#: fixes have cosine 0.02-0.04; the bundled benchmark's closest distinct candidates 0.92).
+NEAR_DUPLICATE_COSINE = 0.95
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+class CandidateReason(StrEnum):
+    """Why a candidate is not (or no longer) in its instance's pool. `None` in the
+    `reason` column means it is in the pool with its label."""
+
+    DUPLICATE = "duplicate"  #: same normalised patch as `duplicate_of`; carries its label
+    SAME_AS_REFERENCE = "same_as_reference"  #: identical to the reference: not a candidate
+    NEAR_DUPLICATE = "near_duplicate"  #: token cosine ≥ threshold with `duplicate_of`, same label
+    INSTANCE_QUARANTINED = "instance_quarantined"  #: its instance failed gold validation
+    PATCH_FAILED = "patch_failed"  #: did not apply: labelled invalid, but no suite could run on it
+    CHECKS_PATCH_FAILED = "checks_patch_failed"  #: the official checks did not apply over it
+    TIMEOUT = "timeout"  #: the checks hit the wall-clock limit: unlabelled
+    OUTPUT_LIMIT = "output_limit"  #: the checks wrote more than the output bound: unlabelled
+    SANDBOX_ERROR = "sandbox_error"  #: infrastructure failed (after retries): unlabelled
+    UNSTABLE = "unstable"  #: a failure did not reproduce on replay: unlabelled
+
+
+class IngestErrorKind(StrEnum):
+    UNREADABLE_FILE = "unreadable_file"  #: the file cannot be read or parsed as JSON/JSONL
+    BAD_ROW = "bad_row"  #: a row lacks a field or has the wrong type
+    UNKNOWN_INSTANCE = "unknown_instance"  #: the instance id is not in the benchmark
+    EMPTY_PATCH = "empty_patch"  #: no patch text
+    NOT_A_DIFF = "not_a_diff"  #: the text is not a unified diff we can apply
+
+
+@dataclass(frozen=True)
+class IngestError:
+    """A row or file that did not become a candidate, and where it came from."""
+
+    origin: str  # file:row, or a path
+    field: str
+    kind: IngestErrorKind
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.origin}: field {self.field}: {self.message}"
+
+
+@dataclass(frozen=True)
+class CandidatePatch:
+    """One collected candidate patch and what the pipeline has found out about it."""
+
+    instance_id: str
+    candidate_id: str
+    origin: str  # file:row for prediction rows, the path for diff files
+    model: str | None
+    official_label: str | None  # valid | invalid from the source (e.g. official_resolved)
+    patch: str  # normalised
+    norm_key: str  # hash of the normalised patch
+    duplicate_of: str | None = None
+    reason: CandidateReason | None = None
+    label: str | None = None  # valid | invalid, from our verification
+    failed_checks: tuple[str, ...] = ()
+
+    @property
+    def in_pool(self) -> bool:
+        """Labelled and not set aside: eligible for a panel."""
+        return self.reason is None and self.label is not None
+
+
+class PatchError(ValueError):
+    """The text is not a unified diff we can normalise."""
+
+
+class _PredictionRow(BaseModel):
+    """A SWE-bench prediction. Other fields are allowed and ignored, but for
+    `official_resolved`, which becomes the candidate's official label."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    instance_id: str
+    model_name_or_path: str
+    model_patch: str | None
+    official_resolved: bool | None = None
+
+
+# -- normalisation ---------------------------------------------------------------------------
+
+
+def _relative(name: str) -> str:
+    """A diff path without its a/ or b/ prefix, refusing paths that leave the program."""
+    rel = name[2:] if name.startswith(("a/", "b/")) else name
+    if rel.startswith("/") or ".." in Path(rel).parts:
+        raise PatchError(f"patch path escapes the program: {name!r}")
+    return rel
+
+
+def _range(start: int, length: int) -> str:
+    return str(start) if length == 1 else f"{start},{length}"
+
+
+def _hunk_lines(hunk: Hunk, offset: int) -> tuple[list[str], int]:
+    """A hunk with its header recomputed from its lines (so a stale target position or a
+    section header cannot make equal patches differ) and trailing whitespace stripped from
+    added lines. Context and removed lines stay byte for byte: they must match the program."""
+    body: list[str] = []
+    old = new = 0
+    for line in hunk:
+        if line.line_type == "+":
+            body.append("+" + line.value.rstrip() + "\n")
+            new += 1
+        elif line.line_type in ("-", " "):
+            value = line.value if line.value.endswith("\n") else line.value + "\n"
+            body.append(line.line_type + value)
+            old += 1
+            new += line.line_type == " "
+        else:  # "\ No newline at end of file" belongs to the line before it
+            body.append("\\ No newline at end of file\n")
+    start = hunk.source_start
+    target = start + offset + (1 if old == 0 else -1 if new == 0 else 0)
+    return [f"@@ -{_range(start, old)} +{_range(target, new)} @@\n", *body], offset + new - old
+
+
+def _file_lines(patched: PatchedFile) -> list[str]:
+    """One file of the canonical form: a git header (needed for new empty files and
+    renames), then ---/+++ and the hunks; index lines, modes and timestamps dropped."""
+    if patched.is_binary_file:
+        raise PatchError(f"binary change of {patched.path!r} cannot be normalised")
+    source = None if patched.is_added_file else _relative(patched.source_file)
+    target = None if patched.is_removed_file else _relative(patched.target_file)
+    shown_source, shown_target = source or target, target or source
+    lines = [f"diff --git a/{shown_source} b/{shown_target}\n"]
+    if patched.is_added_file:
+        lines.append("new file mode 100644\n")
+    elif patched.is_removed_file:
+        lines.append("deleted file mode 100644\n")
+    elif source != target:
+        lines += [f"rename from {source}\n", f"rename to {target}\n"]
+    elif not len(patched):
+        return []  # a mode change only: nothing a test can see
+    if len(patched):
+        lines.append(f"--- a/{source}\n" if source else "--- /dev/null\n")
+        lines.append(f"+++ b/{target}\n" if target else "+++ /dev/null\n")
+    offset = 0
+    for hunk in patched:
+        hunk_lines, offset = _hunk_lines(hunk, offset)
+        lines += hunk_lines
+    return lines
+
+
+def normalise_patch(text: str) -> str:
+    """The canonical form of a unified diff: equal changes give equal text.
+
+    Drops what differs between tools but changes nothing (index lines, timestamps, hunk
+    section headers, mode-only changes), recomputes hunk positions, strips trailing
+    whitespace from added lines and ends with a newline (a missing final newline makes
+    `git apply` call a patch corrupt)."""
+    if not text.strip():
+        raise PatchError("the patch is empty")
+    if not text.endswith("\n"):
+        text += "\n"
+    try:
+        parsed = PatchSet(text)
+    except UnidiffParseError as exc:
+        raise PatchError(f"not a unified diff: {exc}") from exc
+    if not len(parsed):
+        raise PatchError("not a unified diff: no file changes found")
+    lines = [line for patched in parsed for line in _file_lines(patched)]
+    if not lines:
+        raise PatchError("the patch changes no file content (mode changes only)")
+    return "".join(lines)
+
+
+def patch_key(patch: str) -> str:
+    """The exact-duplicate key of a normalised patch."""
+    return digest("patch", patch)
+
+
+def tokens(text: str) -> list[str]:
+    """Words (identifiers, keywords, numbers) and single punctuation characters, whatever
+    the language; single characters so that layout (`])` against `] )`) changes nothing."""
+    return _TOKEN.findall(text)
+
+
+def changed_tokens(patch: str, sign: str) -> Counter[str]:
+    """Token counts of the added (`sign` "+") or removed ("-") lines of a normalised patch."""
+    counts: Counter[str] = Counter()
+    for line in patch.splitlines():
+        if line.startswith(sign) and not line.startswith(("+++ ", "--- ")):
+            counts.update(tokens(line[1:]))
+    return counts
+
+
+# -- ingestion -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Raw:
+    instance_id: str
+    name: str  # what the candidate id is made from
+    origin: str
+    model: str | None
+    official_label: str | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Ingested:
+    candidates: list[CandidatePatch]
+    errors: list[IngestError]
+
+
+def _prediction_rows(path: Path) -> Iterable[tuple[str, object]]:
+    """(row name, row) of a prediction file: a JSON list, a JSON object keyed by instance
+    (SWE-bench's preds.json) or JSON lines. Raises ValueError when it is none of them."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError:
+        whole = None
+    if isinstance(whole, list):
+        return [(str(i), row) for i, row in enumerate(whole, 1)]
+    if isinstance(whole, dict) and "instance_id" not in whole:
+        return [(str(key), row) for key, row in whole.items()]
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append((str(number), json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"row {number} is not JSON: {exc}") from exc
+    return rows
+
+
+def _read_predictions(path: Path) -> tuple[list[_Raw], list[IngestError]]:
+    raws: list[_Raw] = []
+    errors: list[IngestError] = []
+    try:
+        rows = _prediction_rows(path)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return [], [IngestError(str(path), "(file)", IngestErrorKind.UNREADABLE_FILE, str(exc))]
+    for number, row in rows:
+        origin = f"{path}:{number}"
+        try:
+            pred = _PredictionRow.model_validate(row)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "(row)"
+            errors.append(IngestError(origin, field, IngestErrorKind.BAD_ROW, first["msg"]))
+            continue
+        label = None if pred.official_resolved is None else ("valid" if pred.official_resolved else "invalid")
+        raws.append(_Raw(pred.instance_id, pred.model_name_or_path, origin, pred.model_name_or_path, label,
+                         pred.model_patch or ""))
+    return raws, errors
+
+
+def _read_diff_folder(root: Path) -> tuple[list[_Raw], list[IngestError]]:
+    """`root/<instance_id>/<name>.diff`."""
+    if not root.is_dir():
+        return [], [IngestError(str(root), "(folder)", IngestErrorKind.UNREADABLE_FILE, "not a folder")]
+    raws: list[_Raw] = []
+    errors: list[IngestError] = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if path.is_dir() or any(part.startswith(".") for part in rel.parts):
+            continue
+        if len(rel.parts) != 2 or path.suffix != ".diff":
+            errors.append(IngestError(str(path), "(path)", IngestErrorKind.UNREADABLE_FILE,
+                                      "expected <instance_id>/<name>.diff under the diff folder"))
+            continue
+        raws.append(_Raw(rel.parts[0], path.stem, str(path), None, None,
+                         path.read_bytes().decode("utf-8", errors="replace")))
+    return raws, errors
+
+
+def _benchmark_raws(benchmark: Benchmark) -> list[_Raw]:
+    """The candidates a benchmark folder already declares: relabelled like any other, their
+    declared label kept as the official one."""
+    return [
+        _Raw(inst.id, cand.id, str(inst.folder / spec.patch), None, cand.label, cand.patch.decode("utf-8", errors="replace"))
+        for inst in benchmark.instances.values()
+        for cand, spec in zip(inst.candidates, inst.spec.candidates, strict=True)
+    ]
+
+
+def _slug(name: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name.rsplit("/", 1)[-1]).strip("-.") or "candidate"
+    assert re.match(NAME, slug)
+    return slug
+
+
+def _with_ids(raws: Sequence[tuple[_Raw, str]]) -> list[CandidatePatch]:
+    """Readable, stable candidate ids: the model or file name, with a hash of the origin
+    appended when that name is not unique in its instance (one model, several runs)."""
+    names = Counter((raw.instance_id, _slug(raw.name)) for raw, _ in raws)
+    out = []
+    for raw, patch in raws:
+        slug = _slug(raw.name)
+        cid = slug if names[(raw.instance_id, slug)] == 1 else f"{slug}-{digest(raw.origin)[:8]}"
+        out.append(CandidatePatch(raw.instance_id, cid, raw.origin, raw.model, raw.official_label, patch, patch_key(patch)))
+    return out
+
+
+def ingest(benchmark: Benchmark, predictions: Sequence[Path], diffs: Sequence[Path]) -> Ingested:
+    """Every candidate of the benchmark folder, the prediction files and the diff folders,
+    normalised, in that order (the order decides which of two duplicates is kept)."""
+    raws = _benchmark_raws(benchmark)
+    errors: list[IngestError] = []
+    for reader, paths in ((_read_predictions, predictions), (_read_diff_folder, diffs)):
+        for path in paths:
+            found, failed = reader(path)
+            raws += found
+            errors += failed
+    accepted: list[tuple[_Raw, str]] = []
+    for raw in raws:
+        field = "model_patch" if raw.model else "(file)"
+        if raw.instance_id not in benchmark.instances:
+            errors.append(IngestError(raw.origin, "instance_id", IngestErrorKind.UNKNOWN_INSTANCE,
+                                      f"no instance {raw.instance_id!r} in {benchmark.root}"))
+        elif not raw.text.strip():
+            errors.append(IngestError(raw.origin, field, IngestErrorKind.EMPTY_PATCH, "the patch is empty"))
+        else:
+            try:
+                accepted.append((raw, normalise_patch(raw.text)))
+            except PatchError as exc:
+                errors.append(IngestError(raw.origin, field, IngestErrorKind.NOT_A_DIFF, str(exc)))
+    for error in errors:
+        log.error("candidate rejected: %s", error)
+    return Ingested(_with_ids(accepted), errors)
+
+
+# -- deduplication ---------------------------------------------------------------------------
+
+
+def reference_keys(benchmark: Benchmark) -> dict[str, str]:
+    """instance id → norm_key of its normalised reference (to set identical candidates aside)."""
+    keys = {}
+    for instance in benchmark.instances.values():
+        try:
+            keys[instance.id] = patch_key(normalise_patch(instance.reference.decode("utf-8", errors="replace")))
+        except PatchError as exc:
+            log.warning("%s: reference cannot be normalised (%s); no candidate is compared with it", instance.id, exc)
+    return keys
+
+
+def set_aside_duplicates(candidates: Sequence[CandidatePatch], references: dict[str, str]) -> list[CandidatePatch]:
+    """Mark exact duplicates (same `norm_key` in one instance: the first one is kept) and
+    candidates identical to their instance's reference (`references`: instance id →
+    norm_key of its normalised reference)."""
+    first: dict[tuple[str, str], str] = {}
+    out = []
+    for cand in candidates:
+        key = (cand.instance_id, cand.norm_key)
+        if cand.norm_key == references.get(cand.instance_id):
+            cand = replace(cand, reason=CandidateReason.SAME_AS_REFERENCE)
+        elif key in first:
+            cand = replace(cand, reason=CandidateReason.DUPLICATE, duplicate_of=first[key])
+        else:
+            first[key] = cand.candidate_id
+        out.append(cand)
+    return out
+
+
+def cosine_matrix(counts: Sequence[Counter[str]]) -> np.ndarray:
+    """Pairwise cosine similarity of token-count vectors: two empty vectors are the same
+    (1), an empty and a non-empty one nothing alike (0)."""
+    vocabulary: dict[str, int] = {}
+    rows, cols, values = [], [], []
+    for i, vector in enumerate(counts):
+        for token, n in vector.items():
+            rows.append(i)
+            cols.append(vocabulary.setdefault(token, len(vocabulary)))
+            values.append(float(n))
+    matrix = sparse.csr_matrix((values, (rows, cols)), shape=(len(counts), max(1, len(vocabulary))))
+    norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
+    empty = norms == 0
+    norms[empty] = 1.0
+    unit = sparse.diags(1.0 / norms) @ matrix
+    similarity = np.asarray((unit @ unit.T).todense())
+    similarity[np.ix_(empty, empty)] = 1.0
+    return similarity
+
+
+def set_aside_near_duplicates(candidates: Sequence[CandidatePatch], threshold: float = NEAR_DUPLICATE_COSINE) -> list[CandidatePatch]:
+    """Within each instance, label and failed-check set of the pool, keep a candidate
+    unless both its added-line and removed-line token cosines with one already kept are
+    ≥ `threshold` (the most similar such one becomes its `duplicate_of`). Earlier
+    candidates are kept first."""
+    groups: dict[tuple[str, str, tuple[str, ...]], list[int]] = {}
+    for i, cand in enumerate(candidates):
+        if cand.in_pool:
+            groups.setdefault((cand.instance_id, str(cand.label), tuple(sorted(cand.failed_checks))), []).append(i)
+    out = list(candidates)
+    for members in groups.values():
+        added, removed = (cosine_matrix([changed_tokens(candidates[i].patch, sign) for i in members]) for sign in "+-")
+        similarity = np.minimum(added, removed)
+        kept: list[int] = []
+        for pos, i in enumerate(members):
+            if kept:
+                best = max(kept, key=lambda k: similarity[pos, k])
+                if similarity[pos, best] >= threshold:
+                    out[i] = replace(candidates[i], reason=CandidateReason.NEAR_DUPLICATE,
+                                     duplicate_of=candidates[members[best]].candidate_id)
+                    continue
+            kept.append(pos)
+    return out
+
+
+# -- reporting -------------------------------------------------------------------------------
+
+
+def excluded(candidates: Iterable[CandidatePatch], reasons: Iterable[CandidateReason]) -> tuple[Excluded, ...]:
+    """Funnel exclusions: the candidates set aside for one of `reasons`."""
+    wanted = set(reasons)
+    return tuple(
+        Excluded(f"{c.instance_id}/{c.candidate_id}", str(c.reason),
+                 f"duplicate of {c.duplicate_of}" if c.duplicate_of else ", ".join(c.failed_checks))
+        for c in candidates if c.reason in wanted
+    )
+
+
+def candidate_row(cand: CandidatePatch, flow_run: str, state_hash: str, in_panel: bool) -> dict:
+    """One `candidates` row (storage/schema.py CANDIDATES)."""
+    return {
+        "flow_run": flow_run, "instance_id": cand.instance_id, "candidate_id": cand.candidate_id,
+        "origin": cand.origin, "model": cand.model, "official_label": cand.official_label, "label": cand.label,
+        "reason": cand.reason.value if cand.reason else None, "failed_checks": list(cand.failed_checks),
+        "norm_key": cand.norm_key, "duplicate_of": cand.duplicate_of, "state_hash": state_hash,
+        "in_panel": in_panel, "patch": cand.patch,
+    }

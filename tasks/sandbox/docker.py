@@ -1,0 +1,966 @@
+"""The `docker` backend: one image per environment, a fresh container per run.
+
+Guarantees (docs/docker.md): every run gets a new container from its environment's image,
+with no network (`network_mode=none`: loopback only), a memory limit without swap, a
+process limit (`pids_limit`), a CPU quota, rlimits on file size, open files and core dumps,
+no capabilities and no privilege escalation, running as an unprivileged uid of its own.
+The state tree and the suite are copied in as a tar archive, so nothing one run writes is
+seen by another; a wall-clock timeout or output past the bound kills the container; the
+container is removed whatever happens. Containers are labelled so that `sweep()` removes
+those a crashed process left behind.
+
+Images: the environment image is the base image plus a virtualenv at
+`/opt/testprism/envs/<key>` with the environment's packages, built once (the only step
+with network) and tagged `testprism-env:<key>`, where the key hashes the base image's
+layers and the EnvironmentSpec. No registry is assumed: the default base image
+(`testprism-base:bookworm`) is bootstrapped from a Debian root filesystem when missing
+(`ensure_base_image`, same as `.ci/base-image`). `TESTPRISM_DOCKER_BASE` names another.
+
+Fast mode (`TESTPRISM_DOCKER_REUSE=1` or `reuse=True`) keeps one container per environment
+and thread and resets its workspace between runs: cheaper, weaker isolation (docs/docker.md).
+
+The docker SDK is imported lazily, so testprism works without the `docker` extra.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import io
+import json
+import logging
+import os
+import secrets
+import shlex
+import shutil
+import socket
+import stat
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from testprism.tasks.benchmark import EnvironmentSpec
+from testprism.tasks.environment import EnvironmentBuildError
+from testprism.tasks.hashing import digest
+from testprism.tasks.sandbox.base import (
+    ExecResult,
+    RunRequest,
+    SandboxBackend,
+    SandboxError,
+    SandboxUnavailable,
+    register,
+)
+from testprism.tasks.workdir import WorkPaths
+
+if TYPE_CHECKING:
+    from docker import APIClient
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE = "testprism-base:bookworm"
+BASE_PACKAGES = ("python3", "python3-venv", "git", "patch", "ca-certificates")
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+ENV_REPOSITORY = "testprism-env"
+ENV_ROOT = PurePosixPath("/opt/testprism/envs")
+WORKSPACE = PurePosixPath("/workspace")
+#: bump when the image recipe below changes: every environment image is then rebuilt
+RECIPE = "1"
+
+LABEL = "testprism"  # on every image and container testprism makes
+RUN_LABEL = "testprism.run"  # on run containers (fresh and reused): what sweep() removes
+OWNER_LABEL = "testprism.owner"  # host:pid:start-time of the process that made it
+SESSION_LABEL = "testprism.session"  # the backend instance that made it
+
+UID_BASE = 200_000  # same range as the local backend: no passwd entry, no host files
+JUNIT_MAX_BYTES = 8 * 1024 * 1024
+BUILD_TIMEOUT_S = 1800
+STOP_GRACE_S = 10  # how long a killed container may take to report its exit
+#: the directories an unprivileged uid can write to in the base image, wiped between
+#: runs in fast mode (the workspace is recreated)
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+
+
+def _sdk():
+    try:
+        import docker
+    except ImportError as exc:
+        raise SandboxUnavailable(
+            "the docker backend needs the docker SDK: pip install 'testprism[docker]'"
+        ) from exc
+    return docker
+
+
+# -- the engine ------------------------------------------------------------------------------
+
+
+_api_version: str | None = None
+_version_lock = threading.Lock()
+
+
+def api_client(timeout: float = 120) -> APIClient:
+    """A low-level client of the engine named by the environment (DOCKER_HOST, else the
+    local socket). The API version is negotiated once per process."""
+    global _api_version
+    docker = _sdk()
+    with _version_lock:
+        try:
+            client = docker.APIClient(**_from_env_kwargs(), version=_api_version or "auto", timeout=timeout)
+            _api_version = client.api_version
+        except docker.errors.DockerException as exc:
+            raise SandboxUnavailable(
+                f"no Docker engine answers ({exc}); start one (CI: .ci/start-dockerd) or set DOCKER_HOST"
+            ) from exc
+    return client
+
+
+def _from_env_kwargs() -> dict[str, Any]:
+    docker = _sdk()
+    kwargs = docker.utils.kwargs_from_env()
+    return {k: v for k, v in kwargs.items() if k in ("base_url", "tls")}
+
+
+def engine_answers() -> bool:
+    """Whether a Docker engine answers here (the SDK installed and the daemon up)."""
+    try:
+        api = api_client(timeout=10)
+        api.ping()
+        api.close()
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "no engine"; callers only branch on it
+        return False
+
+
+def _errors():
+    docker = _sdk()
+    return docker.errors
+
+
+def _owner() -> str:
+    """This process, stably: host, pid and the pid's start time (pids are reused)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_start_time(os.getpid())}"
+
+
+def _start_time(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _owner_alive(owner: str) -> bool:
+    """Whether the process named by an owner label is alive; True for another host's (it
+    is not ours to judge)."""
+    try:
+        host, pid, started = owner.rsplit(":", 2)
+    except ValueError:
+        return False
+    if host != socket.gethostname():
+        return True
+    return _start_time(int(pid)) == started
+
+
+# -- base image ------------------------------------------------------------------------------
+
+
+def base_image_name(explicit: str | None = None) -> str:
+    """The base image: the argument, else `$TESTPRISM_DOCKER_BASE`, else the default."""
+    return explicit or os.environ.get("TESTPRISM_DOCKER_BASE") or DEFAULT_BASE
+
+
+def cache_dir() -> Path:
+    """Where the base root filesystem tarball is cached (`$TESTPRISM_CACHE`)."""
+    return Path(os.environ.get("TESTPRISM_CACHE") or "/var/cache/testprism")
+
+
+def base_tarball() -> Path:
+    return cache_dir() / "base" / "rootfs-bookworm.tar.gz"
+
+
+def ensure_base_image(api: APIClient, name: str) -> dict:
+    """Make the base image exist and return its inspection; the same steps as
+    `.ci/base-image`: nothing when it exists; else import the cached root filesystem;
+    else debootstrap one (root, debootstrap and deb.debian.org needed; minutes), cache it
+    and import it. Only the default base is bootstrapped: another name must exist."""
+    errors = _errors()
+    try:
+        return api.inspect_image(name)
+    except errors.ImageNotFound:
+        pass
+    except errors.APIError as exc:
+        raise SandboxError(f"docker: cannot inspect base image {name}: {exc}") from exc
+    if name != DEFAULT_BASE:
+        raise SandboxUnavailable(
+            f"base image {name} (TESTPRISM_DOCKER_BASE) is missing: build or load it first, or unset "
+            f"TESTPRISM_DOCKER_BASE to use {DEFAULT_BASE}"
+        )
+    tarball = base_tarball()
+    with _file_lock(tarball.with_suffix(".lock")):
+        if not tarball.is_file():
+            bootstrap_rootfs(tarball)
+        try:  # another process may have imported it while we waited for the lock
+            return api.inspect_image(name)
+        except errors.ImageNotFound:
+            pass
+        repository, tag = name.rsplit(":", 1)
+        log.info("importing %s as %s", tarball, name)
+        api.import_image_from_file(
+            str(tarball), repository=repository, tag=tag,
+            changes=[f"LABEL {LABEL}=1", "ENV LANG=C.UTF-8", 'CMD ["bash"]'],
+        )
+        return api.inspect_image(name)
+
+
+def bootstrap_rootfs(tarball: Path) -> None:
+    """debootstrap Debian bookworm (minbase + BASE_PACKAGES) into a gzipped tarball."""
+    if not shutil.which("debootstrap") or os.geteuid() != 0:
+        raise SandboxUnavailable(
+            f"the base image {DEFAULT_BASE} is missing and cannot be bootstrapped here (needs root and "
+            "debootstrap): run .ci/base-image as root, or set TESTPRISM_DOCKER_BASE to an image you have"
+        )
+    mirror = os.environ.get("TESTPRISM_DEBIAN_MIRROR") or DEBIAN_MIRROR
+    tarball.parent.mkdir(parents=True, exist_ok=True)
+    rootfs = Path(tempfile.mkdtemp(prefix="testprism-rootfs.", dir="/var/tmp"))
+    part = tarball.with_name(tarball.name + ".part")
+    log.warning("bootstrapping the base image's root filesystem with debootstrap (a few minutes, once)")
+    try:
+        done = subprocess.run(
+            ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", "bookworm", str(rootfs), mirror],
+            capture_output=True, text=True, timeout=3600,
+        )
+        if done.returncode != 0:
+            raise SandboxUnavailable(f"debootstrap failed:\n{(done.stdout + done.stderr)[-3000:]}")
+        for pattern in ("var/cache/apt/archives/*.deb", "var/lib/apt/lists/*", "tmp/*", "var/tmp/*"):
+            for path in rootfs.glob(pattern):
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        with open(part, "wb") as fh:
+            tar = subprocess.Popen(["tar", "--numeric-owner", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+            gz = subprocess.run(["gzip", "-1"], stdin=tar.stdout, stdout=fh)
+            tar.wait()
+        if tar.returncode or gz.returncode:
+            raise SandboxUnavailable(f"could not write {tarball}")
+        part.rename(tarball)
+    finally:
+        shutil.rmtree(rootfs, ignore_errors=True)
+        part.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# -- environment images ----------------------------------------------------------------------
+
+
+def environment_image_key(base: dict, spec: EnvironmentSpec) -> str:
+    """Content key of an environment image: the recipe, the base image's layers (stable
+    across re-imports of the same root filesystem) and the EnvironmentSpec."""
+    layers = base.get("RootFS", {}).get("Layers") or [base["Id"]]
+    return digest("docker-env", RECIPE, *layers, spec.key)
+
+
+def environment_tag(key: str) -> str:
+    return f"{ENV_REPOSITORY}:{key}"
+
+
+def _pip_settings() -> tuple[list[str], list[str]]:
+    """This machine's pip configuration as `export PIP_...` lines for the build script,
+    and the local files and folders it names (mounted read-only at the same paths)."""
+    settings: dict[str, str] = {}
+    listed = subprocess.run(
+        [_host_python(), "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60,
+    )
+    for line in listed.stdout.splitlines():  # e.g. global.extra-index-url='file:///opt/pypi/simple'
+        name, _, value = line.partition("=")
+        option = name.rsplit(".", 1)[-1]
+        if option and value:
+            settings["PIP_" + option.upper().replace("-", "_")] = value.strip().strip("'\"")
+    for name, value in os.environ.items():
+        if name.startswith("PIP_") or name.upper() in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
+            settings[name] = value
+    for name in ("PIP_REQUIRE_VIRTUALENV", "PIP_USER", "PIP_TARGET", "PIP_PREFIX", "PIP_PYTHON"):
+        settings.pop(name, None)
+    mounts: set[str] = set()
+    for name, value in settings.items():
+        for word in value.split():
+            path = word.removeprefix("file://").rstrip("/")
+            if not path.startswith("/") or not os.path.exists(path):
+                continue
+            if name in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
+                path = os.path.dirname(path)  # a local index links to files beside simple/
+            mounts.add(path)
+    exports = [f"export {name}={shlex.quote(value)}" for name, value in sorted(settings.items())]
+    return exports, sorted(mounts)
+
+
+def _host_python() -> str:
+    import sys
+
+    return sys.executable
+
+
+def build_environment_image(api: APIClient, base_name: str, base: dict, spec: EnvironmentSpec, key: str) -> None:
+    """Build `testprism-env:<key>`: a container from the base image (network: host, the
+    only networked step) creates the venv and pip-installs the packages with this
+    machine's pip configuration; the container is committed and removed."""
+    errors = _errors()
+    venv = ENV_ROOT / key
+    exports, mounts = _pip_settings()
+    install = ""
+    if spec.packages:
+        install = (
+            f'"$py" -m venv /tmp/pip-tool\n'
+            f"/tmp/pip-tool/bin/pip --python {venv}/bin/python install --no-cache-dir "
+            f"--disable-pip-version-check --quiet {' '.join(shlex.quote(p) for p in spec.packages)}\n"
+            "rm -rf /tmp/pip-tool\n"
+        )
+    script = "\n".join([
+        "set -eu", *exports,
+        f"py=$(command -v python{spec.python} || true)",
+        f'[ -n "$py" ] || {{ echo "no python{spec.python} in the base image" >&2; exit 3; }}',
+        f'"$py" -m venv --without-pip {venv}',
+        install + f"rm -rf /root/.cache; chmod -R a+rX {ENV_ROOT}",
+    ])
+    labels = {LABEL: "1", "testprism.kind": "environment", "testprism.environment": spec.key,
+              "testprism.python": spec.python, "testprism.packages": json.dumps(list(spec.packages)),
+              "testprism.base": base_name, "testprism.recipe": RECIPE}
+    log.info("building docker image %s (python %s: %s)", environment_tag(key), spec.python, ", ".join(spec.packages))
+    container = api.create_container(
+        base["Id"], command=["bash", "-c", script], user="0",
+        labels={LABEL: "1", "testprism.build": "1", OWNER_LABEL: _owner()},
+        host_config=api.create_host_config(
+            network_mode="host", binds={m: {"bind": m, "mode": "ro"} for m in mounts},
+        ),
+    )["Id"]
+    try:
+        api.start(container)
+        try:
+            status = api.wait(container, timeout=BUILD_TIMEOUT_S)["StatusCode"]
+        except Exception as exc:  # requests' ReadTimeout or a broken connection
+            raise EnvironmentBuildError(f"environment {spec.key}: image build did not finish: {exc}") from exc
+        if status != 0:
+            tail = api.logs(container, tail=60).decode(errors="replace")
+            if status == 3:
+                raise EnvironmentBuildError(
+                    f"environment.python: the base image {base_name} has no python{spec.python}; set "
+                    f"TESTPRISM_DOCKER_BASE to a base image that has it"
+                )
+            raise EnvironmentBuildError(f"environment {spec.key}: image build failed (exit {status}):\n{tail[-3000:]}")
+        api.commit(
+            container, repository=ENV_REPOSITORY, tag=key,
+            conf={"Labels": labels, "Cmd": ["bash"], "User": "", "WorkingDir": "",
+                  "Env": ["LANG=C.UTF-8", f"PATH={venv}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]},
+        )
+    except errors.APIError as exc:
+        raise SandboxError(f"docker: image build of environment {spec.key} broke: {exc}") from exc
+    finally:
+        with contextlib.suppress(errors.APIError):
+            api.remove_container(container, force=True)
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    tag: str
+    kind: str  # base | environment
+    environment: str
+    python: str
+    packages: tuple[str, ...]
+    size_mb: float
+    created: str
+
+
+def list_images(api: APIClient) -> list[ImageInfo]:
+    """testprism's images (label `testprism=1`)."""
+    out = []
+    for image in api.images(filters={"label": f"{LABEL}=1"}):
+        labels = image.get("Labels") or {}
+        tags = [t for t in image.get("RepoTags") or () if t != "<none>:<none>"]
+        out.append(ImageInfo(
+            tag=tags[0] if tags else image["Id"][:19],
+            kind=labels.get("testprism.kind", "base"),
+            environment=labels.get("testprism.environment", ""),
+            python=labels.get("testprism.python", ""),
+            packages=tuple(json.loads(labels.get("testprism.packages", "[]"))),
+            size_mb=round(image.get("Size", 0) / 1e6, 1),
+            created=time.strftime("%Y-%m-%d %H:%M", time.gmtime(image.get("Created", 0))),
+        ))
+    return sorted(out, key=lambda i: (i.kind != "base", i.tag))
+
+
+def prune_images(api: APIClient, keep: set[str] | None = None, include_base: bool = False) -> list[str]:
+    """Remove environment images except those whose environment key (EnvironmentSpec.key)
+    is in `keep` (all when `keep` is None), and the base image too with `include_base`.
+    Returns the removed tags."""
+    errors = _errors()
+    removed = []
+    for info in list_images(api):
+        if info.kind == "base" and not include_base:
+            continue
+        if info.kind == "environment" and keep is not None and info.environment in keep:
+            continue
+        try:
+            api.remove_image(info.tag, force=True)
+            removed.append(info.tag)
+        except errors.APIError as exc:
+            log.warning("could not remove %s: %s", info.tag, exc)
+    return removed
+
+
+# -- one run: the workspace ------------------------------------------------------------------
+#
+# Two ways to put a fresh workspace in a container, chosen once per backend (`copy_mode`):
+# `bind` (the engine runs on this host: a fresh host copy, bind-mounted; the cheapest) and
+# `archive` (a remote or rootless engine: a tar copied in with put_archive, the JUnit XML
+# fetched back with get_archive). Either way every entry belongs to the run's uid.
+
+
+def copy_mode(api: APIClient) -> str:  # noqa: D401
+    """`$TESTPRISM_DOCKER_COPY` (bind | archive), else bind when the engine shares this
+    host's filesystem and uids (same host name, not rootless), else archive."""
+    forced = os.environ.get("TESTPRISM_DOCKER_COPY", "")
+    if forced in ("bind", "archive"):
+        return forced
+    info = api.info()
+    rootless = any("rootless" in opt for opt in info.get("SecurityOptions") or ())
+    return "bind" if info.get("Name") == socket.gethostname() and not rootless else "archive"
+
+
+def fill_workspace(request: RunRequest, ws: Path, uid: int) -> None:
+    """`ws/program` (the state tree, the suite under `tmp/`) and an empty `ws/out`, all
+    owned by `uid`. `ws` exists and is empty."""
+    program = ws / "program"
+    shutil.copytree(request.tree, program, symlinks=True)
+    if request.suite_folder is not None:
+        for rel in request.suite_files:
+            dest = program / "tmp" / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if dest.is_symlink():  # never write through a link of the program's
+                dest.unlink()
+            shutil.copyfile(request.suite_folder / rel, dest)
+    (ws / "out").mkdir()
+    os.chown(ws, uid, uid)
+    for dirpath, dirnames, filenames in os.walk(ws):
+        for name in dirnames + filenames:
+            os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
+
+
+def _clear(ws: Path) -> None:
+    for child in ws.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
+def read_junit(ws: Path) -> bytes | None:
+    """The JUnit XML a run left in `ws/out`, if a regular file: links are not followed
+    (the run owns the folder and could point it anywhere on the host)."""
+    out = ws / "out"
+    if out.is_symlink() or not out.is_dir():
+        return None
+    try:
+        fd = os.open(out / "junit.xml", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None
+        return fh.read(JUNIT_MAX_BYTES)
+
+
+def _add_dir(tar: tarfile.TarFile, name: str, uid: int, mode: int = 0o755) -> None:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.uid, info.gid, info.mtime = tarfile.DIRTYPE, mode, uid, uid, time.time()
+    tar.addfile(info)
+
+
+def workspace_archive(request: RunRequest, uid: int) -> tempfile.SpooledTemporaryFile:
+    """The archive-mode workspace: a tar of `workspace/program` and an empty
+    `workspace/out`, every entry owned by `uid`, to extract at `/`."""
+    top = WORKSPACE.relative_to("/")
+    program = top / "program"
+    suite = {f"tmp/{rel}" for rel in request.suite_files} if request.suite_folder else set()
+    buffer = tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024)
+
+    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = uid
+        info.uname = info.gname = ""
+        return info
+
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        _add_dir(tar, str(top), uid)
+        _add_dir(tar, str(top / "out"), uid)
+        tar.add(str(request.tree), arcname=str(program), recursive=False, filter=owned)
+        for dirpath, dirnames, filenames in os.walk(request.tree):
+            dirnames.sort()
+            rel_dir = Path(dirpath).relative_to(request.tree)
+            for name in sorted(dirnames) + sorted(filenames):
+                rel = (rel_dir / name).as_posix()
+                if rel in suite:
+                    continue
+                tar.add(os.path.join(dirpath, name), arcname=f"{program}/{rel}", recursive=False, filter=owned)
+        made: set[str] = set()
+        for rel in sorted(suite):
+            parts = PurePosixPath(rel).parts
+            for i in range(1, len(parts)):
+                parent = "/".join(parts[:i])
+                if parent not in made and not (request.tree / parent).is_dir():
+                    _add_dir(tar, f"{program}/{parent}", uid)
+                made.add(parent)
+            assert request.suite_folder is not None
+            tar.add(str(request.suite_folder / rel[len("tmp/"):]), arcname=f"{program}/{rel}", recursive=False,
+                    filter=owned)
+    buffer.seek(0)
+    return buffer
+
+
+def _fetch_junit(api: APIClient, container: str) -> bytes | None:
+    """Archive mode: the JUnit XML the run wrote, if a regular file."""
+    errors = _errors()
+    try:
+        stream, info = api.get_archive(container, f"{WORKSPACE}/out/junit.xml")
+    except errors.NotFound:
+        return None
+    data = b"".join(stream)
+    if info.get("linkTarget"):
+        return None
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        member = tar.next()
+        if member is None or not member.isreg():
+            return None
+        content = tar.extractfile(member)
+        return content.read(JUNIT_MAX_BYTES) if content else None
+
+
+# -- one run: the process --------------------------------------------------------------------
+
+
+class _Pump:
+    """Reads a container's multiplexed output stream, keeping a bounded tail, and calls
+    `on_exceeded` once when the total passes the bound."""
+
+    def __init__(self, sock: Any, output_bytes: int, tail_bytes: int, on_exceeded: Callable[[], None]) -> None:
+        self.sock, self.output_bytes, self.tail_bytes, self.on_exceeded = sock, output_bytes, tail_bytes, on_exceeded
+        self.tail: deque[bytes] = deque()
+        self.kept = self.total = 0
+        self.exceeded = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        from docker.utils.socket import frames_iter
+
+        try:
+            for _stream, chunk in frames_iter(self.sock, tty=False):
+                self.total += len(chunk)
+                self.tail.append(chunk)
+                self.kept += len(chunk)
+                while self.kept - len(self.tail[0]) >= self.tail_bytes:
+                    self.kept -= len(self.tail.popleft())
+                if self.total > self.output_bytes and not self.exceeded:
+                    self.exceeded = True
+                    self.on_exceeded()
+        except OSError:
+            pass  # the container went away: the socket closed
+
+    def join(self, timeout: float | None) -> bool:
+        """Wait for the end of the stream; True if it ended."""
+        self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        self.thread.join(5)
+
+    @property
+    def output(self) -> str:
+        return b"".join(self.tail)[-self.tail_bytes:].decode("utf-8", errors="replace")
+
+
+def _run_env(request: RunRequest) -> dict[str, str]:
+    """The same variables as the local backend."""
+    return {
+        "PATH": f"{request.environment / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+        "TESTPRISM_JUNIT": f"{WORKSPACE}/out/junit.xml", **request.env,
+    }
+
+
+def _run_uid() -> int:
+    return UID_BASE + secrets.randbelow(60_000)
+
+
+@dataclass
+class _Reusable:
+    """A long-lived container of fast mode, and its host workspace in bind mode."""
+
+    id: str
+    tag: str
+    ws: Path | None
+
+
+@register("docker")
+class DockerBackend(SandboxBackend):
+    """Runs each suite in a container. See the module docstring and docs/docker.md."""
+
+    def __init__(
+        self,
+        work: WorkPaths,
+        *,
+        trusted: bool = False,
+        unsafe: bool = False,
+        base_image: str | None = None,
+        reuse: bool | None = None,
+        cpus: float | None = None,
+        copy: str | None = None,
+    ) -> None:
+        super().__init__(work)
+        self.base_name = base_image_name(base_image)
+        self.reuse = reuse if reuse is not None else os.environ.get("TESTPRISM_DOCKER_REUSE", "") not in ("", "0")
+        self.cpus = cpus if cpus is not None else float(os.environ.get("TESTPRISM_DOCKER_CPUS") or 1.0)
+        self.isolation = "container-reused" if self.reuse else "container"
+        self._local = threading.local()
+        api = self._api()
+        try:
+            self.copy = copy or copy_mode(api)
+        except Exception as exc:  # noqa: BLE001 - any failure to answer means unavailable
+            raise SandboxUnavailable(
+                f"no Docker engine answers ({exc}); start one (CI: .ci/start-dockerd) or set DOCKER_HOST"
+            ) from exc
+        if self.copy == "bind":
+            work.ensure()
+        self.owner = _owner()
+        self.session = secrets.token_hex(8)
+        self._handles: dict[str, Path] = {}
+        self._base: dict | None = None
+        self._lock = threading.Lock()
+        self._key_locks: dict[str, threading.Lock] = {}
+        self._idle: dict[str, list[_Reusable]] = {}
+        self._all_reused: list[_Reusable] = []
+
+    def _api(self) -> APIClient:
+        """One client per thread: the SDK's session is not meant to be shared by threads."""
+        api = getattr(self._local, "api", None)
+        if api is None:
+            api = self._local.api = api_client()
+        return api
+
+    @classmethod
+    def default_concurrency(cls) -> int:
+        # Suites are CPU-bound, and so is starting a container (dockerd, containerd, the
+        # shim and runc spend ~0.2 s of CPU on each); more runs than cores only queue for
+        # the CPU and stretch timeouts. Measured in docs/docker.md.
+        return max(1, os.cpu_count() or 1)
+
+    # -- environments ------------------------------------------------------------------------
+
+    def base(self) -> dict:
+        with self._lock:
+            if self._base is None:
+                self._base = ensure_base_image(self._api(), self.base_name)
+            return self._base
+
+    def prepare(self, environment: EnvironmentSpec) -> Path:
+        """Build (once, across processes) the image of an environment; the handle is the
+        venv's path inside it, whose name is the image key."""
+        handle = self._handles.get(environment.key)
+        if handle is not None:
+            return handle
+        base = self.base()
+        key = environment_image_key(base, environment)
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock, _file_lock(self.work.root / "docker" / f"{key}.lock"):
+            api = self._api()
+            if not self._image_exists(api, environment_tag(key)):
+                build_environment_image(api, self.base_name, base, environment, key)
+        handle = Path(ENV_ROOT / key)
+        self._handles[environment.key] = handle
+        return handle
+
+    def _image_exists(self, api: APIClient, tag: str) -> bool:
+        errors = _errors()
+        try:
+            api.inspect_image(tag)
+            return True
+        except errors.ImageNotFound:
+            return False
+        except errors.APIError as exc:
+            raise SandboxError(f"docker: cannot inspect {tag}: {exc}") from exc
+
+    def _tag_of(self, request: RunRequest) -> str:
+        handle = PurePosixPath(request.environment)
+        if handle.parent != ENV_ROOT:
+            raise SandboxError(f"docker: {request.environment} is not an environment prepared by this backend")
+        return environment_tag(handle.name)
+
+    def _forget(self, tag: str) -> None:
+        """The image vanished (pruned under us): the next prepare() rebuilds it."""
+        key = tag.rsplit(":", 1)[1]
+        for spec_key, handle in list(self._handles.items()):
+            if handle.name == key:
+                del self._handles[spec_key]
+
+    # -- containers --------------------------------------------------------------------------
+
+    def _host_config(self, api: APIClient, request: RunRequest, ws: Path | None) -> dict:
+        docker = _sdk()
+        limits = request.limits
+        memory = limits.memory_mb * 1024 * 1024
+        fsize = limits.file_size_mb * 1024 * 1024
+        return api.create_host_config(
+            network_mode="none", mem_limit=memory, memswap_limit=memory, pids_limit=limits.processes,
+            nano_cpus=int(self.cpus * 1e9), init=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            ulimits=[docker.types.Ulimit(name="fsize", soft=fsize, hard=fsize),
+                     docker.types.Ulimit(name="core", soft=0, hard=0),
+                     docker.types.Ulimit(name="nofile", soft=1024, hard=1024)],
+            log_config=docker.types.LogConfig(type="none"),
+            binds={str(ws): {"bind": str(WORKSPACE), "mode": "rw"}} if ws else None,
+        )
+
+    def _labels(self, **extra: str) -> dict[str, str]:
+        return {LABEL: "1", RUN_LABEL: "1", OWNER_LABEL: self.owner, SESSION_LABEL: self.session, **extra}
+
+    def _host_workspace(self) -> Path:
+        """A new host folder for a bind-mounted workspace, named after this process so that
+        sweep() knows whose it is."""
+        pid = os.getpid()
+        return Path(tempfile.mkdtemp(prefix=f"docker-{pid}.{_start_time(pid)}-", dir=self.work.workspaces))
+
+    def _kill(self, container: str) -> None:
+        errors = _errors()
+        with contextlib.suppress(errors.APIError), contextlib.closing(api_client(timeout=30)) as api:
+            api.kill(container)
+
+    def _remove(self, api: APIClient, container: str) -> None:
+        errors = _errors()
+        try:
+            api.remove_container(container, force=True, v=True)
+        except errors.NotFound:
+            pass
+        except errors.APIError as exc:
+            log.warning("docker: could not remove container %s (sweep will): %s", container[:12], exc)
+
+    # -- runs --------------------------------------------------------------------------------
+
+    def run(self, request: RunRequest) -> ExecResult:
+        tag = self._tag_of(request)
+        errors = _errors()
+        try:
+            if self.reuse:
+                return self._run_reused(request, tag)
+            return self._run_fresh(request, tag)
+        except errors.ImageNotFound as exc:
+            self._forget(tag)
+            raise SandboxError(f"docker: image {tag} is gone: {exc}") from exc
+        except OSError as exc:  # the SDK's APIError and requests' errors are OSErrors too
+            raise SandboxError(f"docker: {exc}") from exc
+
+    def _run_fresh(self, request: RunRequest, tag: str) -> ExecResult:
+        api = self._api()
+        uid = _run_uid()
+        ws = self._host_workspace() if self.copy == "bind" else None
+        container = None
+        try:
+            if ws is not None:
+                fill_workspace(request, ws, uid)
+            container = api.create_container(
+                tag, command=["bash", "-c", request.command], user=f"{uid}:{uid}",
+                working_dir=f"{WORKSPACE}/program", environment=_run_env(request), network_disabled=True,
+                labels=self._labels(), host_config=self._host_config(api, request, ws),
+            )["Id"]
+            if ws is None:
+                with workspace_archive(request, uid) as archive:
+                    if not api.put_archive(container, "/", archive):
+                        raise SandboxError("docker: could not copy the workspace into the container")
+            sock = api.attach_socket(container, params={"stdout": 1, "stderr": 1, "stream": 1})
+            pump = _Pump(sock, request.limits.output_bytes, request.limits.tail_bytes,
+                         on_exceeded=lambda: self._kill(container))
+            try:
+                start = time.monotonic()
+                api.start(container)
+                pump.start()
+                timed_out = not pump.join(request.limits.timeout_s)
+                if timed_out:
+                    self._kill(container)
+                status = api.wait(container, timeout=STOP_GRACE_S + 60)
+                duration = time.monotonic() - start
+            finally:
+                pump.close()
+            junit = None
+            if not (timed_out or pump.exceeded):
+                junit = read_junit(ws) if ws is not None else _fetch_junit(api, container)
+            return ExecResult(
+                exit_code=status.get("StatusCode"), duration_s=duration, output_tail=pump.output,
+                timed_out=timed_out, output_exceeded=pump.exceeded, junit_xml=junit,
+            )
+        finally:
+            if container is not None:
+                self._remove(api, container)
+            if ws is not None:
+                shutil.rmtree(ws, ignore_errors=True)
+
+    # -- fast mode ---------------------------------------------------------------------------
+
+    def _checkout(self, api: APIClient, request: RunRequest, tag: str) -> _Reusable:
+        with self._lock:
+            idle = self._idle.setdefault(tag, [])
+            if idle:
+                return idle.pop()
+        ws = self._host_workspace() if self.copy == "bind" else None
+        container = api.create_container(
+            tag, command=["sleep", "infinity"], user="0", network_disabled=True,
+            labels=self._labels(**{"testprism.reused": "1"}), host_config=self._host_config(api, request, ws),
+        )["Id"]
+        reusable = _Reusable(container, tag, ws)
+        with self._lock:
+            self._all_reused.append(reusable)
+        api.start(container)
+        return reusable
+
+    def _exec(self, api: APIClient, container: str, script: str, user: str = "0") -> tuple[int | None, bytes]:
+        exec_id = api.exec_create(container, ["bash", "-c", script], user=user)["Id"]
+        output = api.exec_start(exec_id)
+        return api.exec_inspect(exec_id).get("ExitCode"), output
+
+    def _kill_uid(self, container: str, uid: int) -> None:
+        """Kill every process of a run's uid (kill(-1) as that uid: atomic, forks included)."""
+        with contextlib.closing(api_client(timeout=30)) as api:
+            self._exec(api, container, "kill -9 -1 2>/dev/null; true", user=f"{uid}:{uid}")
+
+    def _reset(self, api: APIClient, container: str, uid: int) -> None:
+        """After a run in fast mode: no process of its uid left, and everything it could
+        write (the workspace, the world-writable scratch folders) wiped. Done as the run's
+        uid, which owns all of it: the container has no capabilities, not even as root."""
+        targets = " ".join(f"{d}/* {d}/.[!.]* {d}/..?*" for d in (str(WORKSPACE), *SCRATCH))
+        code, output = self._exec(
+            api, container,
+            f"kill -9 -1 2>/dev/null; chmod -R u+rwX {targets} 2>/dev/null; rm -rf {targets} 2>/dev/null; "
+            f"! find {WORKSPACE} {' '.join(SCRATCH)} -mindepth 1 -user {uid} -print -quit 2>/dev/null | grep -q .",
+            user=f"{uid}:{uid}",
+        )
+        if code != 0:
+            raise SandboxError(f"docker: could not reset a reused container: {output[-500:]!r}")
+
+    def _run_reused(self, request: RunRequest, tag: str) -> ExecResult:
+        api = self._api()
+        reusable = self._checkout(api, request, tag)
+        container, healthy = reusable.id, False
+        try:
+            uid = _run_uid()
+            if reusable.ws is not None:
+                _clear(reusable.ws)
+                fill_workspace(request, reusable.ws, uid)
+            else:
+                with workspace_archive(request, uid) as archive:
+                    if not api.put_archive(container, "/", archive):
+                        raise SandboxError("docker: could not copy the workspace into the container")
+            exec_id = api.exec_create(
+                container, ["bash", "-c", request.command], user=f"{uid}:{uid}",
+                environment=_run_env(request), workdir=f"{WORKSPACE}/program",
+            )["Id"]
+            sock = api.exec_start(exec_id, socket=True)
+            pump = _Pump(sock, request.limits.output_bytes, request.limits.tail_bytes,
+                         on_exceeded=lambda: self._kill_uid(container, uid))
+            try:
+                start = time.monotonic()
+                pump.start()
+                timed_out = False
+                # The stream ends when the command exits, unless a background process
+                # keeps its output open: then the exec's state says it is done.
+                deadline = start + request.limits.timeout_s
+                while not pump.join(min(0.25, max(0.0, deadline - time.monotonic()))):
+                    if not api.exec_inspect(exec_id).get("Running"):
+                        break
+                    if time.monotonic() >= deadline:
+                        timed_out = True
+                        break
+                if not pump.join(0):
+                    self._kill_uid(container, uid)
+                    pump.join(STOP_GRACE_S)
+                duration = time.monotonic() - start
+            finally:
+                pump.close()
+            exit_code = api.exec_inspect(exec_id).get("ExitCode")
+            junit = None
+            if not (timed_out or pump.exceeded):
+                junit = read_junit(reusable.ws) if reusable.ws is not None else _fetch_junit(api, container)
+            self._reset(api, container, uid)
+            healthy = True
+            return ExecResult(
+                exit_code=exit_code, duration_s=duration, output_tail=pump.output,
+                timed_out=timed_out, output_exceeded=pump.exceeded, junit_xml=junit,
+            )
+        finally:
+            if healthy:
+                with self._lock:
+                    self._idle.setdefault(tag, []).append(reusable)
+            else:
+                with self._lock:
+                    self._all_reused.remove(reusable)
+                self._discard(api, reusable)
+
+    def _discard(self, api: APIClient, reusable: _Reusable) -> None:
+        self._remove(api, reusable.id)
+        if reusable.ws is not None:
+            shutil.rmtree(reusable.ws, ignore_errors=True)
+
+    def close(self) -> None:
+        with self._lock:
+            reused, self._all_reused, self._idle = self._all_reused, [], {}
+        api = self._api()
+        for reusable in reused:
+            self._discard(api, reusable)
+        api.close()
+
+    # -- leftovers ---------------------------------------------------------------------------
+
+    @classmethod
+    def sweep(cls, work: WorkPaths) -> int:
+        """Remove the containers and host workspaces of processes that are gone (a crash,
+        a kill -9); those of live processes, here or on other hosts, are left alone."""
+        removed = 0
+        if work.workspaces.is_dir():
+            for path in work.workspaces.glob("docker-*"):
+                pid, _, started = path.name.removeprefix("docker-").partition("-")[0].partition(".")
+                if pid.isdigit() and _start_time(int(pid)) != started:
+                    shutil.rmtree(path, ignore_errors=True)
+                    removed += 1
+        if not engine_answers():
+            return removed
+        api = api_client()
+        errors = _errors()
+        try:
+            for container in api.containers(all=True, filters={"label": f"{LABEL}=1"}):
+                labels = container.get("Labels") or {}
+                if RUN_LABEL not in labels and "testprism.build" not in labels:
+                    continue
+                if _owner_alive(labels.get(OWNER_LABEL, "")):
+                    continue
+                try:
+                    api.remove_container(container["Id"], force=True, v=True)
+                    removed += 1
+                except errors.NotFound:
+                    pass
+        finally:
+            api.close()
+        if removed:
+            log.info("docker: removed %d leftovers of crashed runs", removed)
+        return removed

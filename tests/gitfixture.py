@@ -1,0 +1,158 @@
+"""A small real git repository shaped like a SWE-bench source, and the files that describe it.
+
+`acme/widgets` has a history: an initial package, a commit that introduces a bug (`slugify`
+drops digits), then `base_commit`, then later work, so a program exported at the wrong
+commit shows. Beside it: the reference fix and a test patch made as `git diff` of real edits,
+SWE-bench rows (JSON Lines, FAIL_TO_PASS/PASS_TO_PASS as JSON-encoded strings, as
+published), a recipe, and a prediction file holding a generated test patch without its
+final newline (as Copilot's rows have). Reused by the end-to-end tests: import → environment
+→ label → panel → replay → score.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = "acme/widgets"
+INSTANCE_ID = "acme__widgets-1"
+
+TEXT_GOOD = '''\
+import re
+
+
+def slugify(title: str) -> str:
+    """Lower-case words of `title` joined by hyphens."""
+    words = re.findall(r"[A-Za-z0-9]+", title)
+    return "-".join(word.lower() for word in words)
+'''
+TEXT_BUGGY = TEXT_GOOD.replace("[A-Za-z0-9]+", "[A-Za-z]+")
+TESTS_BASE = '''\
+from widgets.text import slugify
+
+
+def test_slugify_lowercases():
+    assert slugify("Hello World") == "hello-world"
+
+
+def test_slugify_transliterates():  # a known failure no state fixes: it must not decide
+    assert slugify("Ça va") == "ca-va"
+'''
+#: the official test patch adds this test (FAIL_TO_PASS); the first one of TESTS_BASE passes throughout
+OFFICIAL_TEST = '''
+
+def test_slugify_keeps_digits():
+    assert slugify("Top 10 Widgets") == "top-10-widgets"
+'''
+#: a generated suite: changes one existing test and adds one, plus a helper that is no test
+SUITE_TESTS = TESTS_BASE.replace(
+    '    assert slugify("Hello World") == "hello-world"\n',
+    '    assert slugify("Hello World") == "hello-world"\n    assert slugify("ABC") == "abc"\n',
+) + '''
+
+def _words(slug):
+    return slug.split("-")
+
+
+def test_digits_survive():
+    assert _words(slugify("Route 66 ahead")) == ["route", "66", "ahead"]
+'''
+SUITE_SELECTED = ("tests/test_text.py::test_digits_survive", "tests/test_text.py::test_slugify_lowercases")
+
+RECIPE = '''\
+[[recipe]]
+repo = "acme/widgets"
+versions = ">=0.1,<1"
+python = "3.11"
+packages = ["pytest>=8,<10"]
+test_command = "python -m pytest -q -p no:cacheprovider {test_files} --junitxml=$TESTPRISM_JUNIT"
+
+[recipe.env]
+WIDGETS_MODE = "strict"
+'''
+
+
+@dataclass(frozen=True)
+class GitFixture:
+    repos: Path  # folder of clones named owner__name (the importer's --repos)
+    repo: Path
+    base_commit: str
+    head_commit: str
+    rows: Path  # SWE-bench rows, JSON Lines
+    row: dict  # the row, as written
+    recipes: Path
+    predictions: Path  # one generated test patch, no final newline
+    reference: str
+    test_patch: str
+    suite_patch: str
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.org",
+           "GIT_COMMITTER_NAME": "Dev", "GIT_COMMITTER_EMAIL": "dev@example.org"}
+    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def _commit(repo: Path, files: dict[str, str], message: str) -> str:
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", message)
+    return _git(repo, "rev-parse", "HEAD").strip()
+
+
+def _diff_of(repo: Path, files: dict[str, str]) -> str:
+    """The diff that turns base_commit's files into `files` (then the edit is undone)."""
+    for rel, text in files.items():
+        (repo / rel).write_text(text)
+    diff = _git(repo, "diff")
+    _git(repo, "checkout", "-q", "--", ".")
+    return diff
+
+
+def build_git_fixture(root: Path) -> GitFixture:
+    """Build the repository and its files under `root`; returns their paths."""
+    repos = root / "repos"
+    repo = repos / REPO.replace("/", "__")
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    _commit(repo, {"widgets/__init__.py": '__version__ = "0.1"\n', "widgets/text.py": TEXT_GOOD,
+                   "tests/test_text.py": TESTS_BASE, "README.md": "# widgets\n"}, "initial package")
+    _commit(repo, {"widgets/text.py": TEXT_BUGGY}, "speed up slugify")  # the bug
+    base = _commit(repo, {"widgets/__init__.py": '__version__ = "0.2"\n'}, "release 0.2")
+    reference = _diff_of(repo, {"widgets/text.py": TEXT_GOOD})
+    test_patch = _diff_of(repo, {"tests/test_text.py": TESTS_BASE + OFFICIAL_TEST})
+    suite_patch = _diff_of(repo, {"tests/test_text.py": SUITE_TESTS})
+    head = _commit(repo, {"widgets/__init__.py": '__version__ = "0.3.dev0"\n', "CHANGELOG.md": "later work\n"},
+                   "later work")
+    row = {
+        "repo": REPO,
+        "instance_id": INSTANCE_ID,
+        "base_commit": base,
+        "patch": reference,
+        "test_patch": test_patch,
+        "problem_statement": "slugify drops digits\n\n`slugify('Top 10 Widgets')` gives 'top-widgets'.\n",
+        "hints_text": "",
+        "created_at": "2026-01-01T00:00:00Z",
+        "version": "0.2",
+        "FAIL_TO_PASS": json.dumps(["tests/test_text.py::test_slugify_keeps_digits"]),
+        "PASS_TO_PASS": json.dumps(["tests/test_text.py::test_slugify_lowercases"]),
+        "environment_setup_commit": base,
+    }
+    rows = root / "rows.jsonl"
+    rows.write_text(json.dumps(row) + "\n")
+    recipes = root / "recipes.toml"
+    recipes.write_text(RECIPE)
+    predictions = root / "predictions.jsonl"
+    prediction = {"instance_id": INSTANCE_ID, "model_name_or_path": "agent-x/model-1",
+                  "model_patch": suite_patch.rstrip("\n")}
+    predictions.write_text(json.dumps(prediction) + "\n")
+    return GitFixture(repos=repos, repo=repo, base_commit=base, head_commit=head, rows=rows, row=row,
+                      recipes=recipes, predictions=predictions, reference=reference, test_patch=test_patch,
+                      suite_patch=suite_patch)

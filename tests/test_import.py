@@ -1,0 +1,330 @@
+"""Importing SWE-bench rows and generated test patches, on a real git repository
+(tests/gitfixture.py): the exported program, the patches, bad rows, recipes, suites and
+their replay."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from testprism.flows.importing import import_app
+from testprism.storage import Store
+from testprism.tasks.benchmark import load_benchmark
+from testprism.tasks.hashing import tree_files
+from testprism.tasks.recipe import NoRecipe, Recipe, RecipeError, load_recipe_file, load_recipes
+from testprism.tasks.replay import ExecutionOptions, execute_batch, plan
+from testprism.tasks.sandbox.local import LocalBackend, bubblewrap_works
+from testprism.tasks.state import apply_patch
+from testprism.tasks.suite_import import import_suites, selected_tests, find_test_functions
+from testprism.tasks.swebench import ProgramSources, Verifier, import_rows, is_test_file, toml_list, toml_string
+from tests.gitfixture import INSTANCE_ID, SUITE_SELECTED, GitFixture, build_git_fixture
+
+CONFIGURATION = "agent-x__model-1"
+
+
+@pytest.fixture()
+def fx(tmp_path: Path) -> GitFixture:
+    return build_git_fixture(tmp_path / "fixture")
+
+
+def write_rows(path: Path, rows: list[dict | str]) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def run_import(fx: GitFixture, out: Path, rows: Path | None = None, **kwargs):
+    return import_rows(rows or fx.rows, out, load_recipes([fx.recipes]), ProgramSources.from_options(fx.repos, None),
+                       **kwargs)
+
+
+def git_files(repo: Path, commit: str) -> dict[str, bytes]:
+    names = subprocess.run(["git", "ls-tree", "-r", "--name-only", commit], cwd=repo, capture_output=True,
+                           text=True, check=True).stdout.split()
+    return {n: subprocess.run(["git", "show", f"{commit}:{n}"], cwd=repo, capture_output=True, check=True).stdout
+            for n in names}
+
+
+# -- SWE-bench rows -------------------------------------------------------------------------
+
+
+def test_row_becomes_an_instance_at_base_commit(fx, tmp_path):
+    out = tmp_path / "bench"
+    report = run_import(fx, out)
+    assert report.imported == [INSTANCE_ID] and not report.issues
+    instance = load_benchmark(out).instances[INSTANCE_ID]
+    program = {p.relative_to(instance.program).as_posix(): p.read_bytes() for p in tree_files(instance.program)}
+    assert program == git_files(fx.repo, fx.base_commit)  # not HEAD: no CHANGELOG.md, version 0.2
+    assert not (instance.program / ".git").exists()
+    assert instance.reference == fx.reference.encode() and instance.checks_patch == fx.test_patch.encode()
+    spec = instance.spec
+    assert (spec.source, spec.summary) == ("swe-bench-lite", "slugify drops digits")
+    assert spec.environment.packages == ("pytest>=8,<10",)
+    assert spec.checks.command == ("WIDGETS_MODE=strict python -m pytest -q -p no:cacheprovider tests/test_text.py "
+                                   "--junitxml=$TESTPRISM_JUNIT")
+    assert spec.checks.fail_to_pass == ("tests/test_text.py::test_slugify_keeps_digits",)
+    assert spec.checks.pass_to_pass == ("tests/test_text.py::test_slugify_lowercases",)
+    assert (instance.folder / "instruction.md").read_text() == fx.row["problem_statement"]
+    scratch = tmp_path / "scratch"
+    shutil.copytree(instance.program, scratch)
+    assert apply_patch(scratch, instance.reference).applied and apply_patch(scratch, instance.checks_patch).applied
+    assert not (out / ".staging").exists()
+    assert run_import(fx, out).existing == [INSTANCE_ID]  # a rerun keeps what is there
+
+
+def test_bad_rows_are_named_and_the_rest_still_imported(fx, tmp_path):
+    good = fx.row
+    missing = {k: v for k, v in good.items() if k != "FAIL_TO_PASS"} | {"instance_id": "acme__widgets-2"}
+    not_a_diff = good | {"instance_id": "acme__widgets-3", "patch": "please fix slugify"}
+    unknown_commit = good | {"instance_id": "acme__widgets-4", "base_commit": "0123456789abcdef0123456789abcdef01234567"}
+    no_clone = good | {"instance_id": "acme__gadgets-5", "repo": "acme/gadgets"}
+    no_recipe = good | {"instance_id": "acme__gizmos-6", "repo": "acme/gizmos"}
+    rows = write_rows(tmp_path / "rows.jsonl", [missing, not_a_diff, "{truncated", good, unknown_commit, no_clone, no_recipe])
+    gadgets = tmp_path / "gadgets.toml"
+    gadgets.write_text(fx.recipes.read_text().replace("acme/widgets", "acme/gadgets"))
+    out = tmp_path / "bench"
+    report = import_rows(rows, out, load_recipes([fx.recipes, gadgets]), ProgramSources.from_options(fx.repos, None))
+    assert report.imported == [INSTANCE_ID]
+    issues = {(i.row, i.instance_id, i.field) for i in report.issues}
+    assert issues == {
+        ("rows.jsonl:1", "acme__widgets-2", "FAIL_TO_PASS"),
+        ("rows.jsonl:2", "acme__widgets-3", "patch"),
+        ("rows.jsonl:3", "", "(row)"),
+        ("rows.jsonl:5", "acme__widgets-4", "base_commit"),
+        ("rows.jsonl:6", "acme__gadgets-5", "repo"),
+        ("rows.jsonl:7", "acme__gizmos-6", "repo"),
+    }
+    messages = {i.instance_id: i.message for i in report.issues}
+    assert "not a unified diff" in messages["acme__widgets-3"]
+    assert "is not a commit of" in messages["acme__widgets-4"]
+    assert "no local clone of acme/gadgets" in messages["acme__gadgets-5"]
+    assert "no recipe for acme/gizmos" in messages["acme__gizmos-6"]
+    assert sorted(p.name for p in (out / "instances").iterdir()) == [INSTANCE_ID]  # nothing half-written
+    assert not (out / ".staging").exists()
+
+
+def test_json_list_and_patch_that_needs_fuzz(fx, tmp_path):
+    # A test patch whose context drifted (as against a source release): applies with fuzz only,
+    # and is stored as the exact diff it produces, the published one kept beside it.
+    drifted = fx.test_patch.replace(" def test_slugify_transliterates():", " def test_slugify_transliterate():")
+    rows = tmp_path / "rows.json"
+    rows.write_text(json.dumps([fx.row | {"test_patch": drifted}]))
+    out = tmp_path / "bench"
+    assert run_import(fx, out, rows).imported == [INSTANCE_ID]
+    folder = out / "instances" / INSTANCE_ID
+    assert (folder / "checks.published.diff").read_text() == drifted
+    scratch = tmp_path / "scratch"
+    shutil.copytree(folder / "program", scratch)
+    assert apply_patch(scratch, (folder / "checks.diff").read_bytes()).method == "git-apply"
+    assert "test_slugify_keeps_digits" in (scratch / "tests" / "test_text.py").read_text()
+    assert 'rewritten_patches = [\n    "checks",\n]' in (folder / "origin.toml").read_text()
+
+
+def test_release_folder_stands_in_for_a_clone(fx, tmp_path):
+    release = tmp_path / "widgets-0.2"
+    release.mkdir()
+    subprocess.run(f"git archive {fx.base_commit} | tar -x -C {release}", shell=True, cwd=fx.repo, check=True)
+    mapping = tmp_path / "releases.toml"
+    mapping.write_text('"acme/widgets@0.2" = "widgets-0.2"\n')
+    out = tmp_path / "bench"
+    report = import_rows(fx.rows, out, load_recipes([fx.recipes]), ProgramSources.from_options(None, mapping))
+    assert report.imported == [INSTANCE_ID]
+    assert "release folder" in (out / "instances" / INSTANCE_ID / "origin.toml").read_text()
+    no_release = fx.row | {"instance_id": "acme__widgets-9", "version": "0.3"}
+    report = import_rows(write_rows(tmp_path / "more.jsonl", [no_release]), out, load_recipes([fx.recipes]),
+                         ProgramSources.from_options(None, mapping))
+    assert [(i.field, "no release folder" in i.message) for i in report.issues] == [("instance_id", True)]
+
+
+def test_cli_reports_a_table_and_exits_by_the_rule(fx, tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "bench"
+    bad = write_rows(tmp_path / "bad.jsonl", [fx.row | {"instance_id": "acme__widgets-3", "patch": "nope"}])
+    args = ["swebench", "--out", str(out), "--recipes", str(fx.recipes), "--repos", str(fx.repos)]
+    result = runner.invoke(import_app, [*args[:1], str(bad), *args[1:]])
+    assert result.exit_code == 1, result.output  # nothing imported
+    assert "acme__widgets-3" in result.output and "not a unified diff" in result.output
+    both = write_rows(tmp_path / "both.jsonl", [fx.row, fx.row | {"instance_id": "acme__widgets-3", "patch": "nope"}])
+    assert runner.invoke(import_app, [*args[:1], str(both), *args[1:]]).exit_code == 0
+    assert runner.invoke(import_app, [*args[:1], str(both), *args[1:], "--strict"]).exit_code == 1
+    result = runner.invoke(import_app, ["swebench", str(both), "--out", str(out), "--recipes", str(tmp_path / "none.toml"),
+                                        "--repos", str(fx.repos)])
+    assert result.exit_code == 2 and "none.toml" in result.output
+
+
+def test_toml_strings_survive_any_text():
+    nasty = 'quote " backslash \\ tab \t nl \n bell \x07 del \x7f ünï 😀 $(rm -rf /)'
+    assert tomllib.loads(f"v = {toml_string(nasty)}\nl = {toml_list([nasty, 'x'])}") == {"v": nasty, "l": [nasty, "x"]}
+
+
+# -- recipes --------------------------------------------------------------------------------
+
+
+def test_recipe_folds_env_setup_and_deselect_into_one_command():
+    recipe = Recipe(repo="a/b", test_command="python -m pytest {test_files} {deselect} --junitxml=$TESTPRISM_JUNIT",
+                    setup=["python setup.py build_ext -i"], env={"NO_NET": "1", "MSG": "a b"},
+                    deselect=["t/test_net.py::test_dial[tarpit]"])
+    assert recipe.command_template() == (
+        "MSG='a b' NO_NET=1 python setup.py build_ext -i && MSG='a b' NO_NET=1 python -m pytest {test_files} "
+        "--deselect 't/test_net.py::test_dial[tarpit]' --junitxml=$TESTPRISM_JUNIT")
+    assert recipe.deselects("t/test_net.py::test_dial") and recipe.deselects("test_dial")
+    assert not recipe.deselects("t/test_net.py::test_dial_local")
+
+
+def test_deselected_tests_leave_the_checks(fx, tmp_path):
+    recipes = tmp_path / "recipes.toml"
+    recipes.write_text(fx.recipes.read_text().replace(
+        "{test_files} --junitxml", "{test_files} {deselect} --junitxml").replace(
+        'packages = ["pytest>=8,<10"]', 'packages = ["pytest>=8,<10"]\ndeselect = ["tests/test_text.py::test_slugify_lowercases"]'))
+    out = tmp_path / "bench"
+    report = import_rows(fx.rows, out, load_recipes([recipes]), ProgramSources.from_options(fx.repos, None))
+    assert report.imported == [INSTANCE_ID]
+    checks = load_benchmark(out).instances[INSTANCE_ID].spec.checks
+    assert checks.pass_to_pass == () and "--deselect tests/test_text.py::test_slugify_lowercases" in checks.command
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ('[[recipe]]\nrepo = "a/b"\n', "recipe.0.test_command"),
+    ('[[recipe]]\nrepo = "a/b"\ntest_command = "pytest"\n', "recipe.0"),
+    ('[[recipe]]\nrepo = "a/b"\ntest_command = "pytest {test_files}"\ndeselect = ["x"]\n', "recipe.0"),
+    ('[[recipe]]\nrepo = "a/b"\nversions = "1.6+"\ntest_command = "pytest {test_files}"\n', "recipe.0.versions"),
+    ('[[recipe]]\nrepo = "a/b"\ntest_command = "pytest {test_files}"\npyhton = "3.11"\n', "recipe.0.pyhton"),
+    ('[recipe]\nrepo = "a/b"\n', "recipe"),
+    ("repo = 'a/b'\n", "repo"),
+])
+def test_recipe_errors_name_file_and_field(tmp_path, text, field):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(RecipeError) as caught:
+        load_recipe_file(path)
+    assert caught.value.field == field and str(path) in str(caught.value)
+
+
+def test_row_without_a_matching_recipe_names_its_version(fx, tmp_path):
+    rows = write_rows(tmp_path / "rows.jsonl", [fx.row | {"version": "1.4"}])
+    [issue] = run_import(fx, tmp_path / "bench", rows).issues
+    assert issue.field == "version" and "no recipe for acme/widgets version '1.4'" in issue.message
+
+
+def test_bundled_sympy_recipe_covers_the_realdata_versions():
+    book = load_recipes([Path(__file__).resolve().parents[1] / "examples" / "recipes" / "sympy.toml"])
+    for version in ("1.6", "1.9", "1.10", "1.11"):
+        recipe, _ = book.find("sympy/sympy", version)
+        assert recipe.python == "3.11" and "mpmath==1.3.0" in recipe.packages
+    with pytest.raises(NoRecipe):
+        book.find("sympy/sympy", "1.1")
+
+
+# -- suites from test patches ---------------------------------------------------------------
+
+
+def test_test_functions_follow_classes_and_decorators():
+    source = (
+        "import pytest\n\n"                       # 1-2
+        "@pytest.mark.parametrize('x', [1])\n"    # 3
+        "def test_a(x):\n"                        # 4
+        "    assert x\n\n"                         # 5-6
+        "class TestB:\n"                          # 7
+        "    def test_c(self):\n"                 # 8
+        "        pass\n\n"                        # 9-10
+        "class Helper:\n"                         # 11
+        "    def test_not_collected(self):\n"     # 12
+        "        pass\n\n"                        # 13-14
+        "def helper():\n"                         # 15
+        "    pass\n"                              # 16
+    )
+    assert find_test_functions(source) == [("test_a", 3, 5), ("TestB::test_c", 8, 9)]
+
+
+@pytest.mark.parametrize(("path", "runs"), [
+    ("sympy/core/tests/test_arit.py", True), ("pkg/util_test.py", True), ("app/tests.py", True),
+    ("tests/helpers.py", True), ("sympy/testing/quality_unicode.py", False), ("tests/conftest.py", False),
+    ("tests/__init__.py", False), ("tests/data/case.json", False),
+])
+def test_which_touched_files_run_as_tests(path, runs):
+    assert is_test_file(path) is runs
+
+
+def test_selected_tests_count_removed_lines_too(tmp_path):
+    program = tmp_path / "program"
+    (program / "tests").mkdir(parents=True)
+    (program / "tests" / "test_m.py").write_text(
+        "def test_one():\n    assert 1\n    assert 2\n\n\ndef test_two():\n    assert 3\n")
+    patch = ("--- a/tests/test_m.py\n+++ b/tests/test_m.py\n@@ -1,7 +1,6 @@\n def test_one():\n     assert 1\n"
+             "-    assert 2\n \n \n def test_two():\n     assert 3\n")
+    assert selected_tests(program, patch) == ["tests/test_m.py::test_one"]
+
+
+def test_suite_from_a_test_patch(fx, tmp_path):
+    out = tmp_path / "bench"
+    run_import(fx, out)
+    report = import_suites(fx.predictions, out)
+    assert report.imported == [f"{CONFIGURATION}/{INSTANCE_ID}"] and not report.issues
+    suite = load_benchmark(out).suites[(CONFIGURATION, INSTANCE_ID)]
+    assert suite.tests == SUITE_SELECTED  # the changed and the added test, not the helper nor the old ones
+    assert suite.files == ("run_tests.sh", "test.diff")
+    assert (suite.folder / "test.diff").read_text() == fx.suite_patch  # the final newline restored
+    script = (suite.folder / "run_tests.sh").read_text()
+    assert "WIDGETS_MODE=strict python -m pytest -q -p no:cacheprovider tests/test_text.py" in script
+    assert 'scope = "tests"' in (suite.folder / "suite.toml").read_text()
+    again = import_suites(fx.predictions, out)
+    assert again.existing == [f"{CONFIGURATION}/{INSTANCE_ID}"] and not again.imported
+
+
+def test_suite_rows_with_problems(fx, tmp_path):
+    out = tmp_path / "bench"
+    run_import(fx, out)
+    helper_only = ("--- a/tests/test_text.py\n+++ b/tests/test_text.py\n@@ -7,3 +7,7 @@\n \n"
+                   " def test_slugify_transliterates():  # a known failure no state fixes: it must not decide\n"
+                   '     assert slugify("Ça va") == "ca-va"\n+\n+\n+def _words(slug):\n+    return slug.split("-")\n')
+    rows = write_rows(tmp_path / "preds.jsonl", [
+        {"instance_id": "acme__unknown-1", "model_name_or_path": "m", "model_patch": fx.suite_patch},
+        {"instance_id": INSTANCE_ID, "model_name_or_path": "m", "model_patch": "I could not write a test"},
+        {"instance_id": INSTANCE_ID, "model_name_or_path": "helper", "model_patch": helper_only},
+        {"instance_id": INSTANCE_ID, "model_patch": fx.suite_patch},
+    ])
+    report = import_suites(rows, out)
+    assert report.imported == [f"helper/{INSTANCE_ID}"]
+    kept = [(i.row, i.field, i.fatal) for i in report.issues]
+    assert kept == [("preds.jsonl:1", "instance_id", True), ("preds.jsonl:2", "model_patch", True),
+                    ("preds.jsonl:3", "model_patch", False), ("preds.jsonl:4", "model_name_or_path", True)]
+    assert 'scope = "files"' in (out / "suites" / "helper" / INSTANCE_ID / "suite.toml").read_text()
+
+
+needs_bwrap = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap is required (make test installs it)")
+
+
+@pytest.mark.slow
+@needs_bwrap
+@pytest.mark.parametrize(("scope", "reference"), [("tests", "P"), ("files", "F")])
+def test_imported_suite_replays_F_on_buggy_and_P_on_reference(fx, tmp_path, work_root, scope, reference):
+    out = tmp_path / "bench"
+    run_import(fx, out)
+    import_suites(fx.predictions, out, scope=scope)
+    options = ExecutionOptions(backend="local", work_root=work_root, store_root=tmp_path / "store")
+    execute_batch(plan(load_benchmark(out), options), options)
+    runs = Store(tmp_path / "store").scan("runs").collect()
+    got = dict(runs.select("state", "outcome").iter_rows())
+    # With scope "files", the old failing test of the file decides too, and rejects the reference.
+    assert got == {"buggy": "F", "reference": reference}
+    tests = runs.filter(pl.col("state") == "reference")["tests"][0]
+    assert {t["name"].rsplit("::", 1)[-1] for t in tests} >= {"test_digits_survive", "test_slugify_transliterates"}
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_verify_refuses_rows_whose_checks_do_not_reproduce(fx, tmp_path, work):
+    wrong = fx.row | {"instance_id": "acme__widgets-2", "FAIL_TO_PASS": json.dumps(["tests/test_text.py::test_slugify_lowercases"])}
+    rows = write_rows(tmp_path / "rows.jsonl", [fx.row, wrong])
+    backend = LocalBackend(work)
+    report = run_import(fx, tmp_path / "bench", rows, verifier=Verifier(backend, work))
+    assert report.imported == [INSTANCE_ID]
+    [issue] = report.issues
+    assert issue.instance_id == "acme__widgets-2" and issue.field == "FAIL_TO_PASS/PASS_TO_PASS"
+    assert "test_slugify_lowercases passes before the reference" in issue.message
