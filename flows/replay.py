@@ -28,6 +28,7 @@ from testprism.tasks.replay import (
     ExecutionOptions,
     batches,
     execute_batch,
+    finished_keys,
     pending_runs,
     plan,
     record_plan,
@@ -84,6 +85,7 @@ def replay_flow(
     timeout_s: float = 300.0,
     trusted: bool = False,
     unsafe: bool = False,
+    retry_errors: bool = False,
 ) -> ReplaySummary:
     bench = load_benchmark(Path(benchmark), tuple(configurations or ()))
     target = Store(store)
@@ -100,7 +102,7 @@ def replay_flow(
     probe = backend_cls(WorkPaths(work_root), trusted=trusted, unsafe=unsafe)
     probe.close()
     specs = plan(bench, options)
-    todo = pending_runs(specs, target.run_keys())
+    todo = pending_runs(specs, finished_keys(target, retry_errors))
     outcomes: dict[str, int] = {}
     unrunnable = unrunnable_rows(todo, options)
     if unrunnable:

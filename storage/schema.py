@@ -112,6 +112,74 @@ RANK_STABILITY = pa.schema(
     ]
 )
 
+# -- collect (tasks/candidate.py, tasks/label.py, tasks/panel.py; docs/collect.md) -----------
+
+VERIFICATIONS = pa.schema(
+    [
+        pa.field("verification_key", pa.string(), nullable=False),  # state + checks + environment + policy + repeat
+        pa.field("instance_id", pa.string(), nullable=False),
+        pa.field("state", pa.string(), nullable=False),  # buggy | reference | candidate
+        pa.field("candidate_id", pa.string()),  # the candidate that first needed this run
+        pa.field("repeat", pa.int16(), nullable=False),
+        pa.field("state_hash", pa.string(), nullable=False),
+        pa.field("checks_hash", pa.string(), nullable=False),
+        pa.field("environment_hash", pa.string(), nullable=False),
+        pa.field("policy_hash", pa.string(), nullable=False),
+        pa.field("outcome", pa.string(), nullable=False),  # P | F | E
+        pa.field("reason", pa.string()),  # a tasks.outcome.Reason value, or checks_patch_failed
+        pa.field("exit_code", pa.int32()),
+        pa.field("duration_s", pa.float64()),
+        pa.field("attempts", pa.int16()),
+        pa.field("stdout_tail", pa.string()),
+        pa.field("started_at", pa.timestamp("us", tz="UTC")),
+        pa.field("backend", pa.string()),
+        pa.field("isolation", pa.string()),
+        pa.field("tests", pa.list_(TEST_RESULT)),
+    ]
+)
+
+CANDIDATES = pa.schema(
+    [
+        pa.field("flow_run", pa.string(), nullable=False),  # the collect invocation (sortable: time first)
+        pa.field("instance_id", pa.string(), nullable=False),
+        pa.field("candidate_id", pa.string(), nullable=False),
+        pa.field("origin", pa.string(), nullable=False),  # file:row or path
+        pa.field("model", pa.string()),
+        pa.field("official_label", pa.string()),  # valid | invalid | null, as the source said
+        pa.field("label", pa.string()),  # valid | invalid | null, from our verification
+        pa.field("reason", pa.string()),  # null: in the pool (tasks.candidate.CandidateReason)
+        pa.field("failed_checks", pa.list_(pa.string())),
+        pa.field("norm_key", pa.string(), nullable=False),
+        pa.field("duplicate_of", pa.string()),
+        pa.field("state_hash", pa.string(), nullable=False),
+        pa.field("in_panel", pa.bool_(), nullable=False),
+        pa.field("patch", pa.string(), nullable=False),  # normalised
+    ]
+)
+
+EXCLUSION = pa.struct(
+    [
+        pa.field("item", pa.string()),  # instance id, candidate id or file:row
+        pa.field("reason", pa.string()),
+        pa.field("detail", pa.string()),
+    ]
+)
+
+FUNNEL = pa.schema(
+    [
+        pa.field("flow", pa.string(), nullable=False),  # curate | collect
+        pa.field("flow_run", pa.string(), nullable=False),
+        pa.field("step", pa.int16(), nullable=False),  # order of the stages
+        pa.field("stage", pa.string(), nullable=False),
+        pa.field("unit", pa.string(), nullable=False),  # instance | candidate
+        pa.field("retained", pa.int64(), nullable=False),
+        pa.field("excluded", pa.int64(), nullable=False),
+        pa.field("rate", pa.float64(), nullable=False),  # excluded / (retained + excluded)
+        pa.field("exclusions", pa.list_(EXCLUSION)),
+        pa.field("recorded_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "runs": RUNS,
     "panels": PANELS,
@@ -121,4 +189,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "per_source": PER_SOURCE,
     "comparisons": COMPARISONS,
     "rank_stability": RANK_STABILITY,
+    "verifications": VERIFICATIONS,
+    "candidates": CANDIDATES,
+    "funnel": FUNNEL,
 }

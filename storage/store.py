@@ -128,7 +128,3 @@ class Store:
 
     def read_table(self, name: str) -> pl.DataFrame:
         return pl.read_parquet(self.paths.score_table(name))
-
-    def run_keys(self) -> set[str]:
-        """Keys of every stored run: the replay skips these."""
-        return set(self.scan("runs").select("run_key").collect().to_series().to_list())

@@ -20,7 +20,7 @@ import pyarrow as pa
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.benchmark import Benchmark, Instance, Suite
 from testprism.tasks.hashing import digest
-from testprism.tasks.outcome import Outcome, Reason, Verdict
+from testprism.tasks.outcome import RETRYABLE, Outcome, Reason, Verdict
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, backend_class
 from testprism.tasks.state import State, materialise, states_of
 from testprism.tasks.verdict import Policy, judge
@@ -213,9 +213,25 @@ def execute_batch(
     return summary
 
 
-def pending_runs(specs: list[RunSpec], stored: set[str]) -> list[RunSpec]:
-    """Runs whose key is not stored yet."""
-    return [s for s in specs if s.run_key not in stored]
+#: unresolved outcomes that replaying cannot change: never retried
+DETERMINISTIC = frozenset({Reason.PATCH_FAILED, Reason.MISSING_SUITE, Reason.INVALID_SUITE})
+
+
+def finished_keys(store: Store, retry_errors: bool = False) -> set[str]:
+    """Keys whose newest stored row settles the run. Infrastructure errors (RETRYABLE) never
+    do, so a resumed replay redoes them; with `retry_errors` every `E` whose reason is not
+    deterministic (timeouts, unstable runs, output overflow) is redone as well."""
+    retry = {r.value for r in (set(Reason) - DETERMINISTIC if retry_errors else RETRYABLE)}
+    newest = (
+        store.scan("runs").select("run_key", "reason", "started_at")
+        .sort("started_at", descending=True).unique("run_key", keep="first").collect()
+    )
+    return {k for k, reason in zip(newest["run_key"], newest["reason"]) if reason not in retry}
+
+
+def pending_runs(specs: list[RunSpec], finished: set[str]) -> list[RunSpec]:
+    """Runs whose key is not settled in the store yet."""
+    return [s for s in specs if s.run_key not in finished]
 
 
 def panel_rows(benchmark: Benchmark) -> list[dict]:

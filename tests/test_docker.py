@@ -261,19 +261,21 @@ def test_unprivileged_and_nothing_leaks_between_runs(mode, backends, empty_tree)
     first = b.run(request_for(
         b, empty_tree,
         "id -u; echo x > left-behind; echo x > /tmp/left-behind; echo x > /dev/shm/left-behind; "
-        "(sleep 300 &); echo x > /opt/testprism/escape 2>/dev/null && echo WROTE-ENV; true",
+        "ipcmk -M 4096 >/dev/null; (sleep 300 &); echo x > /opt/testprism/escape 2>/dev/null && echo WROTE-ENV; true",
     ))
     assert first.exit_code == 0, first.output_tail
-    assert int(first.output_tail.split()[0]) != 0
+    assert int(first.output_tail.split()[0]) >= 200_000
     assert "WROTE-ENV" not in first.output_tail
     second = b.run(request_for(
         b, empty_tree,
         "ls left-behind /tmp/left-behind /dev/shm/left-behind 2>/dev/null; "
-        "for p in /proc/[0-9]*/comm; do cat $p; done | grep -c '^sleep$' || true",
+        "echo IPC=$(ipcs -m | grep -c '^0x'); "
+        "echo SLEEPS=$(for p in /proc/[0-9]*/comm; do cat $p; done 2>/dev/null | grep -c '^sleep$')",
     ))
     assert "left-behind" not in second.output_tail
+    assert "IPC=0" in second.output_tail
     # fast mode keeps its own `sleep infinity` as the container's main process
-    assert second.output_tail.split()[-1] == ("0" if mode.startswith("fresh") else "1")
+    assert f"SLEEPS={0 if mode.startswith('fresh') else 1}" in second.output_tail
 
 
 @pytest.mark.parametrize("mode", MODES)

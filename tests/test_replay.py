@@ -8,7 +8,7 @@ import pytest
 
 from testprism.storage import Store
 from testprism.tasks.benchmark import load_benchmark
-from testprism.tasks.replay import ExecutionOptions, execute_batch, pending_runs, plan, record_plan, unrunnable_rows
+from testprism.tasks.replay import ExecutionOptions, execute_batch, finished_keys, pending_runs, plan, record_plan, unrunnable_rows
 from testprism.tasks.sandbox.local import bubblewrap_works
 from tests.benchfixture import CHECKS, WEAK, make_benchmark
 
@@ -45,7 +45,7 @@ def replay(bench_root, store_root, work_root, configurations=()):
     record_plan(benchmark, store)
     options = ExecutionOptions(backend="local", work_root=work_root, store_root=store_root, concurrency=2)
     specs = plan(benchmark, options)
-    todo = pending_runs(specs, store.run_keys())
+    todo = pending_runs(specs, finished_keys(store))
     rows = unrunnable_rows(todo, options)
     summary = execute_batch([s for s in todo if s.runs_in_sandbox], options)
     return specs, todo, rows, summary, store
@@ -131,3 +131,25 @@ def test_flows_rerun_executes_zero_runs_and_leaderboard_is_byte_identical(bench,
     assert rows["strong"]["jvr"] == 0.0  # the garbled candidate is E: not rejected
     assert rows["strong"]["grr"] == 1.0 and rows["broken"]["grr"] == 0.0
     assert rows["weak"]["wdr"] < rows["strong"]["wdr"]
+
+
+def test_errors_are_not_results_on_resume(tmp_path):
+    from datetime import UTC, datetime
+
+    import pyarrow as pa
+
+    from testprism.storage import SCHEMAS
+
+    def run(key, outcome, reason, minute):
+        return {"run_key": key, "instance_id": "i", "source": "s", "configuration": "c", "state": "buggy",
+                "candidate_id": None, "label": None, "outcome": outcome, "reason": reason, "exit_code": None,
+                "duration_s": 0.0, "attempts": 1, "stdout_tail": "", "tests": [],
+                "started_at": datetime(2026, 1, 1, 0, minute, tzinfo=UTC), "suite_hash": "", "state_hash": "",
+                "environment_hash": "", "policy_hash": "", "backend": "local", "isolation": "bubblewrap"}
+
+    store = Store(tmp_path / "s")
+    rows = [run("infra", "E", "sandbox_error", 1), run("slow", "E", "timeout", 1), run("apply", "E", "patch_failed", 1),
+            run("done", "F", None, 1), run("healed", "E", "sandbox_error", 1), run("healed", "P", None, 2)]
+    store.append("runs", pa.Table.from_pylist(rows, schema=SCHEMAS["runs"]))
+    assert finished_keys(store) == {"slow", "apply", "done", "healed"}
+    assert finished_keys(store, retry_errors=True) == {"apply", "done", "healed"}

@@ -846,13 +846,15 @@ class DockerBackend(SandboxBackend):
             self._exec(api, container, "kill -9 -1 2>/dev/null; true", user=f"{uid}:{uid}")
 
     def _reset(self, api: APIClient, container: str, uid: int) -> None:
-        """After a run in fast mode: no process of its uid left, and everything it could
-        write (the workspace, the world-writable scratch folders) wiped. Done as the run's
-        uid, which owns all of it: the container has no capabilities, not even as root."""
+        """After a run in fast mode: no process of its uid left, its System V IPC objects
+        removed, and everything it could write (the workspace, the world-writable scratch
+        folders) wiped. Done as the run's uid, which owns all of it: the container has no
+        capabilities, not even as root."""
         targets = " ".join(f"{d}/* {d}/.[!.]* {d}/..?*" for d in (str(WORKSPACE), *SCRATCH))
         code, output = self._exec(
             api, container,
-            f"kill -9 -1 2>/dev/null; chmod -R u+rwX {targets} 2>/dev/null; rm -rf {targets} 2>/dev/null; "
+            f"kill -9 -1 2>/dev/null; ipcrm --all 2>/dev/null; chmod -R u+rwX {targets} 2>/dev/null; "
+            f"rm -rf {targets} 2>/dev/null; "
             f"! find {WORKSPACE} {' '.join(SCRATCH)} -mindepth 1 -user {uid} -print -quit 2>/dev/null | grep -q .",
             user=f"{uid}:{uid}",
         )

@@ -31,7 +31,7 @@ from testprism.tasks.sandbox.base import (
     SandboxUnavailable,
     register,
 )
-from testprism.tasks.sandbox.process import run_bounded
+from testprism.tasks.sandbox.process import Unkillable, run_bounded
 from testprism.tasks.workdir import WorkPaths
 
 log = logging.getLogger(__name__)
@@ -92,8 +92,8 @@ class LocalBackend(SandboxBackend):
 
     # -- one run ---------------------------------------------------------------------------
 
-    def _workspace(self, request: RunRequest) -> Path:
-        ws = Path(tempfile.mkdtemp(prefix="run-", dir=self.work.workspaces))
+    def _populate(self, ws: Path, request: RunRequest) -> None:
+        """A fresh copy of the state's tree, the suite under `tmp/`, a folder for reports."""
         program = ws / "program"
         shutil.copytree(request.tree, program, symlinks=True)
         if request.suite_folder is not None:
@@ -102,7 +102,6 @@ class LocalBackend(SandboxBackend):
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(request.suite_folder / rel, dest)
         (ws / "out").mkdir()
-        return ws
 
     def _limits_argv(self, request: RunRequest) -> list[str]:
         limits = request.limits
@@ -126,47 +125,55 @@ class LocalBackend(SandboxBackend):
         ]
 
     def run(self, request: RunRequest) -> ExecResult:
-        ws = self._workspace(request)
+        ws = Path(tempfile.mkdtemp(prefix="run-", dir=self.work.workspaces))
         try:
-            junit = ws / "out" / "junit.xml"
-            env = {
-                "PATH": f"{request.environment / 'bin'}:/usr/local/bin:/usr/bin:/bin",
-                "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
-                "TESTPRISM_JUNIT": str(junit), **request.env,
-            }
-            uid = None
-            if self.drop_privileges:
-                uid = UID_BASE + secrets.randbelow(60_000)
-                _chown_tree(ws, uid)
-            command = ["bash", "-c", request.command]
-            if self.isolation == "bubblewrap":
-                read_fd, write_fd = os.pipe()
-                try:
-                    argv = self._limits_argv(request) + self._bwrap_argv(ws, request.environment, write_fd) + command
-                    done = run_bounded(argv, cwd=ws / "program", env=env, timeout_s=request.limits.timeout_s,
-                                       output_bytes=request.limits.output_bytes, tail_bytes=request.limits.tail_bytes,
-                                       user=uid, pass_fds=(write_fd,))
-                finally:
-                    os.close(write_fd)
-                    with os.fdopen(read_fd, "rb") as fh:
-                        status = fh.read()
-                if b"child-pid" not in status and not done.timed_out:
-                    raise SandboxError(f"bubblewrap did not start the command: {done.output_tail[-2000:].decode(errors='replace')}")
-            else:
-                done = run_bounded(self._limits_argv(request) + command, cwd=ws / "program", env=env,
-                                   timeout_s=request.limits.timeout_s, output_bytes=request.limits.output_bytes,
-                                   tail_bytes=request.limits.tail_bytes, user=uid)
-            xml = junit.read_bytes()[:JUNIT_MAX_BYTES] if junit.is_file() and not junit.is_symlink() else None
-            return ExecResult(
-                exit_code=_exit_code(status, done.exit_code) if self.isolation == "bubblewrap" else done.exit_code,
-                duration_s=done.duration_s,
-                output_tail=done.output_tail.decode("utf-8", errors="replace"),
-                timed_out=done.timed_out,
-                output_exceeded=done.output_exceeded,
-                junit_xml=xml,
-            )
+            self._populate(ws, request)
+            return self._run_in(ws, request)
+        except (Unkillable, OSError) as exc:
+            raise SandboxError(f"local sandbox failed: {exc}") from exc
         finally:
             shutil.rmtree(ws, ignore_errors=True)
+
+    def _run_in(self, ws: Path, request: RunRequest) -> ExecResult:
+        junit = ws / "out" / "junit.xml"
+        env = {
+            "PATH": f"{request.environment / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+            "TESTPRISM_JUNIT": str(junit), **request.env,
+        }
+        uid = None
+        if self.drop_privileges:
+            uid = UID_BASE + secrets.randbelow(60_000)
+            _chown_tree(ws, uid)
+        command = ["bash", "-c", request.command]
+        if self.isolation == "bubblewrap":
+            read_fd, write_fd = os.pipe()
+            try:
+                argv = self._limits_argv(request) + self._bwrap_argv(ws, request.environment, write_fd) + command
+                done = run_bounded(argv, cwd=ws / "program", env=env, timeout_s=request.limits.timeout_s,
+                                   output_bytes=request.limits.output_bytes, tail_bytes=request.limits.tail_bytes,
+                                   user=uid, pass_fds=(write_fd,))
+            finally:
+                os.close(write_fd)
+                with os.fdopen(read_fd, "rb") as fh:
+                    status = fh.read()
+            if b"child-pid" not in status and not done.timed_out:
+                raise SandboxError(f"bubblewrap did not start the command: {done.output_tail[-2000:].decode(errors='replace')}")
+            exit_code = _exit_code(status, done.exit_code)
+        else:
+            done = run_bounded(self._limits_argv(request) + command, cwd=ws / "program", env=env,
+                               timeout_s=request.limits.timeout_s, output_bytes=request.limits.output_bytes,
+                               tail_bytes=request.limits.tail_bytes, user=uid)
+            exit_code = done.exit_code
+        xml = junit.read_bytes()[:JUNIT_MAX_BYTES] if junit.is_file() and not junit.is_symlink() else None
+        return ExecResult(
+            exit_code=exit_code,
+            duration_s=done.duration_s,
+            output_tail=done.output_tail.decode("utf-8", errors="replace"),
+            timed_out=done.timed_out,
+            output_exceeded=done.output_exceeded,
+            junit_xml=xml,
+        )
 
 
 def _exit_code(status: bytes, fallback: int | None) -> int | None:

@@ -14,6 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+#: how long a killed process may take to die before the run is abandoned as an infra error
+KILL_GRACE_S = 30.0
+
+
+class Unkillable(RuntimeError):
+    """A process outlived SIGKILL (uninterruptible sleep); the watchdog abandons it."""
+
+
 @dataclass(frozen=True)
 class Bounded:
     exit_code: int | None
@@ -74,7 +82,10 @@ def run_bounded(
     except subprocess.TimeoutExpired:
         timed_out = True
         kill()
-        proc.wait()
+        try:
+            proc.wait(timeout=KILL_GRACE_S)
+        except subprocess.TimeoutExpired as exc:  # stuck in the kernel: give up on it, not on the replay
+            raise Unkillable(f"{argv[0]} (pid {proc.pid}) survived SIGKILL for {KILL_GRACE_S} s") from exc
     kill()  # children left behind in the group die with the run
     reader.join(timeout=5)
     data = b"".join(tail)[-tail_bytes:]
