@@ -139,3 +139,7 @@ def demo(
     _replay(BUNDLED, out, [], backend, workers, None, work, 300.0, True, False)
     _score(out)
     log.info("demo finished in %.1f s; store at %s", time.monotonic() - start, out)
+
+
+if __name__ == "__main__":
+    app()

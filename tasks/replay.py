@@ -80,7 +80,7 @@ def plan(benchmark: Benchmark, options: ExecutionOptions) -> list[RunSpec]:
             suite_hash = suite.hash if suite else digest(str(unrunnable), configuration, instance.id)
             for state in states:
                 content = digest("run", suite_hash, state.hash, env_hash, options.policy_hash)
-                specs.append(RunSpec(digest(configuration, content), content, configuration, instance, state, suite, unrunnable))
+                specs.append(RunSpec(digest(configuration, instance.id, content), content, configuration, instance, state, suite, unrunnable))
     return specs
 
 
