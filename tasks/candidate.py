@@ -36,7 +36,7 @@ from scipy import sparse
 from unidiff import Hunk, PatchedFile, PatchSet
 from unidiff.errors import UnidiffParseError
 
-from testprism.tasks.benchmark import NAME, Benchmark
+from testprism.tasks.benchmark import Benchmark
 from testprism.tasks.funnel import Excluded
 from testprism.tasks.hashing import digest
 
@@ -321,16 +321,17 @@ def _benchmark_raws(benchmark: Benchmark) -> list[_Raw]:
     """The candidates a benchmark folder already declares: relabelled like any other, their
     declared label kept as the official one."""
     return [
-        _Raw(inst.id, cand.id, str(inst.folder / spec.patch), None, cand.label, cand.patch.decode("utf-8", errors="replace"))
+        _Raw(inst.id, cand.id, str(inst.folder / spec.patch), None, cand.label,
+             cand.patch.decode("utf-8", errors="replace"))
         for inst in benchmark.instances.values()
         for cand, spec in zip(inst.candidates, inst.spec.candidates, strict=True)
     ]
 
 
 def _slug(name: str) -> str:
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name.rsplit("/", 1)[-1]).strip("-.") or "candidate"
-    assert re.match(NAME, slug)
-    return slug
+    """A name that fits the benchmark format's id pattern (`[A-Za-z0-9_.-]+`): the part
+    after the last `/` (the model, not its organisation), other characters as `-`."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name.rsplit("/", 1)[-1]).strip("-.") or "candidate"
 
 
 def _with_ids(raws: Sequence[tuple[_Raw, str]]) -> list[CandidatePatch]:
@@ -341,7 +342,8 @@ def _with_ids(raws: Sequence[tuple[_Raw, str]]) -> list[CandidatePatch]:
     for raw, patch in raws:
         slug = _slug(raw.name)
         cid = slug if names[(raw.instance_id, slug)] == 1 else f"{slug}-{digest(raw.origin)[:8]}"
-        out.append(CandidatePatch(raw.instance_id, cid, raw.origin, raw.model, raw.official_label, patch, patch_key(patch)))
+        out.append(CandidatePatch(raw.instance_id, cid, raw.origin, raw.model, raw.official_label, patch,
+                                  patch_key(patch)))
     return out
 
 
@@ -425,7 +427,8 @@ def cosine_matrix(counts: Sequence[Counter[str]]) -> np.ndarray:
     return similarity
 
 
-def set_aside_near_duplicates(candidates: Sequence[CandidatePatch], threshold: float = NEAR_DUPLICATE_COSINE) -> list[CandidatePatch]:
+def set_aside_near_duplicates(candidates: Sequence[CandidatePatch],
+                              threshold: float = NEAR_DUPLICATE_COSINE) -> list[CandidatePatch]:
     """Within each instance, label and failed-check set of the pool, keep a candidate
     unless both its added-line and removed-line token cosines with one already kept are
     ≥ `threshold` (the most similar such one becomes its `duplicate_of`). Earlier

@@ -50,7 +50,6 @@ LABEL_POLICY = Policy(confirm_failures=1)
 #: Official test patches sometimes apply only with fuzz (SWE-bench falls back to
 #: `patch --fuzz=5`). Safe here: they are applied to files restored to the program's version.
 CHECKS_FUZZ = 5
-CHECKS_PATCH_FAILED = "checks_patch_failed"
 
 
 class QuarantineReason(StrEnum):
@@ -154,7 +153,8 @@ def checked_tree(instance: Instance, state: State, work: WorkPaths) -> CheckedTr
 
     folder = build_once(work.state(instance.id, digest("checked", state.hash, checks_hash(instance))), build)
     record = json.loads((folder / "patch.json").read_text())
-    return CheckedTree(folder / "tree", PatchResult(**record["patch"]), record["checks"] and PatchResult(**record["checks"]))
+    checks = PatchResult(**record["checks"]) if record["checks"] else None
+    return CheckedTree(folder / "tree", PatchResult(**record["patch"]), checks)
 
 
 def post_patch_reader(instance: Instance, state: State, work: WorkPaths) -> Callable[[str], str | None]:
@@ -174,13 +174,15 @@ def post_patch_reader(instance: Instance, state: State, work: WorkPaths) -> Call
 
 def _verify(spec: Verification, backend: SandboxBackend, options: ExecutionOptions) -> tuple[Verdict, str | None]:
     """Run the checks on one state; the verdict and its reason (a `Reason` value, or
-    `checks_patch_failed`, which the outcome enum does not know)."""
+    `checks_patch_failed`, which the outcome enum does not know: no suite run has it)."""
     built = checked_tree(spec.instance, spec.state, WorkPaths(options.work_root))
     if not built.patch.applied:
-        return Verdict(Outcome.ERROR, Reason.PATCH_FAILED, None, 0.0, 1, built.patch.message), Reason.PATCH_FAILED.value
+        failed = Verdict(Outcome.ERROR, Reason.PATCH_FAILED, None, 0.0, 1, built.patch.message)
+        return failed, Reason.PATCH_FAILED.value
     assert built.checks is not None
     if not built.checks.applied:
-        return Verdict(Outcome.ERROR, None, None, 0.0, 1, built.checks.message), CHECKS_PATCH_FAILED
+        failed = Verdict(Outcome.ERROR, None, None, 0.0, 1, built.checks.message)
+        return failed, CandidateReason.CHECKS_PATCH_FAILED.value
     request = RunRequest(
         tree=built.tree, suite_folder=None, suite_files=(), command=spec.instance.spec.checks.command,
         environment=backend.prepare(spec.instance.spec.environment), limits=options.limits,
@@ -302,7 +304,7 @@ def gold_verdict(instance: Instance, rows: Sequence[dict]) -> GoldVerdict:
         for row in by_state.get(state, []):
             if row["reason"] == Reason.PATCH_FAILED:
                 return verdict(QuarantineReason.REFERENCE_PATCH_FAILED, row["stdout_tail"][-500:])
-            if row["reason"] == CHECKS_PATCH_FAILED:
+            if row["reason"] == CandidateReason.CHECKS_PATCH_FAILED:
                 return verdict(QuarantineReason.CHECKS_PATCH_FAILED, f"on {state}: {row['stdout_tail'][-500:]}")
             if row["reason"]:
                 return verdict(QuarantineReason.UNRESOLVED, f"{row['reason']} on {state} (repeat {row['repeat']})")
@@ -319,7 +321,8 @@ def gold_verdict(instance: Instance, rows: Sequence[dict]) -> GoldVerdict:
         return verdict(QuarantineReason.PASSES_BEFORE, _listed(passing))
     failing = [i for i in ids if after[i] != "passed"]
     if failing:
-        no_report = " (no test results: the JUnit report is missing or unreadable)" if not by_state["reference"][0]["tests"] else ""
+        unread = not by_state["reference"][0]["tests"]
+        no_report = " (no test results: the JUnit report is missing or unreadable)" if unread else ""
         return verdict(QuarantineReason.REFERENCE_FAILS, _listed([f"{i} {after[i]}" for i in failing]) + no_report)
     return verdict(None)
 
@@ -347,7 +350,8 @@ def label_of(instance: Instance, row: dict) -> Label:
     return Label("invalid" if failed else "valid", None, failed)
 
 
-def apply_labels(candidates: Sequence[CandidatePatch], labels: Mapping[tuple[str, str], Label]) -> list[CandidatePatch]:
+def apply_labels(candidates: Sequence[CandidatePatch],
+                 labels: Mapping[tuple[str, str], Label]) -> list[CandidatePatch]:
     """Set the labels found for (instance id, candidate id); an exact duplicate takes the
     label of the candidate it duplicates (it was not run: same patch, same label)."""
     out = []

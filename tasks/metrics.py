@@ -18,48 +18,62 @@ from testprism.storage import Store
 log = logging.getLogger(__name__)
 
 
-def _state_key() -> pl.Expr:
-    return pl.col("state") + pl.lit(":") + pl.col("candidate_id").fill_null("")
+def latest_runs(store: Store) -> pl.DataFrame:
+    """One row per (configuration, instance, state): the newest, so duplicates from
+    concurrent writers, retried errors or older policies resolve the same way every time.
 
-
-def expected_grid(store: Store) -> pl.LazyFrame:
-    """Every (configuration, instance, state) the leaderboard is owed."""
-    panels = store.scan("panels").unique(["instance_id", "state", "candidate_id"])
-    suites = store.scan("suites").select("configuration", "instance_id").unique()
-    return suites.join(panels, on="instance_id").with_columns(state_key=_state_key())
-
-
-def latest_runs(store: Store) -> pl.LazyFrame:
-    """One row per (configuration, instance, state): the newest, ties broken by run key, so
-    duplicates from concurrent writers or older policies resolve the same way every time."""
-    return (
+    Duplicates are rare, and deduplicating a million rows on four string columns costs
+    seconds, so the rows are checked on a 64-bit hash of those columns first and only
+    sorted and deduplicated when some repeat."""
+    runs = (
         store.scan("runs")
-        .with_columns(state_key=_state_key())
-        .sort(["started_at", "run_key"], descending=[True, False])
-        .unique(["configuration", "instance_id", "state_key"], keep="first")
-        .select("configuration", "instance_id", "state_key", "outcome")
+        .select("configuration", "instance_id", "state", "candidate_id", "label", "outcome", "started_at")
+        .with_columns(key=pl.struct("configuration", "instance_id", "state", "candidate_id").hash(seed=0))
+        .collect()
     )
+    if runs["key"].n_unique() == runs.height:
+        return runs
+    return runs.sort("started_at", maintain_order=True).unique("key", keep="last", maintain_order=True)
+
+
+def pools(store: Store) -> pl.LazyFrame:
+    """Every (configuration, instance) the leaderboard is owed, with its pool sizes: the
+    released pools are the denominators, whatever the runs say."""
+    panels = store.scan("panels").unique(["instance_id", "state", "candidate_id"])
+    sizes = panels.group_by("instance_id").agg(
+        pl.first("source"),
+        n_valid=(pl.col("label") == "valid").sum().cast(pl.Int32),
+        n_invalid=(pl.col("label") == "invalid").sum().cast(pl.Int32),
+    )
+    suites = store.scan("suites").select("configuration", "instance_id").unique()
+    return suites.join(sizes, on="instance_id")
 
 
 def instance_scores(store: Store) -> pl.DataFrame:
-    """Per configuration × instance: f, a, r, s and the pool sizes."""
-    grid = expected_grid(store).join(latest_runs(store), on=["configuration", "instance_id", "state_key"], how="left")
-    accepted = (pl.col("outcome") == "P").fill_null(False).cast(pl.Float64)
-    rejected = (pl.col("outcome") == "F").fill_null(False).cast(pl.Float64)
-    valid, invalid = pl.col("label") == "valid", pl.col("label") == "invalid"
+    """Per configuration × instance: f, a, r, s and the pool sizes.
+
+    Counts over the runs only (no grid of expected runs is materialised): a missing run
+    adds to no count, so it acts as `E` while its pool size stays in the denominator."""
+    outcome, state, label = pl.col("outcome"), pl.col("state"), pl.col("label")
+    counts = latest_runs(store).lazy().group_by("configuration", "instance_id").agg(
+        buggy_f=((state == "buggy") & (outcome == "F")).sum(),
+        reference_p=((state == "reference") & (outcome == "P")).sum(),
+        valid_p=((label == "valid") & (outcome == "P")).sum(),
+        invalid_f=((label == "invalid") & (outcome == "F")).sum(),
+        present=pl.len(),
+    )
+    nv, ni = pl.col("n_valid"), pl.col("n_invalid")
     scores = (
-        grid.group_by("configuration", "instance_id", "source")
-        .agg(
-            f=(rejected.filter(pl.col("state") == "buggy").sum() * accepted.filter(pl.col("state") == "reference").sum()),
-            a=accepted.filter(valid).mean(),
-            r=rejected.filter(invalid).mean(),
-            all_valid=accepted.filter(valid).min().fill_null(1.0),
-            all_invalid=rejected.filter(invalid).min().fill_null(1.0),
-            n_valid=valid.sum().cast(pl.Int32),
-            n_invalid=invalid.sum().cast(pl.Int32),
-            missing=pl.col("outcome").is_null().sum(),
+        pools(store)
+        .join(counts, on=["configuration", "instance_id"], how="left")
+        .with_columns(pl.col("buggy_f", "reference_p", "valid_p", "invalid_f", "present").fill_null(0))
+        .with_columns(
+            f=((pl.col("buggy_f") > 0) & (pl.col("reference_p") > 0)).cast(pl.Float64),
+            a=pl.when(nv > 0).then(pl.col("valid_p") / nv),
+            r=pl.when(ni > 0).then(pl.col("invalid_f") / ni),
+            missing=2 + nv + ni - pl.col("present"),
         )
-        .with_columns(s=pl.col("f") * pl.col("all_valid") * pl.col("all_invalid"))
+        .with_columns(s=pl.col("f") * (pl.col("valid_p") == nv).cast(pl.Float64) * (pl.col("invalid_f") == ni).cast(pl.Float64))
         .sort("configuration", "instance_id")
         .collect()
     )
@@ -67,4 +81,3 @@ def instance_scores(store: Store) -> pl.DataFrame:
     if missing:
         log.warning("%d expected runs are not in the store: counted as unresolved (E)", missing)
     return scores.select("configuration", "instance_id", "source", "f", "a", "r", "s", "n_valid", "n_invalid")
-

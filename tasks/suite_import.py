@@ -15,6 +15,7 @@ import ast
 import logging
 import re
 import shutil
+import subprocess
 import tempfile
 import tomllib
 from dataclasses import dataclass
@@ -269,11 +270,14 @@ def import_suites(predictions: Path, out: Path, *, configuration: str | None = N
                                               overwrite=overwrite, command=command)
         except RowError as exc:
             issue = Issue(record.label, instance_id, exc.field, str(exc))
-            log.error("%s", issue)
-            report.issues.append(issue)
+        except (OSError, subprocess.SubprocessError) as exc:
+            issue = Issue(record.label, instance_id, "(import)", f"{type(exc).__name__}: {exc}")
+        else:
+            for caveat in caveats:
+                log.warning("%s", caveat)
+            report.issues += caveats
+            report.imported.append(done)
             continue
-        for caveat in caveats:
-            log.warning("%s", caveat)
-        report.issues += caveats
-        report.imported.append(done)
+        log.error("%s", issue)
+        report.issues.append(issue)
     return report

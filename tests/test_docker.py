@@ -52,7 +52,9 @@ def docker_work() -> Path:
 
 @pytest.fixture(scope="session")
 def backend(engine, docker_work) -> DockerBackend:
+    """The default: a fresh container per run, started ahead (bind mode, on this host)."""
     b = DockerBackend(WorkPaths(docker_work), reuse=False)
+    assert b.copy == "bind" and b.prewarm
     b.environment = b.prepare(EnvironmentSpec())  # builds the image once (the base too if missing)
     yield b
     b.close()
@@ -61,18 +63,19 @@ def backend(engine, docker_work) -> DockerBackend:
 @pytest.fixture(scope="session")
 def backends(engine, docker_work, backend) -> dict[str, DockerBackend]:
     """Every way of running: fresh or reused container, workspace bind-mounted or copied."""
-    made = {f"fresh-{backend.copy}": backend}
-    for reuse, copy in ((False, "archive"), (True, "bind"), (True, "archive")):
-        b = DockerBackend(WorkPaths(docker_work), reuse=reuse, copy=copy)
+    made = {"fresh-bind": backend}
+    for name, reuse, copy, prewarm in (("fresh-bind-cold", False, "bind", False), ("fresh-archive", False, "archive", False),
+                                       ("reused-bind", True, "bind", False), ("reused-archive", True, "archive", False)):
+        b = DockerBackend(WorkPaths(docker_work), reuse=reuse, copy=copy, prewarm=prewarm)
         b.environment = b.prepare(EnvironmentSpec())
-        made[f"{'reused' if reuse else 'fresh'}-{copy}"] = b
+        made[name] = b
     yield made
     for b in made.values():
         if b is not backend:
             b.close()
 
 
-MODES = ["fresh-bind", "fresh-archive", "reused-bind", "reused-archive"]
+MODES = ["fresh-bind", "fresh-bind-cold", "fresh-archive", "reused-bind", "reused-archive"]
 
 
 @pytest.fixture(scope="session")
@@ -124,6 +127,7 @@ def local_store(parity_bench, docker_work, tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_local_and_docker_give_the_same_outcome_for_every_run_key(backend, parity_bench, local_store, docker_work, tmp_path):
     from testprism.flows.replay import replay_flow
 
@@ -144,6 +148,7 @@ def test_local_and_docker_give_the_same_outcome_for_every_run_key(backend, parit
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_fast_mode_gives_the_same_outcomes(engine, parity_bench, local_store, docker_work, tmp_path, monkeypatch):
     from testprism.tasks.replay import ExecutionOptions, execute_batch, plan
 
@@ -160,6 +165,7 @@ def test_fast_mode_gives_the_same_outcomes(engine, parity_bench, local_store, do
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 @pytest.mark.skipif(not (EXAMPLES / "instances").is_dir(), reason="the bundled benchmark is not there")
 def test_parity_on_the_bundled_benchmark(backend, docker_work, tmp_path):
     """The first instances of examples/ (all of them with TESTPRISM_PARITY_ALL=1)."""
@@ -186,13 +192,16 @@ def test_parity_on_the_bundled_benchmark(backend, docker_work, tmp_path):
 # -- what each run is promised -----------------------------------------------------------------
 
 
-def test_timeout_kills_the_container(backend, empty_tree):
+@pytest.mark.parametrize("mode", ["fresh-bind", "fresh-bind-cold", "reused-bind"])
+def test_timeout_kills_the_command(mode, backends, empty_tree):
+    b = backends[mode]
     start = time.monotonic()
-    result = backend.run(request_for(backend, empty_tree, "echo started; sleep 60", timeout_s=2))
+    result = b.run(request_for(b, empty_tree, "echo started; sleep 60", timeout_s=2))
     assert result.timed_out and not result.output_exceeded
     assert "started" in result.output_tail
     assert time.monotonic() - start < 20
-    assert our_containers(backend) == []
+    if mode == "fresh-bind-cold":
+        assert our_containers(b) == []
 
 
 NETWORK_PROBE = r'''
@@ -296,15 +305,21 @@ def test_junit_is_fetched_back_and_never_through_a_link(mode, backends, empty_tr
 
 
 def test_every_container_is_removed(backend, empty_tree):
+    cold = DockerBackend(backend.work, prewarm=False)
+    cold.environment = backend.environment
     for command in ("true", "exit 3", "sleep 30"):
-        backend.run(request_for(backend, empty_tree, command, timeout_s=2))
-    assert our_containers(backend) == []
-    b = DockerBackend(backend.work, reuse=True)
-    b.environment = backend.environment
-    b.run(request_for(b, empty_tree, "true"))
-    assert len(our_containers(b)) == 1  # the reused one, alive until close()
-    b.close()
-    assert our_containers(b) == []
+        cold.run(request_for(cold, empty_tree, command, timeout_s=2))
+    assert our_containers(cold) == []  # before close(): each run removed its own
+    cold.close()
+    for reuse in (False, True):
+        b = DockerBackend(backend.work, reuse=reuse)
+        b.environment = backend.environment
+        for command in ("true", "exit 3", "sleep 30"):
+            b.run(request_for(b, empty_tree, command, timeout_s=2))
+        # what stays until close(): the reused container, or the one started ahead
+        assert len(our_containers(b)) <= 2
+        b.close()
+        assert our_containers(b) == []
 
 
 def test_sweep_removes_only_leftovers_of_dead_processes(backend):
@@ -316,12 +331,16 @@ def test_sweep_removes_only_leftovers_of_dead_processes(backend):
     tag = f"{docker_backend.ENV_REPOSITORY}:{backend.environment.name}"
     leftover = api.create_container(tag, command=["true"], labels={**labels, docker_backend.OWNER_LABEL: gone_owner})["Id"]
     alive = api.create_container(tag, command=["true"], labels={**labels, docker_backend.OWNER_LABEL: backend.owner})["Id"]
+    build = api.create_container(tag, command=["true"], name=f"{docker_backend.BUILD_PREFIX}{dead.pid}.0-cafe")["Id"]
+    workspace = backend.work.workspaces / f"docker-{dead.pid}.0-abc"
+    workspace.mkdir(parents=True)
     try:
-        assert DockerBackend.sweep(backend.work) >= 1
-        ids = {c["Id"] for c in api.containers(all=True, filters={"label": f"{docker_backend.LABEL}=1"})}
-        assert leftover not in ids and alive in ids
+        assert DockerBackend.sweep(backend.work) >= 3
+        ids = {c["Id"] for c in api.containers(all=True)}
+        assert leftover not in ids and build not in ids and alive in ids
+        assert not workspace.exists()
     finally:
-        for cid in (leftover, alive):
+        for cid in (leftover, alive, build):
             try:
                 api.remove_container(cid, force=True)
             except Exception:  # noqa: BLE001 - already gone is fine
@@ -340,7 +359,7 @@ def test_no_engine_is_unavailable(monkeypatch, tmp_path):
         DockerBackend(WorkPaths(tmp_path))
 
 
-def test_images_cli_builds_and_lists(backend, parity_bench):
+def test_images_cli_builds_lists_and_prunes(backend, parity_bench):
     from typer.testing import CliRunner
 
     from testprism.flows.images import images_app
@@ -351,3 +370,16 @@ def test_images_cli_builds_and_lists(backend, parity_bench):
     listed = runner.invoke(images_app, ["list"], env={"COLUMNS": "200"})
     assert listed.exit_code == 0, listed.output
     assert "testprism-base" in listed.output and "environment" in listed.output
+    # prune --keep: what the benchmark uses stays, an unused environment image goes
+    api = docker_backend.api_client()
+    tag = f"{docker_backend.ENV_REPOSITORY}:{backend.environment.name}"
+    holder = api.create_container(tag, command=["true"])["Id"]
+    api.commit(holder, repository=docker_backend.ENV_REPOSITORY, tag="unused-by-tests",
+               conf={"Labels": {"testprism.kind": "environment", "testprism.environment": "unused"}})
+    api.remove_container(holder, force=True)
+    pruned = runner.invoke(images_app, ["prune", "--keep", str(parity_bench)])
+    assert pruned.exit_code == 0, pruned.output
+    remaining = {t for image in api.images(filters={"label": "testprism=1"}) for t in image.get("RepoTags") or ()}
+    assert f"{docker_backend.ENV_REPOSITORY}:unused-by-tests" not in remaining
+    assert tag in remaining and docker_backend.DEFAULT_BASE in remaining
+    api.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import polars as pl
 import pyarrow as pa
 import pytest
 
@@ -109,3 +110,12 @@ def test_configuration_without_any_pool_has_null_ratios(tmp_path):
     row = board_of(build_store(tmp_path, pools, out))["k"]
     assert row["car"] is None and row["wdr"] is None and row["f1"] is None
     assert row["jvr"] == 1.0
+
+
+def test_newest_row_wins_when_a_run_was_redone(tmp_path):
+    pools = {"a": {"valid": ["v1"], "invalid": []}}
+    store = build_store(tmp_path, pools, {("k", "a", "buggy"): "F", ("k", "a", "reference"): "P", ("k", "a", "v1"): "E"})
+    redo = store.scan("runs").filter(pl.col("candidate_id") == "v1").collect().with_columns(
+        outcome=pl.lit("P"), reason=pl.lit(None, pl.String), started_at=pl.col("started_at") + pl.duration(hours=1))
+    store.append("runs", redo.to_arrow())
+    assert board_of(store)["k"]["car"] == 1.0

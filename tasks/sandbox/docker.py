@@ -4,10 +4,11 @@ Guarantees (docs/docker.md): every run gets a new container from its environment
 with no network (`network_mode=none`: loopback only), a memory limit without swap, a
 process limit (`pids_limit`), a CPU quota, rlimits on file size, open files and core dumps,
 no capabilities and no privilege escalation, running as an unprivileged uid of its own.
-The state tree and the suite are copied in as a tar archive, so nothing one run writes is
-seen by another; a wall-clock timeout or output past the bound kills the container; the
-container is removed whatever happens. Containers are labelled so that `sweep()` removes
-those a crashed process left behind.
+The state tree and the suite are copied for the run alone (a bind-mounted host copy, or a
+tar archive when the engine is remote), so nothing one run writes is seen by another; a
+wall-clock timeout or output past the bound kills the container; the container is removed
+whatever happens. Containers are labelled so that `sweep()` removes those a crashed
+process left behind.
 
 Images: the environment image is the base image plus a virtualenv at
 `/opt/testprism/envs/<key>` with the environment's packages, built once (the only step
@@ -36,12 +37,14 @@ import shutil
 import socket
 import stat
 import subprocess
+import sys
 import tarfile
 import tempfile
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -71,12 +74,13 @@ ENV_REPOSITORY = "testprism-env"
 ENV_ROOT = PurePosixPath("/opt/testprism/envs")
 WORKSPACE = PurePosixPath("/workspace")
 #: bump when the image recipe below changes: every environment image is then rebuilt
-RECIPE = "1"
+RECIPE = "2"
 
 LABEL = "testprism"  # on every image and container testprism makes
 RUN_LABEL = "testprism.run"  # on run containers (fresh and reused): what sweep() removes
 OWNER_LABEL = "testprism.owner"  # host:pid:start-time of the process that made it
 SESSION_LABEL = "testprism.session"  # the backend instance that made it
+BUILD_PREFIX = "testprism-build-"  # build containers: testprism-build-<pid>.<start-time>-<key>
 
 UID_BASE = 200_000  # same range as the local backend: no passwd entry, no host files
 JUNIT_MAX_BYTES = 8 * 1024 * 1024
@@ -149,10 +153,10 @@ def _owner() -> str:
 
 def _start_time(pid: int) -> str:
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return ""
-    return stat.rsplit(")", 1)[1].split()[19]
+    return text.rsplit(")", 1)[1].split()[19]  # field 22, counted after the command name
 
 
 def _owner_alive(owner: str) -> bool:
@@ -239,7 +243,10 @@ def bootstrap_rootfs(tarball: Path) -> None:
             raise SandboxUnavailable(f"debootstrap failed:\n{(done.stdout + done.stderr)[-3000:]}")
         for pattern in ("var/cache/apt/archives/*.deb", "var/lib/apt/lists/*", "tmp/*", "var/tmp/*"):
             for path in rootfs.glob(pattern):
-                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
         with open(part, "wb") as fh:
             tar = subprocess.Popen(["tar", "--numeric-owner", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
             gz = subprocess.run(["gzip", "-1"], stdin=tar.stdout, stdout=fh)
@@ -282,7 +289,7 @@ def _pip_settings() -> tuple[list[str], list[str]]:
     and the local files and folders it names (mounted read-only at the same paths)."""
     settings: dict[str, str] = {}
     listed = subprocess.run(
-        [_host_python(), "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60,
     )
     for line in listed.stdout.splitlines():  # e.g. global.extra-index-url='file:///opt/pypi/simple'
         name, _, value = line.partition("=")
@@ -305,12 +312,6 @@ def _pip_settings() -> tuple[list[str], list[str]]:
             mounts.add(path)
     exports = [f"export {name}={shlex.quote(value)}" for name, value in sorted(settings.items())]
     return exports, sorted(mounts)
-
-
-def _host_python() -> str:
-    import sys
-
-    return sys.executable
 
 
 def build_environment_image(api: APIClient, base_name: str, base: dict, spec: EnvironmentSpec, key: str) -> None:
@@ -339,9 +340,11 @@ def build_environment_image(api: APIClient, base_name: str, base: dict, spec: En
               "testprism.python": spec.python, "testprism.packages": json.dumps(list(spec.packages)),
               "testprism.base": base_name, "testprism.recipe": RECIPE}
     log.info("building docker image %s (python %s: %s)", environment_tag(key), spec.python, ", ".join(spec.packages))
+    # No labels of its own: a commit would copy them into the image and so into every
+    # container made from it. The name says whose it is, for sweep().
+    pid = os.getpid()
     container = api.create_container(
-        base["Id"], command=["bash", "-c", script], user="0",
-        labels={LABEL: "1", "testprism.build": "1", OWNER_LABEL: _owner()},
+        base["Id"], command=["bash", "-c", script], user="0", name=f"{BUILD_PREFIX}{pid}.{_start_time(pid)}-{key[:12]}",
         host_config=api.create_host_config(
             network_mode="host", binds={m: {"bind": m, "mode": "ro"} for m in mounts},
         ),
@@ -402,21 +405,31 @@ def list_images(api: APIClient) -> list[ImageInfo]:
 
 
 def prune_images(api: APIClient, keep: set[str] | None = None, include_base: bool = False) -> list[str]:
-    """Remove environment images except those whose environment key (EnvironmentSpec.key)
-    is in `keep` (all when `keep` is None), and the base image too with `include_base`.
-    Returns the removed tags."""
+    """Remove testprism's images (label `testprism=1`) but the base, and environment
+    images whose environment key (EnvironmentSpec.key) is in `keep` (none kept when `keep`
+    is None); the base image too with `include_base`. Returns the removed tags."""
     errors = _errors()
-    removed = []
-    for info in list_images(api):
-        if info.kind == "base" and not include_base:
-            continue
-        if info.kind == "environment" and keep is not None and info.environment in keep:
-            continue
-        try:
-            api.remove_image(info.tag, force=True)
+    removed: list[str] = []
+    failed: dict[str, str] = {}
+    while True:  # children before parents: retry what failed while anything goes
+        progress = False
+        for info in list_images(api):
+            if info.kind == "base" and not include_base:
+                continue
+            if info.kind == "environment" and keep is not None and info.environment in keep:
+                continue
+            try:
+                api.remove_image(info.tag, force=True)
+            except errors.APIError as exc:
+                failed[info.tag] = str(exc)
+                continue
             removed.append(info.tag)
-        except errors.APIError as exc:
-            log.warning("could not remove %s: %s", info.tag, exc)
+            failed.pop(info.tag, None)
+            progress = True
+        if not progress or not failed:
+            break
+    for tag, why in failed.items():
+        log.warning("could not remove %s: %s", tag, why)
     return removed
 
 
@@ -608,6 +621,30 @@ def _run_uid() -> int:
 
 
 @dataclass
+class _Box:
+    """A fresh container of one run: created, or pre-started and waiting for its run."""
+
+    id: str
+    uid: int
+    ws: Path | None
+    sock: Any
+    started: bool
+
+
+def _write_run_script(ws: Path, uid: int, request: RunRequest) -> None:
+    """The script a pre-started container's launcher runs: this run's variables, then
+    the command from the program root (the same as a container made for the run)."""
+    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in _run_env(request).items())
+    script = ws / ".run"
+    script.write_text(
+        f"rm -f {WORKSPACE}/.run {WORKSPACE}/.go\n{exports}cd {WORKSPACE}/program || exit 126\n"
+        f"exec bash -c {shlex.quote(request.command)}\n"
+    )
+    os.chown(script, uid, uid)
+    script.chmod(0o600)
+
+
+@dataclass
 class _Reusable:
     """A long-lived container of fast mode, and its host workspace in bind mode."""
 
@@ -630,6 +667,7 @@ class DockerBackend(SandboxBackend):
         reuse: bool | None = None,
         cpus: float | None = None,
         copy: str | None = None,
+        prewarm: bool | None = None,
     ) -> None:
         super().__init__(work)
         self.base_name = base_image_name(base_image)
@@ -646,6 +684,9 @@ class DockerBackend(SandboxBackend):
             ) from exc
         if self.copy == "bind":
             work.ensure()
+        if prewarm is None:
+            prewarm = os.environ.get("TESTPRISM_DOCKER_PREWARM", "1") not in ("", "0")
+        self.prewarm = prewarm and self.copy == "bind" and not self.reuse
         self.owner = _owner()
         self.session = secrets.token_hex(8)
         self._handles: dict[str, Path] = {}
@@ -654,6 +695,9 @@ class DockerBackend(SandboxBackend):
         self._key_locks: dict[str, threading.Lock] = {}
         self._idle: dict[str, list[_Reusable]] = {}
         self._all_reused: list[_Reusable] = []
+        self._warm: dict[tuple[str, str], list[_Box]] = {}
+        self._closing = False
+        self._filler = ThreadPoolExecutor(max_workers=2, thread_name_prefix="docker-prestart")
 
     def _api(self) -> APIClient:
         """One client per thread: the SDK's session is not meant to be shared by threads."""
@@ -775,27 +819,23 @@ class DockerBackend(SandboxBackend):
 
     def _run_fresh(self, request: RunRequest, tag: str) -> ExecResult:
         api = self._api()
-        uid = _run_uid()
-        ws = self._host_workspace() if self.copy == "bind" else None
-        container = None
+        box = self._take_warm(request, tag) if self.prewarm else None
         try:
-            if ws is not None:
-                fill_workspace(request, ws, uid)
-            container = api.create_container(
-                tag, command=["bash", "-c", request.command], user=f"{uid}:{uid}",
-                working_dir=f"{WORKSPACE}/program", environment=_run_env(request), network_disabled=True,
-                labels=self._labels(), host_config=self._host_config(api, request, ws),
-            )["Id"]
-            if ws is None:
-                with workspace_archive(request, uid) as archive:
-                    if not api.put_archive(container, "/", archive):
-                        raise SandboxError("docker: could not copy the workspace into the container")
-            sock = api.attach_socket(container, params={"stdout": 1, "stderr": 1, "stream": 1})
-            pump = _Pump(sock, request.limits.output_bytes, request.limits.tail_bytes,
+            if box is None:
+                box = self._create_fresh(api, request, tag)
+            else:
+                assert box.ws is not None
+                fill_workspace(request, box.ws, box.uid)
+                _write_run_script(box.ws, box.uid, request)
+            container = box.id
+            pump = _Pump(box.sock, request.limits.output_bytes, request.limits.tail_bytes,
                          on_exceeded=lambda: self._kill(container))
             try:
                 start = time.monotonic()
-                api.start(container)
+                if box.started:
+                    self._go(api, box)
+                else:
+                    api.start(container)
                 pump.start()
                 timed_out = not pump.join(request.limits.timeout_s)
                 if timed_out:
@@ -806,16 +846,122 @@ class DockerBackend(SandboxBackend):
                 pump.close()
             junit = None
             if not (timed_out or pump.exceeded):
-                junit = read_junit(ws) if ws is not None else _fetch_junit(api, container)
+                junit = read_junit(box.ws) if box.ws is not None else _fetch_junit(api, container)
             return ExecResult(
                 exit_code=status.get("StatusCode"), duration_s=duration, output_tail=pump.output,
                 timed_out=timed_out, output_exceeded=pump.exceeded, junit_xml=junit,
             )
         finally:
-            if container is not None:
-                self._remove(api, container)
+            if box is not None:
+                self._discard_box(api, box)
+
+    def _create_fresh(self, api: APIClient, request: RunRequest, tag: str) -> _Box:
+        """A created (not started) container that runs the command itself."""
+        uid = _run_uid()
+        ws = self._host_workspace() if self.copy == "bind" else None
+        box = _Box("", uid, ws, None, started=False)
+        try:
             if ws is not None:
-                shutil.rmtree(ws, ignore_errors=True)
+                fill_workspace(request, ws, uid)
+            box.id = api.create_container(
+                tag, command=["bash", "-c", request.command], user=f"{uid}:{uid}",
+                working_dir=f"{WORKSPACE}/program", environment=_run_env(request), network_disabled=True,
+                labels=self._labels(), host_config=self._host_config(api, request, ws),
+            )["Id"]
+            if ws is None:
+                with workspace_archive(request, uid) as archive:
+                    if not api.put_archive(box.id, "/", archive):
+                        raise SandboxError("docker: could not copy the workspace into the container")
+            box.sock = api.attach_socket(box.id, params={"stdout": 1, "stderr": 1, "stream": 1})
+            return box
+        except BaseException:
+            self._discard_box(api, box)
+            raise
+
+    def _discard_box(self, api: APIClient, box: _Box) -> None:
+        if box.sock is not None:
+            with contextlib.suppress(OSError):
+                box.sock.close()
+        if box.id:
+            self._remove(api, box.id)
+        if box.ws is not None:
+            shutil.rmtree(box.ws, ignore_errors=True)
+
+    # -- pre-started containers (bind mode) --------------------------------------------------
+    #
+    # Starting a container is most of a fresh run's overhead, and nothing in it depends on
+    # the run but the image and the limits. So while a run executes, the next container is
+    # created and started in the background, with an empty bind-mounted workspace and a
+    # launcher that waits on a FIFO there. A run fills the workspace, writes its script and
+    # opens the FIFO: the container runs that one command and is removed. Still one fresh
+    # container per run; only the start is taken off the run's path.
+
+    def _warm_key(self, request: RunRequest, tag: str) -> tuple[str, str]:
+        return tag, request.limits.key
+
+    def _take_warm(self, request: RunRequest, tag: str) -> _Box | None:
+        key = self._warm_key(request, tag)
+        with self._lock:
+            ready = self._warm.get(key)
+            box = ready.pop() if ready else None
+            if not self._closing:
+                self._filler.submit(self._refill, request, tag)
+        return box
+
+    def _refill(self, request: RunRequest, tag: str) -> None:
+        api = self._api()
+        try:
+            box = self._create_warm(api, request, tag)
+        except Exception as exc:  # noqa: BLE001 - the run then starts its own container
+            log.debug("docker: could not pre-start a container: %s", exc)
+            return
+        with self._lock:
+            if not self._closing:
+                self._warm.setdefault(self._warm_key(request, tag), []).append(box)
+                return
+        self._discard_box(api, box)
+
+    def _create_warm(self, api: APIClient, request: RunRequest, tag: str) -> _Box:
+        uid = _run_uid()
+        box = _Box("", uid, self._host_workspace(), None, started=True)
+        assert box.ws is not None
+        try:
+            os.mkfifo(box.ws / ".go", 0o600)
+            os.chown(box.ws / ".go", uid, uid)
+            os.chown(box.ws, uid, uid)
+            box.id = api.create_container(
+                tag, command=["bash", "-c", f"read -r _ < {WORKSPACE}/.go && exec bash {WORKSPACE}/.run"],
+                user=f"{uid}:{uid}", working_dir=str(WORKSPACE), environment=_run_env(request),
+                network_disabled=True, labels=self._labels(), host_config=self._host_config(api, request, box.ws),
+            )["Id"]
+            box.sock = api.attach_socket(box.id, params={"stdout": 1, "stderr": 1, "stream": 1})
+            api.start(box.id)
+            return box
+        except BaseException:
+            self._discard_box(api, box)
+            raise
+
+    def _go(self, api: APIClient, box: _Box) -> None:
+        """Release a pre-started container's launcher (it blocks reading the FIFO)."""
+        assert box.ws is not None
+        deadline, checked = time.monotonic() + 30, time.monotonic()
+        while True:
+            try:
+                fd = os.open(box.ws / ".go", os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as exc:  # ENXIO: the launcher has not opened it yet
+                now = time.monotonic()
+                if now > deadline:
+                    raise SandboxError(f"docker: a pre-started container did not take its run: {exc}") from exc
+                if now - checked > 0.5:
+                    checked = now
+                    if not api.inspect_container(box.id)["State"]["Running"]:
+                        raise SandboxError("docker: a pre-started container died before its run") from exc
+                time.sleep(0.002)
+        try:
+            os.write(fd, b"go\n")
+        finally:
+            os.close(fd)
 
     # -- fast mode ---------------------------------------------------------------------------
 
@@ -926,10 +1072,16 @@ class DockerBackend(SandboxBackend):
 
     def close(self) -> None:
         with self._lock:
+            self._closing = True
+        self._filler.shutdown(wait=True, cancel_futures=True)
+        with self._lock:
             reused, self._all_reused, self._idle = self._all_reused, [], {}
+            warm, self._warm = [b for boxes in self._warm.values() for b in boxes], {}
         api = self._api()
         for reusable in reused:
             self._discard(api, reusable)
+        for box in warm:
+            self._discard_box(api, box)
         api.close()
 
     # -- leftovers ---------------------------------------------------------------------------
@@ -950,11 +1102,17 @@ class DockerBackend(SandboxBackend):
         api = api_client()
         errors = _errors()
         try:
-            for container in api.containers(all=True, filters={"label": f"{LABEL}=1"}):
+            runs = api.containers(all=True, filters={"label": f"{RUN_LABEL}=1"})
+            builds = api.containers(all=True, filters={"name": BUILD_PREFIX})
+            for container in runs + builds:
                 labels = container.get("Labels") or {}
-                if RUN_LABEL not in labels and "testprism.build" not in labels:
-                    continue
-                if _owner_alive(labels.get(OWNER_LABEL, "")):
+                if RUN_LABEL in labels:
+                    alive = _owner_alive(labels.get(OWNER_LABEL, ""))
+                else:
+                    name = (container.get("Names") or ["/"])[0].lstrip("/")
+                    owner = name.removeprefix(BUILD_PREFIX).split("-", 1)[0]
+                    alive = not name.startswith(BUILD_PREFIX) or _owner_alive(f"{socket.gethostname()}:{owner.replace('.', ':')}")
+                if alive:
                     continue
                 try:
                     api.remove_container(container["Id"], force=True, v=True)

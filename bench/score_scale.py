@@ -1,0 +1,90 @@
+"""Scoring time and peak memory on a million-run store (bench/synthetic_store.py).
+
+Each phase runs in a fresh process so its peak RSS is its own: (1) metrics — runs →
+per-instance indicators → leaderboard, the work of `testprism score` before statistics;
+(2) the full statistics of P4 (every CI, comparisons, rank stability, 10,000 replicates);
+side by side in the same run, (3) a naive baseline: the same per-instance indicators by a
+Python loop over the rows, the way a harness script would do it.
+
+Run: `python bench/score_scale.py [STORE]` (generates the store when missing).
+Targets on the 2-core machine: metrics < 2 s, statistics < 2 s, peak memory < 2 GiB.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+log = logging.getLogger("bench.score_scale")
+
+PHASES = {
+    "metrics": """
+from testprism.storage import Store
+from testprism.tasks.metrics import instance_scores
+from testprism.tasks.statistics import leaderboard_from_instance_scores
+start = time.perf_counter()  # imports excluded, as for every phase
+scores = instance_scores(Store(STORE))
+board = leaderboard_from_instance_scores(scores)
+rows = scores.height
+""",
+    "statistics": """
+from testprism.storage import Store
+from testprism.tasks.metrics import instance_scores
+from testprism.tasks.statistics import bootstrap_statistics
+scores = instance_scores(Store(STORE))
+start = time.perf_counter()  # time the statistics alone
+stats = bootstrap_statistics(scores, replicates=10_000)
+rows = stats.intervals.height
+""",
+    "naive_loop": """
+import pyarrow.dataset as ds
+from collections import defaultdict
+start = time.perf_counter()
+runs = ds.dataset(f"{STORE}/runs").to_table(columns=["configuration", "instance_id", "state", "label", "outcome"]).to_pylist()
+cell = defaultdict(lambda: {"f_b": 0, "f_r": 0, "a": [], "r": []})
+for row in runs:
+    c = cell[(row["configuration"], row["instance_id"])]
+    if row["state"] == "buggy": c["f_b"] = row["outcome"] == "F"
+    elif row["state"] == "reference": c["f_r"] = row["outcome"] == "P"
+    elif row["label"] == "valid": c["a"].append(row["outcome"] == "P")
+    else: c["r"].append(row["outcome"] == "F")
+rows = len(cell)
+""",
+}
+
+TEMPLATE = """
+import json, resource, sys, time
+STORE = sys.argv[1]
+start = time.perf_counter()
+{body}
+elapsed = time.perf_counter() - start
+print(json.dumps({{"seconds": elapsed, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "rows": rows}}))
+"""
+
+
+def run_phase(name: str, store: Path) -> dict:
+    done = subprocess.run([sys.executable, "-c", TEMPLATE.format(body=PHASES[name]), str(store)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    store = Path(sys.argv[1] if len(sys.argv) > 1 else "/var/tmp/testprism-scale-store")
+    if not (store / "runs").is_dir():
+        subprocess.run([sys.executable, str(Path(__file__).with_name("synthetic_store.py")), str(store)], check=True)
+    results = {name: run_phase(name, store) for name in PHASES}
+    for name, r in results.items():
+        log.info("%-11s %7.2f s   peak %6.0f MiB   (%d rows out)", name, r["seconds"], r["peak_mib"], r["rows"])
+    log.info("metrics vs naive loop over rows: %.1fx faster", results["naive_loop"]["seconds"] / results["metrics"]["seconds"])
+    log.info("targets: metrics < 2 s (%s), statistics < 2 s (%s), peak < 2048 MiB (%s)",
+             *("met" if ok else "MISSED" for ok in (
+                 results["metrics"]["seconds"] < 2, results["statistics"]["seconds"] < 2,
+                 max(r["peak_mib"] for r in results.values() if r is not results["naive_loop"]) < 2048)))
+
+
+if __name__ == "__main__":
+    main()
