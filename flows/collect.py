@@ -229,17 +229,30 @@ def collect_flow(
                           sum(c.reason is None for c in choices), _agreement(pool), out)
 
 
+PredictionsOpt = Annotated[list[Path], typer.Option(
+    help="SWE-bench prediction file (JSON lines, JSON list or preds.json); repeatable")]
+DiffsOpt = Annotated[list[Path], typer.Option(help="folder of DIR/<instance_id>/<name>.diff; repeatable")]
+PanelOpt = Annotated[PanelMode, typer.Option(
+    help="testprism: reference + 4 valid + 5 invalid, chosen for diversity; pool: every deduplicated candidate")]
+OutOpt = Annotated[Optional[Path], typer.Option(help="write the panels here as a benchmark folder to replay")]
+NearOpt = Annotated[float, typer.Option(
+    help="cosine of token counts at or above which two candidates of one label are near duplicates")]
+DistanceOpt = Annotated[float, typer.Option(
+    help="testprism panel: the valid candidates' mean pairwise AST distance must exceed it")]
+JaccardOpt = Annotated[float, typer.Option(
+    help="testprism panel: the most two invalid candidates' failed checks may overlap (Jaccard)")]
+
+
 def collect_command(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/ with program, reference, checks)")],
     store: Annotated[Path, typer.Option(help="store root")],
-    predictions: Annotated[list[Path], typer.Option(
-        help="SWE-bench prediction file (JSONL, JSON list or preds.json); repeatable")] = [],  # noqa: B006
-    diffs: Annotated[list[Path], typer.Option(help="folder of DIR/<instance_id>/<name>.diff; repeatable")] = [],  # noqa: B006
-    panel: Annotated[PanelMode, typer.Option(help="testprism: reference + 4 valid + 5 invalid, diverse; pool: all")] = PanelMode.TESTPRISM,
-    out: Annotated[Optional[Path], typer.Option(help="write the panels here as a benchmark folder to replay")] = None,
-    near_duplicate: Annotated[float, typer.Option(help="cosine of changed-line tokens at which two candidates of one label are near duplicates")] = NEAR_DUPLICATE_COSINE,
-    min_valid_distance: Annotated[float, typer.Option(help="testprism panel: mean pairwise AST distance of the valid ones must exceed it")] = PanelRule.min_valid_distance,
-    max_invalid_jaccard: Annotated[float, typer.Option(help="testprism panel: pairwise Jaccard of failed checks of the invalid ones, at most")] = PanelRule.max_invalid_jaccard,
+    predictions: PredictionsOpt = [],  # noqa: B006
+    diffs: DiffsOpt = [],  # noqa: B006
+    panel: PanelOpt = PanelMode.TESTPRISM,
+    out: OutOpt = None,
+    near_duplicate: NearOpt = NEAR_DUPLICATE_COSINE,
+    min_valid_distance: DistanceOpt = PanelRule.min_valid_distance,
+    max_invalid_jaccard: JaccardOpt = PanelRule.max_invalid_jaccard,
     backend: Annotated[str, typer.Option(help="sandbox backend: local (bubblewrap) or docker")] = "local",
     workers: Annotated[int, typer.Option(help="> 1: run batches on a local Dask cluster of this many workers")] = 1,
     dask_address: Annotated[Optional[str], typer.Option(help="scheduler address of an existing Dask cluster")] = None,
@@ -263,6 +276,7 @@ def collect_command(
     log.info("collect %s: %d verifications run, %d reused from the store; %d panels%s", summary.flow_run,
              summary.executed, summary.reused, summary.panels, f" written to {summary.out}" if summary.out else "")
     if compared:
-        log.info("labels agree with the sources' on %d of %d candidates (plausibility, not ground truth)", agree, compared)
+        log.info("labels agree with the sources' on %d of %d candidates (plausibility, not ground truth)",
+                 agree, compared)
     if summary.out:
         log.info("next: testprism replay %s --store %s", summary.out, store)

@@ -11,7 +11,7 @@ from prefect import flow
 from prefect.artifacts import create_table_artifact
 
 from testprism.storage import Store
-from testprism.tasks.metrics import instance_scores
+from testprism.tasks.metrics import flake_table, instance_scores
 from testprism.tasks.statistics import bootstrap_statistics, leaderboard_from_instance_scores, per_source_table
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,7 @@ def score_flow(store: str, replicates: int = 10_000, seed: int = 42) -> pl.DataF
         "per_source": per_source_table(scores),
         "comparisons": stats.comparisons,
         "rank_stability": stats.rank_stability,
+        "flakes": flake_table(target),
     }
     for name, table in tables.items():
         target.write_table(name, table.to_arrow())

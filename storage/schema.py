@@ -180,6 +180,47 @@ FUNNEL = pa.schema(
     ]
 )
 
+# -- coverage (tasks/coverage.py; docs/report.md) ------------------------------------------------
+
+COVERAGE = pa.schema(
+    [
+        pa.field("configuration", pa.string(), nullable=False),
+        pa.field("instance_id", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("delta_c", pa.float64()),  # ΔC: changed lines executed / changed lines
+        pa.field("ec", pa.float64()),  # EC: changed functions entered / changed functions
+        pa.field("changed_lines", pa.int32()),
+        pa.field("covered_lines", pa.int32()),
+        pa.field("changed_functions", pa.int32()),
+        pa.field("entered_functions", pa.int32()),
+        pa.field("missed_lines", pa.list_(pa.string())),  # path:line never executed
+        pa.field("missed_functions", pa.list_(pa.string())),  # path:name never entered
+        pa.field("reason", pa.string()),  # why unmeasured or 0 without a run (tasks.coverage.REASONS)
+        pa.field("exit_code", pa.int32()),
+        pa.field("duration_s", pa.float64()),
+        pa.field("coverage_key", pa.string(), nullable=False),  # suite + reference + environment + limits
+    ]
+)
+
+COVERAGE_SUMMARY = pa.schema(
+    [pa.field("configuration", pa.string(), nullable=False), pa.field("n_instances", pa.int64(), nullable=False)]
+    + [pa.field(name, pa.float64()) for name in ("delta_c", "ec", "jvr")]
+    + [
+        pa.field(f"{metric}_{stat}", pa.float64())
+        for metric in ("delta_c", "ec")
+        for stat in ("spearman", "spearman_p", "pearson", "pearson_p")
+    ]
+)
+
+FLAKES = pa.schema(
+    [
+        pa.field("configuration", pa.string(), nullable=False),
+        pa.field("runs", pa.int64(), nullable=False),
+        pa.field("unstable", pa.int64(), nullable=False),
+        pa.field("rate", pa.float64()),
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "runs": RUNS,
     "panels": PANELS,
@@ -192,4 +233,6 @@ SCHEMAS: dict[str, pa.Schema] = {
     "verifications": VERIFICATIONS,
     "candidates": CANDIDATES,
     "funnel": FUNNEL,
+    "coverage": COVERAGE,
+    "coverage_summary": COVERAGE_SUMMARY,
 }

@@ -81,3 +81,16 @@ def instance_scores(store: Store) -> pl.DataFrame:
     if missing:
         log.warning("%d expected runs are not in the store: counted as unresolved (E)", missing)
     return scores.select("configuration", "instance_id", "source", "f", "a", "r", "s", "n_valid", "n_invalid")
+
+
+def flake_table(store: Store) -> pl.DataFrame:
+    """Per configuration: settled runs, runs whose replays disagreed (`unstable`), and the
+    share — a suite that flips on the same state is measuring noise, not the patch."""
+    return (
+        store.scan("runs")
+        .group_by("configuration")
+        .agg(runs=pl.len().cast(pl.Int64), unstable=(pl.col("reason") == "unstable").sum().cast(pl.Int64))
+        .with_columns(rate=pl.col("unstable") / pl.col("runs"))
+        .sort("configuration")
+        .collect()
+    )

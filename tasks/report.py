@@ -105,18 +105,17 @@ def audit_frame(store: Store) -> pl.DataFrame:
     One row per finding: `configuration, instance_id, source, state, candidate_id, label,
     finding, outcome, reason, tests, stdout_tail`. The expected runs are suites × panels;
     each is judged by the run the leaderboard scored (`tasks.metrics.latest_runs`), and a
-    run missing from the store is `E` with reason `not_run`, as the metrics count it.
+    run missing from the store is `E` with reason `not_run`, as the metrics count it. The
+    heavy columns (tests, output) are read for the findings only.
     """
     keys = ["configuration", "instance_id", "state", "candidate_id"]
-    scored = (
-        store.scan("runs")
-        .join(latest_runs(store).select("run_key", "started_at"), on=["run_key", "started_at"], how="semi")
-        .unique(keys, keep="any")
-        .select(*keys, "outcome", "reason", "tests", "stdout_tail")
+    scored = latest_runs(store).lazy().select(*keys, "outcome", "started_at")
+    panels = (
+        store.scan("panels")
+        .unique(["instance_id", "state", "candidate_id"])
+        .select("instance_id", "source", "state", "candidate_id", "label")
     )
-    panels = store.scan("panels").unique(["instance_id", "state", "candidate_id"])
     grid = store.scan("suites").select("configuration", "instance_id").unique().join(panels, on="instance_id")
-    joined = grid.join(scored, on=keys, how="left", nulls_equal=True)
     outcome = pl.col("outcome").fill_null("E")
     finding = (
         pl.when((pl.col("state") == "buggy") & (outcome != "F")).then(pl.lit("buggy_not_rejected"))
@@ -125,17 +124,29 @@ def audit_frame(store: Store) -> pl.DataFrame:
         .when((pl.col("label") == "invalid") & (outcome == "P")).then(pl.lit("invalid_accepted"))
         .when((pl.col("state") == "candidate") & (outcome == "E")).then(pl.lit("unresolved"))
     )
+    findings = (
+        grid.join(scored, on=keys, how="left", nulls_equal=True)
+        .with_columns(finding=finding)
+        .filter(pl.col("finding").is_not_null())
+        .collect()
+    )
+    match = [*keys, "started_at", "outcome"]
+    details = (
+        store.scan("runs")
+        .select(*match, "reason", "tests", "stdout_tail")
+        .join(findings.lazy().select(match).drop_nulls("started_at"), on=match, how="semi", nulls_equal=True)
+        .unique(keys, keep="any")
+        .collect()
+    )
     return (
-        joined.with_columns(
-            finding=finding,
+        findings.join(details, on=match, how="left", nulls_equal=True)
+        .with_columns(
             reason=pl.when(pl.col("outcome").is_null()).then(pl.lit("not_run")).otherwise(pl.col("reason")),
             outcome=outcome,
         )
-        .filter(pl.col("finding").is_not_null())
         .select("configuration", "instance_id", "source", "state", "candidate_id", "label", "finding", "outcome",
                 "reason", "tests", "stdout_tail")
         .sort("configuration", "instance_id", "finding", "candidate_id", nulls_last=True)
-        .collect()
     )
 
 

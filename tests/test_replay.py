@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 
 from testprism.storage import Store
+from testprism.tasks.metrics import flake_table
 from testprism.tasks.benchmark import load_benchmark
 from testprism.tasks.replay import ExecutionOptions, execute_batch, finished_keys, pending_runs, plan, record_plan, unrunnable_rows
 from testprism.tasks.sandbox.local import bubblewrap_works
@@ -101,6 +102,9 @@ def test_flaky_suite_is_unstable_and_missing_suite_is_recorded(tmp_path, work_ro
     # assert only what always holds: an `E` here is always `unstable`, never anything else.
     assert set(flaky.filter(pl.col("outcome") == "E")["reason"].to_list()) <= {"unstable"}
     assert all(a in (1, 2) for a in flaky["attempts"].to_list())
+    flakes = flake_table(store).row(0, named=True)
+    assert flakes["configuration"] == "flaky" and flakes["runs"] == 4
+    assert flakes["unstable"] == flaky.filter(pl.col("reason") == "unstable").height
 
 
 def test_suite_with_symlink_is_rejected_with_its_path(tmp_path):

@@ -696,6 +696,8 @@ class DockerBackend(SandboxBackend):
         self._idle: dict[str, list[_Reusable]] = {}
         self._all_reused: list[_Reusable] = []
         self._warm: dict[tuple[str, str], list[_Box]] = {}
+        self._coming: dict[tuple[str, str], int] = {}
+        self._in_flight = 0
         self._closing = False
         self._filler = ThreadPoolExecutor(max_workers=2, thread_name_prefix="docker-prestart")
 
@@ -807,6 +809,8 @@ class DockerBackend(SandboxBackend):
     def run(self, request: RunRequest) -> ExecResult:
         tag = self._tag_of(request)
         errors = _errors()
+        with self._lock:
+            self._in_flight += 1
         try:
             if self.reuse:
                 return self._run_reused(request, tag)
@@ -816,6 +820,9 @@ class DockerBackend(SandboxBackend):
             raise SandboxError(f"docker: image {tag} is gone: {exc}") from exc
         except OSError as exc:  # the SDK's APIError and requests' errors are OSErrors too
             raise SandboxError(f"docker: {exc}") from exc
+        finally:
+            with self._lock:
+                self._in_flight -= 1
 
     def _run_fresh(self, request: RunRequest, tag: str) -> ExecResult:
         api = self._api()
@@ -900,26 +907,32 @@ class DockerBackend(SandboxBackend):
         return tag, request.limits.key
 
     def _take_warm(self, request: RunRequest, tag: str) -> _Box | None:
+        """A pre-started container for this run if one is ready; and, as long as fewer
+        are ready or coming than runs are in flight, another one started for a next run."""
         key = self._warm_key(request, tag)
         with self._lock:
-            ready = self._warm.get(key)
+            ready = self._warm.setdefault(key, [])
             box = ready.pop() if ready else None
-            if not self._closing:
+            if not self._closing and len(ready) + self._coming.get(key, 0) < self._in_flight:
+                self._coming[key] = self._coming.get(key, 0) + 1
                 self._filler.submit(self._refill, request, tag)
         return box
 
     def _refill(self, request: RunRequest, tag: str) -> None:
+        key = self._warm_key(request, tag)
         api = self._api()
+        box = None
         try:
             box = self._create_warm(api, request, tag)
-        except Exception as exc:  # noqa: BLE001 - the run then starts its own container
+        except Exception as exc:  # noqa: BLE001 - a run then starts its own container
             log.debug("docker: could not pre-start a container: %s", exc)
-            return
         with self._lock:
-            if not self._closing:
-                self._warm.setdefault(self._warm_key(request, tag), []).append(box)
+            self._coming[key] -= 1
+            if box is not None and not self._closing:
+                self._warm[key].append(box)
                 return
-        self._discard_box(api, box)
+        if box is not None:
+            self._discard_box(api, box)
 
     def _create_warm(self, api: APIClient, request: RunRequest, tag: str) -> _Box:
         uid = _run_uid()
