@@ -110,3 +110,8 @@ def test_untrusted_suites_need_isolation_or_an_explicit_flag(work, monkeypatch):
     with pytest.raises(SandboxUnavailable, match="install it.*--backend docker.*--unsafe-no-sandbox"):
         LocalBackend(work)
     assert LocalBackend(work, trusted=True).isolation == "none"
+
+
+def test_non_utf8_output_is_kept_readable(backend, env, tree):
+    result = run(backend, env, tree, r"printf 'caf\xe9 \xff\xfe done\n'")
+    assert result.exit_code == 0 and "done" in result.output_tail and "\ufffd" in result.output_tail
