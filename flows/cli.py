@@ -15,9 +15,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from testprism.flows import progress
+from testprism.flows.collect import collect_command
+from testprism.flows.importing import import_app
 from testprism.storage.schema import METRICS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app.add_typer(import_app, name="import")
+app.command("collect")(collect_command)
 console = Console(stderr=True)
 out = Console(width=max(120, Console().width))
 log = logging.getLogger("testprism")

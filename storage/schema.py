@@ -235,4 +235,5 @@ SCHEMAS: dict[str, pa.Schema] = {
     "funnel": FUNNEL,
     "coverage": COVERAGE,
     "coverage_summary": COVERAGE_SUMMARY,
+    "flakes": FLAKES,
 }

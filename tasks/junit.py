@@ -61,18 +61,22 @@ def junit_id(test_id: str) -> str:
 
 
 def matches(case: TestResult, test_id: str) -> bool:
-    """Whether a reported case is the test `test_id` names. By prefix, because SWE-bench
-    cuts parametrised ids at the first space (`test_x[assert`); a bare name matches the
-    case's function name, since some projects' lists hold only those."""
+    """Whether a reported case is the test `test_id` names: the same test, or one of its
+    parametrisations (`test_x[...]`). A plain prefix only when the id was cut inside its
+    parameters (SWE-bench cuts ids at the first space: `test_x[assert`), so `test_x` never
+    matches `test_xy`. A bare name matches the case's function name, since some projects'
+    lists (sympy's) hold only those."""
     wanted = junit_id(test_id)
-    if "::" in wanted:
-        return case.name.startswith(wanted)
-    return case.name.rsplit("::", 1)[-1].startswith(wanted)
+    name = case.name if "::" in wanted else case.name.rsplit("::", 1)[-1]
+    if "[" in wanted:
+        return name.startswith(wanted)
+    return name == wanted or name.startswith(wanted + "[")
 
 
 def select(results: tuple[TestResult, ...], test_ids: tuple[str, ...]) -> dict[str, str]:
-    """The outcome of each wanted test: passed only if every matching case passed;
-    `missing` when no case matches (a test that never ran cannot vouch for a state)."""
+    """The outcome of each wanted test: `passed` only if every matching case passed;
+    `skipped` if one was skipped and none failed, `missing` when no case matches — a test
+    that did not run cannot vouch for a state."""
     out: dict[str, str] = {}
     for test_id in test_ids:
         found = [c.outcome for c in results if matches(c, test_id)]
@@ -80,6 +84,8 @@ def select(results: tuple[TestResult, ...], test_ids: tuple[str, ...]) -> dict[s
             out[test_id] = "missing"
         elif any(o in ("failed", "error") for o in found):
             out[test_id] = "failed"
+        elif "skipped" in found:
+            out[test_id] = "skipped"
         else:
             out[test_id] = "passed"
     return out

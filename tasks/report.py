@@ -255,7 +255,7 @@ def _colours(configurations: Sequence[str]) -> dict[str, str]:
 
 
 def _svg(width: int, height: int, body: str, label: str) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+    return (f'<svg viewBox="0 0 {width} {height}" width="{width}" '
             f'height="{height}" role="img" aria-label="{_e(label)}"><title>{_e(label)}</title>{body}</svg>')
 
 

@@ -61,3 +61,14 @@ def test_infrastructure_errors_are_retried_then_recorded():
 def test_broken_junit_from_a_candidate_is_a_failure_not_a_crash():
     assert classify(ok(1, b"<testsuite><testcase")) == (Outcome.FAIL, None)
     assert classify(ok(0, b"\xff\xfe not xml")) == (Outcome.PASS, None)
+
+
+def test_test_ids_match_exactly_or_by_parametrisation():
+    from testprism.tasks.junit import matches, select
+    from testprism.tasks.outcome import TestResult
+
+    case = TestResult("sympy.solvers.tests.test_diophantine::test_diophantine_general", "passed")
+    assert not matches(case, "test_diophantine")  # a bare name is not a prefix
+    assert matches(TestResult("m::test_x[a b]", "passed"), "test_x")  # parametrisations of it
+    assert matches(TestResult("tests.m::test_x[assert x == 1]", "passed"), "tests/m.py::test_x[assert")  # cut id
+    assert select((TestResult("m::test_y", "skipped"),), ("test_y",)) == {"test_y": "skipped"}
