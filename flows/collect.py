@@ -28,7 +28,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
 from testprism.flows import progress
-from testprism.flows.replay import batch_target, task_runner
+from testprism.flows.replay import batch_target, run_concurrency, task_runner
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.benchmark import Benchmark, Instance, load_benchmark
 from testprism.tasks.candidate import (
@@ -178,10 +178,9 @@ def collect_flow(
     funnel = Funnel("collect", flow_run)
     work_root = Path(work) if work else default_work_root()
     backend_cls = backend_class(backend)
-    per_host = backend_cls.default_concurrency()
     options = ExecutionOptions(
         backend=backend, work_root=work_root, store_root=Path(store), limits=Limits(timeout_s=timeout_s),
-        concurrency=per_host if not (workers > 1 and not dask_address) else max(1, per_host // workers),
+        concurrency=run_concurrency(backend_cls.default_concurrency(), workers, dask_address),
         trusted=trusted, unsafe=unsafe,
     )
     backend_cls(WorkPaths(work_root), trusted=trusted, unsafe=unsafe).close()  # fail now if it cannot run here

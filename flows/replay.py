@@ -68,6 +68,14 @@ def task_runner(workers: int, dask_address: str | None):
     return ThreadPoolTaskRunner(max_workers=1)
 
 
+def run_concurrency(per_host: int, workers: int, dask_address: str | None) -> int:
+    """Runs at once inside one batch. A LocalCluster's workers share this host, so they
+    split its safe concurrency; each worker of a remote cluster has a host of its own."""
+    if workers > 1 and not dask_address:
+        return max(1, per_host // workers)
+    return per_host
+
+
 def batch_target(runs: int, workers: int) -> int:
     """About four batches per worker for balance, at most MAX_BATCH_RUNS runs each."""
     return max(1, min(MAX_BATCH_RUNS, math.ceil(runs / (4 * max(1, workers)))))
@@ -92,8 +100,7 @@ def replay_flow(
     record_plan(bench, target)
     work_root = Path(work) if work else default_work_root()
     backend_cls = backend_class(backend)
-    per_host = backend_cls.default_concurrency()
-    concurrency = per_host if not (workers > 1 and not dask_address) else max(1, per_host // workers)
+    concurrency = run_concurrency(backend_cls.default_concurrency(), workers, dask_address)
     options = ExecutionOptions(
         backend=backend, work_root=work_root, store_root=Path(store), limits=Limits(timeout_s=timeout_s),
         concurrency=concurrency, trusted=trusted, unsafe=unsafe,
