@@ -17,11 +17,13 @@ from rich.table import Table
 from testprism.flows import progress
 from testprism.flows.collect import collect_command
 from testprism.flows.importing import import_app
+from testprism.flows.report import report_command
 from testprism.storage.schema import METRICS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 app.add_typer(import_app, name="import")
 app.command("collect")(collect_command)
+app.command("report")(report_command)
 console = Console(stderr=True)
 out = Console(width=max(120, Console().width))
 log = logging.getLogger("testprism")
@@ -89,10 +91,12 @@ def _replay(benchmark: Path, store: Path, configurations: list[str], backend: st
     )
 
 
-def _score(store: Path) -> pl.DataFrame:
+def _score(store: Path, benchmark: Path | None = None, work: Path | None = None, backend: str = "local",
+           trusted: bool = False) -> pl.DataFrame:
     from testprism.flows.score import score_flow
 
-    board = score_flow(store=str(store))
+    board = score_flow(store=str(store), benchmark=str(benchmark) if benchmark else None,
+                       work=str(work) if work else None, backend=backend, trusted=trusted)
     out.print(_leaderboard_table(board, f"leaderboard ({store})"))
     return board
 
@@ -126,9 +130,15 @@ def replay(
 
 
 @app.command()
-def score(store: Annotated[Path, typer.Argument(help="store root")]) -> None:
-    """Compute the leaderboard from the stored runs and print it."""
-    _score(store)
+def score(
+    store: Annotated[Path, typer.Argument(help="store root")],
+    benchmark: Annotated[Optional[Path], typer.Option(help="also measure coverage of the reference change")] = None,
+    backend: BackendOpt = "local",
+    work: WorkOpt = None,
+) -> None:
+    """Compute the leaderboard (with bootstrap intervals) from the stored runs and print it."""
+    trusted = benchmark is not None and benchmark.resolve() == BUNDLED
+    _score(store, benchmark, work, backend, trusted)
 
 
 @app.command()
@@ -140,9 +150,12 @@ def demo(
 ) -> None:
     """Replay and score the bundled benchmark (trusted code: runs even without bubblewrap)."""
     start = time.monotonic()
+    from testprism.flows.report import report_flow
+
     _replay(BUNDLED, out, [], backend, workers, None, work, 300.0, True, False)
-    _score(out)
-    log.info("demo finished in %.1f s; store at %s", time.monotonic() - start, out)
+    _score(out, BUNDLED, work, backend, trusted=True)
+    report = report_flow(store=str(out), out=str(out / "report.html"), benchmark=str(BUNDLED))
+    log.info("demo finished in %.1f s; store at %s, report at %s", time.monotonic() - start, out, report)
 
 
 if __name__ == "__main__":

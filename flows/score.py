@@ -7,18 +7,38 @@ from __future__ import annotations
 import logging
 
 import polars as pl
-from prefect import flow
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
 from prefect.artifacts import create_table_artifact
 
 from testprism.storage import Store
+from testprism.tasks.coverage import coverage_summary, measure_coverage
 from testprism.tasks.metrics import flake_table, instance_scores
 from testprism.tasks.statistics import bootstrap_statistics, leaderboard_from_instance_scores, per_source_table
+from testprism.tasks.workdir import default_work_root
 
 log = logging.getLogger(__name__)
 
 
+@task(name="measure-coverage", cache_policy=NO_CACHE)
+def coverage_task(benchmark: str, store: str, work: str | None, backend: str, trusted: bool, unsafe: bool) -> pl.DataFrame:
+    """One coarse unit: every suite once more on its reference state, under coverage."""
+    return measure_coverage(benchmark, store, work or default_work_root(), backend, trusted=trusted, unsafe=unsafe)
+
+
 @flow(name="score")
-def score_flow(store: str, replicates: int = 10_000, seed: int = 42) -> pl.DataFrame:
+def score_flow(
+    store: str,
+    replicates: int = 10_000,
+    seed: int = 42,
+    benchmark: str | None = None,
+    work: str | None = None,
+    backend: str = "local",
+    trusted: bool = False,
+    unsafe: bool = False,
+) -> pl.DataFrame:
+    """Score a store; with `benchmark`, also measure the suites' coverage of the reference
+    change (ΔC, EC) and its correlation with joint validation."""
     target = Store(store)
     scores = instance_scores(target)
     if scores.is_empty():
@@ -33,6 +53,8 @@ def score_flow(store: str, replicates: int = 10_000, seed: int = 42) -> pl.DataF
         "rank_stability": stats.rank_stability,
         "flakes": flake_table(target),
     }
+    if benchmark:
+        tables["coverage_summary"] = coverage_summary(coverage_task(benchmark, store, work, backend, trusted, unsafe), scores)
     for name, table in tables.items():
         target.write_table(name, table.to_arrow())
     create_table_artifact(

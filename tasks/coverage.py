@@ -291,7 +291,8 @@ def analyse_file(path: str, source: bytes, lines: Iterable[int]) -> ChangedFile:
         found = next(((name, node) for name, extent, node in defs if n in extent), None)
         if found is not None:
             name, node = found
-            functions[(name, node.lineno)] = ChangedFunction(name, node.lineno, range(node.body[0].lineno, node.end_lineno + 1))
+            body = range(node.body[0].lineno, node.end_lineno + 1)
+            functions[(name, node.lineno)] = ChangedFunction(name, node.lineno, body)
     return ChangedFile(path, mapped, tuple(sorted(functions.values(), key=lambda f: f.line)))
 
 
@@ -464,7 +465,8 @@ def plan_coverage(benchmark: Benchmark, limits: Limits) -> list[CoverageSpec]:
             suite = benchmark.suites.get((configuration, instance.id))
             unrunnable = None
             if suite is None:
-                unrunnable = "invalid_suite" if (configuration, instance.id) in benchmark.suite_errors else "missing_suite"
+                rejected = (configuration, instance.id) in benchmark.suite_errors
+                unrunnable = "invalid_suite" if rejected else "missing_suite"
             suite_part = suite.hash if suite else digest(unrunnable or "", configuration)
             key = digest("coverage", instance.id, suite_part, reference.hash, environment, limits.key, _HELPERS_HASH)
             specs.append(CoverageSpec(key, configuration, instance, reference, suite, unrunnable))

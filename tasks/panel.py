@@ -353,6 +353,8 @@ def _note(cand: CandidatePatch) -> str:
 def _write_instance(instance: Instance, chosen: Iterable[CandidatePatch], target: Path) -> None:
     shutil.copytree(instance.program, target / "program", symlinks=True)
     shutil.copy2(instance.folder / "instruction.md", target / "instruction.md")
+    if (instance.folder / "origin.toml").is_file():  # `import suites --out PANEL` reads its test command
+        shutil.copy2(instance.folder / "origin.toml", target / "origin.toml")
     (target / "reference.diff").write_bytes(instance.reference)
     (target / "checks.diff").write_bytes(instance.checks_patch)
     (target / "candidates").mkdir()

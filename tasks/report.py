@@ -281,7 +281,8 @@ def radar_svg(configuration: str, values: dict[str, float | None], colour: str) 
         value = values.get(metric)
         text = f"{LABELS[metric]} {_num(value, 2) if _defined(value) else 'n/a'}"
         parts.append(f'<text x="{lx:.1f}" y="{ly + 4:.1f}" text-anchor="{anchor_}" class="label">{_e(text)}</text>')
-    shape = [point(i, radius * (values.get(m) if _defined(values.get(m)) else 0.0)) for i, m in enumerate(RADAR_METRICS)]
+    rates = [values.get(m) if _defined(values.get(m)) else 0.0 for m in RADAR_METRICS]
+    shape = [point(i, radius * rate) for i, rate in enumerate(rates)]
     parts.append(f'<polygon points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in shape)}" fill="{colour}" '
                  f'fill-opacity="0.25" stroke="{colour}" stroke-width="2"/>')
     for (x, y), metric in zip(shape, RADAR_METRICS, strict=True):
@@ -302,8 +303,8 @@ class Point:
 
 
 def scatter_svg(points: Sequence[Point], x_label: str, y_label: str, colours: dict[str, str]) -> str:
-    """Rates on [0, 1]², with 95% interval whiskers on both axes; points whose rates are
-    undefined are listed under the plot instead."""
+    """Rates on [0, 1]², with 95% interval whiskers on both axes; a configuration whose
+    rates are undefined (an empty pool) has no point."""
     width, height, left, right, top, bottom = 420, 360, 56, 20, 20, 48
     plot_w, plot_h = width - left - right, height - top - bottom
 
@@ -317,9 +318,11 @@ def scatter_svg(points: Sequence[Point], x_label: str, y_label: str, colours: di
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         parts.append(f'<line x1="{sx(tick):.1f}" y1="{top}" x2="{sx(tick):.1f}" y2="{top + plot_h}" class="grid"/>')
         parts.append(f'<line x1="{left}" y1="{sy(tick):.1f}" x2="{left + plot_w}" y2="{sy(tick):.1f}" class="grid"/>')
-        parts.append(f'<text x="{sx(tick):.1f}" y="{top + plot_h + 16}" text-anchor="middle" class="tick">{tick:g}</text>')
+        parts.append(f'<text x="{sx(tick):.1f}" y="{top + plot_h + 16}" text-anchor="middle" '
+                     f'class="tick">{tick:g}</text>')
         parts.append(f'<text x="{left - 6}" y="{sy(tick) + 4:.1f}" text-anchor="end" class="tick">{tick:g}</text>')
-    parts.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle" class="label">{_e(x_label)}</text>')
+    parts.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle" '
+                 f'class="label">{_e(x_label)}</text>')
     parts.append(f'<text x="14" y="{top + plot_h / 2:.1f}" text-anchor="middle" class="label" '
                  f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">{_e(y_label)}</text>')
     stacked: dict[tuple[float, float], int] = {}
@@ -364,16 +367,19 @@ def bars_svg(rows: Sequence[Point], label: str, colours: dict[str, str]) -> str:
     for i, row in enumerate(rows):
         y = top + i * row_h
         colour = colours.get(row.label, PALETTE[-1])
-        parts.append(f'<text x="{left - 8}" y="{y + row_h / 2 + 4:.1f}" text-anchor="end" class="label">{_e(row.label)}</text>')
+        parts.append(f'<text x="{left - 8}" y="{y + row_h / 2 + 4:.1f}" text-anchor="end" '
+                     f'class="label">{_e(row.label)}</text>')
         value = row.x if _defined(row.x) else 0.0
         tip = f"{row.label}: {label} {_num(row.x)} [{_num(row.x_lo)}, {_num(row.x_hi)}]"
-        parts.append(f'<rect x="{left}" y="{y + 5}" width="{value * plot_w:.1f}" height="{row_h - 10}" fill="{colour}" '
-                     f'fill-opacity="0.8"><title>{_e(tip)}</title></rect>')
+        parts.append(f'<rect x="{left}" y="{y + 5}" width="{value * plot_w:.1f}" height="{row_h - 10}" '
+                     f'fill="{colour}" fill-opacity="0.8"><title>{_e(tip)}</title></rect>')
         if _defined(row.x_lo) and _defined(row.x_hi):
             mid = y + row_h / 2
-            parts.append(f'<line x1="{sx(row.x_lo):.1f}" y1="{mid:.1f}" x2="{sx(row.x_hi):.1f}" y2="{mid:.1f}" class="ci"/>')
+            parts.append(f'<line x1="{sx(row.x_lo):.1f}" y1="{mid:.1f}" x2="{sx(row.x_hi):.1f}" y2="{mid:.1f}" '
+                         'class="ci"/>')
             for end in (row.x_lo, row.x_hi):
-                parts.append(f'<line x1="{sx(end):.1f}" y1="{mid - 6:.1f}" x2="{sx(end):.1f}" y2="{mid + 6:.1f}" class="ci"/>')
+                parts.append(f'<line x1="{sx(end):.1f}" y1="{mid - 6:.1f}" x2="{sx(end):.1f}" y2="{mid + 6:.1f}" '
+                             'class="ci"/>')
         parts.append(f'<text x="{width - right + 6}" y="{y + row_h / 2 + 4:.1f}" class="tick">{_e(_num(row.x))}</text>')
     return _svg(width, height, "".join(parts), f"{label} per configuration")
 
@@ -448,11 +454,11 @@ def _charts_section(data: ReportData, colours: dict[str, str]) -> str:
 
 def _comparisons_section(data: ReportData) -> str:
     if data.comparisons is None or data.comparisons.is_empty():
-        return '<section id="comparisons"><h2>Comparisons</h2><p>No comparisons (a single configuration).</p></section>'
+        return ('<section id="comparisons"><h2>Comparisons</h2><p>No comparisons (a single configuration).</p>'
+                "</section>")
     rows = [
-        [_e(r["configuration"]), _e(r["leader"]), f'{_num(r["delta_jvr"])} <span class="ci">[{_num(r["delta_jvr_lo"])}, '
-         f'{_num(r["delta_jvr_hi"])}]</span>', _e(r["leader_only"]), _e(r["other_only"]), _p(r["mcnemar_p"]),
-         _p(r["mcnemar_p_holm"])]
+        [_e(r["configuration"]), _e(r["leader"]), _with_interval(r, "delta_jvr"), _e(r["leader_only"]),
+         _e(r["other_only"]), _p(r["mcnemar_p"]), _p(r["mcnemar_p_holm"])]
         for r in data.comparisons.sort("delta_jvr", "configuration", nulls_last=True).iter_rows(named=True)
     ]
     table = _table(["configuration", "leader", "ΔJVR (leader − it) [95%]", "leader only", "it only", "McNemar p",
@@ -476,7 +482,8 @@ def _comparisons_section(data: ReportData) -> str:
 def _per_source_section(data: ReportData) -> str:
     if data.per_source is None or data.per_source.is_empty():
         return ""
-    rows = [[_e(r["source"]), _e(r["configuration"]), _e(r["n_instances"])] + [_num(r[m]) for m in LEADERBOARD_METRICS]
+    rows = [[_e(r["source"]), _e(r["configuration"]), _e(r["n_instances"])]
+            + [_num(r[m]) for m in LEADERBOARD_METRICS]
             for r in data.per_source.sort("source", "configuration").iter_rows(named=True)]
     return ('<section id="per-source"><h2>Per source</h2><p>Every metric within each source of instances.</p>'
             + _table(["source", "configuration", "n"] + [LABELS[m] for m in LEADERBOARD_METRICS], rows)
@@ -492,22 +499,31 @@ def _coverage_section(data: ReportData) -> str:
                                 on=["configuration", "instance_id"], how="inner")
     pooled = {"configuration": "all configurations (pooled)", **summarise(joined)}
 
+    def correlation(r: dict, name: str) -> str:
+        if not _defined(r[name]):
+            return "—"
+        return f'{_num(r[name])} <span class="ci">p {_p(r[f"{name}_p"])}</span>'
+
     def cells(r: dict) -> list[str]:
         return [_e(r["configuration"]), _e(r["n_instances"]), _num(r["delta_c"]), _num(r["ec"]), _num(r["jvr"])] + [
-            f'{_num(r[f"{m}_{s}"])} <span class="ci">p {_p(r[f"{m}_{s}_p"])}</span>' if _defined(r[f"{m}_{s}"]) else "—"
-            for m in ("delta_c", "ec") for s in ("spearman", "pearson")
+            correlation(r, f"{m}_{s}") for m in ("delta_c", "ec") for s in ("spearman", "pearson")
         ]
 
     rows = [cells(r) for r in data.coverage_summary.sort("configuration").iter_rows(named=True)] + [cells(pooled)]
     summary = _table(["configuration", "n", "mean ΔC", "mean EC", "JVR", "Spearman ΔC~S", "Pearson ΔC~S",
                       "Spearman EC~S", "Pearson EC~S"], rows)
+    def fraction(part: int | None, whole: int | None) -> str:
+        return "" if whole is None else f' <span class="ci">{part}/{whole}</span>'
+
     detail_rows = []
     for r in joined.sort("configuration", "instance_id").iter_rows(named=True):
-        lines = "" if r["changed_lines"] is None else f' <span class="ci">{r["covered_lines"]}/{r["changed_lines"]}</span>'
-        funcs = "" if r["changed_functions"] is None else f' <span class="ci">{r["entered_functions"]}/{r["changed_functions"]}</span>'
         missed = ", ".join(list(r["missed_lines"] or []) + list(r["missed_functions"] or []))
-        detail_rows.append([_e(r["configuration"]), _e(r["instance_id"]), _num(r["delta_c"]) + lines,
-                            _num(r["ec"]) + funcs, _num(r["s"], 0), _e(r["reason"] or ""), f"<code>{_e(missed)}</code>"])
+        detail_rows.append([
+            _e(r["configuration"]), _e(r["instance_id"]),
+            _num(r["delta_c"]) + fraction(r["covered_lines"], r["changed_lines"]),
+            _num(r["ec"]) + fraction(r["entered_functions"], r["changed_functions"]),
+            _num(r["s"], 0), _e(r["reason"] or ""), f"<code>{_e(missed)}</code>",
+        ])
     detail = _table(["configuration", "instance", "ΔC", "EC", "S", "reason", "missed (never executed / entered)"],
                     detail_rows)
     return (
@@ -550,7 +566,9 @@ def _finding_html(row: dict, data: ReportData) -> str:
             f'<span class="outcome">{_e(row["outcome"])}{" / " + _e(row["reason"]) if row["reason"] else ""}</span>')
     if patch is not None and row["state"] != "buggy":
         head += f' · <a href="#{_e(anchor("patch", *key))}">diff</a>'
-    note = f'<p class="note">{_e(patch.note)}</p>' if patch is not None and patch.note and row["state"] == "candidate" else ""
+    note = ""
+    if patch is not None and patch.note and row["state"] == "candidate":
+        note = f'<p class="note">{_e(patch.note)}</p>'
     if kind in ("invalid_accepted", "buggy_not_rejected") and row["outcome"] == "P":
         passed, count = _tests_html(row["tests"], ("passed",))
         body = (f"<details><summary>all {count} tests passed</summary>{passed}</details>" if count
@@ -562,6 +580,12 @@ def _finding_html(row: dict, data: ReportData) -> str:
             body += _tail_html(row["stdout_tail"])
     return (f'<li class="finding {_e(kind.replace("_", "-"))}" data-instance="{_e(row["instance_id"])}" '
             f'data-candidate="{_e(subject)}">{head}{note}{body}</li>')
+
+
+def _tally(findings: pl.DataFrame) -> list[tuple[str, int]]:
+    """How many findings of each kind, in FINDINGS order."""
+    counts = dict(findings["finding"].value_counts().iter_rows())
+    return [(kind, counts[kind]) for kind in FINDINGS if kind in counts]
 
 
 def _audit_section(data: ReportData, max_findings: int) -> str:
@@ -578,16 +602,12 @@ def _audit_section(data: ReportData, max_findings: int) -> str:
     by_configuration = {name: frame for (name,), frame in data.audit.group_by("configuration")}
     for name in _ordered(data.leaderboard)["configuration"].to_list():
         frame = by_configuration.get(name, data.audit.clear())
-        counts = frame["finding"].value_counts()
-        summary = "; ".join(f"{FINDINGS[k]}: {n}" for k, n in
-                            sorted(counts.iter_rows(), key=lambda kv: list(FINDINGS).index(kv[0]))) or "no disagreement"
+        summary = "; ".join(f"{FINDINGS[kind]}: {n}" for kind, n in _tally(frame)) or "no disagreement"
         parts.append(f'<section class="audit-configuration" id="{_e(anchor("audit", name))}"><h3>{_e(name)}</h3>'
                      f'<p class="audit-summary">{_e(summary)}</p>')
         shown = frame.head(max_findings)
         for (instance_id,), group in sorted(shown.group_by("instance_id"), key=lambda item: item[0]):
-            kinds = group["finding"].value_counts()
-            line = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in
-                             sorted(kinds.iter_rows(), key=lambda kv: list(FINDINGS).index(kv[0])))
+            line = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in _tally(group))
             items = "".join(_finding_html(r, data) for r in group.iter_rows(named=True))
             parts.append(f'<details class="audit-instance" id="{_e(anchor("audit", name, instance_id))}">'
                          f'<summary><code>{_e(instance_id)}</code> <span class="source">{_e(group["source"][0])}'

@@ -7,6 +7,11 @@ SWE-bench rows (JSON Lines, FAIL_TO_PASS/PASS_TO_PASS as JSON-encoded strings, a
 published), a recipe, and a prediction file holding a generated test patch without its
 final newline (as Copilot's rows have). Reused by the end-to-end tests: import → environment
 → label → panel → replay → score.
+
+`rich_checks=True` gives the row a richer official test patch (3 FAIL_TO_PASS, 4
+PASS_TO_PASS checks, each of which some wrong fix fails alone), so that invalid candidates
+can fail *different* checks (tests/test_pipeline.py); `GitFixture.diff` makes candidate
+patches against `base_commit`.
 """
 
 from __future__ import annotations
@@ -47,6 +52,34 @@ OFFICIAL_TEST = '''
 def test_slugify_keeps_digits():
     assert slugify("Top 10 Widgets") == "top-10-widgets"
 '''
+#: with `rich_checks`: the official test patch adds these; each check can fail alone
+RICH_OFFICIAL_TESTS = OFFICIAL_TEST + '''
+
+def test_slugify_digits_only():
+    assert slugify("2024") == "2024"
+
+
+def test_slugify_digit_inside_word():
+    assert slugify("mp3 Player") == "mp3-player"
+
+
+def test_slugify_drops_punctuation():
+    assert slugify("Hello, World!") == "hello-world"
+
+
+def test_slugify_empty():
+    assert slugify("") == ""
+
+
+def test_slugify_splits_underscores():
+    assert slugify("snake_case name") == "snake-case-name"
+'''
+RICH_FAIL_TO_PASS = tuple(f"tests/test_text.py::{name}" for name in (
+    "test_slugify_keeps_digits", "test_slugify_digits_only", "test_slugify_digit_inside_word"))
+#: the first passes throughout; the others are added by the test patch and pass on buggy too
+RICH_PASS_TO_PASS = tuple(f"tests/test_text.py::{name}" for name in (
+    "test_slugify_lowercases", "test_slugify_drops_punctuation", "test_slugify_empty",
+    "test_slugify_splits_underscores"))
 #: a generated suite: changes one existing test and adds one, plus a helper that is no test
 SUITE_TESTS = TESTS_BASE.replace(
     '    assert slugify("Hello World") == "hello-world"\n',
@@ -88,6 +121,18 @@ class GitFixture:
     reference: str
     test_patch: str
     suite_patch: str
+    fail_to_pass: tuple[str, ...] = ("tests/test_text.py::test_slugify_keeps_digits",)
+    pass_to_pass: tuple[str, ...] = ("tests/test_text.py::test_slugify_lowercases",)
+
+    def diff(self, files: dict[str, str]) -> str:
+        """The `git diff` that turns base_commit's version of `files` (paths that exist
+        there) into the given texts: a candidate patch as an agent would submit it."""
+        for rel, text in files.items():
+            (self.repo / rel).write_text(text)
+        try:
+            return _git(self.repo, "diff", self.base_commit, "--", *files)
+        finally:
+            _git(self.repo, "checkout", "-q", "HEAD", "--", *files)
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -116,8 +161,9 @@ def _diff_of(repo: Path, files: dict[str, str]) -> str:
     return diff
 
 
-def build_git_fixture(root: Path) -> GitFixture:
-    """Build the repository and its files under `root`; returns their paths."""
+def build_git_fixture(root: Path, *, rich_checks: bool = False) -> GitFixture:
+    """Build the repository and its files under `root`; returns their paths. With
+    `rich_checks`, the row's test patch and FAIL_TO_PASS/PASS_TO_PASS are the rich ones."""
     repos = root / "repos"
     repo = repos / REPO.replace("/", "__")
     repo.mkdir(parents=True)
@@ -127,7 +173,10 @@ def build_git_fixture(root: Path) -> GitFixture:
     _commit(repo, {"widgets/text.py": TEXT_BUGGY}, "speed up slugify")  # the bug
     base = _commit(repo, {"widgets/__init__.py": '__version__ = "0.2"\n'}, "release 0.2")
     reference = _diff_of(repo, {"widgets/text.py": TEXT_GOOD})
-    test_patch = _diff_of(repo, {"tests/test_text.py": TESTS_BASE + OFFICIAL_TEST})
+    official = RICH_OFFICIAL_TESTS if rich_checks else OFFICIAL_TEST
+    test_patch = _diff_of(repo, {"tests/test_text.py": TESTS_BASE + official})
+    fail_to_pass = RICH_FAIL_TO_PASS if rich_checks else GitFixture.fail_to_pass
+    pass_to_pass = RICH_PASS_TO_PASS if rich_checks else GitFixture.pass_to_pass
     suite_patch = _diff_of(repo, {"tests/test_text.py": SUITE_TESTS})
     head = _commit(repo, {"widgets/__init__.py": '__version__ = "0.3.dev0"\n', "CHANGELOG.md": "later work\n"},
                    "later work")
@@ -141,8 +190,8 @@ def build_git_fixture(root: Path) -> GitFixture:
         "hints_text": "",
         "created_at": "2026-01-01T00:00:00Z",
         "version": "0.2",
-        "FAIL_TO_PASS": json.dumps(["tests/test_text.py::test_slugify_keeps_digits"]),
-        "PASS_TO_PASS": json.dumps(["tests/test_text.py::test_slugify_lowercases"]),
+        "FAIL_TO_PASS": json.dumps(list(fail_to_pass)),
+        "PASS_TO_PASS": json.dumps(list(pass_to_pass)),
         "environment_setup_commit": base,
     }
     rows = root / "rows.jsonl"
@@ -155,4 +204,4 @@ def build_git_fixture(root: Path) -> GitFixture:
     predictions.write_text(json.dumps(prediction) + "\n")
     return GitFixture(repos=repos, repo=repo, base_commit=base, head_commit=head, rows=rows, row=row,
                       recipes=recipes, predictions=predictions, reference=reference, test_patch=test_patch,
-                      suite_patch=suite_patch)
+                      suite_patch=suite_patch, fail_to_pass=fail_to_pass, pass_to_pass=pass_to_pass)

@@ -201,6 +201,7 @@ def test_median_in_a_child_process():
 '''
 
 
+@pytest.mark.slow
 def test_helper_measures_every_python_process_without_a_sandbox(tmp_path):
     """The helper scripts on their own (the backend only copies files and runs the
     command): coverage reaches a child process and the report comes back at
@@ -218,7 +219,8 @@ def test_helper_measures_every_python_process_without_a_sandbox(tmp_path):
         shutil.copyfile(folder / rel, program / "tmp" / rel)
     (tmp_path / "out").mkdir()
     report = tmp_path / "out" / "junit.xml"
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path), "TESTPRISM_JUNIT": str(report)}
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path),
+           "TESTPRISM_JUNIT": str(report)}
     done = subprocess.run(["bash", "-c", COMMAND], cwd=program, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside

@@ -202,6 +202,10 @@ def test_timeout_kills_the_command(mode, backends, empty_tree):
     assert time.monotonic() - start < 20
     if mode == "fresh-bind-cold":
         assert our_containers(b) == []
+    # closing its output does not let a command outlive its deadline
+    quiet = b.run(request_for(b, empty_tree, "echo bye; exec >/dev/null 2>&1; sleep 60", timeout_s=2))
+    assert quiet.timed_out and "bye" in quiet.output_tail
+    assert time.monotonic() - start < 40
 
 
 NETWORK_PROBE = r'''
@@ -235,7 +239,9 @@ def test_no_network_at_run_time(backend, empty_tree, docker_work):
     assert "ISOLATED" in result.output_tail
 
 
-def test_memory_limit(backend, empty_tree):
+@pytest.mark.parametrize("mode", ["fresh-bind", "reused-bind"])
+def test_memory_limit(mode, backends, empty_tree):
+    backend = backends[mode]
     grab = "python -c 'b = bytearray({mb} * 1024 * 1024); b[::4096] = b\"x\" * len(b[::4096]); print(\"got it\")'"
     small = backend.run(request_for(backend, empty_tree, grab.format(mb=16), memory_mb=128))
     assert small.exit_code == 0 and "got it" in small.output_tail
@@ -244,7 +250,9 @@ def test_memory_limit(backend, empty_tree):
     assert not big.timed_out
 
 
-def test_process_limit(backend, empty_tree):
+@pytest.mark.parametrize("mode", ["fresh-bind", "reused-bind"])
+def test_process_limit(mode, backends, empty_tree):
+    backend = backends[mode]
     spawn = ("python -c 'import subprocess\n"
              "procs = [subprocess.Popen([\"sleep\", \"30\"]) for _ in range(64)]\n"
              "print(\"spawned\", len(procs))'")
@@ -254,7 +262,9 @@ def test_process_limit(backend, empty_tree):
     assert not result.timed_out  # the sleeps died with the container
 
 
-def test_output_bound_keeps_the_tail(backend, empty_tree):
+@pytest.mark.parametrize("mode", ["fresh-bind", "reused-bind"])
+def test_output_bound_keeps_the_tail(mode, backends, empty_tree):
+    backend = backends[mode]
     result = backend.run(request_for(
         backend, empty_tree, "for i in $(seq 1 200000); do echo line-$i; done; sleep 30",
         output_bytes=256 * 1024, tail_bytes=4096, timeout_s=30,
@@ -273,7 +283,7 @@ def test_unprivileged_and_nothing_leaks_between_runs(mode, backends, empty_tree)
         "ipcmk -M 4096 >/dev/null; (sleep 300 &); echo x > /opt/testprism/escape 2>/dev/null && echo WROTE-ENV; true",
     ))
     assert first.exit_code == 0, first.output_tail
-    assert int(first.output_tail.split()[0]) >= 200_000
+    assert int(first.output_tail.split()[0]) >= 200_000, first.output_tail
     assert "WROTE-ENV" not in first.output_tail
     second = b.run(request_for(
         b, empty_tree,

@@ -79,8 +79,8 @@ def hand_made_store(root: Path) -> Store:
     for i2's x2 (missing: E/not_run). Messages and output carry hostile text."""
     store = Store(root)
     pools = {"i1": {"v1": "valid", "v2": "valid", "x1": "invalid"}, "i2": {"v3": "valid", "x2": "invalid"}}
-    states = {i: [("buggy", None, None), ("reference", None, None)] + [("candidate", c, label) for c, label in p.items()]
-              for i, p in pools.items()}
+    states = {iid: [("buggy", None, None), ("reference", None, None)]
+              + [("candidate", cid, label) for cid, label in pool.items()] for iid, pool in pools.items()}
     panels, suites, runs = [], [], []
     for iid, rows in states.items():
         for kind, cid, label in rows:
@@ -94,7 +94,8 @@ def hand_made_store(root: Path) -> Store:
                 tests = [case("tmp.test_m::test_ok", "passed")]
                 if conf == "biased" and cid == "v1":
                     outcome = "F"
-                    tests.append(case("tmp.test_m::test_uses_helper", "failed", "assert '_helper' in names\n" + HOSTILE))
+                    message = "assert '_helper' in names\n" + HOSTILE
+                    tests.append(case("tmp.test_m::test_uses_helper", "failed", message))
                 if conf == "weak" and cid == "x1":
                     outcome = "P"
                 if conf == "weak" and cid == "x2":
@@ -158,7 +159,8 @@ def test_audit_agrees_with_the_instance_scores(tmp_path):
     store = hand_made_store(tmp_path / "store")
     audit = audit_frame(store)
     for row in store.read_table("instance_scores").iter_rows(named=True):
-        mine = audit.filter((pl.col("configuration") == row["configuration"]) & (pl.col("instance_id") == row["instance_id"]))
+        mine = audit.filter(pl.col("configuration") == row["configuration"],
+                            pl.col("instance_id") == row["instance_id"])
         # Every finding on a candidate is a candidate the suite did not judge right.
         not_accepted = mine.filter(pl.col("label") == "valid").height
         not_rejected = mine.filter(pl.col("label") == "invalid").height
@@ -214,7 +216,7 @@ def test_report_escapes_untrusted_text_and_references_nothing_outside(tmp_path):
     assert all(value.startswith("#") for name, value in attributes if name in ("href", "xlink:href"))
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
     assert re.findall(r"[a-z][a-z0-9+.-]*://", html, re.IGNORECASE) == ["https://"] * html.count("https://evil.example")
-    csp = [attrs for tag, attrs in parser.tags if tag == "meta" and attrs.get("http-equiv") == "Content-Security-Policy"]
+    csp = [a for tag, a in parser.tags if tag == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
     assert csp and csp[0]["content"].startswith("default-src 'none'")
 
 
@@ -404,11 +406,14 @@ def test_report_renders_in_chromium_without_console_errors(tmp_path, chromium):
         scripts: document.scripts.length,
         images: document.images.length,
         svgs: document.querySelectorAll('svg').length,
-        rejected: [...document.querySelectorAll('#audit--biased li.finding.valid-rejected')].map(e => e.dataset.candidate),
-        accepted: [...document.querySelectorAll('#audit--weak li.finding.invalid-accepted')].map(e => e.dataset.candidate),
+        rejected: [...document.querySelectorAll('#audit--biased li.finding.valid-rejected')]
+            .map(e => e.dataset.candidate),
+        accepted: [...document.querySelectorAll('#audit--weak li.finding.invalid-accepted')]
+            .map(e => e.dataset.candidate),
         links: [...document.querySelectorAll('#leaderboard a')].map(a => a.getAttribute('href'))
             .every(h => h.startsWith('#') && document.getElementById(h.slice(1)) !== null),
-        diffLinks: [...document.querySelectorAll('#audit a')].every(a => document.getElementById(a.getAttribute('href').slice(1))),
+        diffLinks: [...document.querySelectorAll('#audit a')]
+            .every(a => document.getElementById(a.getAttribute('href').slice(1)) !== null),
         hostileText: document.body.textContent.includes('<script>alert("x")</script>'),
     })""")
     assert dom == {"scripts": 0, "images": 0, "svgs": 3 + 2 + 1, "rejected": ["v1"], "accepted": ["x1"],

@@ -649,7 +649,7 @@ class _Reusable:
     """A long-lived container of fast mode, and its host workspace in bind mode."""
 
     id: str
-    tag: str
+    key: tuple[str, str]  # image tag, limits key
     ws: Path | None
 
 
@@ -675,6 +675,8 @@ class DockerBackend(SandboxBackend):
         self.cpus = cpus if cpus is not None else float(os.environ.get("TESTPRISM_DOCKER_CPUS") or 1.0)
         self.isolation = "container-reused" if self.reuse else "container"
         self._local = threading.local()
+        self._clients: list[APIClient] = []
+        self._clients_lock = threading.Lock()
         api = self._api()
         try:
             self.copy = copy or copy_mode(api)
@@ -693,7 +695,7 @@ class DockerBackend(SandboxBackend):
         self._base: dict | None = None
         self._lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
-        self._idle: dict[str, list[_Reusable]] = {}
+        self._idle: dict[tuple[str, str], list[_Reusable]] = {}
         self._all_reused: list[_Reusable] = []
         self._warm: dict[tuple[str, str], list[_Box]] = {}
         self._coming: dict[tuple[str, str], int] = {}
@@ -706,6 +708,8 @@ class DockerBackend(SandboxBackend):
         api = getattr(self._local, "api", None)
         if api is None:
             api = self._local.api = api_client()
+            with self._clients_lock:
+                self._clients.append(api)
         return api
 
     @classmethod
@@ -790,6 +794,15 @@ class DockerBackend(SandboxBackend):
         pid = os.getpid()
         return Path(tempfile.mkdtemp(prefix=f"docker-{pid}.{_start_time(pid)}-", dir=self.work.workspaces))
 
+    def _wait(self, api: APIClient, container: str, timeout_s: float) -> dict | None:
+        """The container's exit status, or None if it still runs after `timeout_s`."""
+        import requests
+
+        try:
+            return api.wait(container, timeout=max(0.1, timeout_s))
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            return None
+
     def _kill(self, container: str) -> None:
         errors = _errors()
         with contextlib.suppress(errors.APIError), contextlib.closing(api_client(timeout=30)) as api:
@@ -844,10 +857,17 @@ class DockerBackend(SandboxBackend):
                 else:
                     api.start(container)
                 pump.start()
+                # The output stream ends when the command exits, or earlier if it closes
+                # its stdout and stderr: the exit itself decides, under the same deadline.
+                deadline = start + request.limits.timeout_s
                 timed_out = not pump.join(request.limits.timeout_s)
-                if timed_out:
+                status = None if timed_out else self._wait(api, container, deadline - time.monotonic())
+                if status is None:
+                    timed_out = True
                     self._kill(container)
-                status = api.wait(container, timeout=STOP_GRACE_S + 60)
+                    status = self._wait(api, container, STOP_GRACE_S + 60)
+                    if status is None:
+                        raise SandboxError(f"docker: container {container[:12]} did not stop when killed")
                 duration = time.monotonic() - start
             finally:
                 pump.close()
@@ -979,8 +999,10 @@ class DockerBackend(SandboxBackend):
     # -- fast mode ---------------------------------------------------------------------------
 
     def _checkout(self, api: APIClient, request: RunRequest, tag: str) -> _Reusable:
+        """An idle container of this image and these limits, or a new one."""
+        key = self._warm_key(request, tag)
         with self._lock:
-            idle = self._idle.setdefault(tag, [])
+            idle = self._idle.setdefault(key, [])
             if idle:
                 return idle.pop()
         ws = self._host_workspace() if self.copy == "bind" else None
@@ -988,7 +1010,7 @@ class DockerBackend(SandboxBackend):
             tag, command=["sleep", "infinity"], user="0", network_disabled=True,
             labels=self._labels(**{"testprism.reused": "1"}), host_config=self._host_config(api, request, ws),
         )["Id"]
-        reusable = _Reusable(container, tag, ws)
+        reusable = _Reusable(container, key, ws)
         with self._lock:
             self._all_reused.append(reusable)
         api.start(container)
@@ -1063,20 +1085,39 @@ class DockerBackend(SandboxBackend):
             junit = None
             if not (timed_out or pump.exceeded):
                 junit = read_junit(reusable.ws) if reusable.ws is not None else _fetch_junit(api, container)
-            self._reset(api, container, uid)
             healthy = True
             return ExecResult(
                 exit_code=exit_code, duration_s=duration, output_tail=pump.output,
                 timed_out=timed_out, output_exceeded=pump.exceeded, junit_xml=junit,
             )
         finally:
-            if healthy:
-                with self._lock:
-                    self._idle.setdefault(tag, []).append(reusable)
-            else:
-                with self._lock:
-                    self._all_reused.remove(reusable)
-                self._discard(api, reusable)
+            with self._lock:
+                recycle = healthy and not self._closing
+                if recycle:  # reset off the run's path; the container is idle again after it
+                    self._filler.submit(self._recycle, reusable, uid)
+            if not recycle:
+                self._retire(api, reusable)
+
+    def _recycle(self, reusable: _Reusable, uid: int) -> None:
+        api = self._api()
+        try:
+            self._reset(api, reusable.id, uid)
+        except (SandboxError, OSError) as exc:
+            log.warning("docker: a reused container could not be reset, removing it: %s", exc)
+            self._retire(api, reusable)
+            return
+        with self._lock:
+            if not self._closing:
+                self._idle.setdefault(reusable.key, []).append(reusable)
+                return
+        self._retire(api, reusable)
+
+    def _retire(self, api: APIClient, reusable: _Reusable) -> None:
+        with self._lock:
+            if reusable not in self._all_reused:
+                return
+            self._all_reused.remove(reusable)
+        self._discard(api, reusable)
 
     def _discard(self, api: APIClient, reusable: _Reusable) -> None:
         self._remove(api, reusable.id)
@@ -1095,7 +1136,11 @@ class DockerBackend(SandboxBackend):
             self._discard(api, reusable)
         for box in warm:
             self._discard_box(api, box)
-        api.close()
+        with self._clients_lock:
+            clients, self._clients = self._clients, []
+        for client in clients:
+            client.close()
+        self._local = threading.local()
 
     # -- leftovers ---------------------------------------------------------------------------
 
