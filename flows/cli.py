@@ -47,10 +47,12 @@ class RichProgress:
 
 @app.callback()
 def main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO, format="%(message)s",
-        handlers=[RichHandler(console=console, show_path=False)],
-    )
+    # Our own handler on our own logger: importing Prefect configures the root logger, so a
+    # root-level basicConfig would silently do nothing.
+    if not log.handlers:
+        log.addHandler(RichHandler(console=console, show_path=False))
+    log.setLevel(logging.DEBUG if verbose else logging.INFO)
+    log.propagate = False
     for noisy in ("prefect", "httpx", "distributed", "asyncio"):
         logging.getLogger(noisy).setLevel(logging.INFO if verbose else logging.WARNING)
 
