@@ -24,7 +24,6 @@ from testprism.tasks.environment import EnvironmentBuildError
 from testprism.tasks.sandbox import docker as docker_backend  # registers "docker"
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxUnavailable
 from testprism.tasks.sandbox.docker import DockerBackend, engine_answers
-from testprism.tasks.sandbox.local import bubblewrap_works
 from testprism.tasks.workdir import WorkPaths
 from tests.docker_fixture import EXPECTED, make_docker_benchmark
 
@@ -295,6 +294,13 @@ def test_unprivileged_and_nothing_leaks_between_runs(mode, backends, empty_tree)
     assert "IPC=0" in second.output_tail
     # fast mode keeps its own `sleep infinity` as the container's main process
     assert f"SLEEPS={0 if mode.startswith('fresh') else 1}" in second.output_tail
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_stdout_and_stderr_are_one_ordered_stream(mode, backends, empty_tree):
+    b = backends[mode]
+    result = b.run(request_for(b, empty_tree, "for i in 1 2 3 4 5; do echo out$i; echo err$i >&2; done"))
+    assert result.output_tail == "".join(f"out{i}\nerr{i}\n" for i in range(1, 6))
 
 
 @pytest.mark.parametrize("mode", MODES)

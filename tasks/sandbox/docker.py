@@ -616,6 +616,12 @@ def _run_env(request: RunRequest) -> dict[str, str]:
     }
 
 
+def _merged(command: str) -> list[str]:
+    """`bash -c command` with stderr on stdout, one ordered stream as in the local
+    backend (the engine would otherwise carry two, interleaved in no fixed order)."""
+    return ["bash", "-c", 'exec bash -c "$1" 2>&1', "bash", command]
+
+
 def _run_uid() -> int:
     return UID_BASE + secrets.randbelow(60_000)
 
@@ -638,7 +644,7 @@ def _write_run_script(ws: Path, uid: int, request: RunRequest) -> None:
     script = ws / ".run"
     script.write_text(
         f"rm -f {WORKSPACE}/.run {WORKSPACE}/.go\n{exports}cd {WORKSPACE}/program || exit 126\n"
-        f"exec bash -c {shlex.quote(request.command)}\n"
+        f"exec bash -c {shlex.quote(request.command)} 2>&1\n"
     )
     os.chown(script, uid, uid)
     script.chmod(0o600)
@@ -891,7 +897,7 @@ class DockerBackend(SandboxBackend):
             if ws is not None:
                 fill_workspace(request, ws, uid)
             box.id = api.create_container(
-                tag, command=["bash", "-c", request.command], user=f"{uid}:{uid}",
+                tag, command=_merged(request.command), user=f"{uid}:{uid}",
                 working_dir=f"{WORKSPACE}/program", environment=_run_env(request), network_disabled=True,
                 labels=self._labels(), host_config=self._host_config(api, request, ws),
             )["Id"]
@@ -1056,7 +1062,7 @@ class DockerBackend(SandboxBackend):
                     if not api.put_archive(container, "/", archive):
                         raise SandboxError("docker: could not copy the workspace into the container")
             exec_id = api.exec_create(
-                container, ["bash", "-c", request.command], user=f"{uid}:{uid}",
+                container, _merged(request.command), user=f"{uid}:{uid}",
                 environment=_run_env(request), workdir=f"{WORKSPACE}/program",
             )["Id"]
             sock = api.exec_start(exec_id, socket=True)
