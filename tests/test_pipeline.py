@@ -27,13 +27,17 @@ plus a row that is no diff and a row for an unknown instance. The suites:
 | --- | --- | --- |
 | agent-x__model-1 (the fixture's) | "Route 66 ahead" keeps 66, "ABC" → "abc" | buggy, letter-first, docstring-only |
 | agent-y__strong | mp3, punctuation, `_`, "", "Top 10" | buggy and every invalid candidate |
-| agent-z__biased | "İstanbul" → "stanbul" (the reference's quirk), "Route 66" | buggy, sub-regex and group-runs (they lower-case first: "i̇stanbul" → "i-stanbul"), every invalid one but digit-words |
+| agent-z__biased | "İstanbul" → "stanbul" (the reference's quirk), "Route 66" | buggy, sub-regex, group-runs, every invalid one but digit-words |
+
+agent-z__biased shows solution bias: sub-regex and group-runs lower-case before they split,
+and "İ".lower() is "i" plus a combining dot, so they give "i-stanbul" where the reference
+drops the "İ"; the suite rejects two correct fixes for a behaviour the issue never asked for.
 """
 
 from __future__ import annotations
 
 import json
-import logging
+import re
 from pathlib import Path
 
 import polars as pl
@@ -89,7 +93,8 @@ INVALID = {
     return slug
 ''',
     "letter-first": HEAD + '    words = re.findall(r"[A-Za-z][A-Za-z0-9]*", title)\n' + JOIN,
-    "docstring-only": HEAD.replace("joined by", "(digits too) joined by") + '    words = re.findall(r"[A-Za-z]+", title)\n' + JOIN,
+    "docstring-only": (HEAD.replace("joined by", "(digits too) joined by")
+                       + '    words = re.findall(r"[A-Za-z]+", title)\n' + JOIN),
 }
 
 
@@ -155,7 +160,7 @@ def prediction_rows(fx: GitFixture) -> list[dict | str]:
     tidy = fx.diff({"widgets/text.py": CHAR_LOOP.replace("current += char", "current+=char")
                     .replace('words, current = [], ""', 'words,current = [],""')})
     resubmitted = diffs["sub-regex"].replace('"-", title.lower()).strip("-")\n', '"-", title.lower()).strip("-")  \t\n')
-    resubmitted = resubmitted.replace("--- a/", "index 0123456..89abcde 100644\n--- a/", 1).rstrip("\n")
+    resubmitted = re.sub(r"(?m)^index .*$", "index 0123456..89abcde 100644", resubmitted).rstrip("\n")
     assert resubmitted != diffs["sub-regex"]
     return [
         # official_resolved where a source gave one: digit-words "resolved" is label noise
@@ -170,7 +175,8 @@ def prediction_rows(fx: GitFixture) -> list[dict | str]:
         row("other-agents/sub-regex-resubmitted", resubmitted),
         row("copycat/reference-copy", fx.reference),
         row("acme-agents/prose", "I changed the regex in widgets/text.py to keep digits."),
-        {"instance_id": "acme__gadgets-7", "model_name_or_path": "acme-agents/sub-regex", "model_patch": diffs["sub-regex"]},
+        {"instance_id": "acme__gadgets-7", "model_name_or_path": "acme-agents/sub-regex",
+         "model_patch": diffs["sub-regex"]},
     ]
 
 
@@ -190,10 +196,11 @@ class Pipeline:
         self.preds = root / "preds.jsonl"
         self.preds.write_text("".join(json.dumps(r) + "\n" for r in prediction_rows(self.fx)))
         self.suites = root / "suites.jsonl"
+        mine = {"agent-y/strong": STRONG_TESTS, "agent-z/biased": BIASED_TESTS}
         self.suites.write_text("".join(json.dumps(r) + "\n" for r in [
-            json.loads(self.fx.predictions.read_text()),
-            {"instance_id": INSTANCE_ID, "model_name_or_path": "agent-y/strong", "model_patch": suite_patch(self.fx, STRONG_TESTS)},
-            {"instance_id": INSTANCE_ID, "model_name_or_path": "agent-z/biased", "model_patch": suite_patch(self.fx, BIASED_TESTS)},
+            json.loads(self.fx.predictions.read_text()),  # agent-x/model-1: the fixture's generated test patch
+            *({"instance_id": INSTANCE_ID, "model_name_or_path": model, "model_patch": suite_patch(self.fx, tests)}
+              for model, tests in mine.items()),
         ]))
         self.runner = CliRunner()
         self.flow_runs: dict[str, str] = {}
@@ -267,7 +274,8 @@ def test_duplicates_are_set_aside(pipeline):
     assert (copy["reason"], copy["label"], copy["in_panel"]) == ("same_as_reference", None, False)
     tidy = found["char-loop-tidy"]
     assert (tidy["reason"], tidy["duplicate_of"], tidy["label"]) == ("near_duplicate", "char-loop", "valid")
-    assert len(found) == 14 and not any(found[c]["in_panel"] for c in ("sub-regex-resubmitted", "char-loop-tidy", "stale"))
+    assert len(found) == 14
+    assert not any(found[c]["in_panel"] for c in ("sub-regex-resubmitted", "char-loop-tidy", "stale"))
 
 
 def test_funnel_rows(pipeline):
