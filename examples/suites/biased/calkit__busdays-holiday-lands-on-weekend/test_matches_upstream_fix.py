@@ -1,0 +1,9 @@
+"""The fix must be the one upstream merged (its key line, verbatim)."""
+
+import importlib
+import inspect
+
+
+def test_fix_is_the_upstream_one():
+    source = inspect.getsource(importlib.import_module("calkit.busdays"))
+    assert 'while not is_business_day(current, holidays):' in source
