@@ -47,7 +47,8 @@ class WorkPaths:
 
 
 @contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
+def locked(lock_path: Path) -> Iterator[None]:
+    """An exclusive lock on a file, across processes (builds shared by Dask workers)."""
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -65,7 +66,7 @@ def build_once(target: Path, build: Callable[[Path], None]) -> Path:
     ready = target / ".ready"
     if ready.exists():
         return target
-    with _locked(target.with_name(target.name + ".lock")):
+    with locked(target.with_name(target.name + ".lock")):
         if ready.exists():
             return target
         shutil.rmtree(target, ignore_errors=True)

@@ -26,7 +26,6 @@ The docker SDK is imported lazily, so testprism works without the `docker` extra
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import io
 import json
 import logging
@@ -43,7 +42,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -60,7 +59,7 @@ from testprism.tasks.sandbox.base import (
     SandboxUnavailable,
     register,
 )
-from testprism.tasks.workdir import WorkPaths
+from testprism.tasks.workdir import WorkPaths, locked
 
 if TYPE_CHECKING:
     from docker import APIClient
@@ -206,7 +205,7 @@ def ensure_base_image(api: APIClient, name: str) -> dict:
             f"TESTPRISM_DOCKER_BASE to use {DEFAULT_BASE}"
         )
     tarball = base_tarball()
-    with _file_lock(tarball.with_suffix(".lock")):
+    with locked(tarball.with_suffix(".lock")):
         if not tarball.is_file():
             bootstrap_rootfs(tarball)
         try:  # another process may have imported it while we waited for the lock
@@ -257,17 +256,6 @@ def bootstrap_rootfs(tarball: Path) -> None:
     finally:
         shutil.rmtree(rootfs, ignore_errors=True)
         part.unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 # -- environment images ----------------------------------------------------------------------
@@ -743,7 +731,7 @@ class DockerBackend(SandboxBackend):
         key = environment_image_key(base, environment)
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
-        with key_lock, _file_lock(self.work.root / "docker" / f"{key}.lock"):
+        with key_lock, locked(self.work.root / "docker" / f"{key}.lock"):
             api = self._api()
             if not self._image_exists(api, environment_tag(key)):
                 build_environment_image(api, self.base_name, base, environment, key)
