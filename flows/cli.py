@@ -16,6 +16,7 @@ from rich.table import Table
 
 from testprism.flows import progress
 from testprism.flows.collect import collect_command
+from testprism.flows.images import images_app
 from testprism.flows.importing import import_app
 from testprism.flows.report import report_command
 from testprism.storage.schema import METRICS
@@ -24,6 +25,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 app.add_typer(import_app, name="import")
 app.command("collect")(collect_command)
 app.command("report")(report_command)
+app.add_typer(images_app, name="images")
 console = Console(stderr=True)
 out = Console(width=max(120, Console().width))
 log = logging.getLogger("testprism")

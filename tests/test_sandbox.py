@@ -115,3 +115,10 @@ def test_untrusted_suites_need_isolation_or_an_explicit_flag(work, monkeypatch):
 def test_non_utf8_output_is_kept_readable(backend, env, tree):
     result = run(backend, env, tree, r"printf 'caf\xe9 \xff\xfe done\n'")
     assert result.exit_code == 0 and "done" in result.output_tail and "\ufffd" in result.output_tail
+
+
+def test_junit_is_never_read_through_a_link_the_suite_made(backend, env, tree, work_root):
+    secret = work_root / "junit.xml"
+    secret.write_text("<testsuite><testcase name='host-secret'/></testsuite>")
+    result = run(backend, env, tree, f"rm -rf ../out && ln -s {work_root} ../out && exit 0")
+    assert result.junit_xml is None

@@ -1,6 +1,6 @@
 """Sandbox backends: `local` (bubblewrap) and, with the docker extra, `docker`."""
 
-from testprism.tasks.sandbox import local  # noqa: F401  (registers the backend)
+from testprism.tasks.sandbox import docker, local  # noqa: F401  (registers the backends; docker's SDK loads lazily)
 from testprism.tasks.sandbox.base import (
     ExecResult,
     Limits,

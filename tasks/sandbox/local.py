@@ -165,7 +165,9 @@ class LocalBackend(SandboxBackend):
                                timeout_s=request.limits.timeout_s, output_bytes=request.limits.output_bytes,
                                tail_bytes=request.limits.tail_bytes, user=uid)
             exit_code = done.exit_code
-        xml = junit.read_bytes()[:JUNIT_MAX_BYTES] if junit.is_file() and not junit.is_symlink() else None
+        # The sandbox owns out/: it may have swapped it (or the file) for a link to a host path.
+        linked = junit.parent.is_symlink() or junit.is_symlink()
+        xml = junit.read_bytes()[:JUNIT_MAX_BYTES] if junit.is_file() and not linked else None
         return ExecResult(
             exit_code=exit_code,
             duration_s=done.duration_s,
