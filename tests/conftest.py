@@ -1,8 +1,12 @@
 """Shared fixtures: a work area the sandbox's unprivileged uid can traverse (pytest's own
-tmp folders are private to root), and the tiny benchmark of tests/benchfixture.py."""
+tmp folders are private to root), and a Docker engine for the docker backend's tests.
+
+No engine here: docker tests skip, unless TESTPRISM_REQUIRE_DOCKER is set (CI sets it,
+after .ci/start-dockerd and .ci/base-image), where they fail instead."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -26,3 +30,14 @@ def work(work_root: Path) -> WorkPaths:
     paths = WorkPaths(work_root)
     paths.ensure()
     return paths
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> None:
+    from testprism.tasks.sandbox.docker import engine_answers
+
+    if engine_answers():
+        return
+    if os.environ.get("TESTPRISM_REQUIRE_DOCKER"):
+        pytest.fail("TESTPRISM_REQUIRE_DOCKER is set but no Docker engine answers (run .ci/start-dockerd)")
+    pytest.skip("no Docker engine answers (set TESTPRISM_REQUIRE_DOCKER to make this a failure)")

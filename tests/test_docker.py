@@ -2,17 +2,15 @@
 promises (timeout, no network, memory, processes, output), fresh state per run, container
 removal and sweep.
 
-No engine here: the tests skip, unless TESTPRISM_REQUIRE_DOCKER is set (CI sets it, after
-.ci/start-dockerd and .ci/base-image), where they fail instead.
+The hostile suites of tests/test_sandbox.py run under this backend too. No engine here:
+these tests skip, unless TESTPRISM_REQUIRE_DOCKER is set (tests/conftest.py).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -23,7 +21,7 @@ from testprism.tasks.benchmark import EnvironmentSpec, load_benchmark
 from testprism.tasks.environment import EnvironmentBuildError
 from testprism.tasks.sandbox import docker as docker_backend  # registers "docker"
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxUnavailable
-from testprism.tasks.sandbox.docker import DockerBackend, engine_answers
+from testprism.tasks.sandbox.docker import DockerBackend
 from testprism.tasks.workdir import WorkPaths
 from tests.docker_fixture import EXPECTED, make_docker_benchmark
 
@@ -31,28 +29,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 @pytest.fixture(scope="session")
-def engine() -> None:
-    if engine_answers():
-        return
-    if os.environ.get("TESTPRISM_REQUIRE_DOCKER"):
-        pytest.fail("TESTPRISM_REQUIRE_DOCKER is set but no Docker engine answers (run .ci/start-dockerd)")
-    pytest.skip("no Docker engine answers (set TESTPRISM_REQUIRE_DOCKER to make this a failure)")
-
-
-@pytest.fixture(scope="session")
-def docker_work() -> Path:
-    # Traversable by the local backend's unprivileged uid, unlike pytest's tmp folders.
-    base = Path("/var/tmp") if Path("/var/tmp").is_dir() else Path(tempfile.gettempdir())
-    root = Path(tempfile.mkdtemp(prefix="testprism-docker-tests-", dir=base))
-    root.chmod(0o755)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def backend(engine, docker_work) -> DockerBackend:
+def backend(docker_engine, work_root) -> DockerBackend:
     """The default: a fresh container per run, started ahead (bind mode, on this host)."""
-    b = DockerBackend(WorkPaths(docker_work), reuse=False)
+    b = DockerBackend(WorkPaths(work_root), reuse=False)
     assert b.copy == "bind" and b.prewarm
     b.environment = b.prepare(EnvironmentSpec())  # builds the image once (the base too if missing)
     yield b
@@ -60,12 +39,12 @@ def backend(engine, docker_work) -> DockerBackend:
 
 
 @pytest.fixture(scope="session")
-def backends(engine, docker_work, backend) -> dict[str, DockerBackend]:
+def backends(docker_engine, work_root, backend) -> dict[str, DockerBackend]:
     """Every way of running: fresh or reused container, workspace bind-mounted or copied."""
     made = {"fresh-bind": backend}
     for name, reuse, copy, prewarm in (("fresh-bind-cold", False, "bind", False), ("fresh-archive", False, "archive", False),
                                        ("reused-bind", True, "bind", False), ("reused-archive", True, "archive", False)):
-        b = DockerBackend(WorkPaths(docker_work), reuse=reuse, copy=copy, prewarm=prewarm)
+        b = DockerBackend(WorkPaths(work_root), reuse=reuse, copy=copy, prewarm=prewarm)
         b.environment = b.prepare(EnvironmentSpec())
         made[name] = b
     yield made
@@ -78,8 +57,8 @@ MODES = ["fresh-bind", "fresh-bind-cold", "fresh-archive", "reused-bind", "reuse
 
 
 @pytest.fixture(scope="session")
-def empty_tree(docker_work) -> Path:
-    tree = docker_work / "empty-tree"
+def empty_tree(work_root) -> Path:
+    tree = work_root / "empty-tree"
     tree.mkdir(exist_ok=True)
     (tree / "README").write_text("nothing here\n")
     return tree
@@ -116,22 +95,22 @@ def parity_bench(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def local_store(parity_bench, docker_work, tmp_path_factory) -> Path:
+def local_store(parity_bench, work_root, tmp_path_factory) -> Path:
     from testprism.flows.replay import replay_flow
 
     store = tmp_path_factory.mktemp("store-local")
-    replay_flow(benchmark=str(parity_bench), store=str(store), backend="local", work=str(docker_work),
+    replay_flow(benchmark=str(parity_bench), store=str(store), backend="local", work=str(work_root),
                 timeout_s=120, trusted=True)
     return store
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_local_and_docker_give_the_same_outcome_for_every_run_key(backend, parity_bench, local_store, docker_work, tmp_path):
+def test_local_and_docker_give_the_same_outcome_for_every_run_key(backend, parity_bench, local_store, work_root, tmp_path):
     from testprism.flows.replay import replay_flow
 
     store = tmp_path / "store-docker"
-    summary = replay_flow(benchmark=str(parity_bench), store=str(store), backend="docker", work=str(docker_work),
+    summary = replay_flow(benchmark=str(parity_bench), store=str(store), backend="docker", work=str(work_root),
                           timeout_s=120)
     assert summary.isolation == "container"
     local, docker = _outcomes(local_store), _outcomes(store)
@@ -148,12 +127,12 @@ def test_local_and_docker_give_the_same_outcome_for_every_run_key(backend, parit
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_fast_mode_gives_the_same_outcomes(engine, parity_bench, local_store, docker_work, tmp_path, monkeypatch):
+def test_fast_mode_gives_the_same_outcomes(docker_engine, parity_bench, local_store, work_root, tmp_path, monkeypatch):
     from testprism.tasks.replay import ExecutionOptions, execute_batch, plan
 
     monkeypatch.setenv("TESTPRISM_DOCKER_REUSE", "1")
     store = tmp_path / "store-reuse"
-    options = ExecutionOptions(backend="docker", work_root=docker_work, store_root=store, concurrency=2,
+    options = ExecutionOptions(backend="docker", work_root=work_root, store_root=store, concurrency=2,
                                limits=Limits(timeout_s=120.0))
     summary = execute_batch(plan(load_benchmark(parity_bench), options), options)
     assert summary.executed == len(EXPECTED)
@@ -166,7 +145,7 @@ def test_fast_mode_gives_the_same_outcomes(engine, parity_bench, local_store, do
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 @pytest.mark.skipif(not (EXAMPLES / "instances").is_dir(), reason="the bundled benchmark is not there")
-def test_parity_on_the_bundled_benchmark(backend, docker_work, tmp_path):
+def test_parity_on_the_bundled_benchmark(backend, work_root, tmp_path):
     """The first instances of examples/ (all of them with TESTPRISM_PARITY_ALL=1)."""
     from testprism.tasks.replay import ExecutionOptions, execute_batch, plan
 
@@ -177,7 +156,7 @@ def test_parity_on_the_bundled_benchmark(backend, docker_work, tmp_path):
     chosen = sorted(bench.instances)[: None if os.environ.get("TESTPRISM_PARITY_ALL") else 2]
     results = {}
     for name in ("local", "docker"):
-        options = ExecutionOptions(backend=name, work_root=docker_work, store_root=tmp_path / name,
+        options = ExecutionOptions(backend=name, work_root=work_root, store_root=tmp_path / name,
                                    concurrency=2, trusted=True, limits=Limits(timeout_s=120.0))
         specs = [s for s in plan(bench, options) if s.instance.id in chosen and s.runs_in_sandbox]
         execute_batch(specs, options)
@@ -227,8 +206,8 @@ print("ISOLATED")
 '''
 
 
-def test_no_network_at_run_time(backend, empty_tree, docker_work):
-    suite = docker_work / "net-suite"
+def test_no_network_at_run_time(backend, empty_tree, work_root):
+    suite = work_root / "net-suite"
     suite.mkdir(exist_ok=True)
     (suite / "probe.py").write_text(NETWORK_PROBE)
     request = RunRequest(tree=empty_tree, suite_folder=suite, suite_files=("probe.py",), command="python tmp/probe.py",

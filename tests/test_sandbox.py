@@ -1,38 +1,59 @@
-"""The local backend under hostile suites: each contained, recorded, the host untouched."""
+"""Hostile suites under every backend: each contained and recorded, the host untouched.
+
+Every test here runs under `local` (bubblewrap), `docker` (a fresh container per run) and
+`docker-reused` (fast mode: one container, workspace reset between runs). What a test
+checks on the host (a canary file, the program's own tree, processes left alive, a service
+on the host's loopback) is the same for all three.
+"""
 
 from __future__ import annotations
 
+import os
+import socket
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from testprism.tasks.benchmark import EnvironmentSpec
+from testprism.tasks.benchmark import EnvironmentSpec, load_benchmark
 from testprism.tasks.outcome import Outcome, Reason
-from testprism.tasks.sandbox import Limits, RunRequest, SandboxUnavailable
+from testprism.tasks.replay import ExecutionOptions, plan, unrunnable_rows
+from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, SandboxUnavailable
 from testprism.tasks.sandbox.local import LocalBackend, bubblewrap_works
 from testprism.tasks.verdict import Policy, classify, judge
-
-pytestmark = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap is required (make test installs it)")
+from tests.benchfixture import CHECKS, make_benchmark
 
 BARE = EnvironmentSpec(python="3.11", packages=())
 
 
-@pytest.fixture(scope="module")
-def backend(work):
-    return LocalBackend(work)
+@pytest.fixture(scope="module", params=["local", "docker", "docker-reused"])
+def backend(request, work) -> Iterator[SandboxBackend]:
+    if request.param == "local":
+        if not bubblewrap_works():
+            pytest.skip("bubblewrap is required (make test installs it)")
+        made: SandboxBackend = LocalBackend(work)
+    else:
+        request.getfixturevalue("docker_engine")
+        from testprism.tasks.sandbox.docker import DockerBackend
+
+        made = DockerBackend(work, reuse=request.param == "docker-reused")
+    yield made
+    made.close()
 
 
 @pytest.fixture(scope="module")
-def env(backend):
+def env(backend) -> Path:
     return backend.prepare(BARE)
 
 
 @pytest.fixture()
-def tree(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("tree")
+def tree(work_root) -> Iterator[Path]:
+    root = work_root / f"tree-{os.getpid()}-{time.monotonic_ns()}"
+    root.mkdir()
     (root / "data.txt").write_text("program file\n")
-    return root
+    yield root
 
 
 def run(backend, env, tree, script: str, **limits):
@@ -41,75 +62,161 @@ def run(backend, env, tree, script: str, **limits):
     return backend.run(request)
 
 
+def survivors(marker: str, wait_s: float = 10.0) -> list[int]:
+    """Host processes whose command line holds `marker`, once those being killed are gone:
+    a sandbox's processes are the host's too (nested pid namespaces), so none may outlive
+    its run."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = []
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit() or int(proc.name) == os.getpid():
+                continue
+            try:
+                if marker.encode() in (proc / "cmdline").read_bytes():
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
 def test_exit_status_decides_without_junit(backend, env, tree):
     assert classify(run(backend, env, tree, "true")) == (Outcome.PASS, None)
     assert classify(run(backend, env, tree, "exit 3")) == (Outcome.FAIL, None)
 
 
 def test_infinite_loop_ends_as_timeout_without_hanging(backend, env, tree):
-    result = run(backend, env, tree, "while :; do :; done", timeout_s=1.5)
+    result = run(backend, env, tree, "while :; do :; done  # spin-a41c", timeout_s=1.5)
     assert result.timed_out
     assert classify(result) == (Outcome.ERROR, Reason.TIMEOUT)
     assert judge(lambda: result, Policy()).attempts == 1  # timeouts are not replayed
+    assert survivors("spin-a41c") == []
 
 
-def test_network_is_unreachable(backend, env, tree):
-    script = (
-        "python - <<'EOF'\n"
-        "import socket\n"
-        "for host in ('1.1.1.1', '10.255.255.1'):\n"
-        "    s = socket.socket(); s.settimeout(2)\n"
-        "    try:\n"
-        "        s.connect((host, 80)); print('CONNECTED', host)\n"
-        "    except OSError as exc:\n"
-        "        print('refused', host, exc.errno)\n"
-        "EOF"
-    )
-    result = run(backend, env, tree, script)
-    assert "CONNECTED" not in result.output_tail
-    assert result.output_tail.count("refused") == 2
+def test_fork_bomb_is_contained_and_leaves_nothing(backend, env, tree):
+    bomb = run(backend, env, tree, "f() { f | f & }; f; sleep 2; exit 1  # bomb-5e2d", timeout_s=10, processes=64)
+    # Forks past the limit fail, the script goes on to fail by itself, or the timeout ends it.
+    assert classify(bomb) in {(Outcome.FAIL, None), (Outcome.ERROR, Reason.TIMEOUT)}
+    assert survivors("bomb-5e2d") == []
+    assert classify(run(backend, env, tree, "true")) == (Outcome.PASS, None)  # the backend still works
 
 
-def test_output_flood_is_cut_and_flagged(backend, env, tree):
-    result = run(backend, env, tree, "yes flood", output_bytes=1_000_000, tail_bytes=1000)
+def test_allocating_10_gib_fails_the_run_not_the_host(backend, env, tree):
+    """An address-space limit (local) refuses the allocation; a memory cgroup (docker) kills
+    the process once it touches more than allowed. Either way the suite's own process died:
+    `F`, as for a candidate that blows up memory."""
+    hog = run(backend, env, tree, "python -c 'b = bytearray(10 * 1024**3); b[::4096] = bytes(len(b[::4096])); "
+                                  "print(\"got it\")'", memory_mb=1024)
+    assert hog.exit_code != 0 and not hog.timed_out
+    assert "got it" not in hog.output_tail
+    assert classify(hog) == (Outcome.FAIL, None)
+
+
+def test_1_gib_of_stdout_is_cut_early_and_flagged(backend, env, tree):
+    result = run(backend, env, tree, "head -c 1073741824 /dev/zero | tr '\\0' x; echo wrote-it-all",
+                 output_bytes=4_000_000, tail_bytes=1000, timeout_s=60)
     assert result.output_exceeded
-    assert len(result.output_tail) <= 1000
+    assert len(result.output_tail) <= 1000 and "wrote-it-all" not in result.output_tail  # stopped, not drained
     assert classify(result) == (Outcome.ERROR, Reason.OUTPUT_LIMIT)
 
 
-def test_host_is_read_only_and_workspace_is_private(backend, env, tree, work_root):
+@pytest.fixture()
+def host_service() -> Iterator[int]:
+    """A TCP service on the host's loopback: a sandbox must not reach it either."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    reached = threading.Event()
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            reached.set()
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()
+    assert not reached.is_set(), "a sandbox reached the host's loopback service"
+
+
+def test_sockets_reach_nothing_outside_the_sandbox(backend, env, tree, host_service):
+    script = (
+        "python - <<'EOF'\n"
+        "import socket\n"
+        f"for target in [('1.1.1.1', 80), ('10.255.255.1', 80), ('127.0.0.1', {host_service})]:\n"
+        "    try:\n"
+        "        socket.create_connection(target, timeout=2).close(); print('CONNECTED', target)\n"
+        "    except OSError as exc:\n"
+        "        print('refused', target, exc.errno)\n"
+        "try:\n"
+        "    socket.getaddrinfo('pypi.org', 443); print('RESOLVED')\n"
+        "except OSError:\n"
+        "    print('no dns')\n"
+        "own = socket.create_server(('127.0.0.1', 0))  # its own loopback works\n"
+        "socket.create_connection(own.getsockname(), timeout=2).close(); print('own loopback ok')\n"
+        "EOF"
+    )
+    result = run(backend, env, tree, script)
+    assert "CONNECTED" not in result.output_tail and "RESOLVED" not in result.output_tail
+    assert result.output_tail.count("refused") == 3 and "own loopback ok" in result.output_tail
+
+
+def test_writing_outside_the_workspace_leaves_the_host_untouched(backend, env, tree, work_root):
     canary = work_root / "canary.txt"
     canary.write_text("untouched\n")
-    script = f"ls {work_root}; echo END; rm -f {canary}; echo x > {canary}; echo y > /etc/testprism-escape; rm -f data.txt"
-    result = run(backend, env, tree, script)
-    listing = result.output_tail.split("END", 1)[0].split()
-    assert canary.read_text() == "untouched\n"
-    assert not Path("/etc/testprism-escape").exists()
-    assert (tree / "data.txt").exists()  # only the run's own copy was deleted
-    assert "canary.txt" not in listing and "runs" in listing  # the work area is hidden from the sandbox
-
-
-def test_fork_bomb_and_memory_hog_are_contained(backend, env, tree):
-    bomb = run(backend, env, tree, "f() { f | f & }; f; sleep 2; echo survived", timeout_s=10, processes=64)
-    assert bomb.exit_code is not None or bomb.timed_out
-    hog = run(backend, env, tree, "python -c 'b = bytearray(10 * 1024**3)'", memory_mb=1024)
-    assert hog.exit_code != 0 and "MemoryError" in hog.output_tail
-
-
-def test_sleeping_children_die_with_the_run(backend, env, tree, work_root):
-    marker = tree / "late.txt"
-    script = f"(sleep 3; echo late > {marker}) & disown; exit 0"
+    script = (f"ls {work_root}; echo END; rm -f {canary}; echo x > {canary}; echo y > /etc/testprism-escape; "
+              f"echo z > {tree}/data.txt; echo w > /var/tmp/testprism-escape; true")
     result = run(backend, env, tree, script)
     assert result.exit_code == 0
-    time.sleep(4)
-    assert not marker.exists()
+    assert canary.read_text() == "untouched\n"
+    assert "canary.txt" not in result.output_tail.split("END", 1)[0]  # the work area is hidden
+    assert not Path("/etc/testprism-escape").exists() and not Path("/var/tmp/testprism-escape").exists()
+    assert (tree / "data.txt").read_text() == "program file\n"
 
 
-def test_untrusted_suites_need_isolation_or_an_explicit_flag(work, monkeypatch):
-    monkeypatch.setattr("testprism.tasks.sandbox.local.bubblewrap_works", lambda: False)
-    with pytest.raises(SandboxUnavailable, match="install it.*--backend docker.*--unsafe-no-sandbox"):
-        LocalBackend(work)
-    assert LocalBackend(work, trusted=True).isolation == "none"
+def test_deleting_the_program_harms_only_its_own_workspace(backend, env, tree):
+    gone = run(backend, env, tree, f"rm -rf ./* {tree}; ls -A; echo LISTED")
+    assert gone.output_tail.split("LISTED")[0].split() == []  # its copy is gone...
+    assert (tree / "data.txt").read_text() == "program file\n"  # ...the state tree is not
+    again = run(backend, env, tree, "cat data.txt")
+    assert again.exit_code == 0 and "program file" in again.output_tail  # the next run gets a fresh copy
+
+
+def test_sleeping_children_die_with_the_run(backend, env, tree):
+    result = run(backend, env, tree, "(sleep 313.37 & disown; setsid sleep 313.37 &) ; nohup sleep 313.37 & exit 0")
+    assert result.exit_code == 0
+    assert survivors("313.37") == []
+
+
+def test_symlinks_in_the_program_do_not_lead_out(backend, env, tree, work_root):
+    outside = work_root / "outside"
+    outside.mkdir(exist_ok=True)
+    (outside / "secret.txt").write_text("host secret\n")
+    (tree / "escape").symlink_to(outside)
+    result = run(backend, env, tree, "cat escape/secret.txt; echo pwned > escape/secret.txt; echo x > escape/new; true")
+    assert "host secret" not in result.output_tail
+    assert (outside / "secret.txt").read_text() == "host secret\n" and not (outside / "new").exists()
+
+
+def test_symlinked_suite_is_rejected_before_any_sandbox(backend, tmp_path, work_root):
+    """A suite package holding a symlink is refused when loaded (tests/test_benchmark.py has
+    `../` paths in patches): its runs are recorded `E`/invalid_suite without starting a
+    sandbox, whichever backend replays."""
+    root = make_benchmark(tmp_path / "b", {"strong": {"test_m.py": CHECKS}})
+    (root / "suites" / "strong" / "mini__median-even" / "escape").symlink_to("/etc/passwd")
+    options = ExecutionOptions(backend=backend.name, work_root=work_root, store_root=tmp_path / "store")
+    rows = unrunnable_rows(plan(load_benchmark(root), options), options)
+    assert len(rows) == 4  # buggy, reference, its two candidates
+    assert {(r["outcome"], r["reason"], r["isolation"]) for r in rows} == {("E", "invalid_suite", "none")}
 
 
 def test_non_utf8_output_is_kept_readable(backend, env, tree):
@@ -122,3 +229,10 @@ def test_junit_is_never_read_through_a_link_the_suite_made(backend, env, tree, w
     secret.write_text("<testsuite><testcase name='host-secret'/></testsuite>")
     result = run(backend, env, tree, f"rm -rf ../out && ln -s {work_root} ../out && exit 0")
     assert result.junit_xml is None
+
+
+def test_untrusted_suites_need_isolation_or_an_explicit_flag(work, monkeypatch):
+    monkeypatch.setattr("testprism.tasks.sandbox.local.bubblewrap_works", lambda: False)
+    with pytest.raises(SandboxUnavailable, match="install it.*--backend docker.*--unsafe-no-sandbox"):
+        LocalBackend(work)
+    assert LocalBackend(work, trusted=True).isolation == "none"

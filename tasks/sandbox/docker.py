@@ -552,7 +552,11 @@ def _fetch_junit(api: APIClient, container: str) -> bytes | None:
 
 class _Pump:
     """Reads a container's multiplexed output stream, keeping a bounded tail, and calls
-    `on_exceeded` once when the total passes the bound."""
+    `on_exceeded` once when the total passes the bound.
+
+    `on_exceeded` runs on a thread of its own while reading goes on: a kill done through
+    the engine (an exec in fast mode) can wait on the engine copying this very stream,
+    which would never happen if the reader stopped to wait for it."""
 
     def __init__(self, sock: Any, output_bytes: int, tail_bytes: int, on_exceeded: Callable[[], None]) -> None:
         self.sock, self.output_bytes, self.tail_bytes, self.on_exceeded = sock, output_bytes, tail_bytes, on_exceeded
@@ -576,7 +580,7 @@ class _Pump:
                     self.kept -= len(self.tail.popleft())
                 if self.total > self.output_bytes and not self.exceeded:
                     self.exceeded = True
-                    self.on_exceeded()
+                    threading.Thread(target=self.on_exceeded, daemon=True).start()
         except OSError:
             pass  # the container went away: the socket closed
 
