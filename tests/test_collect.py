@@ -189,6 +189,8 @@ def test_near_duplicates_only_within_one_label_and_one_failure():
         candidate("pair-off-by-one", diff("stats.py", BUGGY, one_token), "invalid", ("t::odd",)),
         candidate("pair-off-by-one-again", diff("stats.py", BUGGY, one_token + "\n"), "invalid", ("t::odd",)),
         candidate("pair-other-failure", diff("stats.py", BUGGY, one_token + "\n\n"), "invalid", ("t::even",)),
+        # the same change with its lines again as dead code after the return: cosine 1, twice the size
+        candidate("pair-and-more", diff("stats.py", BUGGY, SORTED_PAIR + SORTED_PAIR.split("ordered = sorted(values)\n")[1]), "valid"),
     ]
     out = {c.candidate_id: (c.reason, c.duplicate_of) for c in set_aside_near_duplicates(pool)}
     assert out == {
@@ -197,6 +199,7 @@ def test_near_duplicates_only_within_one_label_and_one_failure():
         "pair-off-by-one": (None, None),  # one token from `pair`, but the other label
         "pair-off-by-one-again": (CandidateReason.NEAR_DUPLICATE, "pair-off-by-one"),
         "pair-other-failure": (None, None),  # the same tokens, a different failure
+        "pair-and-more": (None, None),  # alike in direction only: cosine ignores length
     }
 
 
