@@ -317,6 +317,20 @@ def test_every_container_is_removed(backend, empty_tree):
         assert our_containers(b) == []
 
 
+@pytest.mark.parametrize("reuse", [False, True])
+def test_an_image_pruned_during_a_replay_is_built_again(reuse, backend, empty_tree):
+    b = DockerBackend(backend.work, reuse=reuse, prewarm=False)
+    b.environment = b.prepare(EnvironmentSpec(packages=()))
+    api = docker_backend.api_client()
+    try:
+        api.remove_image(docker_backend.environment_tag(b.environment.name), force=True)
+    finally:
+        api.close()
+    result = b.run(request_for(b, empty_tree, "python -c 'print(6 * 7)'"))
+    assert result.exit_code == 0 and "42" in result.output_tail
+    b.close()
+
+
 def test_sweep_removes_only_leftovers_of_dead_processes(backend):
     api = docker_backend.api_client()
     dead = subprocess.Popen(["true"])

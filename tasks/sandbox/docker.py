@@ -690,6 +690,7 @@ class DockerBackend(SandboxBackend):
         self.owner = _owner()
         self.session = secrets.token_hex(8)
         self._handles: dict[str, Path] = {}
+        self._specs: dict[str, EnvironmentSpec] = {}  # image key -> what it was built from
         self._base: dict | None = None
         self._lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
@@ -741,6 +742,7 @@ class DockerBackend(SandboxBackend):
                 build_environment_image(api, self.base_name, base, environment, key)
         handle = Path(ENV_ROOT / key)
         self._handles[environment.key] = handle
+        self._specs[key] = environment
         return handle
 
     def _image_exists(self, api: APIClient, tag: str) -> bool:
@@ -759,12 +761,17 @@ class DockerBackend(SandboxBackend):
             raise SandboxError(f"docker: {request.environment} is not an environment prepared by this backend")
         return environment_tag(handle.name)
 
-    def _forget(self, tag: str) -> None:
-        """The image vanished (pruned under us): the next prepare() rebuilds it."""
+    def _run_on(self, request: RunRequest, tag: str) -> ExecResult:
+        return self._run_reused(request, tag) if self.reuse else self._run_fresh(request, tag)
+
+    def _forget(self, tag: str) -> EnvironmentSpec | None:
+        """The image vanished (pruned under us): the next prepare() rebuilds it. Returns
+        what it was built from, when this backend built or found it."""
         key = tag.rsplit(":", 1)[1]
         for spec_key, handle in list(self._handles.items()):
             if handle.name == key:
                 del self._handles[spec_key]
+        return self._specs.get(key)
 
     # -- containers --------------------------------------------------------------------------
 
@@ -823,9 +830,17 @@ class DockerBackend(SandboxBackend):
         with self._lock:
             self._in_flight += 1
         try:
-            if self.reuse:
-                return self._run_reused(request, tag)
-            return self._run_fresh(request, tag)
+            try:
+                return self._run_on(request, tag)
+            except errors.ImageNotFound as exc:
+                # Pruned under a running replay (`testprism images prune` elsewhere): build
+                # it again, once, rather than fail every remaining run of the environment.
+                spec = self._forget(tag)
+                if spec is None:
+                    raise SandboxError(f"docker: image {tag} is gone: {exc}") from exc
+                log.warning("docker: image %s vanished during the replay; building it again", tag)
+                self.prepare(spec)
+                return self._run_on(request, tag)
         except errors.ImageNotFound as exc:
             self._forget(tag)
             raise SandboxError(f"docker: image {tag} is gone: {exc}") from exc
