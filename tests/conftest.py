@@ -6,6 +6,7 @@ after .ci/start-dockerd and .ci/base-image), where they fail instead."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -41,3 +42,15 @@ def docker_engine() -> None:
     if os.environ.get("TESTPRISM_REQUIRE_DOCKER"):
         pytest.fail("TESTPRISM_REQUIRE_DOCKER is set but no Docker engine answers (run .ci/start-dockerd)")
     pytest.skip("no Docker engine answers (set TESTPRISM_REQUIRE_DOCKER to make this a failure)")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop Prefect's temporary API servers while pytest's streams are still open: their
+    atexit hook logs to a console that pytest has closed by then ("Logging error")."""
+    from prefect.logging.handlers import APILogWorker
+    from prefect.server.api.server import SubprocessASGIServer
+
+    APILogWorker.drain_all(timeout=5)  # the run logs still queued go to the server before it stops
+    logging.getLogger("prefect").setLevel(logging.WARNING)  # "Stopping temporary server": noise
+    for server in list(SubprocessASGIServer._instances.values()):
+        server.stop()
