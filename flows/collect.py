@@ -181,7 +181,7 @@ def collect_flow(
     options = ExecutionOptions(
         backend=backend, work_root=work_root, store_root=Path(store), limits=Limits(timeout_s=timeout_s),
         concurrency=run_concurrency(backend_cls.default_concurrency(), workers, dask_address),
-        trusted=trusted, unsafe=unsafe,
+        trusted=trusted, unsafe=unsafe, replay_started=datetime.now(UTC),
     )
     backend_cls(WorkPaths(work_root), trusted=trusted, unsafe=unsafe).close()  # fail now if it cannot run here
 

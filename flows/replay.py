@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+from datetime import UTC, datetime
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,7 +104,7 @@ def replay_flow(
     concurrency = run_concurrency(backend_cls.default_concurrency(), workers, dask_address)
     options = ExecutionOptions(
         backend=backend, work_root=work_root, store_root=Path(store), limits=Limits(timeout_s=timeout_s),
-        concurrency=concurrency, trusted=trusted, unsafe=unsafe,
+        concurrency=concurrency, trusted=trusted, unsafe=unsafe, replay_started=datetime.now(UTC),
     )
     # Fail here, before any batch starts, if the backend cannot run on this machine.
     probe = backend_cls(WorkPaths(work_root), trusted=trusted, unsafe=unsafe)

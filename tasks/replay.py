@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 
 from testprism.storage import SCHEMAS, Store
@@ -59,6 +60,11 @@ class ExecutionOptions:
     trusted: bool = False
     unsafe: bool = False
     flush_every: int = 64
+    #: When the replay began. A batch skips runs stored since then: when a Dask worker dies
+    #: mid-batch, the scheduler gives the batch to another worker, which then redoes only
+    #: what the dead one had not stored (rows carry their start time; workers of one
+    #: cluster are assumed to keep their clocks in step).
+    replay_started: datetime | None = None
 
     @property
     def policy_hash(self) -> str:
@@ -179,6 +185,12 @@ def execute_batch(
     content key) runs once.
     """
     store = Store(options.store_root)
+    if options.replay_started is not None:
+        done = stored_since(store, options.replay_started)
+        if done:
+            log.info("batch: %d of its %d runs already stored by this replay (a retried batch)",
+                     sum(s.run_key in done for s in specs), len(specs))
+            specs = [s for s in specs if s.run_key not in done]
     backend = backend_class(options.backend)(WorkPaths(options.work_root), trusted=options.trusted, unsafe=options.unsafe)
     summary = BatchSummary()
     pending: list[dict] = []
@@ -227,6 +239,12 @@ def finished_keys(store: Store, retry_errors: bool = False) -> set[str]:
         .sort("started_at", descending=True).unique("run_key", keep="first").collect()
     )
     return {k for k, reason in zip(newest["run_key"], newest["reason"]) if reason not in retry}
+
+
+def stored_since(store: Store, since: datetime) -> set[str]:
+    """Keys of the runs stored with a start at or after `since`."""
+    rows = store.scan("runs").filter(pl.col("started_at") >= since).select("run_key").collect()
+    return set(rows["run_key"])
 
 
 def pending_runs(specs: list[RunSpec], finished: set[str]) -> list[RunSpec]:
