@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import ClassVar
 
@@ -41,7 +41,20 @@ class Limits:
 
     @property
     def key(self) -> str:
-        return digest("limits", *(str(v) for v in self.__dict__.values()))
+        """Each value written as its field's type, so equal limits have one key whatever
+        the caller passed: `timeout_s=120` and `timeout_s=120.0` (str() told them apart).
+        The declared types are what the defaults and the CLI already used, so those keys,
+        and the stores keyed by them, are unchanged; only a key made with an int timeout
+        (or an integral float count) changes, once."""
+        return digest("limits", *(_canonical(getattr(self, f.name), f.type) for f in fields(self)))
+
+
+def _canonical(value: float, declared: str) -> str:
+    """`value` as its declared type ("float" or "int", annotations being strings here)
+    would print it; a count that is not a whole number stays as given."""
+    if declared == "float":
+        return str(float(value))
+    return str(int(value)) if float(value).is_integer() else str(value)
 
 
 @dataclass(frozen=True)
