@@ -79,7 +79,7 @@ def _leaderboard_table(board: pl.DataFrame, title: str) -> Table:
 
 def _replay(benchmark: Path, store: Path, configurations: list[str], backend: str, workers: int,
             dask_address: str | None, work: Path | None, timeout: float, trusted: bool, unsafe: bool,
-            retry_errors: bool = False) -> None:
+            retry_errors: bool = False, concurrency: int | None = None) -> None:
     from testprism.flows.replay import replay_flow
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -87,7 +87,7 @@ def _replay(benchmark: Path, store: Path, configurations: list[str], backend: st
         summary = replay_flow(
             benchmark=str(benchmark), store=str(store), configurations=configurations or None, backend=backend,
             workers=workers, dask_address=dask_address, work=str(work) if work else None, timeout_s=timeout,
-            trusted=trusted, unsafe=unsafe, retry_errors=retry_errors,
+            trusted=trusted, unsafe=unsafe, retry_errors=retry_errors, concurrency=concurrency,
         )
     log.info(
         "replay: %d planned, %d already stored, %d executed; outcomes %s; isolation: %s",
@@ -124,13 +124,15 @@ def replay(
     timeout: TimeoutOpt = 300.0,
     unsafe_no_sandbox: Annotated[bool, typer.Option(help="run untrusted suites without isolation")] = False,
     retry_errors: Annotated[bool, typer.Option(help="also redo stored timeouts, unstable and overflowing runs")] = False,
+    concurrency: Annotated[Optional[int], typer.Option(
+        help="runs at once per worker (default: the backend's safe concurrency, split among local workers)")] = None,
 ) -> None:
     """Replay every suite on buggy, reference and every candidate; skip runs already settled.
 
     Runs that ended in infrastructure errors (sandbox_error) are always redone."""
     trusted = benchmark.resolve() == BUNDLED
     _replay(benchmark, store, configuration, backend, workers, dask_address, work, timeout, trusted, unsafe_no_sandbox,
-            retry_errors)
+            retry_errors, concurrency)
 
 
 @app.command()

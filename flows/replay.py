@@ -65,8 +65,27 @@ def task_runner(workers: int, dask_address: str | None):
 
         if dask_address:
             return DaskTaskRunner(address=dask_address)
-        return DaskTaskRunner(cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": True})
+        return DaskTaskRunner(cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": True,
+                                              "env": flow_api_env()})
     return ThreadPoolTaskRunner(max_workers=1)
+
+
+def flow_api_env() -> dict[str, str]:
+    """`PREFECT_API_URL` of the API this process talks to, for the workers it starts.
+
+    Without it, every worker of a LocalCluster starts a temporary Prefect server of its own
+    and records its task runs there, not where the flow is: 10-25 s and most of a core per
+    worker before its first batch (bench/replay_throughput.py). Workers of a cluster
+    reached by address need PREFECT_API_URL set where they start (docs/deployment)."""
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    if not url:
+        from prefect.server.api.server import SubprocessASGIServer
+
+        server = SubprocessASGIServer()  # the temporary server this process started, if any
+        url = server.api_url if server.server_process is not None else None
+    return {"PREFECT_API_URL": url} if url else {}
 
 
 def run_concurrency(per_host: int, workers: int, dask_address: str | None) -> int:
@@ -95,13 +114,14 @@ def replay_flow(
     trusted: bool = False,
     unsafe: bool = False,
     retry_errors: bool = False,
+    concurrency: int | None = None,
 ) -> ReplaySummary:
     bench = load_benchmark(Path(benchmark), tuple(configurations or ()))
     target = Store(store)
     record_plan(bench, target)
     work_root = Path(work) if work else default_work_root()
     backend_cls = backend_class(backend)
-    concurrency = run_concurrency(backend_cls.default_concurrency(), workers, dask_address)
+    concurrency = concurrency or run_concurrency(backend_cls.default_concurrency(), workers, dask_address)
     options = ExecutionOptions(
         backend=backend, work_root=work_root, store_root=Path(store), limits=Limits(timeout_s=timeout_s),
         concurrency=concurrency, trusted=trusted, unsafe=unsafe, replay_started=datetime.now(UTC),

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,9 +45,59 @@ def check(store: Path) -> None:
 def test_local_cluster_with_two_worker_processes(bench, tmp_path, work_root):
     from testprism.flows.replay import replay_flow
 
-    summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), work=str(work_root), workers=2)
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with PrefectServersStarted() as servers:
+        state = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), work=str(work_root), workers=2,
+                            return_state=True)
+    summary = state.result()
     assert summary.executed == summary.planned == 8
     check(tmp_path / "store")
+    # The workers used the flow's Prefect API: no temporary server of their own (at most the
+    # flow's, when this is the session's first flow), and their batches are recorded there.
+    assert len(servers.seen) <= 1, servers.seen
+    with get_client(sync_client=True) as client:
+        batches = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id])))
+    assert batches and all(t.name.startswith("replay-batch") and t.state.is_completed() for t in batches)
+
+
+class PrefectServersStarted:
+    """Watches for Prefect API servers started, while inside the block, by this process or
+    its descendants (Dask workers included)."""
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+        self.before = set(self._servers())
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> PrefectServersStarted:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.2):
+            self.seen |= set(self._servers()) - self.before
+
+    @staticmethod
+    def _servers() -> Iterator[int]:
+        mine = os.getpid()
+        for proc in Path("/proc").iterdir():
+            try:
+                if proc.name.isdigit() and b"prefect.server.api.server" in (proc / "cmdline").read_bytes():
+                    pid = int(proc.name)
+                    while pid > 1 and pid != mine:  # walk up to this process, or to init
+                        pid = int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                    if pid == mine:
+                        yield int(proc.name)
+            except (OSError, ValueError, IndexError):
+                continue
 
 
 @contextmanager
