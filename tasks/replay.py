@@ -187,10 +187,11 @@ def execute_batch(
     store = Store(options.store_root)
     if options.replay_started is not None:
         done = stored_since(store, options.replay_started)
-        if done:
+        todo = [s for s in specs if s.run_key not in done]
+        if len(todo) < len(specs):
             log.info("batch: %d of its %d runs already stored by this replay (a retried batch)",
-                     sum(s.run_key in done for s in specs), len(specs))
-            specs = [s for s in specs if s.run_key not in done]
+                     len(specs) - len(todo), len(specs))
+        specs = todo
     backend = backend_class(options.backend)(WorkPaths(options.work_root), trusted=options.trusted, unsafe=options.unsafe)
     summary = BatchSummary()
     pending: list[dict] = []
