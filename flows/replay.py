@@ -76,7 +76,7 @@ def flow_api_env() -> dict[str, str]:
     Without it, every worker of a LocalCluster starts a temporary Prefect server of its own
     and records its task runs there, not where the flow is: 10-25 s and most of a core per
     worker before its first batch (bench/replay_throughput.py). Workers of a cluster
-    reached by address need PREFECT_API_URL set where they start (docs/deployment)."""
+    reached by address need PREFECT_API_URL set where they start (README, Execution)."""
     from prefect.settings import PREFECT_API_URL
 
     url = PREFECT_API_URL.value()
