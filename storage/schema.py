@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: runs.patch_method, runs.suite_patch_method, verifications.patch_method
 
 TEST_RESULT = pa.struct(
     [
@@ -38,6 +38,8 @@ RUNS = pa.schema(
         pa.field("backend", pa.string()),
         pa.field("isolation", pa.string()),
         pa.field("tests", pa.list_(TEST_RESULT)),
+        pa.field("patch_method", pa.string()),  # how the state's patch applied: git apply | patch --fuzz=N | none
+        pa.field("suite_patch_method", pa.string()),  # how the suite's test patch applied; null without one
     ]
 )
 

@@ -98,6 +98,10 @@ class SuiteSpec(_Model):
 
     entry: str = DEFAULT_ENTRY
     tests: tuple[str, ...] = ()
+    #: a test patch of the suite's (one of its files): the harness applies it to each state
+    #: as it applies every patch (git apply, then patch --fuzz), after placing the files; a
+    #: state it does not apply to is `E`/suite_not_installed, never a rejection
+    patch: str | None = None
 
 
 @dataclass(frozen=True)
@@ -145,10 +149,13 @@ class Suite:
     entry: str
     files: tuple[str, ...]
     tests: tuple[str, ...] = ()
+    patch: bytes | None = None  # the test patch the harness applies (SuiteSpec.patch)
 
     @cached_property
     def hash(self) -> str:
         parts: list[str | bytes] = ["suite", self.entry, *self.tests]
+        if self.patch is not None:
+            parts += ["patch", self.patch]
         for rel in self.files:
             parts += [rel, (self.folder / rel).read_bytes()]
         return digest(*parts)
@@ -255,8 +262,13 @@ def load_suite(folder: Path, configuration: str, instance_id: str) -> Suite:
         raise BenchmarkError(folder, "(files)", "the suite is empty")
     if entry == DEFAULT_ENTRY and "run_tests.sh" not in files:
         raise BenchmarkError(folder / "run_tests.sh", "(file)", "missing: the default entry runs it")
+    patch = None
+    if spec.patch is not None:
+        if spec.patch not in files:
+            raise BenchmarkError(suite_toml, "patch", f"{spec.patch!r} is not a file of the suite")
+        patch = read_patch(folder / spec.patch, "patch")
     return Suite(configuration=configuration, instance_id=instance_id, folder=folder, entry=entry, files=files,
-                 tests=spec.tests)
+                 tests=spec.tests, patch=patch)
 
 
 def load_benchmark(root: Path | str, configurations: tuple[str, ...] = ()) -> Benchmark:

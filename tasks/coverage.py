@@ -524,7 +524,7 @@ def measure_one(
     folder, files = coverage_suite(spec.suite, changes, work)
     request = RunRequest(
         tree=tree.tree, suite_folder=folder, suite_files=files, command=COMMAND, environment=environment,
-        limits=limits, env={"TESTPRISM_STATE": spec.reference.name},
+        limits=limits, suite_patch=spec.suite.patch,
     )
     try:
         result = _execute(backend, request, retries)

@@ -32,10 +32,12 @@ from testprism.tasks.benchmark import Candidate, Instance
 from testprism.tasks.candidate import CandidatePatch, CandidateReason
 from testprism.tasks.hashing import digest
 from testprism.tasks.junit import select
+from testprism.tasks.environment import EnvironmentBuildError
+from testprism.tasks.nofollow import UnsafeTarget, remove_entry, write_file
 from testprism.tasks.outcome import Outcome, Reason, TestResult, Verdict
-from testprism.tasks.replay import ExecutionOptions
+from testprism.tasks.replay import Environments, ExecutionOptions
 from testprism.tasks.sandbox.base import RunRequest, SandboxBackend, backend_class
-from testprism.tasks.state import PatchResult, State, apply_patch, states_of
+from testprism.tasks.state import DEFAULT_FUZZ, PatchResult, State, apply_patch, settle_times, states_of, tree_key
 from testprism.tasks.verdict import Policy, judge
 from testprism.tasks.workdir import WorkPaths, build_once
 
@@ -47,9 +49,6 @@ GOLD_POLICY = Policy(confirm_failures=0)
 GOLD_REPEATS = 2
 #: A candidate's failure is confirmed by one replay before it is labelled invalid.
 LABEL_POLICY = Policy(confirm_failures=1)
-#: Official test patches sometimes apply only with fuzz (SWE-bench falls back to
-#: `patch --fuzz=5`). Safe here: they are applied to files restored to the program's version.
-CHECKS_FUZZ = 5
 
 
 class QuarantineReason(StrEnum):
@@ -128,30 +127,35 @@ def _checks_files(instance: Instance) -> set[str]:
 
 
 def _restore(instance: Instance, tree: Path, files: set[str]) -> None:
-    """Put the program's version of `files` back (removing files the program lacks)."""
-    for rel in files:
-        original, current = instance.program / rel, tree / rel
-        if current.is_file() or current.is_symlink():
-            current.unlink()
+    """Put the program's version of `files` back (removing files the program lacks),
+    never through a link the state's patch made (raises UnsafeTarget)."""
+    for rel in sorted(files):
+        parts = Path(rel).parts
+        remove_entry(tree, parts)
+        original = instance.program / rel
         if original.is_file():
-            current.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(original, current)
+            write_file(tree, parts, original.read_bytes(), original.stat().st_mode & 0o777)
 
 
-def checked_tree(instance: Instance, state: State, work: WorkPaths) -> CheckedTree:
-    """Build (once) the checked tree of a state in the work area."""
+def checked_tree(instance: Instance, state: State, work: WorkPaths, fuzz: int = DEFAULT_FUZZ) -> CheckedTree:
+    """Build (once) the checked tree of a state in the work area: the state's patch and
+    the official checks applied by the one procedure (tasks/state.py), times settled."""
 
     def build(target: Path) -> None:
         tree = target / "tree"
         shutil.copytree(instance.program, tree, symlinks=True)
-        own = apply_patch(tree, state.patch) if state.patch else PatchResult(True, "none", "")
+        own = apply_patch(tree, state.patch, fuzz) if state.patch else PatchResult.unpatched()
         checks = None
         if own.applied:
-            _restore(instance, tree, _checks_files(instance))
-            checks = apply_patch(tree, instance.checks_patch, fuzz=CHECKS_FUZZ)
+            try:
+                _restore(instance, tree, _checks_files(instance))
+                checks = apply_patch(tree, instance.checks_patch, fuzz)
+            except UnsafeTarget as exc:
+                checks = PatchResult(False, "none", f"the official test files cannot be restored: {exc}")
+        settle_times(tree)
         (target / "patch.json").write_text(json.dumps({"patch": own.__dict__, "checks": checks and checks.__dict__}))
 
-    folder = build_once(work.state(instance.id, digest("checked", state.hash, checks_hash(instance))), build)
+    folder = build_once(work.state(instance.id, digest("checked", tree_key(state, fuzz), checks_hash(instance))), build)
     record = json.loads((folder / "patch.json").read_text())
     checks = PatchResult(**record["checks"]) if record["checks"] else None
     return CheckedTree(folder / "tree", PatchResult(**record["patch"]), checks)
@@ -172,28 +176,34 @@ def post_patch_reader(instance: Instance, state: State, work: WorkPaths) -> Call
     return read
 
 
-def _verify(spec: Verification, backend: SandboxBackend, options: ExecutionOptions) -> tuple[Verdict, str | None]:
-    """Run the checks on one state; the verdict and its reason (a `Reason` value, or
-    `checks_patch_failed`, which the outcome enum does not know: no suite run has it)."""
-    built = checked_tree(spec.instance, spec.state, WorkPaths(options.work_root))
+def _verify(spec: Verification, environments: Environments, options: ExecutionOptions
+            ) -> tuple[Verdict, str | None, str]:
+    """Run the checks on one state; the verdict, its reason (a `Reason` value, or
+    `checks_patch_failed`, which the outcome enum does not know: no suite run has it) and
+    how the state's patch applied."""
+    built = checked_tree(spec.instance, spec.state, WorkPaths(options.work_root), options.policy.patch_fuzz)
+    method = built.patch.method
     if not built.patch.applied:
         failed = Verdict(Outcome.ERROR, Reason.PATCH_FAILED, None, 0.0, 1, built.patch.message)
-        return failed, Reason.PATCH_FAILED.value
+        return failed, Reason.PATCH_FAILED.value, method
     assert built.checks is not None
     if not built.checks.applied:
         failed = Verdict(Outcome.ERROR, None, None, 0.0, 1, built.checks.message)
-        return failed, CandidateReason.CHECKS_PATCH_FAILED.value
+        return failed, CandidateReason.CHECKS_PATCH_FAILED.value, method
+    environment = environments.prepare(spec.instance.spec.environment)
+    if isinstance(environment, EnvironmentBuildError):
+        failed = Verdict(Outcome.ERROR, Reason.ENVIRONMENT_FAILED, None, 0.0, 0, str(environment)[-2000:])
+        return failed, Reason.ENVIRONMENT_FAILED.value, method
     request = RunRequest(
         tree=built.tree, suite_folder=None, suite_files=(), command=spec.instance.spec.checks.command,
-        environment=backend.prepare(spec.instance.spec.environment), limits=options.limits,
-        env={"TESTPRISM_STATE": spec.state.name},
+        environment=environment, limits=options.limits, patch_fuzz=options.policy.patch_fuzz,
     )
-    verdict = judge(lambda: backend.run(request), options.policy, check_ids(spec.instance))
-    return verdict, verdict.reason.value if verdict.reason else None
+    verdict = judge(lambda: environments.backend.run(request), options.policy, check_ids(spec.instance))
+    return verdict, verdict.reason.value if verdict.reason else None, method
 
 
 def _row(spec: Verification, verdict: Verdict, reason: str | None, options: ExecutionOptions,
-         backend: SandboxBackend, started: datetime) -> dict:
+         backend: SandboxBackend, started: datetime, patch_method: str) -> dict:
     """One `verifications` row (storage/schema.py VERIFICATIONS)."""
     return {
         "verification_key": spec.key,
@@ -215,6 +225,7 @@ def _row(spec: Verification, verdict: Verdict, reason: str | None, options: Exec
         "backend": backend.name,
         "isolation": backend.isolation,
         "tests": [{"name": t.name, "outcome": t.outcome, "message": t.message} for t in verdict.tests],
+        "patch_method": patch_method,
     }
 
 
@@ -230,12 +241,14 @@ def execute(specs: Sequence[Verification], options: ExecutionOptions) -> int:
             store.append("verifications", pa.Table.from_pylist(pending, schema=SCHEMAS["verifications"]))
             pending.clear()
 
+    environments = Environments(backend)
+
     def work(spec: Verification) -> dict:
         started = datetime.now(UTC)
-        verdict, reason = _verify(spec, backend, options)
+        verdict, reason, method = _verify(spec, environments, options)
         log.debug("verified %s %s (repeat %d): %s %s", spec.instance.id, spec.state.name, spec.repeat,
                   verdict.outcome.value, reason or "")
-        return _row(spec, verdict, reason, options, backend, started)
+        return _row(spec, verdict, reason, options, backend, started, method)
 
     done = 0
     try:
@@ -337,12 +350,13 @@ class Label:
 def label_of(instance: Instance, row: dict) -> Label:
     """SWE-bench's resolved rule: valid iff every fail-to-pass and pass-to-pass check
     passed; a check that did not run (`missing`) counts as not passed, so a candidate that
-    breaks the runner's JUnit output is invalid, not a crash. A patch that does not apply
-    is invalid too (`patch_failed`, kept out of panels: no suite can run on it); an
-    unresolved run leaves the candidate unlabelled, with its reason."""
+    breaks the runner's JUnit output is invalid, not a crash. A patch that applies under
+    no method (git apply, patch --fuzz) is unlabelled ("unlabelled: patch does not apply",
+    reason `patch_failed`, kept out of panels): the checks never ran on it, so nothing says
+    it is wrong — SWE-bench counts its own patches that way as unresolved executions, not
+    as incorrect fixes. Any other unresolved run leaves the candidate unlabelled too, with
+    its reason."""
     ids = check_ids(instance)
-    if row["reason"] == Reason.PATCH_FAILED:
-        return Label("invalid", CandidateReason.PATCH_FAILED, ids)
     if row["reason"]:
         return Label(None, CandidateReason(row["reason"]), ())
     results = _results(row, ids)

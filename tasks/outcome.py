@@ -23,12 +23,15 @@ class Reason(StrEnum):
     """Why a run is unresolved (`E`)."""
 
     TIMEOUT = "timeout"  #: the wall-clock limit was hit; the process tree was killed
-    PATCH_FAILED = "patch_failed"  #: the state's patch applied neither with git apply nor patch -p1
+    PATCH_FAILED = "patch_failed"  #: the state's patch applied neither with git apply nor patch --fuzz
     UNSTABLE = "unstable"  #: replays of the same run disagreed (flaky suite or state)
     SANDBOX_ERROR = "sandbox_error"  #: the sandbox could not start or broke (infrastructure)
     OUTPUT_LIMIT = "output_limit"  #: the run wrote more than the output bound; it was killed
     MISSING_SUITE = "missing_suite"  #: the configuration has no suite for this instance
     INVALID_SUITE = "invalid_suite"  #: the suite package was rejected when loaded (e.g. symlinks)
+    SUITE_NOT_INSTALLED = "suite_not_installed"  #: the suite could not be installed on this state: its
+    #: test patch does not apply, or a file of it would land on a link or file of the state's tree
+    ENVIRONMENT_FAILED = "environment_failed"  #: the instance's environment could not be built
 
 
 #: Reasons that come from infrastructure, not from the suite: retried, never final verdicts.
@@ -55,3 +58,4 @@ class Verdict:
     attempts: int
     output_tail: str
     tests: tuple[TestResult, ...] = field(default_factory=tuple)
+    suite_patch_method: str = ""  #: how the suite's test patch applied ("" without one)

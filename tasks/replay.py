@@ -9,6 +9,7 @@ whatever the number of candidates.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -19,7 +20,8 @@ import polars as pl
 import pyarrow as pa
 
 from testprism.storage import SCHEMAS, Store
-from testprism.tasks.benchmark import Benchmark, Instance, Suite
+from testprism.tasks.benchmark import Benchmark, EnvironmentSpec, Instance, Suite
+from testprism.tasks.environment import EnvironmentBuildError
 from testprism.tasks.hashing import digest
 from testprism.tasks.outcome import RETRYABLE, Outcome, Reason, Verdict
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, backend_class
@@ -117,7 +119,8 @@ def suite_hash_of(spec: RunSpec) -> str:
     return spec.suite.hash if spec.suite else digest(str(spec.unrunnable), spec.configuration, spec.instance.id)
 
 
-def row(spec: RunSpec, verdict: Verdict, options: ExecutionOptions, backend: str, isolation: str, started: datetime) -> dict:
+def row(spec: RunSpec, verdict: Verdict, options: ExecutionOptions, backend: str, isolation: str, started: datetime,
+        patch_method: str | None = None) -> dict:
     """One `runs` row (storage/schema.py RUNS)."""
     return {
         "run_key": spec.run_key,
@@ -141,6 +144,8 @@ def row(spec: RunSpec, verdict: Verdict, options: ExecutionOptions, backend: str
         "backend": backend,
         "isolation": isolation,
         "tests": [{"name": t.name, "outcome": t.outcome, "message": t.message} for t in verdict.tests],
+        "patch_method": patch_method,
+        "suite_patch_method": verdict.suite_patch_method or None,
     }
 
 
@@ -153,17 +158,42 @@ def unrunnable_rows(specs: Iterable[RunSpec], options: ExecutionOptions) -> list
     ]
 
 
-def _run_one(spec: RunSpec, backend: SandboxBackend, options: ExecutionOptions) -> Verdict:
-    tree = materialise(spec.instance, spec.state, WorkPaths(options.work_root))
+class Environments:
+    """The environments a batch prepared, failures included: an environment that cannot be
+    built makes every run of it `E`/environment_failed with the build's message, once, and
+    the batch goes on with the others (a build is not attempted again for each run)."""
+
+    def __init__(self, backend: SandboxBackend) -> None:
+        self.backend = backend
+        self._done: dict[str, Path | EnvironmentBuildError] = {}
+        self._lock = threading.Lock()
+
+    def prepare(self, spec: EnvironmentSpec) -> Path | EnvironmentBuildError:
+        with self._lock:  # one build per key, whichever thread asks first
+            if spec.key not in self._done:
+                try:
+                    self._done[spec.key] = self.backend.prepare(spec)
+                except EnvironmentBuildError as exc:
+                    log.error("environment %s cannot be built; its runs are E/environment_failed: %s", spec.key, exc)
+                    self._done[spec.key] = exc
+            return self._done[spec.key]
+
+
+def _run_one(spec: RunSpec, environments: Environments, options: ExecutionOptions) -> tuple[Verdict, str]:
+    """The verdict of one run, and how the state's patch applied."""
+    tree = materialise(spec.instance, spec.state, WorkPaths(options.work_root), options.policy.patch_fuzz)
     if not tree.patch.applied:
-        return Verdict(Outcome.ERROR, Reason.PATCH_FAILED, None, 0.0, 1, tree.patch.message)
-    environment = backend.prepare(spec.instance.spec.environment)
+        return Verdict(Outcome.ERROR, Reason.PATCH_FAILED, None, 0.0, 1, tree.patch.message), tree.patch.method
+    environment = environments.prepare(spec.instance.spec.environment)
+    if isinstance(environment, EnvironmentBuildError):
+        return Verdict(Outcome.ERROR, Reason.ENVIRONMENT_FAILED, None, 0.0, 0, str(environment)[-2000:]), tree.patch.method
     assert spec.suite is not None
     request = RunRequest(
         tree=tree.tree, suite_folder=spec.suite.folder, suite_files=spec.suite.files, command=spec.suite.entry,
-        environment=environment, limits=options.limits, env={"TESTPRISM_STATE": spec.state.name},
+        environment=environment, limits=options.limits, suite_patch=spec.suite.patch,
+        patch_fuzz=options.policy.patch_fuzz,
     )
-    return judge(lambda: backend.run(request), options.policy, spec.suite.tests)
+    return judge(lambda: environments.backend.run(request), options.policy, spec.suite.tests), tree.patch.method
 
 
 @dataclass
@@ -201,21 +231,23 @@ def execute_batch(
             store.append("runs", pa.Table.from_pylist(pending, schema=SCHEMAS["runs"]))
             pending.clear()
 
-    def work(spec: RunSpec) -> tuple[RunSpec, Verdict, datetime]:
+    environments = Environments(backend)
+
+    def work(spec: RunSpec) -> tuple[RunSpec, tuple[Verdict, str], datetime]:
         started = datetime.now(UTC)
-        return spec, _run_one(spec, backend, options), started
+        return spec, _run_one(spec, environments, options), started
 
     twins: dict[str, list[RunSpec]] = {}
     for spec in specs:
         twins.setdefault(spec.content_key, []).append(spec)
     try:
         with ThreadPoolExecutor(max_workers=max(1, options.concurrency)) as pool:
-            for spec, verdict, started in pool.map(work, [group[0] for group in twins.values()]):
+            for spec, (verdict, patch_method), started in pool.map(work, [group[0] for group in twins.values()]):
                 summary.executed += 1
                 for twin in twins[spec.content_key]:
                     summary.reused += twin is not spec
                     summary.outcomes[verdict.outcome.value] = summary.outcomes.get(verdict.outcome.value, 0) + 1
-                    pending.append(row(twin, verdict, options, backend.name, backend.isolation, started))
+                    pending.append(row(twin, verdict, options, backend.name, backend.isolation, started, patch_method))
                     if on_done:
                         on_done(twin, verdict)
                 if len(pending) >= options.flush_every:
@@ -227,7 +259,7 @@ def execute_batch(
 
 
 #: unresolved outcomes that replaying cannot change: never retried
-DETERMINISTIC = frozenset({Reason.PATCH_FAILED, Reason.MISSING_SUITE, Reason.INVALID_SUITE})
+DETERMINISTIC = frozenset({Reason.PATCH_FAILED, Reason.MISSING_SUITE, Reason.INVALID_SUITE, Reason.SUITE_NOT_INSTALLED})
 
 
 def finished_keys(store: Store, retry_errors: bool = False) -> set[str]:

@@ -3,6 +3,17 @@
 A state's tree is the buggy program with the state's patch applied. It is built once per
 work area and copied into a fresh workspace for every run, so a patch is applied once per
 state, not once per run.
+
+The panel is hidden: nothing in a tree tells which state it is but its content. Patching
+leaves fresh modification times on the files it touches, which would tell a suite "I am
+not on the buggy program" at a glance, so every tree's times are set to one constant
+(`SETTLED_MTIME`, as reproducible builds do with SOURCE_DATE_EPOCH).
+
+Patches apply as SWE-bench applies them (`git apply`, then `patch --batch --fuzz=5 -p1`),
+one procedure for references, candidates, checks and suites alike; the method that worked
+is kept with the tree and written into the rows. Neither tool writes through a symbolic
+link (git: "beyond a symbolic link"; GNU patch: "Invalid file name"), so a patch cannot
+make the harness write outside its tree.
 """
 
 from __future__ import annotations
@@ -44,11 +55,21 @@ def states_of(instance: Instance) -> list[State]:
     ]
 
 
+#: SWE-bench's fallback fuzz (`patch --batch --fuzz=5 -p1`); a policy field, so configurable.
+DEFAULT_FUZZ = 5
+#: the modification time of every file and folder of a materialised tree (2020-09-13)
+SETTLED_MTIME = 1_600_000_000
+
+
 @dataclass(frozen=True)
 class PatchResult:
     applied: bool
-    method: str  # git-apply | patch | none
+    method: str  # "git apply" | "patch --fuzz=N" | "none" (no patch, or it did not apply)
     message: str
+
+    @classmethod
+    def unpatched(cls) -> PatchResult:
+        return cls(True, "none", "")
 
 
 def _git_env(tree: Path) -> dict[str, str]:
@@ -57,9 +78,9 @@ def _git_env(tree: Path) -> dict[str, str]:
     return {**os.environ, "GIT_CEILING_DIRECTORIES": str(tree.parent)}
 
 
-def apply_patch(tree: Path, patch: bytes, fuzz: int = 0) -> PatchResult:
-    """Apply with `git apply`, then `patch -p1` (optionally fuzzy); leave the tree untouched
-    when neither applies cleanly."""
+def apply_patch(tree: Path, patch: bytes, fuzz: int = DEFAULT_FUZZ) -> PatchResult:
+    """Apply with `git apply`, then `patch -p1 --fuzz` (SWE-bench's order); leave the tree
+    untouched when neither applies (patch is tried dry first: no half-applied tree)."""
     git = subprocess.run(
         ["git", "apply", "--whitespace=nowarn", "-p1", "-"],
         cwd=tree, input=patch, capture_output=True, env=_git_env(tree), timeout=120,
@@ -71,7 +92,7 @@ def apply_patch(tree: Path, patch: bytes, fuzz: int = 0) -> PatchResult:
     if dry.returncode == 0:
         real = subprocess.run(args, cwd=tree, input=patch, capture_output=True, timeout=120)
         if real.returncode == 0:
-            return PatchResult(True, "patch", "")
+            return PatchResult(True, f"patch --fuzz={fuzz}", "")
     message = (git.stderr + dry.stdout + dry.stderr).decode(errors="replace")[-2000:]
     return PatchResult(False, "none", message)
 
@@ -84,14 +105,29 @@ class StateTree:
     patch: PatchResult
 
 
-def materialise(instance: Instance, state: State, work: WorkPaths) -> StateTree:
+def settle_times(tree: Path) -> None:
+    """Give every entry of `tree` the same modification time (links themselves, never
+    their targets), so that times say nothing about which files a patch touched."""
+    for dirpath, dirnames, filenames in os.walk(tree, topdown=False):
+        for name in dirnames + filenames:
+            os.utime(os.path.join(dirpath, name), (SETTLED_MTIME, SETTLED_MTIME), follow_symlinks=False)
+    os.utime(tree, (SETTLED_MTIME, SETTLED_MTIME))
+
+
+def tree_key(state: State, fuzz: int) -> str:
+    """The work-area key of a state's tree: its content, and how its patch is applied."""
+    return state.hash if state.patch is None else digest("tree", state.hash, f"fuzz={fuzz}")
+
+
+def materialise(instance: Instance, state: State, work: WorkPaths, fuzz: int = DEFAULT_FUZZ) -> StateTree:
     """Build (once) the tree of a state in the work area."""
 
     def build(target: Path) -> None:
         tree = target / "tree"
         shutil.copytree(instance.program, tree, symlinks=True)
-        result = apply_patch(tree, state.patch) if state.patch else PatchResult(True, "none", "")
+        result = apply_patch(tree, state.patch, fuzz) if state.patch else PatchResult.unpatched()
+        settle_times(tree)
         (target / "patch.json").write_text(json.dumps(result.__dict__))
 
-    folder = build_once(work.state(instance.id, state.hash), build)
+    folder = build_once(work.state(instance.id, tree_key(state, fuzz)), build)
     return StateTree(folder / "tree", PatchResult(**json.loads((folder / "patch.json").read_text())))

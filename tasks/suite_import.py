@@ -1,8 +1,9 @@
 """Suites from test patches: prediction files (SWT-bench / TDD-Bench style) whose
 `model_patch` adds or edits test files become suite packages (docs/benchmark-format.md).
 
-A package holds the patch (`test.diff`) and a `run_tests.sh` that applies it inside the
-sandbox and runs the instance's test command on the files it touches. A test patch drags the
+A package holds the patch (`test.diff`, named by suite.toml's `patch`, which the harness
+applies to each state as it applies every patch) and a `run_tests.sh` that runs the
+instance's test command on the files it touches. A test patch drags the
 old tests of those files along, and a suite must not be credited or blamed for them: by
 default the tests that decide are those whose lines the patch adds or changes, found by
 applying the patch to the program and reading the result with unidiff and ast (`scope =
@@ -27,6 +28,7 @@ from unidiff import PatchSet
 
 from testprism.tasks.benchmark import NAME, BenchmarkError, Instance, load_instance
 from testprism.tasks.recipe import fill_test_files
+from testprism.tasks.state import DEFAULT_FUZZ
 from testprism.tasks.swebench import (
     ImportReport,
     Issue,
@@ -46,23 +48,12 @@ from testprism.tasks.swebench import (
 log = logging.getLogger(__name__)
 
 Scope = Literal["tests", "files"]
-FUZZ = 2  # what run_tests.sh allows; the import reads the patch the same way
-
 RUN_TESTS = """\
 #!/usr/bin/env bash
-# Written by `testprism import suites`: apply this suite's test patch to the state, then run
-# the instance's test command on the files the patch touches.
+# Written by `testprism import suites`: run the instance's test command on the files this
+# suite's test patch touches. The harness applies the patch (suite.toml `patch`) before
+# this runs; a state it does not apply to is E/suite_not_installed, not a rejection.
 set -u
-export GIT_CEILING_DIRECTORIES="$(dirname "$PWD")"  # never resolve paths in an enclosing repository
-log="$(mktemp)"
-if ! git apply --whitespace=nowarn tmp/test.diff 2>"$log"; then
-    opts=(-p1 --batch --forward --no-backup-if-mismatch --fuzz={fuzz})
-    if ! patch "${{opts[@]}}" --dry-run <tmp/test.diff >>"$log" 2>&1 || ! patch "${{opts[@]}}" <tmp/test.diff >>"$log" 2>&1; then
-        echo "testprism: the suite's test patch (tmp/test.diff) applies neither with git apply nor patch --fuzz={fuzz}:" >&2
-        cat "$log" >&2
-        exit 3
-    fi
-fi
 {command}
 """
 
@@ -137,7 +128,7 @@ def selected_tests(program: Path, patch: str) -> list[str]:
                 (tree / patched.path).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, tree / patched.path)
         scratch = Scratch(tree)
-        scratch.apply(patch, "model_patch", FUZZ)
+        scratch.apply(patch, "model_patch", DEFAULT_FUZZ)
         exact = PatchSet(scratch.diff())
         test_files = touched_test_files(exact)
         tests: list[str] = []
@@ -190,7 +181,8 @@ def find_target(out: Path, instance_id: str, command: str | None) -> Target:
 
 
 def suite_toml(record: Record, model: str, scope: Scope, tests: list[str]) -> str:
-    lines = [f"# Imported by `testprism import suites` from {record.label} (model_name_or_path {toml_string(model)})."]
+    lines = [f"# Imported by `testprism import suites` from {record.label} (model_name_or_path {toml_string(model)}).",
+             'patch = "test.diff"']
     if scope == "tests":
         lines += ['# scope = "tests": only the tests this suite\'s patch adds or changes decide its verdict.',
                   f"tests = {toml_list(tests)}"]
@@ -236,7 +228,7 @@ def import_prediction(record: Record, out: Path, targets: dict[str, Target], *, 
     with staged(out, final, overwrite=overwrite) as folder:
         folder.mkdir()
         (folder / "test.diff").write_text(patch, encoding="utf-8")
-        script = RUN_TESTS.format(fuzz=FUZZ, command=fill_test_files(target.template, files))
+        script = RUN_TESTS.format(command=fill_test_files(target.template, files))
         (folder / "run_tests.sh").write_text(script, encoding="utf-8")
         (folder / "run_tests.sh").chmod(0o755)
         (folder / "suite.toml").write_text(suite_toml(record, row.model_name_or_path, chosen, tests), encoding="utf-8")

@@ -34,7 +34,7 @@ from testprism.tasks.benchmark import NAME, BenchmarkError, Instance, load_insta
 from testprism.tasks.environment import EnvironmentBuildError
 from testprism.tasks.junit import parse_junit, select
 from testprism.tasks.recipe import NoRecipe, Recipe, RecipeBook, fill_test_files
-from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, SandboxError
+from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, SandboxError, SuiteNotInstalled
 from testprism.tasks.state import apply_patch, materialise, states_of
 from testprism.tasks.workdir import WorkPaths
 
@@ -573,18 +573,20 @@ class Verifier:
     def problems(self, instance: Instance) -> list[str]:
         spec = instance.spec.checks
         environment = self.backend.prepare(instance.spec.environment)
-        command = (f'GIT_CEILING_DIRECTORIES="$(dirname "$PWD")" git apply --whitespace=nowarn tmp/{spec.patch}'
-                   f" && {spec.command}")
         found: list[str] = []
         for state in (s for s in states_of(instance) if s.kind in ("buggy", "reference")):
             tree = materialise(instance, state, self.work)
             if not tree.patch.applied:
                 found.append(f"{state.name}: the patch does not apply: {tree.patch.message[-300:]}")
                 continue
-            result = self.backend.run(RunRequest(
-                tree=tree.tree, suite_folder=instance.folder, suite_files=(spec.patch,), command=command,
-                environment=environment, limits=self.limits, env={"TESTPRISM_STATE": state.name},
-            ))
+            try:  # the checks patch applied as every patch is (tasks/sandbox/workspace.py)
+                result = self.backend.run(RunRequest(
+                    tree=tree.tree, suite_folder=None, suite_files=(), command=spec.command,
+                    environment=environment, limits=self.limits, suite_patch=instance.checks_patch,
+                ))
+            except SuiteNotInstalled as exc:
+                found.append(f"{state.name}: the checks patch does not apply: {str(exc)[-300:]}")
+                continue
             cases = parse_junit(result.junit_xml) if result.junit_xml else None
             if result.timed_out or cases is None:
                 why = "timed out" if result.timed_out else "wrote no readable JUnit report"

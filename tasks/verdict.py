@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from testprism.tasks.junit import parse_junit, select
 from testprism.tasks.outcome import Outcome, Reason, Verdict
-from testprism.tasks.sandbox.base import ExecResult, SandboxError
+from testprism.tasks.sandbox.base import ExecResult, SandboxError, SuiteNotInstalled
+from testprism.tasks.state import DEFAULT_FUZZ
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +26,13 @@ class Policy:
 
     confirm_failures: int = 1  # replays that must agree before a failure is `F`
     infra_retries: int = 2
+    #: the fuzz of the `patch` fallback, for every patch a run applies (state and suite):
+    #: it decides which trees exist, so it is part of the key
+    patch_fuzz: int = DEFAULT_FUZZ
 
     @property
     def key(self) -> str:
-        return f"confirm={self.confirm_failures};retries={self.infra_retries}"
+        return f"confirm={self.confirm_failures};retries={self.infra_retries};fuzz={self.patch_fuzz}"
 
 
 def classify(result: ExecResult, selected: tuple[str, ...] = ()) -> tuple[Outcome, Reason | None]:
@@ -58,6 +62,8 @@ def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str
         attempts += 1
         try:
             last = attempt()
+        except SuiteNotInstalled as exc:  # a fact of (state, suite): replaying cannot change it
+            return Verdict(Outcome.ERROR, Reason.SUITE_NOT_INSTALLED, None, 0.0, attempts, str(exc)[-2000:])
         except SandboxError as exc:
             infra_failures += 1
             log.warning("sandbox error (attempt %d): %s", attempts, exc)
@@ -71,4 +77,5 @@ def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str
         if len(seen) > 1 and any(o != seen[0] for o in seen):
             outcome, reason = Outcome.ERROR, Reason.UNSTABLE
         tests = parse_junit(last.junit_xml) if last.junit_xml else None
-        return Verdict(outcome, reason, last.exit_code, last.duration_s, attempts, last.output_tail, tests or ())
+        return Verdict(outcome, reason, last.exit_code, last.duration_s, attempts, last.output_tail, tests or (),
+                       last.suite_patch_method)

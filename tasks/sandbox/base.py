@@ -15,12 +15,20 @@ from typing import ClassVar
 
 from testprism.tasks.benchmark import EnvironmentSpec
 from testprism.tasks.hashing import digest
+from testprism.tasks.state import DEFAULT_FUZZ
 from testprism.tasks.workdir import WorkPaths
 
 
 class SandboxError(RuntimeError):
     """Infrastructure failed (the sandbox did not start, broke, or lost the run). The run is
     recorded as `E`/`sandbox_error` and retried by policy; it is never a test verdict."""
+
+
+class SuiteNotInstalled(Exception):
+    """The suite cannot be installed on this state: one of its files would land on a link
+    or a non-folder of the state's tree, or its test patch applies under no method. A fact
+    of (state, suite), not of the infrastructure: the run is `E`/`suite_not_installed` at
+    once, never retried, and never a rejection (SWEPatchTest's ⊥)."""
 
 
 class SandboxUnavailable(SandboxError):
@@ -59,8 +67,11 @@ def _canonical(value: float, declared: str) -> str:
 
 @dataclass(frozen=True)
 class RunRequest:
-    """One command on one state: the backend copies `tree` into a fresh workspace, places
-    the suite's files under `tmp/`, and runs `command` from the program root."""
+    """One command on one state: the backend fills a fresh workspace (tasks/sandbox/
+    workspace.py: a copy of `tree`, the suite's files under `tmp/`, its test patch applied)
+    and runs `command` from the program root.
+
+    Nothing here names the state: a backend cannot pass on what it is not told."""
 
     tree: Path
     suite_folder: Path | None
@@ -69,6 +80,9 @@ class RunRequest:
     environment: Path
     limits: Limits
     env: Mapping[str, str] = field(default_factory=dict)
+    #: the suite's test patch, applied to the program after its files are placed
+    suite_patch: bytes | None = None
+    patch_fuzz: int = DEFAULT_FUZZ
 
 
 @dataclass(frozen=True)
@@ -81,6 +95,8 @@ class ExecResult:
     timed_out: bool = False
     output_exceeded: bool = False
     junit_xml: bytes | None = None
+    #: how the suite's test patch applied ("git apply", "patch --fuzz=5"; "" without one)
+    suite_patch_method: str = ""
 
 
 class SandboxBackend(ABC):
@@ -108,8 +124,8 @@ class SandboxBackend(ABC):
     @abstractmethod
     def run(self, request: RunRequest) -> ExecResult:
         """Run one command. Timeouts and output overflow are results, not exceptions; the
-        process tree is gone when this returns. Raises SandboxError only when the sandbox
-        itself failed."""
+        process tree is gone when this returns. Raises SuiteNotInstalled when the workspace
+        cannot be filled safely, SandboxError only when the sandbox itself failed."""
 
     def close(self) -> None:
         """Release what this instance holds."""

@@ -34,7 +34,6 @@ import secrets
 import shlex
 import shutil
 import socket
-import stat
 import subprocess
 import sys
 import tarfile
@@ -59,6 +58,7 @@ from testprism.tasks.sandbox.base import (
     SandboxUnavailable,
     register,
 )
+from testprism.tasks.sandbox.workspace import clear_workspace, fill_workspace, read_junit
 from testprism.tasks.workdir import WorkPaths, locked
 
 if TYPE_CHECKING:
@@ -440,93 +440,27 @@ def copy_mode(api: APIClient) -> str:  # noqa: D401
     return "bind" if info.get("Name") == socket.gethostname() and not rootless else "archive"
 
 
-def fill_workspace(request: RunRequest, ws: Path, uid: int) -> None:
-    """`ws/program` (the state tree, the suite under `tmp/`) and an empty `ws/out`, all
-    owned by `uid`. `ws` exists and is empty."""
-    program = ws / "program"
-    shutil.copytree(request.tree, program, symlinks=True)
-    if request.suite_folder is not None:
-        for rel in request.suite_files:
-            dest = program / "tmp" / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if dest.is_symlink():  # never write through a link of the program's
-                dest.unlink()
-            shutil.copyfile(request.suite_folder / rel, dest)
-    (ws / "out").mkdir()
-    os.chown(ws, uid, uid)
-    for dirpath, dirnames, filenames in os.walk(ws):
-        for name in dirnames + filenames:
-            os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
-
-
-def _clear(ws: Path) -> None:
-    for child in ws.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
-
-
-def read_junit(ws: Path) -> bytes | None:
-    """The JUnit XML a run left in `ws/out`, if a regular file: links are not followed
-    (the run owns the folder and could point it anywhere on the host)."""
-    out = ws / "out"
-    if out.is_symlink() or not out.is_dir():
-        return None
-    try:
-        fd = os.open(out / "junit.xml", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return None
-        return fh.read(JUNIT_MAX_BYTES)
-
-
-def _add_dir(tar: tarfile.TarFile, name: str, uid: int, mode: int = 0o755) -> None:
-    info = tarfile.TarInfo(name)
-    info.type, info.mode, info.uid, info.gid, info.mtime = tarfile.DIRTYPE, mode, uid, uid, time.time()
-    tar.addfile(info)
-
-
-def workspace_archive(request: RunRequest, uid: int) -> tempfile.SpooledTemporaryFile:
-    """The archive-mode workspace: a tar of `workspace/program` and an empty
-    `workspace/out`, every entry owned by `uid`, to extract at `/`."""
-    top = WORKSPACE.relative_to("/")
-    program = top / "program"
-    suite = {f"tmp/{rel}" for rel in request.suite_files} if request.suite_folder else set()
+def workspace_archive(request: RunRequest, uid: int, staging_root: Path) -> tuple[tempfile.SpooledTemporaryFile, str]:
+    """The archive-mode workspace: the one fill (tasks/sandbox/workspace.py) in a staging
+    folder, as a tar of `workspace/program` and `workspace/out` to extract at `/`, every
+    entry owned by `uid` and links stored as links. Returns it and how the suite's patch
+    applied."""
     buffer = tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024)
+    staging = Path(tempfile.mkdtemp(prefix="archive-", dir=staging_root))
+    try:
+        installed = fill_workspace(request, staging)
 
-    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
-        info.uid = info.gid = uid
-        info.uname = info.gname = ""
-        return info
+        def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+            info.uid = info.gid = uid
+            info.uname = info.gname = ""
+            return info
 
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        _add_dir(tar, str(top), uid)
-        _add_dir(tar, str(top / "out"), uid)
-        tar.add(str(request.tree), arcname=str(program), recursive=False, filter=owned)
-        for dirpath, dirnames, filenames in os.walk(request.tree):
-            dirnames.sort()
-            rel_dir = Path(dirpath).relative_to(request.tree)
-            for name in sorted(dirnames) + sorted(filenames):
-                rel = (rel_dir / name).as_posix()
-                if rel in suite:
-                    continue
-                tar.add(os.path.join(dirpath, name), arcname=f"{program}/{rel}", recursive=False, filter=owned)
-        made: set[str] = set()
-        for rel in sorted(suite):
-            parts = PurePosixPath(rel).parts
-            for i in range(1, len(parts)):
-                parent = "/".join(parts[:i])
-                if parent not in made and not (request.tree / parent).is_dir():
-                    _add_dir(tar, f"{program}/{parent}", uid)
-                made.add(parent)
-            assert request.suite_folder is not None
-            tar.add(str(request.suite_folder / rel[len("tmp/"):]), arcname=f"{program}/{rel}", recursive=False,
-                    filter=owned)
+        with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            tar.add(str(staging), arcname=str(WORKSPACE.relative_to("/")), filter=owned)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     buffer.seek(0)
-    return buffer
+    return buffer, installed
 
 
 def _fetch_junit(api: APIClient, container: str) -> bytes | None:
@@ -627,6 +561,7 @@ class _Box:
     ws: Path | None
     sock: Any
     started: bool
+    installed: str = ""  # how the suite's test patch applied
 
 
 def _write_run_script(ws: Path, uid: int, request: RunRequest) -> None:
@@ -682,8 +617,7 @@ class DockerBackend(SandboxBackend):
             raise SandboxUnavailable(
                 f"no Docker engine answers ({exc}); start one (CI: .ci/start-dockerd) or set DOCKER_HOST"
             ) from exc
-        if self.copy == "bind":
-            work.ensure()
+        work.ensure()  # bind mode's workspaces, archive mode's staging folders
         if prewarm is None:
             prewarm = os.environ.get("TESTPRISM_DOCKER_PREWARM", "1") not in ("", "0")
         self.prewarm = prewarm and self.copy == "bind" and not self.reuse
@@ -858,7 +792,7 @@ class DockerBackend(SandboxBackend):
                 box = self._create_fresh(api, request, tag)
             else:
                 assert box.ws is not None
-                fill_workspace(request, box.ws, box.uid)
+                box.installed = fill_workspace(request, box.ws, box.uid)
                 _write_run_script(box.ws, box.uid, request)
             container = box.id
             pump = _Pump(box.sock, request.limits.output_bytes, request.limits.tail_bytes,
@@ -890,6 +824,7 @@ class DockerBackend(SandboxBackend):
             return ExecResult(
                 exit_code=status.get("StatusCode"), duration_s=duration, output_tail=pump.output,
                 timed_out=timed_out, output_exceeded=pump.exceeded, junit_xml=junit,
+                suite_patch_method=box.installed,
             )
         finally:
             if box is not None:
@@ -902,14 +837,15 @@ class DockerBackend(SandboxBackend):
         box = _Box("", uid, ws, None, started=False)
         try:
             if ws is not None:
-                fill_workspace(request, ws, uid)
+                box.installed = fill_workspace(request, ws, uid)
             box.id = api.create_container(
                 tag, command=_merged(request.command), user=f"{uid}:{uid}",
                 working_dir=f"{WORKSPACE}/program", environment=_run_env(request), network_disabled=True,
                 labels=self._labels(), host_config=self._host_config(api, request, ws),
             )["Id"]
             if ws is None:
-                with workspace_archive(request, uid) as archive:
+                archive, box.installed = workspace_archive(request, uid, self.work.workspaces)
+                with archive:
                     if not api.put_archive(box.id, "/", archive):
                         raise SandboxError("docker: could not copy the workspace into the container")
             box.sock = api.attach_socket(box.id, params={"stdout": 1, "stderr": 1, "stream": 1})
@@ -1062,10 +998,11 @@ class DockerBackend(SandboxBackend):
         try:
             uid = _run_uid()
             if reusable.ws is not None:
-                _clear(reusable.ws)
-                fill_workspace(request, reusable.ws, uid)
+                clear_workspace(reusable.ws)
+                installed = fill_workspace(request, reusable.ws, uid)
             else:
-                with workspace_archive(request, uid) as archive:
+                archive, installed = workspace_archive(request, uid, self.work.workspaces)
+                with archive:
                     if not api.put_archive(container, "/", archive):
                         raise SandboxError("docker: could not copy the workspace into the container")
             exec_id = api.exec_create(
@@ -1102,6 +1039,7 @@ class DockerBackend(SandboxBackend):
             return ExecResult(
                 exit_code=exit_code, duration_s=duration, output_tail=pump.output,
                 timed_out=timed_out, output_exceeded=pump.exceeded, junit_xml=junit,
+                suite_patch_method=installed,
             )
         finally:
             with self._lock:

@@ -1,9 +1,13 @@
 """The `local` backend: a fresh workspace per run, the command under bubblewrap.
 
 Isolation (bubblewrap): new user, pid, network, ipc and uts namespaces (network: loopback
-only, nothing reachable), the host read-only, the work area hidden except this run's
-workspace (writable) and its environment (read-only), a private /tmp, and the sandbox dies
-with its parent. Limits: rlimits on address space, processes, file size and open files,
+only, nothing reachable), and a root of its own that holds only what a run needs
+(SECURITY.md): the system's directories read-only (`SYSTEM_DIRS`: /usr, /etc and the
+/bin, /sbin, /lib* links or folders), the environment read-only (and the prefix of its
+interpreter when that lies outside them), the run's workspace writable at `/workspace`,
+a private /tmp, /var/tmp, /dev and /proc. Nothing else of the host: not the benchmark, the
+store, the work area's other states and runs, nor home folders. The sandbox dies with its
+parent. Limits: rlimits on address space, processes, file size and open files,
 set by the sandbox's shell (`ulimit`) before the command; a wall-clock timeout and an
 output bound that kill the process tree.
 When run as root, the sandbox drops to an unprivileged uid of its own (`setpriv`, before
@@ -25,7 +29,7 @@ import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from testprism.tasks.benchmark import EnvironmentSpec
 from testprism.tasks.environment import build_environment
@@ -38,11 +42,15 @@ from testprism.tasks.sandbox.base import (
     register,
 )
 from testprism.tasks.sandbox.process import Unkillable, run_bounded
+from testprism.tasks.sandbox.workspace import fill_workspace, read_junit
 from testprism.tasks.workdir import WorkPaths
 
 log = logging.getLogger(__name__)
 
-JUNIT_MAX_BYTES = 8 * 1024 * 1024
+#: the host directories a run sees, read-only: what an interpreter and common tools need
+SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+#: where the run's workspace appears inside the sandbox (as in the docker backend)
+WORKSPACE = PurePosixPath("/workspace")
 UID_BASE = 200_000  # sandbox uids are UID_BASE + random: no passwd entry, no files on the host
 LIMITS_FAILED = 125  # exit code when the rlimits cannot be set (the command never ran), as env(1) uses
 
@@ -111,17 +119,6 @@ class LocalBackend(SandboxBackend):
 
     # -- one run ---------------------------------------------------------------------------
 
-    def _populate(self, ws: Path, request: RunRequest) -> None:
-        """A fresh copy of the state's tree, the suite under `tmp/`, a folder for reports."""
-        program = ws / "program"
-        shutil.copytree(request.tree, program, symlinks=True)
-        if request.suite_folder is not None:
-            for rel in request.suite_files:
-                dest = program / "tmp" / rel
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(request.suite_folder / rel, dest)
-        (ws / "out").mkdir()
-
     def _command_argv(self, request: RunRequest) -> list[str]:
         """`bash -c` with the rlimits set first, by the same shell that then runs the command.
 
@@ -143,11 +140,13 @@ class LocalBackend(SandboxBackend):
         return ["bash", "-c", f"{ulimit}; {request.command}"]
 
     def _bwrap_argv(self, ws: Path, environment: Path, status_fd: int) -> list[str]:
+        """A root of the sandbox's own (bwrap starts from an empty tmpfs) with only the
+        mounts listed in the module docstring."""
+        mounts = [*_system_mounts(), *(a for ro in _interpreter_prefix(environment) for a in ("--ro-bind", ro, ro))]
         return [
-            self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            "--tmpfs", str(self.work.root),  # hide other runs, states and the store's cache
+            self.bwrap, *mounts, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp",
             "--ro-bind", str(environment), str(environment),
-            "--bind", str(ws), str(ws), "--chdir", str(ws / "program"),
+            "--bind", str(ws), str(WORKSPACE), "--chdir", str(WORKSPACE / "program"),
             "--unshare-all", "--die-with-parent", "--new-session",
             "--json-status-fd", str(status_fd), "--",
         ]
@@ -155,8 +154,9 @@ class LocalBackend(SandboxBackend):
     def run(self, request: RunRequest) -> ExecResult:
         ws = Path(tempfile.mkdtemp(prefix="run-", dir=self.work.workspaces))
         try:
-            self._populate(ws, request)
-            return self._run_in(ws, request)
+            uid = UID_BASE + secrets.randbelow(60_000) if self.drop_privileges else None
+            installed = fill_workspace(request, ws, uid)
+            return self._run_in(ws, request, uid, installed)
         except (Unkillable, OSError) as exc:
             raise SandboxError(f"local sandbox failed: {exc}") from exc
         finally:
@@ -169,17 +169,15 @@ class LocalBackend(SandboxBackend):
         except RuntimeError:  # closed: no cleaner left
             shutil.rmtree(ws, ignore_errors=True)
 
-    def _run_in(self, ws: Path, request: RunRequest) -> ExecResult:
-        junit = ws / "out" / "junit.xml"
+    def _run_in(self, ws: Path, request: RunRequest, uid: int | None, installed: str) -> ExecResult:
+        inside = WORKSPACE if self.isolation == "bubblewrap" else ws
         env = {
             "PATH": f"{request.environment / 'bin'}:/usr/local/bin:/usr/bin:/bin",
             "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
-            "TESTPRISM_JUNIT": str(junit), **request.env,
+            "TESTPRISM_JUNIT": str(inside / "out" / "junit.xml"), **request.env,
         }
         drop: list[str] = []
-        if self.drop_privileges:
-            uid = UID_BASE + secrets.randbelow(60_000)
-            _chown_tree(ws, uid)
+        if uid is not None:
             # An exec'd helper rather than Popen(user=): with a uid to set, Popen forks the
             # whole Python process instead of vfork-ing, which cost 4 ms at 40 MB of memory and
             # 50 ms at 340 MB; setpriv costs ~2 ms whatever the caller's size.
@@ -204,16 +202,14 @@ class LocalBackend(SandboxBackend):
                                timeout_s=request.limits.timeout_s, output_bytes=request.limits.output_bytes,
                                tail_bytes=request.limits.tail_bytes)
             exit_code = done.exit_code
-        # The sandbox owns out/: it may have swapped it (or the file) for a link to a host path.
-        linked = junit.parent.is_symlink() or junit.is_symlink()
-        xml = junit.read_bytes()[:JUNIT_MAX_BYTES] if junit.is_file() and not linked else None
         return ExecResult(
             exit_code=exit_code,
             duration_s=done.duration_s,
             output_tail=done.output_tail.decode("utf-8", errors="replace"),
             timed_out=done.timed_out,
             output_exceeded=done.output_exceeded,
-            junit_xml=xml,
+            junit_xml=read_junit(ws),
+            suite_patch_method=installed,
         )
 
 
@@ -236,8 +232,31 @@ def _owned(proc_dir: Path) -> bool:
         return False
 
 
-def _chown_tree(root: Path, uid: int) -> None:
-    os.chown(root, uid, uid)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
+@cache
+def _system_mounts() -> tuple[str, ...]:
+    """bwrap arguments for SYSTEM_DIRS as this host has them: a merged-/usr host's /bin is
+    a link (recreated as one), a folder is bound read-only, a missing one is left out."""
+    args: list[str] = []
+    for name in SYSTEM_DIRS:
+        path = Path(name)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), name]
+        elif path.is_dir():
+            args += ["--ro-bind", name, name]
+    return tuple(args)
+
+
+@cache
+def _interpreter_prefix(environment: Path) -> tuple[str, ...]:
+    """The installation prefix of the environment's interpreter when it lies outside
+    SYSTEM_DIRS (a pyenv, /opt/python3.8): a venv only links to it (pyvenv.cfg `home`)."""
+    cfg = environment / "pyvenv.cfg"
+    if not cfg.is_file():
+        return ()
+    for line in cfg.read_text().splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            prefix = Path(value.strip()).resolve().parent
+            inside = any(prefix.is_relative_to(Path(d).resolve()) for d in SYSTEM_DIRS if Path(d).exists())
+            return () if inside else (str(prefix),)
+    return ()

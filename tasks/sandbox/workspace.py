@@ -1,0 +1,74 @@
+"""The one workspace fill, shared by every backend, and the harness's reads of what a run left.
+
+A workspace is `program/` (a copy of the state's tree, the suite's files under `tmp/`, the
+suite's test patch applied) and an empty `out/` for reports. The harness runs as root
+outside the sandbox, and the tree comes from a patch, the suite from an agent: a link they
+made (`tmp -> /etc`, `out -> /root`) must never redirect the harness's own writes or reads.
+So every write goes through tasks/nofollow.py (directory descriptors opened with
+O_NOFOLLOW, one component at a time), and a suite whose file would land on a link, or on a
+file where a folder is needed, is not installed (`SuiteNotInstalled`: the run is
+`E`/`suite_not_installed`). The
+test patch is applied by `git apply` / GNU patch, which refuse to write beyond a link.
+Reports are read back the same way; workspaces are removed with `shutil.rmtree`, which
+does not follow links (it works on descriptors on Linux).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from testprism.tasks.nofollow import UnsafeTarget, read_file, write_file
+from testprism.tasks.sandbox.base import RunRequest, SuiteNotInstalled
+from testprism.tasks.state import apply_patch
+
+JUNIT_MAX_BYTES = 8 * 1024 * 1024
+
+
+def fill_workspace(request: RunRequest, ws: Path, uid: int | None = None) -> str:
+    """Fill the empty harness-made folder `ws`; everything owned by `uid` when given.
+    Returns how the suite's test patch applied ("" when it has none)."""
+    program = ws / "program"
+    shutil.copytree(request.tree, program, symlinks=True)
+    if request.suite_folder is not None:
+        for rel in request.suite_files:
+            try:
+                write_file(program, ("tmp", *Path(rel).parts), (request.suite_folder / rel).read_bytes())
+            except UnsafeTarget as exc:
+                raise SuiteNotInstalled(f"the suite's tmp/{rel} cannot be placed in this state's tree: {exc}") from exc
+    method = ""
+    if request.suite_patch is not None:
+        applied = apply_patch(program, request.suite_patch, request.patch_fuzz)
+        if not applied.applied:
+            raise SuiteNotInstalled(f"the suite's test patch applies neither with git apply nor patch "
+                                    f"--fuzz={request.patch_fuzz}:\n{applied.message}")
+        method = applied.method
+    (ws / "out").mkdir()
+    if uid is not None:
+        _chown_tree(ws, uid)
+    return method
+
+
+def _chown_tree(root: Path, uid: int) -> None:
+    """Hand the workspace to the sandbox's uid; links are changed themselves, never followed
+    (os.walk does not descend into linked folders)."""
+    os.chown(root, uid, uid)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
+
+
+def read_junit(ws: Path) -> bytes | None:
+    """The JUnit XML a run left at `ws/out/junit.xml`, if that is a regular file reached
+    without a link (the run owns `out/` and may have swapped it, or the file, for one)."""
+    return read_file(ws, ("out", "junit.xml"), JUNIT_MAX_BYTES)
+
+
+def clear_workspace(ws: Path) -> None:
+    """Empty a reused workspace (fast mode) without following anything the run left."""
+    for child in ws.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
