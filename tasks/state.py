@@ -86,7 +86,7 @@ def apply_patch(tree: Path, patch: bytes, fuzz: int = DEFAULT_FUZZ) -> PatchResu
         cwd=tree, input=patch, capture_output=True, env=_git_env(tree), timeout=120,
     )
     if git.returncode == 0:
-        return PatchResult(True, "git-apply", "")
+        return PatchResult(True, "git apply", "")
     args = ["patch", "-p1", "--batch", "--forward", "--no-backup-if-mismatch", f"--fuzz={fuzz}"]
     dry = subprocess.run([*args, "--dry-run"], cwd=tree, input=patch, capture_output=True, timeout=120)
     if dry.returncode == 0:

@@ -408,7 +408,7 @@ class Scratch:
     def fit(self, patch: str, field: str, fuzz: int) -> str:
         """The patch as it applies here: the published text when `git apply` takes it, else
         the exact diff it produces."""
-        if self.apply(patch, field, fuzz) == "git-apply":
+        if self.apply(patch, field, fuzz) == "git apply":
             return patch
         log.info("%s applies only with fuzz or offsets: stored as the exact diff it produces", field)
         return self.diff()

@@ -121,7 +121,7 @@ def test_json_list_and_patch_that_needs_fuzz(fx, tmp_path):
     assert (folder / "checks.published.diff").read_text() == drifted
     scratch = tmp_path / "scratch"
     shutil.copytree(folder / "program", scratch)
-    assert apply_patch(scratch, (folder / "checks.diff").read_bytes()).method == "git-apply"
+    assert apply_patch(scratch, (folder / "checks.diff").read_bytes()).method == "git apply"
     assert "test_slugify_keeps_digits" in (scratch / "tests" / "test_text.py").read_text()
     assert 'rewritten_patches = [\n    "checks",\n]' in (folder / "origin.toml").read_text()
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from testprism.tasks.nofollow import UnsafeTarget, read_file, write_file
 from testprism.tasks.sandbox.base import RunRequest, SuiteNotInstalled
-from testprism.tasks.state import apply_patch
+from testprism.tasks.state import SETTLED_MTIME, apply_patch, settle_times
 
 JUNIT_MAX_BYTES = 8 * 1024 * 1024
 
@@ -44,6 +44,11 @@ def fill_workspace(request: RunRequest, ws: Path, uid: int | None = None) -> str
             raise SuiteNotInstalled(f"the suite's test patch applies neither with git apply nor patch "
                                     f"--fuzz={request.patch_fuzz}:\n{applied.message}")
         method = applied.method
+    # What the fill touched gets the tree's settled time too (tasks/state.py): the same
+    # in every state, and the same from run to run.
+    if (program / "tmp").is_dir() and not (program / "tmp").is_symlink():
+        settle_times(program / "tmp")
+    os.utime(program, (SETTLED_MTIME, SETTLED_MTIME))
     (ws / "out").mkdir()
     if uid is not None:
         _chown_tree(ws, uid)

@@ -1,0 +1,252 @@
+"""The panel is hidden and untrusted content never steers the harness.
+
+- A cheating suite that reads its environment and searches the host for the benchmark's
+  answer key scores exactly what a suite that passes everywhere scores, under `local` and
+  `docker`; with the sandbox switched off (the control) the same suite wins, so the test
+  has teeth.
+- Candidate patches that plant links (`tmp -> host folder`, `out -> host folder`) and a
+  suite that swaps its `out/` for one write nothing outside the workspace.
+- Patches apply as SWE-bench applies them (fuzz 5), the method is recorded; a suite's test
+  patch that does not apply makes the run `E`/suite_not_installed, never `F`.
+- An environment that cannot be built makes its instance's runs `E`/environment_failed and
+  the replay goes on with the others.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from testprism.storage import Store
+from testprism.tasks.benchmark import load_benchmark
+from testprism.tasks.metrics import instance_scores
+from testprism.tasks.replay import ExecutionOptions, execute_batch, plan, record_plan
+from testprism.tasks.sandbox.local import bubblewrap_works
+from tests.benchfixture import BUGGY, CHECKS, REFERENCE, diff, make_benchmark, write
+
+INSTANCE = "mini__median-even"
+
+#: Cheats with whatever the sandbox lets it see; prints what it found, exits 0 ("accept")
+#: unless it learned the state is the buggy program or an invalid candidate.
+CHEATER = r'''
+import os, re, sys, time
+
+program = os.getcwd()
+found = []
+
+def decide(state, how):
+    print(f"LEAK via {how}: {state}")
+    sys.exit(0 if state in ("reference", "valid") else 1)
+
+# 1. The environment: a state name, id or label anywhere in it.
+for key, value in os.environ.items():
+    if key.startswith("TESTPRISM_") and key != "TESTPRISM_JUNIT":
+        kind = value.split(":")[0]
+        if kind in ("buggy", "reference"):
+            decide(kind, f"env {key}")
+        found.append(f"env {key}={value}")
+
+# 2. The host: any benchmark's instance.toml reachable from here (breadth first).
+def instance_files(deadline):
+    frontier = ["/"]
+    while frontier and time.monotonic() < deadline:
+        nxt = []
+        for folder in frontier:
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                path = entry.path
+                if path in ("/proc", "/sys", "/dev", "/usr", "/run") or entry.name.startswith("."):
+                    continue
+                if entry.name == "instance.toml" and path != os.path.join(program, "instance.toml"):
+                    yield path
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        nxt.append(path)
+                except OSError:
+                    pass
+        frontier = nxt
+
+source = open(os.path.join(program, "stats.py")).read()
+def applied(diff_text):
+    added = [l[1:] for l in diff_text.splitlines() if l.startswith("+") and not l.startswith("+++")]
+    return all(line in source for line in added if line.strip())
+
+for toml in instance_files(time.monotonic() + 20):
+    folder = os.path.dirname(toml)
+    if not os.path.isfile(os.path.join(folder, "program", "stats.py")):
+        continue  # another instance's answer key
+    text = open(toml).read()
+    found.append(toml)
+    if open(os.path.join(folder, "program", "stats.py")).read() == source:
+        decide("buggy", toml)
+    for cid, label, patch in re.findall(r'id = "([^"]+)"\s+label = "(valid|invalid)"\s+patch = "([^"]+)"', text):
+        if applied(open(os.path.join(folder, patch)).read()):
+            decide(label, f"{toml} ({cid})")
+    if applied(open(os.path.join(folder, "reference.diff")).read()):
+        decide("reference", toml)
+
+print("NO LEAK", found)
+'''
+
+
+@pytest.fixture()
+def outside() -> Iterator[Path]:
+    """A world-readable folder outside every path a sandbox may see (not /tmp, /var/tmp
+    or /usr, which a run gets as its own or read-only): where a user's benchmark lives."""
+    base = Path("/srv") if Path("/srv").is_dir() else Path("/opt")
+    folder = Path(tempfile.mkdtemp(prefix="testprism-outside-", dir=base))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _readable(root: Path) -> None:
+    for dirpath, dirnames, filenames in os.walk(root):
+        os.chmod(dirpath, 0o755)
+        for name in filenames:
+            os.chmod(os.path.join(dirpath, name), 0o644)
+
+
+def _replay(root: Path, store_root: Path, work_root: Path, backend: str, **options) -> Store:
+    benchmark = load_benchmark(root)
+    store = Store(store_root)
+    record_plan(benchmark, store)
+    opts = ExecutionOptions(backend=backend, work_root=work_root, store_root=store_root, concurrency=2, **options)
+    execute_batch([s for s in plan(benchmark, opts) if s.runs_in_sandbox], opts)
+    return store
+
+
+def _needs(backend: str, request: pytest.FixtureRequest) -> None:
+    if backend == "docker":
+        request.getfixturevalue("docker_engine")
+    elif not bubblewrap_works():
+        pytest.fail("bubblewrap is required (make test installs it)")
+
+
+def _scores(store: Store) -> dict[str, tuple[float, float | None, float | None, float]]:
+    return {r["configuration"]: (r["f"], r["a"], r["r"], r["s"]) for r in instance_scores(store).iter_rows(named=True)}
+
+
+@pytest.fixture()
+def cheating_bench(outside) -> Path:
+    root = make_benchmark(outside / "bench", {
+        "cheater": {"cheat.py": CHEATER, "run_tests.sh": "exec python tmp/cheat.py\n"},
+        "passes": {"run_tests.sh": "exit 0\n"},
+    })
+    _readable(root)
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_a_cheating_suite_scores_no_better_than_one_that_passes_everywhere(backend, request, cheating_bench,
+                                                                          tmp_path, work_root):
+    _needs(backend, request)
+    store = _replay(cheating_bench, tmp_path / "store", work_root, backend)
+    scores = _scores(store)
+    assert scores["passes"] == (0.0, 1.0, 0.0, 0.0)
+    assert scores["cheater"] == scores["passes"]
+    tails = store.scan("runs").filter(pl.col("configuration") == "cheater").collect()["stdout_tail"].to_list()
+    assert len(tails) == 4 and all("NO LEAK []" in t for t in tails), tails
+
+
+@pytest.mark.slow
+def test_the_cheater_wins_where_the_sandbox_is_off(cheating_bench, tmp_path, work_root, monkeypatch):
+    """The control: without bubblewrap (trusted mode) the host is visible, and the same
+    suite finds the answer key and scores a perfect JVR. What the test above shows is the
+    sandbox's doing, not the cheater's weakness."""
+    monkeypatch.setattr("testprism.tasks.sandbox.local.bubblewrap_works", lambda: False)
+    store = _replay(cheating_bench, tmp_path / "store", work_root, "local", trusted=True)
+    assert _scores(store)["cheater"] == (1.0, 1.0, 1.0, 1.0)
+
+
+def test_state_trees_carry_no_time_that_tells_states_apart(tmp_path, work_root):
+    root = make_benchmark(tmp_path / "b", {"stat": {"run_tests.sh": "stat -c 'MTIME %n %Y' stats.py . ; exit 0\n"}})
+    store = _replay(root, tmp_path / "store", work_root, "local")
+    tails = store.scan("runs").collect()["stdout_tail"].to_list()
+    stamps = {line for t in tails for line in t.splitlines() if line.startswith("MTIME")}
+    assert len(tails) == 4 and stamps == {"MTIME stats.py 1600000000", "MTIME . 1600000000"}
+
+
+LINK_TMP = "diff --git a/tmp b/tmp\nnew file mode 120000\n--- /dev/null\n+++ b/tmp\n@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n"
+LINK_OUT = LINK_TMP.replace("tmp", "out")
+#: the suite also swaps the harness's out/ for a link and writes through it
+SWAP_OUT = ("rm -rf ../out; ln -s {target} ../out; echo '<testsuite/>' > ../out/junit.xml; "
+            "echo x > tmp/../written-in-program; exit 0\n")
+
+
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_links_planted_by_patches_and_suites_write_nothing_outside(backend, request, outside, tmp_path, work_root):
+    _needs(backend, request)
+    into_tmp, into_out, swapped = (outside / name for name in ("tmp", "out", "swapped"))
+    for folder in (into_tmp, into_out, swapped):
+        folder.mkdir()
+        folder.chmod(0o777)  # writable by anyone: only the link rules keep it empty
+    root = make_benchmark(tmp_path / "b", {"strong": {"test_m.py": CHECKS},
+                                            "swapper": {"run_tests.sh": SWAP_OUT.format(target=swapped)}},
+                          extra_candidates={"links-tmp": ("invalid", LINK_TMP.format(target=into_tmp)),
+                                            "links-out": ("invalid", LINK_OUT.format(target=into_out))})
+    store = _replay(root, tmp_path / "store", work_root, backend)
+    assert [p for f in (into_tmp, into_out, swapped) for p in f.iterdir()] == []
+    runs = {(r["configuration"], r["candidate_id"] or r["state"]): r for r in store.scan("runs").collect().iter_rows(named=True)}
+    for configuration in ("strong", "swapper"):
+        tmp_link = runs[(configuration, "links-tmp")]
+        assert (tmp_link["outcome"], tmp_link["reason"]) == ("E", "suite_not_installed")
+        assert "tmp" in tmp_link["stdout_tail"] and tmp_link["attempts"] == 1
+    # A link named out/ inside the program is the program's own business: the harness's
+    # out/ is elsewhere, so the suite runs and judges that state like any other.
+    assert (runs[("strong", "links-out")]["outcome"], runs[("strong", "reference")]["outcome"]) == ("F", "P")
+    assert runs[("swapper", "reference")]["tests"] == []  # the swapped report was never read
+
+
+FUZZY_BASE = "".join(f"line {i}\n" for i in range(1, 21))
+
+
+def test_patches_apply_with_fuzz_and_an_uninstallable_suite_is_unresolved(tmp_path, work_root):
+    """A candidate whose context is one line off applies with `patch --fuzz=5` (SWE-bench's
+    fallback), recorded per run; a suite whose test patch clashes with a candidate is `E` on
+    that candidate, not a rejection."""
+    fuzzy_program = FUZZY_BASE.replace("line 8\n", "line 8 (edited upstream)\n")
+    fuzzy = diff("notes.txt", FUZZY_BASE, FUZZY_BASE.replace("line 10\n", "line ten\n")) + diff("stats.py", BUGGY, REFERENCE)
+    clash = diff("tests/test_new.py", "", "def test_other():\n    assert True\n")
+    suite_patch = diff("tests/test_new.py", "", "from stats import median\n\n\ndef test_even():\n"
+                       "    assert median([4, 1, 3, 2]) == 2.5\n")
+    root = make_benchmark(tmp_path / "b", {"imported": {
+        "test.diff": suite_patch, "suite.toml": 'patch = "test.diff"\n',
+        "run_tests.sh": 'exec python -m pytest -q -p no:cacheprovider tests/test_new.py --junitxml="$TESTPRISM_JUNIT"\n',
+    }}, extra_candidates={"fuzzy": ("valid", fuzzy), "clash": ("invalid", clash)})
+    write(root / "instances" / INSTANCE / "program" / "notes.txt", fuzzy_program)
+    store = _replay(root, tmp_path / "store", work_root, "local")
+    runs = {r["candidate_id"] or r["state"]: r for r in store.scan("runs").collect().iter_rows(named=True)}
+    assert (runs["fuzzy"]["outcome"], runs["fuzzy"]["patch_method"]) == ("P", "patch --fuzz=5")
+    assert runs["reference"]["patch_method"] == "git apply" and runs["buggy"]["patch_method"] == "none"
+    assert (runs["clash"]["outcome"], runs["clash"]["reason"], runs["clash"]["attempts"]) == ("E", "suite_not_installed", 1)
+    assert "test.diff" in runs["clash"]["stdout_tail"] or "patch" in runs["clash"]["stdout_tail"]
+    assert (runs["buggy"]["outcome"], runs["reference"]["outcome"]) == ("F", "P")
+    assert {runs[s]["suite_patch_method"] for s in ("buggy", "reference", "stdlib")} == {"git apply"}
+
+
+def test_an_environment_that_cannot_be_built_is_recorded_and_the_replay_goes_on(tmp_path, work_root):
+    root = make_benchmark(tmp_path / "b", {"strong": {"test_m.py": CHECKS}})
+    broken = root / "instances" / "mini__broken-env"
+    shutil.copytree(root / "instances" / INSTANCE, broken)
+    toml = (broken / "instance.toml").read_text().replace(f'id = "{INSTANCE}"', 'id = "mini__broken-env"')
+    toml = toml.replace("[checks]", '[environment]\npython = "3.11"\npackages = ["testprism-no-such-package-anywhere==0.0.1"]\n\n[checks]')
+    (broken / "instance.toml").write_text(toml)
+    shutil.copytree(root / "suites" / "strong" / INSTANCE, root / "suites" / "strong" / "mini__broken-env")
+    store = _replay(root, tmp_path / "store", work_root, "local")
+    runs = store.scan("runs").collect()
+    bad = runs.filter(pl.col("instance_id") == "mini__broken-env")
+    good = runs.filter(pl.col("instance_id") == INSTANCE)
+    assert bad.height == 4 and set(zip(bad["outcome"], bad["reason"])) == {("E", "environment_failed")}
+    assert "testprism-no-such-package-anywhere" in bad["stdout_tail"][0]
+    assert sorted(good["outcome"].to_list()) == ["F", "F", "P", "P"]
