@@ -137,6 +137,7 @@ VERIFICATIONS = pa.schema(
         pa.field("backend", pa.string()),
         pa.field("isolation", pa.string()),
         pa.field("tests", pa.list_(TEST_RESULT)),
+        pa.field("patch_method", pa.string()),  # how the state's patch applied: git apply | patch --fuzz=N | none
     ]
 )
 

@@ -9,7 +9,9 @@ on the host's loopback) is the same for all three.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -236,3 +238,29 @@ def test_untrusted_suites_need_isolation_or_an_explicit_flag(work, monkeypatch):
     with pytest.raises(SandboxUnavailable, match="install it.*--backend docker.*--unsafe-no-sandbox"):
         LocalBackend(work)
     assert LocalBackend(work, trusted=True).isolation == "none"
+
+
+def test_a_run_sees_only_system_folders_its_environment_and_its_workspace(backend, env, tree):
+    """Nothing of the host but what SECURITY.md lists: a world-readable folder elsewhere on
+    the host (where a user keeps a benchmark) can be neither listed nor read, nor can the
+    benchmark's own instance.toml, the work area's other states or the store."""
+    base = Path("/srv") if Path("/srv").is_dir() else Path("/opt")
+    outside = Path(tempfile.mkdtemp(prefix="testprism-visible-", dir=base))
+    try:
+        outside.chmod(0o755)
+        (outside / "instance.toml").write_text('[[candidates]]\nid = "x"\nlabel = "invalid"\n')
+        (outside / "instance.toml").chmod(0o644)
+        script = (f"echo '== list'; ls -A {outside} 2>/dev/null; echo '== read'; cat {outside}/instance.toml 2>/dev/null; "
+                  f"echo '== root'; ls -A /; echo '== host tree'; ls -A {tree} 2>/dev/null; echo '== end'; "
+                  "echo PWD=$PWD; test -w /usr || echo usr-ro")
+        result = run(backend, env, tree, script)
+        parts = dict(chunk.split("\n", 1) for chunk in result.output_tail.split("== ")[1:])
+        assert parts["list\n".strip()].split() == [] and parts["read"].split() == []
+        assert parts["host tree"].split() == []  # the state tree on the host is not there
+        if backend.name == "local":  # a root of its own: nothing but the listed mounts
+            allowed = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "tmp", "var",
+                       "workspace", str(env).split("/")[1]}
+            assert set(parts["root"].split()) <= allowed, parts["root"]
+        assert "PWD=/workspace/program" in parts["end"] and "usr-ro" in parts["end"]
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
