@@ -258,7 +258,7 @@ def test_labels_follow_the_official_checks(pipeline):
     for name, failed in FAILS.items():
         assert (found[name]["label"], found[name]["reason"], tuple(found[name]["failed_checks"])) == (
             "invalid", None, failed), name
-    assert (found["stale"]["label"], found["stale"]["reason"]) == ("invalid", "patch_failed")
+    assert (found["stale"]["label"], found["stale"]["reason"]) == (None, "patch_failed")  # unlabelled: does not apply
     # the sources' labels are kept beside ours: digit-words "resolved" is label noise
     official = {cid: (r["official_label"], r["label"]) for cid, r in found.items() if r["official_label"]}
     assert official == {"sub-regex": ("valid", "valid"), "digit-words": ("valid", "invalid"),
