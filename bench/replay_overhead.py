@@ -27,8 +27,13 @@ it:
 Prints a table (median, p10, p90 per run; overhead = median − bare median; ratios) and the
 targets: local overhead ≤ 10% of bare + 5 ms, docker overhead ≤ 0.3 s.
 
+`--against REV` adds `local@REV` and `docker@REV`: the same modes of another git revision,
+imported beside this one in the same process and interleaved with them round by round, so
+a change's cost is measured side by side (its table row's overhead is against the same
+`bare`).
+
 Run: `python bench/replay_overhead.py [--rounds 10 --block 5] [--benchmark examples --instance ID
---configuration strong] [--concurrency-sweep]` as root with a Docker engine
+--configuration strong] [--concurrency-sweep] [--against REV]` as root with a Docker engine
 (.ci/start-dockerd) and bubblewrap. Default suite: the bundled benchmark's
 `calkit__merge-touching` / `strong` on the reference (a small pytest suite), else a
 built-in one-file program.
@@ -37,12 +42,14 @@ built-in one-file program.
 from __future__ import annotations
 
 import argparse
+import importlib
 import io
 import logging
 import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tarfile
 import tempfile
 import time
@@ -50,6 +57,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from rich.console import Console
 from rich.logging import RichHandler
@@ -122,8 +130,7 @@ def bare_runner(subj: Subject, venv: Path, scratch: Path) -> Callable[[], int]:
         shutil.copyfile(subj.suite_folder / rel, dest)
     (ws / "out").mkdir()
     env = {"PATH": f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", "HOME": str(ws), "LANG": "C.UTF-8",
-           "PYTHONDONTWRITEBYTECODE": "1", "TESTPRISM_JUNIT": str(ws / "out" / "junit.xml"),
-           "TESTPRISM_STATE": "reference"}
+           "PYTHONDONTWRITEBYTECODE": "1", "TESTPRISM_JUNIT": str(ws / "out" / "junit.xml")}
 
     def run() -> int:
         return subprocess.run(["bash", "-c", subj.command], cwd=ws / "program", env=env,
@@ -132,10 +139,12 @@ def bare_runner(subj: Subject, venv: Path, scratch: Path) -> Callable[[], int]:
     return run
 
 
-def backend_runner(backend, subj: Subject, environment: Path) -> Callable[[], int]:
-    request = RunRequest(tree=subj.tree, suite_folder=subj.suite_folder, suite_files=subj.suite_files,
-                         command=subj.command, environment=environment, limits=Limits(timeout_s=300.0),
-                         env={"TESTPRISM_STATE": "reference"})
+def backend_runner(backend, subj: Subject, environment: Path, request_type: type = RunRequest,
+                   limits_type: type = Limits) -> Callable[[], int]:
+    """`backend.run` on the subject; the request and limits types are those of the
+    backend's own code (another revision's, for `--against`)."""
+    request = request_type(tree=subj.tree, suite_folder=subj.suite_folder, suite_files=subj.suite_files,
+                           command=subj.command, environment=environment, limits=limits_type(timeout_s=300.0))
 
     def run() -> int:
         result = backend.run(request)
@@ -247,6 +256,27 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
+def revision_package(revision: str, scratch: Path) -> ModuleType:
+    """Another revision's `testprism` importable beside this one, as `testprism_at_rev`:
+    its tasks/ and storage/ from `git archive`, imports rewritten. Both backends then run
+    in this one process, interleaved round by round, so the machine's drifting load hits
+    them alike (two processes one after the other would not compare)."""
+    root = scratch / "against"
+    package = root / "testprism_at_rev"
+    package.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, "testprism", "tasks", "storage"],
+                             check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(root / "src", filter="data")
+    for folder in ("tasks", "storage"):
+        shutil.copytree(root / "src" / folder, package / folder)
+    shutil.copy(root / "src" / "testprism" / "__init__.py", package / "__init__.py")
+    for path in package.rglob("*.py"):
+        path.write_text(path.read_text().replace("testprism.", "testprism_at_rev."))
+    sys.path.insert(0, str(root))
+    return importlib.import_module("testprism_at_rev")
+
+
 def measure(runners: dict[str, Callable[[], int]], rounds: int, block: int,
             only_some: dict[str, int]) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Every round runs each mode `block` times back to back (as a replay worker does),
@@ -301,6 +331,13 @@ def report(times: dict[str, list[float]], per_round: dict[str, list[float]]) -> 
         budget = LOCAL_TARGET_RATIO * bare + LOCAL_TARGET_MS / 1000
         verdict = "met" if local <= budget else f"MISSED by {1000 * (local - budget):.0f} ms"
         log.info("local overhead %.0f ms vs target %.0f ms (10%% of bare + 5 ms): %s", 1000 * local, 1000 * budget, verdict)
+    for name in [n for n in times if "@" in n]:
+        now = name.split("@", 1)[0]
+        if now in times:
+            change = paired_overhead(per_round, now) - paired_overhead(per_round, name)
+            change_ratio = statistics.median(t / o for t, o in zip(per_round[now], per_round[name], strict=False))
+            log.info("%s against %s: overhead %+.1f ms per run; run time × %.3f (median of per-round ratios)",
+                     now, name, 1000 * change, change_ratio)
     for name in ("docker", "docker-cold", "docker-reused"):
         if name in times:
             over = paired_overhead(per_round, name)
@@ -341,6 +378,8 @@ def main() -> None:
     parser.add_argument("--modes", default="bare,local,docker,docker-cold,docker-reused,swebench-lean,swebench-shipped")
     parser.add_argument("--concurrency-sweep", action="store_true")
     parser.add_argument("--work", default=None, help="work area (default: a temporary one)")
+    parser.add_argument("--against", default=None, metavar="REV",
+                        help="also run the local and docker modes of git revision REV (as local@REV, docker@REV)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[RichHandler(console=console, show_path=False)])
 
@@ -366,6 +405,17 @@ def main() -> None:
         docker_env = docker.prepare(subj.environment)
         if "docker" in modes:
             runners["docker"] = backend_runner(docker, subj, docker_env)
+        if args.against:
+            old = revision_package(args.against, scratch)
+            base = importlib.import_module("testprism_at_rev.tasks.sandbox.base")
+            for name, module, cls in (("local", "local", "LocalBackend"), ("docker", "docker", "DockerBackend")):
+                if name in modes:
+                    made = getattr(importlib.import_module(f"testprism_at_rev.tasks.sandbox.{module}"), cls)(
+                        importlib.import_module("testprism_at_rev.tasks.workdir").WorkPaths(work.root))
+                    backends.append(made)
+                    runners[f"{name}@{args.against}"] = backend_runner(
+                        made, subj, made.prepare(old.tasks.benchmark.EnvironmentSpec(**subj.environment.model_dump())),
+                        base.RunRequest, base.Limits)
         if "docker-cold" in modes:
             cold = DockerBackend(work, reuse=False, prewarm=False)
             backends.append(cold)
