@@ -112,7 +112,7 @@ def suites(
     predictions: Annotated[Path, typer.Argument(help="prediction file whose model_patch is a test patch")],
     out: Annotated[Path, typer.Option(help="benchmark folder holding the instances; suites/ is written there")],
     configuration: Annotated[Optional[str], typer.Option(
-        help="configuration of every row (default: each row's model_name_or_path, '/' → '__')")] = None,
+        help="configuration of every row (default: one per model_name_or_path, '/' → '__', docs/swebench.md)")] = None,
     scope: Annotated[ScopeChoice, typer.Option(
         help="tests: the tests the patch adds or changes decide; files: every test of the touched files")] = ScopeChoice.tests,
     command: Annotated[Optional[str], typer.Option(
