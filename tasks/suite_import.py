@@ -308,6 +308,8 @@ def import_suites(predictions: Path, out: Path, *, configuration: str | None = N
     model maps to a folder another model already holds is an issue naming both rows."""
     if configuration is not None:
         checked_configuration(configuration)
+    if not (out / "instances").is_dir():
+        raise BenchmarkError(out / "instances", "(folder)", "missing: import the instances first (import swebench)")
     report = ImportReport()
     targets: dict[str, Target] = {}
     owners = Owners(out / "suites")
