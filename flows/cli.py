@@ -16,12 +16,16 @@ from rich.table import Table
 
 from testprism.flows import progress
 from testprism.flows.collect import collect_command
+from testprism.flows.errors import Commands, known_backend
 from testprism.flows.images import images_app
 from testprism.flows.importing import import_app
+from testprism.flows.replay import open_inputs
 from testprism.flows.report import report_command
+from testprism.flows.score import scorable_store
 from testprism.storage.schema import METRICS
+from testprism.tasks.workdir import default_work_root
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, help=__doc__)
 app.add_typer(import_app, name="import")
 app.command("collect")(collect_command)
 app.command("report")(report_command)
@@ -82,6 +86,8 @@ def _replay(benchmark: Path, store: Path, configurations: list[str], backend: st
             retry_errors: bool = False, concurrency: int | None = None) -> None:
     from testprism.flows.replay import replay_flow
 
+    open_inputs(str(benchmark), str(store), tuple(configurations), backend, work or default_work_root(),
+                trusted=trusted, unsafe=unsafe)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=False) as bar, progress.reporting_to(RichProgress(bar)):
         summary = replay_flow(
@@ -99,13 +105,16 @@ def _score(store: Path, benchmark: Path | None = None, work: Path | None = None,
            trusted: bool = False) -> pl.DataFrame:
     from testprism.flows.score import score_flow
 
+    scorable_store(str(store))
+    if benchmark:
+        open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), trusted=trusted, unsafe=False)
     board = score_flow(store=str(store), benchmark=str(benchmark) if benchmark else None,
                        work=str(work) if work else None, backend=backend, trusted=trusted)
     out.print(_leaderboard_table(board, f"leaderboard ({store})"))
     return board
 
 
-BackendOpt = Annotated[str, typer.Option(help="sandbox backend: local (bubblewrap) or docker")]
+BackendOpt = Annotated[str, typer.Option(help="sandbox backend: local (bubblewrap) or docker", callback=known_backend)]
 WorkersOpt = Annotated[int, typer.Option(help="> 1: run batches on a local Dask cluster of this many workers")]
 DaskOpt = Annotated[Optional[str], typer.Option(help="scheduler address of an existing Dask cluster")]
 WorkOpt = Annotated[Optional[Path], typer.Option(help="working area for environments and states (a cache)")]
@@ -115,7 +124,7 @@ TimeoutOpt = Annotated[float, typer.Option(help="wall-clock limit of one run, se
 @app.command()
 def replay(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/, suites/)")],
-    store: Annotated[Path, typer.Option(help="store root")],
+    store: Annotated[Path, typer.Option(help="store root", file_okay=False)],
     configuration: Annotated[list[str], typer.Option(help="only these configurations (repeatable)")] = [],  # noqa: B006
     backend: BackendOpt = "local",
     workers: WorkersOpt = 1,
@@ -149,7 +158,7 @@ def score(
 
 @app.command()
 def demo(
-    out: Annotated[Path, typer.Option(help="where the demo's store goes")] = Path("demo-out"),
+    out: Annotated[Path, typer.Option(help="where the demo's store goes", file_okay=False)] = Path("demo-out"),
     backend: BackendOpt = "local",
     workers: WorkersOpt = 1,
     work: WorkOpt = None,

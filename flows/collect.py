@@ -28,9 +28,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
 from testprism.flows import progress
-from testprism.flows.replay import batch_target, run_concurrency, task_runner
+from testprism.flows.errors import known_backend
+from testprism.flows.replay import batch_target, open_inputs, run_concurrency, task_runner
 from testprism.storage import SCHEMAS, Store
-from testprism.tasks.benchmark import Benchmark, Instance, load_benchmark
+from testprism.tasks.benchmark import Benchmark, Instance
 from testprism.tasks.candidate import (
     NEAR_DUPLICATE_COSINE,
     CandidatePatch,
@@ -60,8 +61,8 @@ from testprism.tasks.label import (
 )
 from testprism.tasks.panel import PanelChoice, PanelMode, PanelRule, select_panels, write_panel_benchmark
 from testprism.tasks.replay import Batch, ExecutionOptions, batches
-from testprism.tasks.sandbox.base import Limits, backend_class
-from testprism.tasks.workdir import WorkPaths, default_work_root
+from testprism.tasks.sandbox.base import Limits
+from testprism.tasks.workdir import default_work_root
 
 log = logging.getLogger(__name__)
 
@@ -172,18 +173,16 @@ def collect_flow(
     trusted: bool = False,
     unsafe: bool = False,
 ) -> CollectSummary:
-    bench = load_benchmark(Path(benchmark))
-    target = Store(store)
+    work_root = Path(work) if work else default_work_root()
+    inputs = open_inputs(benchmark, store, (), backend, work_root, trusted=trusted, unsafe=unsafe)
+    bench, target = inputs.benchmark, inputs.store
     flow_run = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
     funnel = Funnel("collect", flow_run)
-    work_root = Path(work) if work else default_work_root()
-    backend_cls = backend_class(backend)
     options = ExecutionOptions(
         backend=backend, work_root=work_root, store_root=Path(store), limits=Limits(timeout_s=timeout_s),
-        concurrency=run_concurrency(backend_cls.default_concurrency(), workers, dask_address),
+        concurrency=run_concurrency(inputs.backend.default_concurrency(), workers, dask_address),
         trusted=trusted, unsafe=unsafe, replay_started=datetime.now(UTC),
     )
-    backend_cls(WorkPaths(work_root), trusted=trusted, unsafe=unsafe).close()  # fail now if it cannot run here
 
     ingested = ingest(bench, [Path(p) for p in predictions or ()], [Path(d) for d in diffs or ()])
     funnel.add(Stage("ingest", "candidate", len(ingested.candidates), tuple(
@@ -229,8 +228,10 @@ def collect_flow(
 
 
 PredictionsOpt = Annotated[list[Path], typer.Option(
-    help="SWE-bench prediction file (JSON lines, JSON list or preds.json); repeatable")]
-DiffsOpt = Annotated[list[Path], typer.Option(help="folder of DIR/<instance_id>/<name>.diff; repeatable")]
+    help="SWE-bench prediction file (JSON lines, JSON list or preds.json); repeatable",
+    exists=True, dir_okay=False, readable=True)]
+DiffsOpt = Annotated[list[Path], typer.Option(help="folder of DIR/<instance_id>/<name>.diff; repeatable",
+                                              exists=True, file_okay=False)]
 PanelOpt = Annotated[PanelMode, typer.Option(
     help="testprism: reference + 4 valid + 5 invalid, chosen for diversity; pool: every deduplicated candidate")]
 OutOpt = Annotated[Optional[Path], typer.Option(help="write the panels here as a benchmark folder to replay")]
@@ -244,7 +245,7 @@ JaccardOpt = Annotated[float, typer.Option(
 
 def collect_command(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/ with program, reference, checks)")],
-    store: Annotated[Path, typer.Option(help="store root")],
+    store: Annotated[Path, typer.Option(help="store root", file_okay=False)],
     predictions: PredictionsOpt = [],  # noqa: B006
     diffs: DiffsOpt = [],  # noqa: B006
     panel: PanelOpt = PanelMode.TESTPRISM,
@@ -252,7 +253,8 @@ def collect_command(
     near_duplicate: NearOpt = NEAR_DUPLICATE_COSINE,
     min_valid_distance: DistanceOpt = PanelRule.min_valid_distance,
     max_invalid_jaccard: JaccardOpt = PanelRule.max_invalid_jaccard,
-    backend: Annotated[str, typer.Option(help="sandbox backend: local (bubblewrap) or docker")] = "local",
+    backend: Annotated[str, typer.Option(help="sandbox backend: local (bubblewrap) or docker",
+                                         callback=known_backend)] = "local",
     workers: Annotated[int, typer.Option(help="> 1: run batches on a local Dask cluster of this many workers")] = 1,
     dask_address: Annotated[Optional[str], typer.Option(help="scheduler address of an existing Dask cluster")] = None,
     work: Annotated[Optional[Path], typer.Option(help="working area for environments and states (a cache)")] = None,
@@ -264,6 +266,8 @@ def collect_command(
 
     # Only the bundled benchmark's own code is trusted: patches from outside never are.
     trusted = benchmark.resolve() == BUNDLED and not predictions and not diffs
+    open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), trusted=trusted,
+                unsafe=unsafe_no_sandbox)
     summary = collect_flow(
         benchmark=str(benchmark), store=str(store), predictions=[str(p) for p in predictions],
         diffs=[str(d) for d in diffs], panel=panel, out=str(out) if out else None, backend=backend, workers=workers,

@@ -11,8 +11,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from testprism.flows.errors import Commands, ExitStatus
+
 images_app = typer.Typer(
-    add_completion=False, no_args_is_help=True,
+    cls=Commands, add_completion=False, no_args_is_help=True,
     help="Docker images of the docker backend: one per environment, on a local base image.",
 )
 console = Console(stderr=True)
@@ -23,11 +25,6 @@ BaseOpt = Annotated[Optional[str], typer.Option(
 )]
 
 
-def _fail(exc: Exception) -> None:
-    log.error("%s", exc)
-    raise typer.Exit(1)
-
-
 @images_app.command("build")
 def build(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/, suites/)")],
@@ -35,17 +32,14 @@ def build(
     work: Annotated[Optional[Path], typer.Option(help="working area (holds the build locks)")] = None,
 ) -> None:
     """Build the image of every environment the benchmark's instances use (once each)."""
-    from testprism.tasks.benchmark import BenchmarkError, load_benchmark
+    from testprism.tasks.benchmark import load_benchmark
     from testprism.tasks.environment import EnvironmentBuildError
     from testprism.tasks.sandbox.base import SandboxError
     from testprism.tasks.sandbox.docker import DockerBackend, environment_tag
     from testprism.tasks.workdir import WorkPaths, default_work_root
 
-    try:
-        bench = load_benchmark(benchmark)
-        backend = DockerBackend(WorkPaths(work or default_work_root()), base_image=base)
-    except (BenchmarkError, SandboxError) as exc:
-        _fail(exc)
+    bench = load_benchmark(benchmark)
+    backend = DockerBackend(WorkPaths(work or default_work_root()), base_image=base)
     specs = {i.spec.environment.key: i.spec.environment for i in bench.instances.values()}
     failed = 0
     try:
@@ -61,20 +55,15 @@ def build(
     finally:
         backend.close()
     if failed:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitStatus.FAILED)
 
 
 @images_app.command("list")
 def list_(all_: Annotated[bool, typer.Option("--all", help="also show each image's packages")] = False) -> None:
     """testprism's images: the base and one per environment."""
-    from testprism.tasks.sandbox.base import SandboxError
     from testprism.tasks.sandbox.docker import api_client, list_images
 
-    try:
-        api = api_client()
-        images = list_images(api)
-    except SandboxError as exc:
-        _fail(exc)
+    images = list_images(api_client())
     table = Table(title="testprism images")
     for column in ("image", "kind", "python", "packages", "MB", "created"):
         table.add_column(column, justify="right" if column == "MB" else "left", no_wrap=column in ("image", "created"))
@@ -93,17 +82,13 @@ def prune(
 ) -> None:
     """Remove environment images (all, or those the `--keep` benchmark does not use), and
     run containers left by crashed processes."""
-    from testprism.tasks.benchmark import BenchmarkError, load_benchmark
-    from testprism.tasks.sandbox.base import SandboxError
+    from testprism.tasks.benchmark import load_benchmark
     from testprism.tasks.sandbox.docker import DockerBackend, api_client, prune_images
     from testprism.tasks.workdir import WorkPaths, default_work_root
 
-    try:
-        kept = {i.spec.environment.key for i in load_benchmark(keep).instances.values()} if keep else None
-        swept = DockerBackend.sweep(WorkPaths(default_work_root()))
-        removed = prune_images(api_client(), keep=kept, include_base=base)
-    except (BenchmarkError, SandboxError) as exc:
-        _fail(exc)
+    kept = {i.spec.environment.key for i in load_benchmark(keep).instances.values()} if keep else None
+    swept = DockerBackend.sweep(WorkPaths(default_work_root()))
+    removed = prune_images(api_client(), keep=kept, include_base=base)
     for tag in removed:
         log.info("removed %s", tag)
     log.info("%d images removed, %d leftover containers removed", len(removed), swept)

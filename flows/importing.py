@@ -16,20 +16,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from testprism.tasks.recipe import RecipeError, load_recipes
-from testprism.tasks.sandbox.base import Limits, SandboxUnavailable, backend_class
-from testprism.tasks.suite_import import import_suites
-from testprism.tasks.swebench import (
-    DEFAULT_FUZZ,
-    ImportReport,
-    ProgramSources,
-    SourceError,
-    Verifier,
-    import_rows,
-)
+from testprism.flows.errors import Commands, ExitStatus, known_backend
+from testprism.tasks.recipe import load_recipes
+from testprism.tasks.sandbox.base import Limits, backend_class
+from testprism.tasks.suite_import import checked_configuration, import_suites
+from testprism.tasks.swebench import DEFAULT_FUZZ, ImportReport, ProgramSources, Verifier, import_rows
 from testprism.tasks.workdir import WorkPaths, default_work_root
 
-import_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+import_app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console(stderr=True)
 log = logging.getLogger(__name__)
 
@@ -59,7 +53,15 @@ def _summarise(report: ImportReport, what: str, strict: bool) -> None:
     console.print(summary)
     nothing = not report.imported and not report.existing
     if nothing or (strict and report.issues):
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=ExitStatus.FAILED)
+
+
+def _configuration(name: str | None) -> str | None:
+    """`--configuration` callback: it names a folder, so a bad name is a usage error."""
+    try:
+        return None if name is None else checked_configuration(name)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
 
 
 StrictOpt = Annotated[bool, typer.Option(help="exit non-zero on any issue, not only when nothing was imported")]
@@ -68,7 +70,8 @@ OverwriteOpt = Annotated[bool, typer.Option(help="replace folders already in the
 
 @import_app.command("swebench")
 def swebench(
-    rows: Annotated[Path, typer.Argument(help="SWE-bench rows: JSON Lines or a JSON list")],
+    rows: Annotated[Path, typer.Argument(help="SWE-bench rows: JSON Lines or a JSON list", exists=True, dir_okay=False,
+                                         readable=True)],
     out: Annotated[Path, typer.Option(help="benchmark folder to write instances/<id>/ into")],
     recipes: Annotated[list[Path], typer.Option(help="recipe file or folder of *.toml (repeatable)")],
     repos: Annotated[Optional[Path], typer.Option(help="folder of clones named owner__name, or a mapping file")] = None,
@@ -78,7 +81,7 @@ def swebench(
     fuzz: Annotated[int, typer.Option(help="fuzz allowed when a patch does not apply as published")] = DEFAULT_FUZZ,
     verify: Annotated[bool, typer.Option(
         help="run the checks on buggy and reference and refuse rows whose FAIL_TO_PASS/PASS_TO_PASS do not reproduce")] = False,
-    backend: Annotated[str, typer.Option(help="sandbox backend for --verify")] = "local",
+    backend: Annotated[str, typer.Option(help="sandbox backend for --verify", callback=known_backend)] = "local",
     work: Annotated[Optional[Path], typer.Option(help="working area for environments and states (a cache)")] = None,
     timeout: Annotated[float, typer.Option(help="wall-clock limit of one check run with --verify, seconds")] = 900.0,
     unsafe_no_sandbox: Annotated[bool, typer.Option(help="with --verify: run without isolation if bubblewrap is missing")] = False,
@@ -86,19 +89,12 @@ def swebench(
     strict: StrictOpt = False,
 ) -> None:
     """Import SWE-bench rows as instances: the program at base_commit, reference, checks, instruction."""
-    try:
-        book = load_recipes(recipes)
-        sources = ProgramSources.from_options(repos, releases)
-    except (RecipeError, SourceError) as exc:
-        raise typer.BadParameter(str(exc)) from exc
+    book = load_recipes(recipes)
+    sources = ProgramSources.from_options(repos, releases)
     verifier = None
     if verify:
         paths = WorkPaths(work or default_work_root())
-        try:
-            sandbox = backend_class(backend)(paths, unsafe=unsafe_no_sandbox)
-        except SandboxUnavailable as exc:
-            raise typer.BadParameter(str(exc), param_hint="--backend") from exc
-        verifier = Verifier(sandbox, paths, Limits(timeout_s=timeout))
+        verifier = Verifier(backend_class(backend)(paths, unsafe=unsafe_no_sandbox), paths, Limits(timeout_s=timeout))
     try:
         report = import_rows(rows, out, book, sources, source=source, overwrite=overwrite, fuzz=fuzz, verifier=verifier)
     finally:
@@ -109,10 +105,12 @@ def swebench(
 
 @import_app.command("suites")
 def suites(
-    predictions: Annotated[Path, typer.Argument(help="prediction file whose model_patch is a test patch")],
+    predictions: Annotated[Path, typer.Argument(help="prediction file whose model_patch is a test patch", exists=True,
+                                                dir_okay=False, readable=True)],
     out: Annotated[Path, typer.Option(help="benchmark folder holding the instances; suites/ is written there")],
     configuration: Annotated[Optional[str], typer.Option(
-        help="configuration of every row (default: each row's model_name_or_path, '/' → '__')")] = None,
+        help="configuration of every row (default: one per model_name_or_path, '/' → '__', docs/swebench.md)",
+        callback=_configuration)] = None,
     scope: Annotated[ScopeChoice, typer.Option(
         help="tests: the tests the patch adds or changes decide; files: every test of the touched files")] = ScopeChoice.tests,
     command: Annotated[Optional[str], typer.Option(

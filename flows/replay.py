@@ -22,7 +22,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from testprism.flows import progress
 from testprism.storage import SCHEMAS, Store
-from testprism.tasks.benchmark import load_benchmark
+from testprism.tasks.benchmark import Benchmark, load_benchmark
 from testprism.tasks.replay import (
     Batch,
     BatchSummary,
@@ -35,7 +35,7 @@ from testprism.tasks.replay import (
     record_plan,
     unrunnable_rows,
 )
-from testprism.tasks.sandbox.base import Limits, backend_class
+from testprism.tasks.sandbox.base import Limits, SandboxBackend, backend_class
 from testprism.tasks.workdir import WorkPaths, default_work_root
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,31 @@ class ReplaySummary:
     executed: int
     outcomes: dict[str, int]
     isolation: str
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a replay or a collect reads before it runs anything, each checked."""
+
+    benchmark: Benchmark
+    store: Store
+    backend: type[SandboxBackend]
+    isolation: str  # of the backend on this machine, recorded with every outcome
+
+
+def open_inputs(benchmark: str, store: str, configurations: tuple[str, ...], backend: str, work_root: Path, *,
+                trusted: bool, unsafe: bool) -> Inputs:
+    """Load the benchmark, open the store and start the backend once: a wrong input fails here
+    with its file and field (BenchmarkError, StoreError), a backend that cannot run on this
+    machine before any batch starts (SandboxUnavailable). The CLI calls it before the flow
+    starts too, so that a user's mistake ends in one line rather than in Prefect's log of a
+    failed flow run (and without starting Prefect's server); the flow checks again because a
+    deployment starts it without the CLI."""
+    bench = load_benchmark(Path(benchmark), configurations)
+    backend_cls = backend_class(backend)
+    probe = backend_cls(WorkPaths(work_root), trusted=trusted, unsafe=unsafe)
+    probe.close()
+    return Inputs(bench, Store(store), backend_cls, probe.isolation)  # last: a refused run creates no store
 
 
 @task(name="replay-batch", retries=0, cache_policy=NO_CACHE)
@@ -116,19 +141,16 @@ def replay_flow(
     retry_errors: bool = False,
     concurrency: int | None = None,
 ) -> ReplaySummary:
-    bench = load_benchmark(Path(benchmark), tuple(configurations or ()))
-    target = Store(store)
-    record_plan(bench, target)
     work_root = Path(work) if work else default_work_root()
-    backend_cls = backend_class(backend)
-    concurrency = concurrency or run_concurrency(backend_cls.default_concurrency(), workers, dask_address)
+    inputs = open_inputs(benchmark, store, tuple(configurations or ()), backend, work_root, trusted=trusted,
+                         unsafe=unsafe)
+    bench, target = inputs.benchmark, inputs.store
+    record_plan(bench, target)
+    concurrency = concurrency or run_concurrency(inputs.backend.default_concurrency(), workers, dask_address)
     options = ExecutionOptions(
         backend=backend, work_root=work_root, store_root=Path(store), limits=Limits(timeout_s=timeout_s),
         concurrency=concurrency, trusted=trusted, unsafe=unsafe, replay_started=datetime.now(UTC),
     )
-    # Fail here, before any batch starts, if the backend cannot run on this machine.
-    probe = backend_cls(WorkPaths(work_root), trusted=trusted, unsafe=unsafe)
-    probe.close()
     specs = plan(bench, options)
     todo = pending_runs(specs, finished_keys(target, retry_errors))
     outcomes: dict[str, int] = {}
@@ -139,7 +161,7 @@ def replay_flow(
     runnable = [s for s in todo if s.runs_in_sandbox]
     log.info(
         "%d runs planned, %d already stored, %d to execute (backend %s, isolation %s)",
-        len(specs), len(specs) - len(todo), len(runnable), backend, probe.isolation,
+        len(specs), len(specs) - len(todo), len(runnable), backend, inputs.isolation,
     )
     sink = progress.current()
     sink.start(len(todo), "replay")
@@ -155,4 +177,4 @@ def replay_flow(
                 executed += summary.executed
                 for key, n in summary.outcomes.items():
                     outcomes[key] = outcomes.get(key, 0) + n
-    return ReplaySummary(len(specs), len(specs) - len(todo), executed, outcomes, probe.isolation)
+    return ReplaySummary(len(specs), len(specs) - len(todo), executed, outcomes, inputs.isolation)

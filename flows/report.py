@@ -12,7 +12,8 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
 from testprism.storage import Store
-from testprism.tasks.report import artifact_markdown, write_report
+from testprism.tasks.benchmark import load_benchmark
+from testprism.tasks.report import artifact_markdown, scored_store, write_report
 
 log = logging.getLogger(__name__)
 
@@ -31,12 +32,15 @@ def report_flow(store: str, out: str, benchmark: str | None = None) -> str:
 
 
 def report_command(
-    store: Annotated[Path, typer.Argument(help="store root, after `testprism score`")],
-    out: Annotated[Path, typer.Option(help="the HTML file to write")] = Path("report.html"),
+    store: Annotated[Path, typer.Argument(help="store root, after `testprism score`", file_okay=False)],
+    out: Annotated[Path, typer.Option(help="the HTML file to write", dir_okay=False)] = Path("report.html"),
     benchmark: Annotated[
         Optional[Path], typer.Option(help="benchmark folder: show candidate diffs and notes in the audit")
     ] = None,
 ) -> None:
     """Write a self-contained HTML report of a scored store (opens offline, no network)."""
+    scored_store(store)  # the inputs, checked before the flow starts (flows.errors)
+    if benchmark:
+        load_benchmark(benchmark)
     path = report_flow(store=str(store), out=str(out), benchmark=str(benchmark) if benchmark else None)
     log.info("report written to %s", path)

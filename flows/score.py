@@ -11,7 +11,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.artifacts import create_table_artifact
 
-from testprism.storage import Store
+from testprism.storage import Store, StoreError
 from testprism.tasks.coverage import coverage_summary, measure_coverage
 from testprism.tasks.metrics import flake_table, instance_scores
 from testprism.tasks.statistics import bootstrap_statistics, leaderboard_from_instance_scores, per_source_table
@@ -24,6 +24,18 @@ log = logging.getLogger(__name__)
 def coverage_task(benchmark: str, store: str, work: str | None, backend: str, trusted: bool, unsafe: bool) -> pl.DataFrame:
     """One coarse unit: every suite once more on its reference state, under coverage."""
     return measure_coverage(benchmark, store, work or default_work_root(), backend, trusted=trusted, unsafe=unsafe)
+
+
+def scorable_store(store: str) -> Store:
+    """The store to score, refused (StoreError) when it is not there or no replay wrote its
+    suites and panels. The CLI calls it before the flow starts, so that the mistake ends in
+    one line rather than in Prefect's log of a failed flow run."""
+    target = Store.existing(store)
+    for dataset in ("suites", "panels"):
+        if not target.parts(dataset):
+            raise StoreError(f"{target.paths.dataset(dataset)}: field (folder): no {dataset} in the store; "
+                             "run `testprism replay` first")
+    return target
 
 
 @flow(name="score")
@@ -39,10 +51,11 @@ def score_flow(
 ) -> pl.DataFrame:
     """Score a store; with `benchmark`, also measure the suites' coverage of the reference
     change (ΔC, EC) and its correlation with joint validation."""
-    target = Store(store)
+    target = scorable_store(store)
     scores = instance_scores(target)
     if scores.is_empty():
-        raise ValueError(f"{store}: no suites or panels in the store; run `testprism replay` first")
+        raise StoreError(f"{store}: field suites: no suite is for an instance of the panels; "
+                         "replay the benchmark the panels came from")
     stats = bootstrap_statistics(scores, replicates=replicates, seed=seed)
     board = leaderboard_from_instance_scores(scores).join(stats.intervals, on="configuration", how="left")
     tables = {

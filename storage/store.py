@@ -48,6 +48,16 @@ class Store:
         self.paths = StorePaths(Path(root))
         self._check_manifest()
 
+    @classmethod
+    def existing(cls, root: Path | str) -> Store:
+        """A store that must be there already: a reader (score, report) given a mistyped path
+        must say so, not create an empty store there and report that it holds nothing."""
+        paths = StorePaths(Path(root))
+        if not paths.manifest.is_file():
+            raise StoreError(f"{paths.root}: field (folder): no store here (no {paths.manifest.name}); "
+                             "`testprism replay` creates one")
+        return cls(root)
+
     def _check_manifest(self) -> None:
         manifest = self.paths.manifest
         if manifest.exists():

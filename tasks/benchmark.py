@@ -24,6 +24,9 @@ from testprism.tasks.hashing import digest, tree_digest, tree_files
 log = logging.getLogger(__name__)
 
 NAME = r"^[A-Za-z0-9_.-]+$"
+#: A configuration folder's name: NAME's characters and `+`, which model names use
+#: (`otter++`); a single path component, never `.` or `..`.
+CONFIGURATION = r"^(?!\.\.?$)[A-Za-z0-9_.+-]+$"
 DEFAULT_ENTRY = "bash tmp/run_tests.sh"
 
 
@@ -94,7 +97,9 @@ class InstanceSpec(_Model):
 class SuiteSpec(_Model):
     """`suite.toml`, optional. `tests` names the suite's own tests (pytest node ids or bare
     names): when given, the verdict comes from those cases of the JUnit report only, so
-    old tests dragged in by a test patch do not decide it."""
+    old tests dragged in by a test patch do not decide it. `model_name_or_path` records the
+    model whose name the configuration folder was made from (`import suites`), so that a
+    later import of another model mapping to the same folder is refused; replay ignores it."""
 
     entry: str = DEFAULT_ENTRY
     tests: tuple[str, ...] = ()
@@ -102,6 +107,7 @@ class SuiteSpec(_Model):
     #: as it applies every patch (git apply, then patch --fuzz), after placing the files; a
     #: state it does not apply to is `E`/suite_not_installed, never a rejection
     patch: str | None = None
+    model_name_or_path: str = ""
 
 
 @dataclass(frozen=True)
@@ -287,7 +293,7 @@ def load_benchmark(root: Path | str, configurations: tuple[str, ...] = ()) -> Be
     suite_root = root / "suites"
     found = sorted(d.name for d in suite_root.iterdir() if d.is_dir()) if suite_root.is_dir() else []
     for name in found:
-        if not re.match(NAME, name):
+        if not re.fullmatch(CONFIGURATION, name):
             raise BenchmarkError(suite_root / name, "configuration", f"{name!r} is not a valid name")
     chosen = tuple(configurations) or tuple(found)
     for name in chosen:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import polars as pl
 
-from testprism.storage import Store
+from testprism.storage import Store, StoreError
 from testprism.tasks.benchmark import BenchmarkError, load_instance
 from testprism.tasks.coverage import summarise
 from testprism.tasks.hashing import digest
@@ -185,11 +185,19 @@ def _optional_table(store: Store, name: str) -> pl.DataFrame | None:
     return store.read_table(name) if store.paths.score_table(name).is_file() else None
 
 
+def scored_store(store_root: Path | str) -> Store:
+    """The store to report on, refused (StoreError) when it is not there or was never
+    scored: called by the CLI before the report flow starts, and by the report itself."""
+    store = Store.existing(store_root)
+    leaderboard = store.paths.score_table("leaderboard")
+    if not leaderboard.is_file():
+        raise StoreError(f"{leaderboard}: field (file): missing; run `testprism score {store_root}` first")
+    return store
+
+
 def load_report_data(store_root: Path | str, benchmark_root: Path | str | None = None) -> ReportData:
-    """Read what the report needs. Raises ValueError when the store was never scored."""
-    store = Store(store_root)
-    if not store.paths.score_table("leaderboard").is_file():
-        raise ValueError(f"{store_root}: no scores/leaderboard.parquet; run `testprism score {store_root}` first")
+    """Read what the report needs."""
+    store = scored_store(store_root)
     audit = audit_frame(store)
     if benchmark_root is not None:
         patches = _patches_from_benchmark(Path(benchmark_root), audit["instance_id"].to_list())

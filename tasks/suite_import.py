@@ -19,14 +19,15 @@ import shutil
 import subprocess
 import tempfile
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from unidiff import PatchSet
 
-from testprism.tasks.benchmark import NAME, BenchmarkError, Instance, load_instance
+from testprism.tasks.benchmark import CONFIGURATION, NAME, BenchmarkError, Instance, load_instance
+from testprism.tasks.hashing import digest
 from testprism.tasks.recipe import fill_test_files
 from testprism.tasks.state import DEFAULT_FUZZ
 from testprism.tasks.swebench import (
@@ -69,12 +70,62 @@ class Prediction(BaseModel):
 
 
 def configuration_name(model: str) -> str:
-    """A configuration folder name from `model_name_or_path`, which may hold slashes
-    (`copilot-basic/gpt-5-mini` → `copilot-basic__gpt-5-mini`)."""
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "__", model.strip()).strip("_")
-    if not name or set(name) == {"."}:
+    """The configuration folder of a `model_name_or_path`, injective so that two models never
+    share a folder (the second one's suites would be skipped as "already present").
+
+    A name whose only change is `/` → `__` stays readable as it is (`copilot-basic/gpt-5-mini`
+    → `copilot-basic__gpt-5-mini`): turning `__` back into `/` gives the model again, so no
+    other model has that folder. Any other name is made safe and suffixed with a short hash of
+    the whole original (`otter(GPT-4o)` → `otter__GPT-4o-<hash>`, `otter++(GPT-4o)` →
+    `otter++__GPT-4o-<hash>`). A hash collision is not ruled out; `Owners` refuses it."""
+    plain = model.replace("/", "__")
+    if re.fullmatch(CONFIGURATION, plain) and plain.replace("__", "/") == model:
+        return plain
+    safe = re.sub(r"[^A-Za-z0-9_.+-]+", "__", model).strip("_.")
+    if not re.search(r"[A-Za-z0-9]", safe):
         raise RowError("model_name_or_path", f"{model!r} gives no usable configuration name; pass --configuration")
+    return f"{safe}-{digest('configuration', model)[:8]}"
+
+
+def checked_configuration(name: str) -> str:
+    """`--configuration` as given: it is used as the folder name, so it must be one."""
+    if not re.fullmatch(CONFIGURATION, name):
+        raise ValueError(f"{name!r} is not a configuration name: letters, digits and _ . + - only, not . or ..")
     return name
+
+
+def recorded_owner(folder: Path) -> tuple[str, str] | None:
+    """The model a configuration folder's suites were imported from and where that is
+    written, or None when no suite.toml there records one (suites written by hand, with
+    `--configuration`, or by an older testprism)."""
+    for path in sorted(folder.glob("*/suite.toml")):
+        try:
+            model = tomllib.loads(path.read_text(encoding="utf-8")).get("model_name_or_path")
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue  # load_benchmark names a malformed suite.toml; it records no owner here
+        if isinstance(model, str) and model:
+            return model, f"{path}: field model_name_or_path"
+    return None
+
+
+@dataclass
+class Owners:
+    """Which model each configuration folder belongs to: the one a suite already there
+    records, else the first row that names the folder. A row of another model that maps to
+    the same folder is refused, naming both, rather than merged into it."""
+
+    suites: Path
+    known: dict[str, tuple[str, str]] = field(default_factory=dict)  # folder → (model, where seen)
+
+    def folder_of(self, model: str, where: str) -> str:
+        name = configuration_name(model)
+        if name not in self.known:
+            self.known[name] = recorded_owner(self.suites / name) or (model, where)
+        owner, seen = self.known[name]
+        if owner != model:
+            raise RowError("model_name_or_path", f"{model!r} maps to configuration folder {name!r}, which holds "
+                                                 f"{owner!r} ({seen}); import one of them with --configuration")
+        return name
 
 
 # -- which tests the patch adds or changes -------------------------------------------------
@@ -180,9 +231,11 @@ def find_target(out: Path, instance_id: str, command: str | None) -> Target:
     return Target(instance, template)
 
 
-def suite_toml(record: Record, model: str, scope: Scope, tests: list[str]) -> str:
-    lines = [f"# Imported by `testprism import suites` from {record.label} (model_name_or_path {toml_string(model)}).",
-             'patch = "test.diff"']
+def suite_toml(record: Record, owner: str | None, scope: Scope, tests: list[str]) -> str:
+    """`owner` is the model the configuration folder is named after (None with --configuration)."""
+    lines = [f"# Imported by `testprism import suites` from {record.label}.", 'patch = "test.diff"']
+    if owner is not None:
+        lines.append(f"model_name_or_path = {toml_string(owner)}")
     if scope == "tests":
         lines += ['# scope = "tests": only the tests this suite\'s patch adds or changes decide its verdict.',
                   f"tests = {toml_list(tests)}"]
@@ -191,17 +244,19 @@ def suite_toml(record: Record, model: str, scope: Scope, tests: list[str]) -> st
     return "\n".join(lines) + "\n"
 
 
-def import_prediction(record: Record, out: Path, targets: dict[str, Target], *, configuration: str | None,
-                      scope: Scope, overwrite: bool, command: str | None) -> tuple[str, list[Issue]]:
-    """Write one suite package; returns its `configuration/instance_id` and caveats."""
+def prediction(record: Record) -> Prediction:
+    """The row, validated before anything depends on it: its configuration folder is known
+    only once `model_name_or_path` is known to be a string."""
     assert record.data is not None
     try:
-        row = Prediction.model_validate(record.data)
+        return Prediction.model_validate(record.data)
     except ValidationError as exc:
         raise RowError(*validation_field(exc)) from exc
-    if not configuration and not row.model_name_or_path:
-        raise RowError("model_name_or_path", "missing: pass --configuration")
-    name = configuration_name(configuration or row.model_name_or_path)
+
+
+def import_prediction(record: Record, row: Prediction, name: str, out: Path, targets: dict[str, Target], *,
+                      owner: str | None, scope: Scope, overwrite: bool, command: str | None) -> tuple[str, list[Issue]]:
+    """Write one suite package into configuration `name`; returns `name/instance_id` and caveats."""
     if row.instance_id not in targets:
         targets[row.instance_id] = find_target(out, row.instance_id, command)
     target = targets[row.instance_id]
@@ -231,7 +286,7 @@ def import_prediction(record: Record, out: Path, targets: dict[str, Target], *, 
         script = RUN_TESTS.format(command=fill_test_files(target.template, files))
         (folder / "run_tests.sh").write_text(script, encoding="utf-8")
         (folder / "run_tests.sh").chmod(0o755)
-        (folder / "suite.toml").write_text(suite_toml(record, row.model_name_or_path, chosen, tests), encoding="utf-8")
+        (folder / "suite.toml").write_text(suite_toml(record, owner, chosen, tests), encoding="utf-8")
     log.info("suite %s/%s: %s", name, row.instance_id, f"{len(tests)} selected tests" if tests else f"scope {chosen}")
     return f"{name}/{row.instance_id}", caveats
 
@@ -239,26 +294,36 @@ def import_prediction(record: Record, out: Path, targets: dict[str, Target], *, 
 def import_suites(predictions: Path, out: Path, *, configuration: str | None = None, scope: Scope = "tests",
                   overwrite: bool = False, command: str | None = None) -> ImportReport:
     """Import every row of a prediction file as a suite of the benchmark at `out` (whose
-    instances must be there already). A bad row is an issue; the others go on."""
+    instances must be there already). A bad row is an issue; the others go on. Each row goes
+    to the folder of its model (`configuration_name`), or all to `configuration`; a row whose
+    model maps to a folder another model already holds is an issue naming both rows."""
+    if configuration is not None:
+        checked_configuration(configuration)
+    if not (out / "instances").is_dir():
+        raise BenchmarkError(out / "instances", "(folder)", "missing: import the instances first (import swebench)")
     report = ImportReport()
     targets: dict[str, Target] = {}
+    owners = Owners(out / "suites")
     seen: set[str] = set()
     for record in read_records(predictions):
         if record.data is None:
             report.issues.append(Issue(record.label, "", "(row)", record.error))
             continue
         instance_id = str(record.data.get("instance_id", ""))
-        model = configuration or str(record.data.get("model_name_or_path", ""))
         try:
-            key = f"{configuration_name(model)}/{instance_id}" if model else ""
-            if key and key in seen:
+            row = prediction(record)
+            if not configuration and not row.model_name_or_path:
+                raise RowError("model_name_or_path", "missing: pass --configuration")
+            name = configuration or owners.folder_of(row.model_name_or_path, f"{record.label}: field model_name_or_path")
+            key = f"{name}/{row.instance_id}"
+            if key in seen:
                 raise RowError("instance_id", f"a second suite for {key} in the file; kept the first")
             seen.add(key)
-            final = out / "suites" / key
-            if key and final.exists() and not overwrite:
+            if (out / "suites" / key).exists() and not overwrite:
                 report.existing.append(key)
                 continue
-            done, caveats = import_prediction(record, out, targets, configuration=configuration, scope=scope,
+            done, caveats = import_prediction(record, row, name, out, targets,
+                                              owner=None if configuration else row.model_name_or_path, scope=scope,
                                               overwrite=overwrite, command=command)
         except RowError as exc:
             issue = Issue(record.label, instance_id, exc.field, str(exc))

@@ -5,6 +5,7 @@ their replay."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tomllib
@@ -16,14 +17,23 @@ from typer.testing import CliRunner
 
 from testprism.flows.importing import import_app
 from testprism.storage import Store
-from testprism.tasks.benchmark import load_benchmark
+from testprism.tasks import suite_import
+from testprism.tasks.benchmark import CONFIGURATION as CONFIGURATION_RULE, load_benchmark
 from testprism.tasks.hashing import tree_files
 from testprism.tasks.recipe import NoRecipe, Recipe, RecipeError, load_recipe_file, load_recipes
 from testprism.tasks.replay import ExecutionOptions, execute_batch, plan
 from testprism.tasks.sandbox.local import LocalBackend, bubblewrap_works
 from testprism.tasks.state import apply_patch
-from testprism.tasks.suite_import import import_suites, selected_tests, find_test_functions
-from testprism.tasks.swebench import ProgramSources, Verifier, import_rows, is_test_file, toml_list, toml_string
+from testprism.tasks.suite_import import configuration_name, find_test_functions, import_suites, selected_tests
+from testprism.tasks.swebench import (
+    ProgramSources,
+    RowError,
+    Verifier,
+    import_rows,
+    is_test_file,
+    toml_list,
+    toml_string,
+)
 from tests.gitfixture import INSTANCE_ID, SUITE_SELECTED, GitFixture, build_git_fixture
 
 CONFIGURATION = "agent-x__model-1"
@@ -297,6 +307,60 @@ def test_suite_rows_with_problems(fx, tmp_path):
                     ("preds.jsonl:3", "model_patch", False), ("preds.jsonl:4", "model_name_or_path", True)]
     assert 'scope = "files"' in (out / "suites" / "helper" / INSTANCE_ID / "suite.toml").read_text()
 
+
+
+REAL_MODELS = ["Otter", "Otterplus", "copilot-basic/gpt-5-mini", "copilot-plus/gpt-5-mini"]  # generated_tests_dev.jsonl
+
+
+def test_configuration_names_keep_plain_names_and_never_merge_two_models():
+    assert [configuration_name(m) for m in REAL_MODELS] == [
+        "Otter", "Otterplus", "copilot-basic__gpt-5-mini", "copilot-plus__gpt-5-mini"]
+    alike = ["otter(GPT-4o)", "otter++(GPT-4o)", "otter GPT-4o", "otter__GPT-4o", "otter/GPT-4o", " otter/GPT-4o",
+             "a_/b", "a/_b", "a//b", "a/__b"]
+    names = [configuration_name(m) for m in alike]
+    assert len(set(names)) == len(alike), dict(zip(alike, names))
+    assert all(re.fullmatch(CONFIGURATION_RULE, n) for n in names)
+    assert names[1].startswith("otter++__GPT-4o-")  # readable, with a hash of the original
+    with pytest.raises(RowError):
+        configuration_name("(/)")
+
+
+def test_models_that_sanitise_alike_become_two_configurations(fx, tmp_path):
+    out = tmp_path / "bench"
+    run_import(fx, out)
+    models = ["otter(GPT-4o)", "otter++(GPT-4o)"]
+    rows = write_rows(tmp_path / "preds.jsonl", [
+        {"instance_id": INSTANCE_ID, "model_name_or_path": m, "model_patch": fx.suite_patch} for m in models])
+    report = import_suites(rows, out)
+    assert not report.issues and len(report.imported) == 2
+    bench = load_benchmark(out)
+    assert len(bench.configurations) == 2
+    for model, name in zip(models, (configuration_name(m) for m in models)):
+        suite = bench.suites[(name, INSTANCE_ID)]
+        assert suite.tests == SUITE_SELECTED
+        assert tomllib.loads((suite.folder / "suite.toml").read_text())["model_name_or_path"] == model
+
+
+def test_two_models_in_one_folder_are_refused_naming_both_rows(fx, tmp_path, monkeypatch):
+    out = tmp_path / "bench"
+    run_import(fx, out)
+    monkeypatch.setattr(suite_import, "configuration_name", lambda model: "same")  # a hash collision, forced
+    rows = write_rows(tmp_path / "preds.jsonl", [
+        {"instance_id": INSTANCE_ID, "model_name_or_path": m, "model_patch": fx.suite_patch} for m in ("m-1", "m-2")])
+    report = import_suites(rows, out)
+    assert report.imported == [f"same/{INSTANCE_ID}"]
+    [issue] = report.issues
+    assert (issue.row, issue.field) == ("preds.jsonl:2", "model_name_or_path")
+    assert "'m-2'" in issue.message and "'m-1' (preds.jsonl:1: field model_name_or_path)" in issue.message
+    # Against the folder already written: the suite.toml that records the other model is named.
+    again = import_suites(write_rows(tmp_path / "more.jsonl", [
+        {"instance_id": INSTANCE_ID, "model_name_or_path": "m-3", "model_patch": fx.suite_patch}]), out)
+    [issue] = again.issues
+    assert (issue.row, issue.field) == ("more.jsonl:1", "model_name_or_path") and not again.existing
+    assert f"{out / 'suites' / 'same' / INSTANCE_ID / 'suite.toml'}: field model_name_or_path" in issue.message
+    overwritten = import_suites(rows, out, overwrite=True)  # --overwrite replaces m-1's suite, never merges m-2's
+    assert overwritten.imported == [f"same/{INSTANCE_ID}"]
+    assert [(i.row, i.field) for i in overwritten.issues] == [("preds.jsonl:2", "model_name_or_path")]
 
 needs_bwrap = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap is required (make test installs it)")
 

@@ -20,7 +20,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from testprism.storage import SCHEMAS, Store
+from testprism.storage import SCHEMAS, Store, StoreError
 from testprism.tasks.benchmark import load_benchmark
 from testprism.tasks.coverage import coverage_summary, measure_coverage
 from testprism.tasks.metrics import instance_scores
@@ -253,7 +253,7 @@ def test_charts_are_svg_and_tolerate_undefined_rates():
 
 def test_write_report_refuses_an_unscored_store(tmp_path):
     Store(tmp_path / "store")
-    with pytest.raises(ValueError, match="testprism score"):
+    with pytest.raises(StoreError, match="testprism score"):
         write_report(tmp_path / "store", tmp_path / "r.html")
 
 
