@@ -20,7 +20,7 @@ from testprism.tasks.benchmark import load_benchmark
 from testprism.tasks.hashing import tree_files
 from testprism.tasks.recipe import NoRecipe, Recipe, RecipeError, load_recipe_file, load_recipes
 from testprism.tasks.replay import ExecutionOptions, execute_batch, plan
-from testprism.tasks.sandbox.local import LocalBackend, bubblewrap_works
+from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.state import apply_patch
 from testprism.tasks.suite_import import import_suites, selected_tests, find_test_functions
 from testprism.tasks.swebench import ProgramSources, Verifier, import_rows, is_test_file, toml_list, toml_string
@@ -297,11 +297,8 @@ def test_suite_rows_with_problems(fx, tmp_path):
     assert 'scope = "files"' in (out / "suites" / "helper" / INSTANCE_ID / "suite.toml").read_text()
 
 
-needs_bwrap = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap is required (make test installs it)")
-
-
 @pytest.mark.slow
-@needs_bwrap
+@pytest.mark.requires("sandbox")
 @pytest.mark.parametrize(("scope", "reference"), [("tests", "P"), ("files", "F")])
 def test_imported_suite_replays_F_on_buggy_and_P_on_reference(fx, tmp_path, work_root, scope, reference):
     out = tmp_path / "bench"
@@ -318,7 +315,7 @@ def test_imported_suite_replays_F_on_buggy_and_P_on_reference(fx, tmp_path, work
 
 
 @pytest.mark.slow
-@needs_bwrap
+@pytest.mark.requires("sandbox")
 def test_verify_refuses_rows_whose_checks_do_not_reproduce(fx, tmp_path, work):
     wrong = fx.row | {"instance_id": "acme__widgets-2", "FAIL_TO_PASS": json.dumps(["tests/test_text.py::test_slugify_lowercases"])}
     rows = write_rows(tmp_path / "rows.jsonl", [fx.row, wrong])
