@@ -1,26 +1,40 @@
-# The two commands: `make demo` and `make test`. Both set up from nothing.
-PYTHON ?= python3.11
+# The two commands: `make demo` and `make test`. Both set up from nothing: .ci/setup installs
+# (as root on Debian) or names (elsewhere) what the machine lacks before anything else runs.
+# Debian's interpreter, not the first python3.11 on PATH: as root the sandbox runs as an
+# unprivileged uid that must be able to run it, and a pyenv under /root is private.
+PYTHON ?= /usr/bin/python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SETUP := PYTHON='$(PYTHON)' .ci/setup
+# Every optional component the tests know (tests/conftest.py): missing, their tests fail
+# instead of skipping. Bare pytest leaves them unset and skips, naming the variable.
+REQUIRE_ALL := TESTPRISM_REQUIRE_SANDBOX=1 TESTPRISM_REQUIRE_DOCKER=1 TESTPRISM_REQUIRE_CHROMIUM=1
 
 .PHONY: demo test test-fast setup clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+# Rebuilt (--clear) when the dependencies or this file change, e.g. an older venv made with
+# another interpreter.
+$(STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv --clear $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,docker]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+# The machine first (it may install python3.11 itself), then the venv.
+setup:
+	$(SETUP) test
+	@$(MAKE) --no-print-directory $(STAMP)
 
-demo: $(STAMP)
+demo:
+	$(SETUP) demo
+	@$(MAKE) --no-print-directory $(STAMP)
 	$(BIN)/testprism demo --out demo-out
 
-test: $(STAMP)
-	$(BIN)/python -m pytest -q
+test: setup
+	$(REQUIRE_ALL) $(BIN)/python -m pytest -q
 
-test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+test-fast: setup
+	$(REQUIRE_ALL) $(BIN)/python -m pytest -q -m "not slow"
 
 clean:
 	rm -rf $(VENV) demo-out

@@ -1,20 +1,113 @@
 """Shared fixtures: a work area the sandbox's unprivileged uid can traverse (pytest's own
-tmp folders are private to root), and a Docker engine for the docker backend's tests.
+tmp folders are private to root), a Docker engine for the docker backend's tests, and the
+one place that decides what a test does when an optional component is missing.
 
-No engine here: docker tests skip, unless TESTPRISM_REQUIRE_DOCKER is set (CI sets it,
-after .ci/start-dockerd and .ci/base-image), where they fail instead."""
+Optional components (`COMPONENTS`): `sandbox` (bubblewrap that can create its namespaces,
+and a Python 3.11 the sandbox's uid can run), `docker` (an engine that answers) and
+`chromium` (the report's rendering tests). A test asks for one with
+`@pytest.mark.requires("sandbox")` or the `require` fixture (`require("chromium")`).
+Missing, it FAILS when `TESTPRISM_REQUIRE_<NAME>` is set (make test sets all three, after
+.ci/setup has installed them) and skips, naming that variable, when it is not (bare pytest)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from testprism.tasks.workdir import WorkPaths
+
+
+@dataclass(frozen=True)
+class Component:
+    variable: str  # set (not "" or "0"): a missing component fails the test instead of skipping it
+    problem: Callable[[], str | None]  # why it is unusable here, or None
+
+
+def _sandbox_problem() -> str | None:
+    from testprism.tasks.environment import EnvironmentBuildError, find_interpreter
+    from testprism.tasks.sandbox.local import bubblewrap_works
+
+    problems = []
+    if not shutil.which("bwrap"):
+        problems.append("bwrap is not on PATH (apt-get install bubblewrap)")
+    elif not bubblewrap_works():
+        problems.append("bwrap cannot create its namespaces here (no unprivileged user namespaces?)")
+    try:  # as root the sandbox drops to a uid of its own, which must be able to run the interpreter
+        find_interpreter("3.11", need_world_readable=os.geteuid() == 0)
+    except EnvironmentBuildError as exc:
+        problems.append(f"{exc} (apt-get install python3.11 python3.11-venv)")
+    return "; ".join(problems) or None
+
+
+def _docker_problem() -> str | None:
+    from testprism.tasks.sandbox.docker import engine_answers
+
+    if engine_answers():
+        return None
+    where = os.environ.get("DOCKER_HOST", "the default socket")
+    return f"no Docker engine answers at {where} (apt-get install docker.io; .ci/start-dockerd)"
+
+
+def chromium_binary() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _chromium_problem() -> str | None:
+    return None if chromium_binary() else "neither chromium nor chromium-browser is on PATH (apt-get install chromium)"
+
+
+COMPONENTS = {
+    "sandbox": Component("TESTPRISM_REQUIRE_SANDBOX", _sandbox_problem),
+    "docker": Component("TESTPRISM_REQUIRE_DOCKER", _docker_problem),
+    "chromium": Component("TESTPRISM_REQUIRE_CHROMIUM", _chromium_problem),
+}
+
+
+@functools.cache
+def _problem(name: str) -> str | None:
+    return COMPONENTS[name].problem()  # once a session: the probes start processes
+
+
+def required(name: str) -> bool:
+    return os.environ.get(COMPONENTS[name].variable, "") not in ("", "0")
+
+
+def require(name: str) -> None:
+    """Return when component `name` is usable; else fail (required) or skip (not required)."""
+    problem = _problem(name)
+    if problem is None:
+        return
+    variable = COMPONENTS[name].variable
+    if required(name):
+        pytest.fail(f"{variable} is set but {name} is unusable: {problem}. "
+                    f"`.ci/setup test` installs it, or says what to do", pytrace=False)
+    pytest.skip(f"{name} is unusable: {problem} (set {variable}=1 to make this a failure; make test does)")
+
+
+@pytest.fixture(name="require", scope="session")
+def require_fixture() -> Callable[[str], None]:
+    """`require` for tests that decide inside a fixture (a parametrised backend, say)."""
+    return require
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"requires(*components): needs optional components ({', '.join(COMPONENTS)})")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Runs after skipif (a tryfirst hook: an opt-in test not opted in skips, whatever it
+    requires) and before the test's fixtures are set up (none of them is built for nothing)."""
+    for mark in item.iter_markers("requires"):
+        for name in mark.args:
+            require(name)
 
 
 @pytest.fixture(scope="session")
@@ -35,13 +128,13 @@ def work(work_root: Path) -> WorkPaths:
 
 @pytest.fixture(scope="session")
 def docker_engine() -> None:
-    from testprism.tasks.sandbox.docker import engine_answers
+    require("docker")
 
-    if engine_answers():
-        return
-    if os.environ.get("TESTPRISM_REQUIRE_DOCKER"):
-        pytest.fail("TESTPRISM_REQUIRE_DOCKER is set but no Docker engine answers (run .ci/start-dockerd)")
-    pytest.skip("no Docker engine answers (set TESTPRISM_REQUIRE_DOCKER to make this a failure)")
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    require("chromium")
+    return chromium_binary()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -55,11 +55,9 @@ from testprism.tasks.panel import (
     select_valid,
 )
 from testprism.tasks.replay import ExecutionOptions
-from testprism.tasks.sandbox.local import bubblewrap_works
 from testprism.tasks.state import apply_patch
 from tests.benchfixture import BUGGY, REFERENCE, VALID, diff, make_benchmark
 
-needs_sandbox = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap is required (make test installs it)")
 INSTANCE = "mini__median-even"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -343,7 +341,7 @@ def options_for(store: Path, work_root: Path) -> ExecutionOptions:
 
 
 @pytest.mark.slow
-@needs_sandbox
+@pytest.mark.requires("sandbox")
 def test_gold_validation_quarantines_a_reference_that_does_not_fix(labelled_bench, tmp_path, work_root):
     bench = load_benchmark(labelled_bench)
     options = replace(options_for(tmp_path / "store", work_root), policy=GOLD_POLICY)
@@ -366,7 +364,7 @@ def label_all(instance: Instance, store: Path, work_root: Path) -> tuple[dict, i
 
 
 @pytest.mark.slow
-@needs_sandbox
+@pytest.mark.requires("sandbox")
 def test_candidates_are_labelled_by_the_official_checks(labelled_bench, tmp_path, work_root):
     instance = load_benchmark(labelled_bench).instances[INSTANCE]
     labels, ran = label_all(instance, tmp_path / "store", work_root)
@@ -386,7 +384,7 @@ def test_candidates_are_labelled_by_the_official_checks(labelled_bench, tmp_path
 
 
 @pytest.mark.slow
-@needs_sandbox
+@pytest.mark.requires("sandbox")
 def test_collect_flow_end_to_end(labelled_bench, tmp_path, work_root):
     from testprism.flows.collect import collect_flow
     from testprism.tasks.panel import PanelMode
@@ -439,7 +437,7 @@ def test_collect_flow_end_to_end(labelled_bench, tmp_path, work_root):
 
 
 @pytest.mark.slow
-@needs_sandbox
+@pytest.mark.requires("sandbox")
 @pytest.mark.parametrize("instance_id", ["algokit__bisect-past-end", "calkit__merge-touching"])
 def test_labels_agree_with_the_bundled_benchmark(instance_id, tmp_path, work_root):
     if not (EXAMPLES / "instances" / instance_id).is_dir():

@@ -32,7 +32,6 @@ from testprism.tasks.coverage import (
     parse_report,
     score_changes,
 )
-from testprism.tasks.sandbox.local import bubblewrap_works
 from testprism.tasks.workdir import WorkPaths
 from tests.benchfixture import BUGGY, CHECKS, REFERENCE, WEAK, diff, make_benchmark
 
@@ -267,7 +266,7 @@ def test_arithmetic():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap is required (make test installs it)")
+@pytest.mark.requires("sandbox")
 def test_measure_coverage_in_the_sandbox_and_skip_stored_measurements(tmp_path, work_root, caplog):
     bench = make_benchmark(tmp_path / "bench", {
         "strong": {"test_median.py": CHECKS},

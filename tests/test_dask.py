@@ -18,11 +18,10 @@ import polars as pl
 import pytest
 
 from testprism.storage import Store
-from testprism.tasks.sandbox.local import bubblewrap_works
 from tests.benchfixture import CHECKS, WEAK, make_benchmark
 from tests.synthbench import make_synthetic
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap is required")]
+pytestmark = [pytest.mark.slow, pytest.mark.requires("sandbox")]
 
 
 def expected(store: Path) -> dict[tuple[str, str], str]:

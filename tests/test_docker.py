@@ -3,7 +3,8 @@ promises (timeout, no network, memory, processes, output), fresh state per run, 
 removal and sweep.
 
 The hostile suites of tests/test_sandbox.py run under this backend too. No engine here:
-these tests skip, unless TESTPRISM_REQUIRE_DOCKER is set (tests/conftest.py).
+these tests fail when TESTPRISM_REQUIRE_DOCKER is set (make test sets it), else skip
+(tests/conftest.py, `require`).
 """
 
 from __future__ import annotations
@@ -95,9 +96,10 @@ def parity_bench(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def local_store(parity_bench, work_root, tmp_path_factory) -> Path:
+def local_store(parity_bench, work_root, tmp_path_factory, require) -> Path:
     from testprism.flows.replay import replay_flow
 
+    require("sandbox")  # trusted would run it unisolated: parity is with the sandboxed local backend
     store = tmp_path_factory.mktemp("store-local")
     replay_flow(benchmark=str(parity_bench), store=str(store), backend="local", work=str(work_root),
                 timeout_s=120, trusted=True)
@@ -144,15 +146,14 @@ def test_fast_mode_gives_the_same_outcomes(docker_engine, parity_bench, local_st
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@pytest.mark.skipif(not (EXAMPLES / "instances").is_dir(), reason="the bundled benchmark is not there")
+@pytest.mark.requires("sandbox")  # the local side of the parity
 def test_parity_on_the_bundled_benchmark(backend, work_root, tmp_path):
-    """The first instances of examples/ (all of them with TESTPRISM_PARITY_ALL=1)."""
+    """The first instances of examples/ (all of them with TESTPRISM_PARITY_ALL=1). The
+    bundled benchmark ships with the repository (tests/test_examples.py checks its shape): a
+    broken one fails here too rather than skipping the parity check."""
     from testprism.tasks.replay import ExecutionOptions, execute_batch, plan
 
-    try:
-        bench = load_benchmark(EXAMPLES)
-    except Exception as exc:  # noqa: BLE001 - being written by others; parity needs it whole
-        pytest.skip(f"examples/ does not load yet: {exc}")
+    bench = load_benchmark(EXAMPLES)
     chosen = sorted(bench.instances)[: None if os.environ.get("TESTPRISM_PARITY_ALL") else 2]
     results = {}
     for name in ("local", "docker"):

@@ -25,6 +25,7 @@ def test_bundled_benchmark_has_the_testprism_panel_shape():
 
 
 @pytest.mark.slow
+@pytest.mark.requires("sandbox")  # the demo's runs must be isolated by bubblewrap, not merely trusted
 @pytest.mark.timeout(1800)  # 528 sandbox runs, their confirmations, coverage and the report
 def test_demo_orders_configurations_as_designed(tmp_path, work_root):
     out = tmp_path / "demo"

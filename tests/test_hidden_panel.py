@@ -27,7 +27,6 @@ from testprism.storage import Store
 from testprism.tasks.benchmark import load_benchmark
 from testprism.tasks.metrics import instance_scores
 from testprism.tasks.replay import ExecutionOptions, execute_batch, plan, record_plan
-from testprism.tasks.sandbox.local import bubblewrap_works
 from tests.benchfixture import BUGGY, CHECKS, REFERENCE, diff, make_benchmark, write
 
 INSTANCE = "mini__median-even"
@@ -126,10 +125,7 @@ def _replay(root: Path, store_root: Path, work_root: Path, backend: str, **optio
 
 
 def _needs(backend: str, request: pytest.FixtureRequest) -> None:
-    if backend == "docker":
-        request.getfixturevalue("docker_engine")
-    elif not bubblewrap_works():
-        pytest.fail("bubblewrap is required (make test installs it)")
+    request.getfixturevalue("require")("docker" if backend == "docker" else "sandbox")
 
 
 def _scores(store: Store) -> dict[str, tuple[float, float | None, float | None, float]]:
@@ -160,6 +156,7 @@ def test_a_cheating_suite_scores_no_better_than_one_that_passes_everywhere(backe
 
 
 @pytest.mark.slow
+@pytest.mark.requires("sandbox")
 def test_the_cheater_wins_where_the_sandbox_is_off(cheating_bench, tmp_path, work_root, monkeypatch):
     """The control: without bubblewrap (trusted mode) the host is visible, and the same
     suite finds the answer key and scores a perfect JVR. What the test above shows is the
@@ -169,6 +166,7 @@ def test_the_cheater_wins_where_the_sandbox_is_off(cheating_bench, tmp_path, wor
     assert _scores(store)["cheater"] == (1.0, 1.0, 1.0, 1.0)
 
 
+@pytest.mark.requires("sandbox")
 def test_state_trees_carry_no_time_that_tells_states_apart(tmp_path, work_root):
     root = make_benchmark(tmp_path / "b", {"stat": {"run_tests.sh": "stat -c 'MTIME %n %Y' stats.py . ; exit 0\n"}})
     store = _replay(root, tmp_path / "store", work_root, "local")
@@ -211,6 +209,7 @@ def test_links_planted_by_patches_and_suites_write_nothing_outside(backend, requ
 FUZZY_BASE = "".join(f"line {i}\n" for i in range(1, 21))
 
 
+@pytest.mark.requires("sandbox")
 def test_patches_apply_with_fuzz_and_an_uninstallable_suite_is_unresolved(tmp_path, work_root):
     """A candidate whose context is one line off applies with `patch --fuzz=5` (SWE-bench's
     fallback), recorded per run; a suite whose test patch clashes with a candidate is `E` on
@@ -235,6 +234,7 @@ def test_patches_apply_with_fuzz_and_an_uninstallable_suite_is_unresolved(tmp_pa
     assert {runs[s]["suite_patch_method"] for s in ("buggy", "reference", "stdlib")} == {"git apply"}
 
 
+@pytest.mark.requires("sandbox")
 def test_an_environment_that_cannot_be_built_is_recorded_and_the_replay_goes_on(tmp_path, work_root):
     root = make_benchmark(tmp_path / "b", {"strong": {"test_m.py": CHECKS}})
     broken = root / "instances" / "mini__broken-env"

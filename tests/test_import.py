@@ -22,7 +22,7 @@ from testprism.tasks.benchmark import CONFIGURATION as CONFIGURATION_RULE, load_
 from testprism.tasks.hashing import tree_files
 from testprism.tasks.recipe import NoRecipe, Recipe, RecipeError, load_recipe_file, load_recipes
 from testprism.tasks.replay import ExecutionOptions, execute_batch, plan
-from testprism.tasks.sandbox.local import LocalBackend, bubblewrap_works
+from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.state import apply_patch
 from testprism.tasks.suite_import import configuration_name, find_test_functions, import_suites, selected_tests
 from testprism.tasks.swebench import (
@@ -362,11 +362,9 @@ def test_two_models_in_one_folder_are_refused_naming_both_rows(fx, tmp_path, mon
     assert overwritten.imported == [f"same/{INSTANCE_ID}"]
     assert [(i.row, i.field) for i in overwritten.issues] == [("preds.jsonl:2", "model_name_or_path")]
 
-needs_bwrap = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap is required (make test installs it)")
-
 
 @pytest.mark.slow
-@needs_bwrap
+@pytest.mark.requires("sandbox")
 @pytest.mark.parametrize(("scope", "reference"), [("tests", "P"), ("files", "F")])
 def test_imported_suite_replays_F_on_buggy_and_P_on_reference(fx, tmp_path, work_root, scope, reference):
     out = tmp_path / "bench"
@@ -383,7 +381,7 @@ def test_imported_suite_replays_F_on_buggy_and_P_on_reference(fx, tmp_path, work
 
 
 @pytest.mark.slow
-@needs_bwrap
+@pytest.mark.requires("sandbox")
 def test_verify_refuses_rows_whose_checks_do_not_reproduce(fx, tmp_path, work):
     wrong = fx.row | {"instance_id": "acme__widgets-2", "FAIL_TO_PASS": json.dumps(["tests/test_text.py::test_slugify_lowercases"])}
     rows = write_rows(tmp_path / "rows.jsonl", [fx.row, wrong])

@@ -47,12 +47,11 @@ from typer.testing import CliRunner
 from testprism.flows.cli import app
 from testprism.storage import Store
 from testprism.tasks.benchmark import load_benchmark
-from testprism.tasks.sandbox.local import bubblewrap_works
 from tests.gitfixture import INSTANCE_ID, RICH_FAIL_TO_PASS, RICH_PASS_TO_PASS, GitFixture, build_git_fixture
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap is required (make test installs it)"),
+    pytest.mark.requires("sandbox"),
 ]
 
 HEAD = 'import re\n\n\ndef slugify(title: str) -> str:\n    """Lower-case words of `title` joined by hyphens."""\n'

@@ -18,7 +18,7 @@ import pytest
 
 from testprism.tasks.benchmark import load_benchmark
 from testprism.tasks.recipe import load_recipes
-from testprism.tasks.sandbox.local import LocalBackend, bubblewrap_works
+from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.swebench import ProgramSources, Verifier, import_rows
 
 REALDATA = os.environ.get("TESTPRISM_REALDATA")
@@ -30,7 +30,7 @@ pytestmark = [
     pytest.mark.realdata,
     pytest.mark.slow,
     pytest.mark.skipif(not REALDATA, reason="set TESTPRISM_REALDATA to the real-data folder to run"),
-    pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap is required"),
+    pytest.mark.requires("sandbox"),
 ]
 
 

@@ -10,10 +10,9 @@ from testprism.storage import Store
 from testprism.tasks.metrics import flake_table
 from testprism.tasks.benchmark import load_benchmark
 from testprism.tasks.replay import ExecutionOptions, execute_batch, finished_keys, pending_runs, plan, record_plan, unrunnable_rows
-from testprism.tasks.sandbox.local import bubblewrap_works
 from tests.benchfixture import CHECKS, WEAK, make_benchmark
 
-pytestmark = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap is required (make test installs it)")
+pytestmark = pytest.mark.requires("sandbox")
 
 FLAKY = '''\
 import random

@@ -44,13 +44,9 @@ from testprism.tasks.report import (
     scatter_svg,
     write_report,
 )
-from testprism.tasks.sandbox.local import bubblewrap_works
 from testprism.tasks.statistics import bootstrap_statistics, leaderboard_from_instance_scores, per_source_table
 from tests.benchfixture import CHECKS, WEAK, make_benchmark
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install -y chromium)")
-needs_bubblewrap = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap is required (make test installs it)")
 
 SOURCES = {"i1": "src-a", "i2": "src-b"}
 HOSTILE = '</pre><script>alert("x")</script><img src="https://evil.example/x.png" onerror="alert(1)">'
@@ -265,7 +261,7 @@ class Chromium:
     no port, no websocket). Collects console messages, uncaught exceptions, browser log
     entries (CSP violations, failed loads) and every network request of the page."""
 
-    def __init__(self, profile: Path) -> None:
+    def __init__(self, binary: str, profile: Path) -> None:
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
 
@@ -275,7 +271,7 @@ class Chromium:
             os.dup2(high_w, 4)
 
         self.proc = subprocess.Popen(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", "--no-first-run", "--no-default-browser-check",
              "--remote-debugging-pipe", f"--user-data-dir={profile}", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -378,13 +374,12 @@ def problems(events: list[dict], page: Path) -> list[str]:
 
 
 @pytest.fixture()
-def chromium(tmp_path):
-    browser = Chromium(tmp_path / "chromium-profile")
+def chromium(chromium_path, tmp_path):
+    browser = Chromium(chromium_path, tmp_path / "chromium-profile")
     yield browser
     browser.close()
 
 
-@needs_chromium
 def test_the_console_probe_catches_errors(tmp_path, chromium):
     """The harness itself: a page with an error, a CSP violation and a remote image is caught."""
     page = tmp_path / "bad.html"
@@ -396,7 +391,6 @@ def test_the_console_probe_catches_errors(tmp_path, chromium):
     assert "boom" in found and "undefined_call" in found and "127.0.0.1:9" in found
 
 
-@needs_chromium
 def test_report_renders_in_chromium_without_console_errors(tmp_path, chromium):
     store = hand_made_store(tmp_path / "store")
     page = write_report(store.paths.root, tmp_path / "report.html", hand_made_benchmark(tmp_path / "bench"))
@@ -451,8 +445,7 @@ def replay(bench_root: Path, store_root: Path, work_root: Path) -> Store:
 
 
 @pytest.mark.slow
-@needs_bubblewrap
-@needs_chromium
+@pytest.mark.requires("sandbox")
 def test_report_of_a_replayed_store_with_coverage(tmp_path, work_root, chromium):
     bench = make_benchmark(tmp_path / "bench", {"strong": {"test_m.py": CHECKS}, "weak": {"test_m.py": WEAK},
                                                 "biased": {"test_m.py": BIASED}})
@@ -475,7 +468,7 @@ def test_report_of_a_replayed_store_with_coverage(tmp_path, work_root, chromium)
 
 
 @pytest.mark.slow
-@needs_bubblewrap
+@pytest.mark.requires("sandbox")
 def test_audit_of_the_bundled_benchmark_shows_its_designed_disagreements(tmp_path, work_root):
     """One bundled instance replayed by `biased` and `weak`: the audit names the valid
     candidates the biased suite rejects (tuple results, no helper, not the upstream line) and the invalid ones the

@@ -15,11 +15,10 @@ import pytest
 
 from testprism.storage import Store
 from testprism.tasks.metrics import instance_scores
-from testprism.tasks.sandbox.local import bubblewrap_works
 from testprism.tasks.statistics import leaderboard_from_instance_scores
 from tests.synthbench import make_synthetic
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap is required")]
+pytestmark = [pytest.mark.slow, pytest.mark.requires("sandbox")]
 
 INSTANCES = 25  # × 2 configurations × 11 states = 550 runs
 

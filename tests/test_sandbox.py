@@ -23,7 +23,7 @@ from testprism.tasks.benchmark import EnvironmentSpec, load_benchmark
 from testprism.tasks.outcome import Outcome, Reason
 from testprism.tasks.replay import ExecutionOptions, plan, unrunnable_rows
 from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, SandboxUnavailable
-from testprism.tasks.sandbox.local import LocalBackend, bubblewrap_works
+from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.verdict import Policy, classify, judge
 from tests.benchfixture import CHECKS, make_benchmark
 
@@ -31,10 +31,9 @@ BARE = EnvironmentSpec(python="3.11", packages=())
 
 
 @pytest.fixture(scope="module", params=["local", "docker", "docker-reused"])
-def backend(request, work) -> Iterator[SandboxBackend]:
+def backend(request, work, require) -> Iterator[SandboxBackend]:
     if request.param == "local":
-        if not bubblewrap_works():
-            pytest.skip("bubblewrap is required (make test installs it)")
+        require("sandbox")
         made: SandboxBackend = LocalBackend(work)
     else:
         request.getfixturevalue("docker_engine")
