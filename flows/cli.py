@@ -19,10 +19,11 @@ from testprism.flows.collect import collect_command
 from testprism.flows.errors import Commands, known_backend
 from testprism.flows.images import images_app
 from testprism.flows.importing import import_app
-from testprism.flows.replay import open_inputs
+from testprism.flows.replay import PatchFuzzOpt, open_inputs
 from testprism.flows.report import report_command
 from testprism.flows.score import scorable_store
 from testprism.storage.schema import METRICS
+from testprism.tasks.state import DEFAULT_FUZZ
 from testprism.tasks.workdir import default_work_root
 
 app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, help=__doc__)
@@ -83,7 +84,7 @@ def _leaderboard_table(board: pl.DataFrame, title: str) -> Table:
 
 def _replay(benchmark: Path, store: Path, configurations: list[str], backend: str, workers: int,
             dask_address: str | None, work: Path | None, timeout: float, trusted: bool, unsafe: bool,
-            retry_errors: bool = False, concurrency: int | None = None) -> None:
+            retry_errors: bool = False, concurrency: int | None = None, patch_fuzz: int = DEFAULT_FUZZ) -> None:
     from testprism.flows.replay import replay_flow
 
     open_inputs(str(benchmark), str(store), tuple(configurations), backend, work or default_work_root(),
@@ -94,6 +95,7 @@ def _replay(benchmark: Path, store: Path, configurations: list[str], backend: st
             benchmark=str(benchmark), store=str(store), configurations=configurations or None, backend=backend,
             workers=workers, dask_address=dask_address, work=str(work) if work else None, timeout_s=timeout,
             trusted=trusted, unsafe=unsafe, retry_errors=retry_errors, concurrency=concurrency,
+            patch_fuzz=patch_fuzz,
         )
     log.info(
         "replay: %d planned, %d already stored, %d executed; outcomes %s; isolation: %s",
@@ -135,13 +137,14 @@ def replay(
     retry_errors: Annotated[bool, typer.Option(help="also redo stored timeouts, unstable and overflowing runs")] = False,
     concurrency: Annotated[Optional[int], typer.Option(
         help="runs at once per worker (default: the backend's safe concurrency, split among local workers)")] = None,
+    patch_fuzz: PatchFuzzOpt = DEFAULT_FUZZ,
 ) -> None:
     """Replay every suite on buggy, reference and every candidate; skip runs already settled.
 
     Runs that ended in infrastructure errors (sandbox_error) are always redone."""
     trusted = benchmark.resolve() == BUNDLED
     _replay(benchmark, store, configuration, backend, workers, dask_address, work, timeout, trusted, unsafe_no_sandbox,
-            retry_errors, concurrency)
+            retry_errors, concurrency, patch_fuzz)
 
 
 @app.command()

@@ -29,7 +29,7 @@ from prefect.utilities.annotations import quote
 
 from testprism.flows import progress
 from testprism.flows.errors import known_backend
-from testprism.flows.replay import batch_target, open_inputs, run_concurrency, task_runner
+from testprism.flows.replay import PatchFuzzOpt, batch_target, open_inputs, run_concurrency, task_runner
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.benchmark import Benchmark, Instance
 from testprism.tasks.candidate import (
@@ -62,6 +62,7 @@ from testprism.tasks.label import (
 from testprism.tasks.panel import PanelChoice, PanelMode, PanelRule, select_panels, write_panel_benchmark
 from testprism.tasks.replay import Batch, ExecutionOptions, batches
 from testprism.tasks.sandbox.base import Limits
+from testprism.tasks.state import DEFAULT_FUZZ
 from testprism.tasks.workdir import default_work_root
 
 log = logging.getLogger(__name__)
@@ -172,6 +173,7 @@ def collect_flow(
     rule: PanelRule = PanelRule(),
     trusted: bool = False,
     unsafe: bool = False,
+    patch_fuzz: int = DEFAULT_FUZZ,
 ) -> CollectSummary:
     work_root = Path(work) if work else default_work_root()
     inputs = open_inputs(benchmark, store, (), backend, work_root, trusted=trusted, unsafe=unsafe)
@@ -191,7 +193,7 @@ def collect_flow(
     funnel.add(Stage("exact_dedup", "candidate", sum(c.reason is None for c in pool),
                      excluded(pool, (CandidateReason.DUPLICATE, CandidateReason.SAME_AS_REFERENCE))))
 
-    verdicts, ran, reused = _gold(bench, replace(options, policy=GOLD_POLICY), target, workers, dask_address)
+    verdicts, ran, reused = _gold(bench, replace(options, policy=replace(GOLD_POLICY, patch_fuzz=patch_fuzz)), target, workers, dask_address)
     funnel.add(Stage("gold_validation", "instance", sum(v.validated for v in verdicts), tuple(
         Excluded(v.instance_id, str(v.reason), v.detail) for v in verdicts if not v.validated)))
     validated = [bench.instances[v.instance_id] for v in verdicts if v.validated]
@@ -199,7 +201,7 @@ def collect_flow(
     pool = [replace(c, reason=CandidateReason.INSTANCE_QUARANTINED) if c.reason is None and c.instance_id in quarantined
             else c for c in pool]
 
-    pool, label_ran, label_reused = _label(pool, validated, replace(options, policy=LABEL_POLICY), target, workers,
+    pool, label_ran, label_reused = _label(pool, validated, replace(options, policy=replace(LABEL_POLICY, patch_fuzz=patch_fuzz)), target, workers,
                                            dask_address)
     funnel.add(Stage("verification", "candidate", sum(c.in_pool for c in pool), excluded(pool, _UNLABELLED)))
     pool = set_aside_near_duplicates(pool, near_duplicate)
@@ -260,6 +262,7 @@ def collect_command(
     work: Annotated[Optional[Path], typer.Option(help="working area for environments and states (a cache)")] = None,
     timeout: Annotated[float, typer.Option(help="wall-clock limit of one run of the checks, seconds")] = 300.0,
     unsafe_no_sandbox: Annotated[bool, typer.Option(help="run untrusted patches without isolation")] = False,
+    patch_fuzz: PatchFuzzOpt = DEFAULT_FUZZ,
 ) -> None:
     """Ingest candidate patches, label them by the official checks, and choose panels."""
     from testprism.flows.cli import BUNDLED
@@ -273,7 +276,7 @@ def collect_command(
         diffs=[str(d) for d in diffs], panel=panel, out=str(out) if out else None, backend=backend, workers=workers,
         dask_address=dask_address, work=str(work) if work else None, timeout_s=timeout, near_duplicate=near_duplicate,
         rule=PanelRule(min_valid_distance=min_valid_distance, max_invalid_jaccard=max_invalid_jaccard),
-        trusted=trusted, unsafe=unsafe_no_sandbox,
+        trusted=trusted, unsafe=unsafe_no_sandbox, patch_fuzz=patch_fuzz,
     )
     agree, compared = summary.agreement
     log.info("collect %s: %d verifications run, %d reused from the store; %d panels%s", summary.flow_run,

@@ -13,8 +13,10 @@ import math
 from datetime import UTC, datetime
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import pyarrow as pa
+import typer
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
@@ -36,6 +38,8 @@ from testprism.tasks.replay import (
     unrunnable_rows,
 )
 from testprism.tasks.sandbox.base import Limits, SandboxBackend, backend_class
+from testprism.tasks.state import DEFAULT_FUZZ
+from testprism.tasks.verdict import Policy
 from testprism.tasks.workdir import WorkPaths, default_work_root
 
 log = logging.getLogger(__name__)
@@ -126,6 +130,11 @@ def batch_target(runs: int, workers: int) -> int:
     return max(1, min(MAX_BATCH_RUNS, math.ceil(runs / (4 * max(1, workers)))))
 
 
+#: the one `--patch-fuzz` of replay and collect: the fuzz of the `patch` fallback (SWE-bench: 5)
+PatchFuzzOpt = Annotated[int, typer.Option(
+    min=0, help="fuzz of the `patch --batch -p1` fallback after `git apply`, for every patch (SWE-bench uses 5)")]
+
+
 @flow(name="replay", log_prints=False)
 def replay_flow(
     benchmark: str,
@@ -140,6 +149,7 @@ def replay_flow(
     unsafe: bool = False,
     retry_errors: bool = False,
     concurrency: int | None = None,
+    patch_fuzz: int = DEFAULT_FUZZ,
 ) -> ReplaySummary:
     work_root = Path(work) if work else default_work_root()
     inputs = open_inputs(benchmark, store, tuple(configurations or ()), backend, work_root, trusted=trusted,
@@ -149,7 +159,8 @@ def replay_flow(
     concurrency = concurrency or run_concurrency(inputs.backend.default_concurrency(), workers, dask_address)
     options = ExecutionOptions(
         backend=backend, work_root=work_root, store_root=Path(store), limits=Limits(timeout_s=timeout_s),
-        concurrency=concurrency, trusted=trusted, unsafe=unsafe, replay_started=datetime.now(UTC),
+        policy=Policy(patch_fuzz=patch_fuzz), concurrency=concurrency, trusted=trusted, unsafe=unsafe,
+        replay_started=datetime.now(UTC),
     )
     specs = plan(bench, options)
     todo = pending_runs(specs, finished_keys(target, retry_errors))

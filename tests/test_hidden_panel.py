@@ -27,6 +27,7 @@ from testprism.storage import Store
 from testprism.tasks.benchmark import load_benchmark
 from testprism.tasks.metrics import instance_scores
 from testprism.tasks.replay import ExecutionOptions, execute_batch, plan, record_plan
+from testprism.tasks.verdict import Policy
 from tests.benchfixture import BUGGY, CHECKS, REFERENCE, diff, make_benchmark, write
 
 INSTANCE = "mini__median-even"
@@ -232,6 +233,12 @@ def test_patches_apply_with_fuzz_and_an_uninstallable_suite_is_unresolved(tmp_pa
     assert "test.diff" in runs["clash"]["stdout_tail"] or "patch" in runs["clash"]["stdout_tail"]
     assert (runs["buggy"]["outcome"], runs["reference"]["outcome"]) == ("F", "P")
     assert {runs[s]["suite_patch_method"] for s in ("buggy", "reference", "stdlib")} == {"git apply"}
+    # The fuzz is policy (`--patch-fuzz`), part of the run key: without it the same candidate
+    # is a new run, and applies under no method.
+    strict = _replay(root, tmp_path / "strict", work_root, "local", policy=Policy(patch_fuzz=0))
+    fuzzless = strict.scan("runs").filter(pl.col("candidate_id") == "fuzzy").collect().row(0, named=True)
+    assert (fuzzless["outcome"], fuzzless["reason"], fuzzless["patch_method"]) == ("E", "patch_failed", "none")
+    assert fuzzless["run_key"] != runs["fuzzy"]["run_key"]
 
 
 @pytest.mark.requires("sandbox")

@@ -103,19 +103,21 @@ def _sdk():
 # -- the engine ------------------------------------------------------------------------------
 
 
-_api_version: str | None = None
+_api_versions: dict[str, str] = {}  # engine address -> negotiated API version
 _version_lock = threading.Lock()
 
 
 def api_client(timeout: float = 120) -> APIClient:
     """A low-level client of the engine named by the environment (DOCKER_HOST, else the
-    local socket). The API version is negotiated once per process."""
-    global _api_version
+    local socket). The API version is negotiated once per process and engine address, so
+    the first client of an engine that does not answer raises SandboxUnavailable."""
     docker = _sdk()
+    kwargs = _from_env_kwargs()
+    address = str(kwargs.get("base_url") or "default")
     with _version_lock:
         try:
-            client = docker.APIClient(**_from_env_kwargs(), version=_api_version or "auto", timeout=timeout)
-            _api_version = client.api_version
+            client = docker.APIClient(**kwargs, version=_api_versions.get(address, "auto"), timeout=timeout)
+            _api_versions[address] = client.api_version
         except docker.errors.DockerException as exc:
             raise SandboxUnavailable(
                 f"no Docker engine answers ({exc}); start one (CI: .ci/start-dockerd) or set DOCKER_HOST"
