@@ -72,6 +72,7 @@ PANEL_BATCH = 8
 _UNLABELLED = (
     CandidateReason.INSTANCE_QUARANTINED, CandidateReason.PATCH_FAILED, CandidateReason.CHECKS_PATCH_FAILED,
     CandidateReason.TIMEOUT, CandidateReason.OUTPUT_LIMIT, CandidateReason.SANDBOX_ERROR, CandidateReason.UNSTABLE,
+    CandidateReason.ENVIRONMENT_FAILED,
 )
 
 

@@ -68,11 +68,12 @@ class CandidateReason(StrEnum):
     SAME_AS_REFERENCE = "same_as_reference"  #: identical to the reference: not a candidate
     NEAR_DUPLICATE = "near_duplicate"  #: token cosine ≥ threshold with `duplicate_of`, same label
     INSTANCE_QUARANTINED = "instance_quarantined"  #: its instance failed gold validation
-    PATCH_FAILED = "patch_failed"  #: did not apply: labelled invalid, but no suite could run on it
+    PATCH_FAILED = "patch_failed"  #: applied under no method: unlabelled ("patch does not apply"), out of panels
     CHECKS_PATCH_FAILED = "checks_patch_failed"  #: the official checks did not apply over it
     TIMEOUT = "timeout"  #: the checks hit the wall-clock limit: unlabelled
     OUTPUT_LIMIT = "output_limit"  #: the checks wrote more than the output bound: unlabelled
     SANDBOX_ERROR = "sandbox_error"  #: infrastructure failed (after retries): unlabelled
+    ENVIRONMENT_FAILED = "environment_failed"  #: the instance's environment could not be built: unlabelled
     UNSTABLE = "unstable"  #: a failure did not reproduce on replay: unlabelled
 
 

@@ -65,7 +65,15 @@ from testprism.storage import SCHEMAS, Store
 from testprism.tasks.benchmark import Benchmark, EnvironmentSpec, Instance, Suite, load_benchmark
 from testprism.tasks.environment import EnvironmentBuildError
 from testprism.tasks.hashing import digest
-from testprism.tasks.sandbox.base import ExecResult, Limits, RunRequest, SandboxBackend, SandboxError, backend_class
+from testprism.tasks.sandbox.base import (
+    ExecResult,
+    Limits,
+    RunRequest,
+    SandboxBackend,
+    SandboxError,
+    SuiteNotInstalled,
+    backend_class,
+)
 from testprism.tasks.state import State, materialise, states_of
 from testprism.tasks.workdir import WorkPaths, build_once, default_work_root
 
@@ -89,6 +97,7 @@ REASONS = (
     "timeout",  # the run hit the wall-clock limit: its data died with it
     "output_limit",  # the run wrote more than the output bound and was killed
     "sandbox_error",  # the sandbox broke, after retries
+    "suite_not_installed",  # the suite's test patch does not apply to the reference, or a file of it lands on a link
     "coverage_failed",  # the run finished but left no readable coverage report
 )
 
@@ -528,6 +537,9 @@ def measure_one(
     )
     try:
         result = _execute(backend, request, retries)
+    except SuiteNotInstalled as exc:
+        log.error("%s/%s: coverage run: %s", spec.configuration, spec.instance.id, exc)
+        return _row(spec, None, "suite_not_installed", None)
     except SandboxError as exc:
         log.error("%s/%s: coverage run: %s", spec.configuration, spec.instance.id, exc)
         return _row(spec, None, "sandbox_error", None)

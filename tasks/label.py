@@ -36,8 +36,8 @@ from testprism.tasks.environment import EnvironmentBuildError
 from testprism.tasks.nofollow import UnsafeTarget, remove_entry, write_file
 from testprism.tasks.outcome import Outcome, Reason, TestResult, Verdict
 from testprism.tasks.replay import Environments, ExecutionOptions
-from testprism.tasks.sandbox.base import RunRequest, SandboxBackend, backend_class
-from testprism.tasks.state import DEFAULT_FUZZ, PatchResult, State, apply_patch, settle_times, states_of, tree_key
+from testprism.tasks.sandbox.base import RunRequest, SandboxBackend, SandboxError, backend_class
+from testprism.tasks.state import DEFAULT_FUZZ, PatchResult, State, apply_patch, settle_times, states_of
 from testprism.tasks.verdict import Policy, judge
 from testprism.tasks.workdir import WorkPaths, build_once
 
@@ -155,7 +155,9 @@ def checked_tree(instance: Instance, state: State, work: WorkPaths, fuzz: int = 
         settle_times(tree)
         (target / "patch.json").write_text(json.dumps({"patch": own.__dict__, "checks": checks and checks.__dict__}))
 
-    folder = build_once(work.state(instance.id, digest("checked", tree_key(state, fuzz), checks_hash(instance))), build)
+    # The fuzz is in the key whatever the state: the checks patch is applied with it too.
+    folder = build_once(work.state(instance.id, digest("checked", state.hash, f"fuzz={fuzz}", checks_hash(instance))),
+                        build)
     record = json.loads((folder / "patch.json").read_text())
     checks = PatchResult(**record["checks"]) if record["checks"] else None
     return CheckedTree(folder / "tree", PatchResult(**record["patch"]), checks)
@@ -190,7 +192,10 @@ def _verify(spec: Verification, environments: Environments, options: ExecutionOp
     if not built.checks.applied:
         failed = Verdict(Outcome.ERROR, None, None, 0.0, 1, built.checks.message)
         return failed, CandidateReason.CHECKS_PATCH_FAILED.value, method
-    environment = environments.prepare(spec.instance.spec.environment)
+    try:
+        environment = environments.prepare(spec.instance.spec.environment)
+    except SandboxError as exc:  # infrastructure: not a verdict on the candidate
+        return Verdict(Outcome.ERROR, Reason.SANDBOX_ERROR, None, 0.0, 1, str(exc)[-2000:]), Reason.SANDBOX_ERROR.value, method
     if isinstance(environment, EnvironmentBuildError):
         failed = Verdict(Outcome.ERROR, Reason.ENVIRONMENT_FAILED, None, 0.0, 0, str(environment)[-2000:])
         return failed, Reason.ENVIRONMENT_FAILED.value, method

@@ -24,7 +24,7 @@ from testprism.tasks.benchmark import Benchmark, EnvironmentSpec, Instance, Suit
 from testprism.tasks.environment import EnvironmentBuildError
 from testprism.tasks.hashing import digest
 from testprism.tasks.outcome import RETRYABLE, Outcome, Reason, Verdict
-from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, backend_class
+from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, SandboxError, backend_class
 from testprism.tasks.state import State, materialise, states_of
 from testprism.tasks.verdict import Policy, judge
 from testprism.tasks.workdir import WorkPaths
@@ -161,15 +161,21 @@ def unrunnable_rows(specs: Iterable[RunSpec], options: ExecutionOptions) -> list
 class Environments:
     """The environments a batch prepared, failures included: an environment that cannot be
     built makes every run of it `E`/environment_failed with the build's message, once, and
-    the batch goes on with the others (a build is not attempted again for each run)."""
+    the batch goes on with the others (a build is not attempted again for each run). One
+    lock per environment: runs of a ready environment never wait for another's build."""
 
     def __init__(self, backend: SandboxBackend) -> None:
         self.backend = backend
         self._done: dict[str, Path | EnvironmentBuildError] = {}
+        self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
 
     def prepare(self, spec: EnvironmentSpec) -> Path | EnvironmentBuildError:
-        with self._lock:  # one build per key, whichever thread asks first
+        """The environment's handle, or why it cannot be built. SandboxError (the sandbox
+        broke while building) is raised: infrastructure, tried again by the next run."""
+        with self._lock:
+            key_lock = self._locks.setdefault(spec.key, threading.Lock())
+        with key_lock:
             if spec.key not in self._done:
                 try:
                     self._done[spec.key] = self.backend.prepare(spec)
@@ -184,7 +190,10 @@ def _run_one(spec: RunSpec, environments: Environments, options: ExecutionOption
     tree = materialise(spec.instance, spec.state, WorkPaths(options.work_root), options.policy.patch_fuzz)
     if not tree.patch.applied:
         return Verdict(Outcome.ERROR, Reason.PATCH_FAILED, None, 0.0, 1, tree.patch.message), tree.patch.method
-    environment = environments.prepare(spec.instance.spec.environment)
+    try:
+        environment = environments.prepare(spec.instance.spec.environment)
+    except SandboxError as exc:  # infrastructure: recorded as such, redone by the next replay
+        return Verdict(Outcome.ERROR, Reason.SANDBOX_ERROR, None, 0.0, 1, str(exc)[-2000:]), tree.patch.method
     if isinstance(environment, EnvironmentBuildError):
         return Verdict(Outcome.ERROR, Reason.ENVIRONMENT_FAILED, None, 0.0, 0, str(environment)[-2000:]), tree.patch.method
     assert spec.suite is not None

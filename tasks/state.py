@@ -18,11 +18,15 @@ make the harness write outside its tree.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from testprism.tasks.benchmark import Instance
@@ -72,25 +76,64 @@ class PatchResult:
         return cls(True, "none", "")
 
 
+#: how long one `git apply` or `patch` may take: a patch that keeps `patch --fuzz` searching
+#: longer is one that does not apply, not a reason to stop the replay
+APPLY_TIMEOUT_S = 120
+
+
+@cache
+def _empty_repository() -> Path:
+    """A bare repository of the harness's own, empty, for `git apply` to run in. A tree's
+    own `.git` (a program's, or one a patch planted with the `patch` fallback) must never be
+    git's repository: its config can name filters and hooks that git runs, as root."""
+    folder = Path(tempfile.mkdtemp(prefix="testprism-git-"))
+    subprocess.run(["git", "init", "--bare", "--quiet", str(folder)], check=True, capture_output=True,
+                   env=_git_env(folder), timeout=APPLY_TIMEOUT_S)
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 def _git_env(tree: Path) -> dict[str, str]:
-    # Stop git from discovering an enclosing repository: inside one, `git apply` resolves
-    # paths against that repository's top level and silently skips ours.
-    return {**os.environ, "GIT_CEILING_DIRECTORIES": str(tree.parent)}
+    """Git sees our empty repository and `tree` as its work tree, and no configuration but
+    that repository's: not the tree's `.git`, not an enclosing repository (which would
+    resolve paths against its own top level and silently skip ours), not the host's."""
+    return {**os.environ, "GIT_CEILING_DIRECTORIES": str(tree.parent), "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0"}
+
+
+def _touches_git(patch: bytes) -> bool:
+    """Whether the patch names a `.git` path component (git apply refuses those; GNU patch
+    would write them)."""
+    for line in patch.splitlines():
+        if line.startswith((b"--- ", b"+++ ", b"diff --git ", b"rename to ", b"copy to ")):
+            if re.search(rb"(^|[\s/])\.git(/|\s|$)", line.split(b" ", 1)[1] if b" " in line else b""):
+                return True
+    return False
+
+
+def _run(argv: list[str], tree: Path, patch: bytes, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(argv, cwd=tree, input=patch, capture_output=True, env=env, timeout=APPLY_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(argv, 124, b"", f"{argv[0]} took over {APPLY_TIMEOUT_S} s\n".encode())
 
 
 def apply_patch(tree: Path, patch: bytes, fuzz: int = DEFAULT_FUZZ) -> PatchResult:
-    """Apply with `git apply`, then `patch -p1 --fuzz` (SWE-bench's order); leave the tree
-    untouched when neither applies (patch is tried dry first: no half-applied tree)."""
-    git = subprocess.run(
-        ["git", "apply", "--whitespace=nowarn", "-p1", "-"],
-        cwd=tree, input=patch, capture_output=True, env=_git_env(tree), timeout=120,
-    )
+    """Apply with `git apply`, then `patch -p1 --fuzz` (SWE-bench's order, with `--forward`:
+    `--batch` alone would take an already applied patch for a reversed one and revert it);
+    leave the tree untouched when neither applies (patch is tried dry first: no half-applied
+    tree). A patch that names `.git` applies under no method."""
+    if _touches_git(patch):
+        return PatchResult(False, "none", "the patch touches a .git path, which no patch may")
+    env = {**_git_env(tree), "GIT_DIR": str(_empty_repository()), "GIT_WORK_TREE": str(tree)}
+    git = _run(["git", "-c", f"core.attributesFile={os.devnull}", "-c", "core.hooksPath=" + os.devnull,
+                "apply", "--whitespace=nowarn", "-p1", "-"], tree, patch, env)
     if git.returncode == 0:
         return PatchResult(True, "git apply", "")
     args = ["patch", "-p1", "--batch", "--forward", "--no-backup-if-mismatch", f"--fuzz={fuzz}"]
-    dry = subprocess.run([*args, "--dry-run"], cwd=tree, input=patch, capture_output=True, timeout=120)
+    dry = _run([*args, "--dry-run"], tree, patch)
     if dry.returncode == 0:
-        real = subprocess.run(args, cwd=tree, input=patch, capture_output=True, timeout=120)
+        real = _run(args, tree, patch)
         if real.returncode == 0:
             return PatchResult(True, f"patch --fuzz={fuzz}", "")
     message = (git.stderr + dry.stdout + dry.stderr).decode(errors="replace")[-2000:]
@@ -106,8 +149,9 @@ class StateTree:
 
 
 def settle_times(tree: Path) -> None:
-    """Give every entry of `tree` the same modification time (links themselves, never
-    their targets), so that times say nothing about which files a patch touched."""
+    """Give every entry of `tree` the same access and modification time (links
+    themselves, never their targets), so that times say nothing about which files a patch
+    touched, nor when the tree was first used."""
     for dirpath, dirnames, filenames in os.walk(tree, topdown=False):
         for name in dirnames + filenames:
             os.utime(os.path.join(dirpath, name), (SETTLED_MTIME, SETTLED_MTIME), follow_symlinks=False)

@@ -27,6 +27,7 @@ from testprism.storage import Store
 from testprism.tasks.benchmark import load_benchmark
 from testprism.tasks.metrics import instance_scores
 from testprism.tasks.replay import ExecutionOptions, execute_batch, plan, record_plan
+from testprism.tasks.state import apply_patch
 from testprism.tasks.verdict import Policy
 from tests.benchfixture import BUGGY, CHECKS, REFERENCE, diff, make_benchmark, write
 
@@ -169,33 +170,40 @@ def test_the_cheater_wins_where_the_sandbox_is_off(cheating_bench, tmp_path, wor
 
 @pytest.mark.requires("sandbox")
 def test_state_trees_carry_no_time_that_tells_states_apart(tmp_path, work_root):
-    root = make_benchmark(tmp_path / "b", {"stat": {"run_tests.sh": "stat -c 'MTIME %n %Y' stats.py . ; exit 0\n"}})
-    store = _replay(root, tmp_path / "store", work_root, "local")
-    tails = store.scan("runs").collect()["stdout_tail"].to_list()
-    stamps = {line for t in tails for line in t.splitlines() if line.startswith("MTIME")}
-    assert len(tails) == 4 and stamps == {"MTIME stats.py 1600000000", "MTIME . 1600000000"}
+    """Modification and access times alike: copying a tree reads it, which moves its access
+    times, so a later run would otherwise see when the tree was first used."""
+    root = make_benchmark(tmp_path / "b", {"stat": {"run_tests.sh": "stat -c 'TIMES %n %X %Y' stats.py . tmp; exit 0\n"}})
+    for attempt in ("first", "second"):  # the second replay copies trees the first one read
+        store = _replay(root, tmp_path / f"store-{attempt}", work_root, "local")
+        tails = store.scan("runs").collect()["stdout_tail"].to_list()
+        stamps = {line for t in tails for line in t.splitlines() if line.startswith("TIMES")}
+        assert len(tails) == 4 and stamps == {f"TIMES {n} 1600000000 1600000000" for n in ("stats.py", ".", "tmp")}
 
 
 LINK_TMP = "diff --git a/tmp b/tmp\nnew file mode 120000\n--- /dev/null\n+++ b/tmp\n@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n"
 LINK_OUT = LINK_TMP.replace("tmp", "out")
-#: the suite also swaps the harness's out/ for a link and writes through it
-SWAP_OUT = ("rm -rf ../out; ln -s {target} ../out; echo '<testsuite/>' > ../out/junit.xml; "
-            "echo x > tmp/../written-in-program; exit 0\n")
+#: the suite swaps the harness's out/ for a link to a host folder holding a report (would
+#: the harness read it?), writes through its program's own out link, and exits 0
+SWAP_OUT = "rm -rf ../out; ln -s {bait} ../out; echo x > out/planted; exit 0\n"
+BAIT = "<testsuite><testcase name='read-through-a-link'/></testsuite>"
 
 
 @pytest.mark.parametrize("backend", ["local", "docker"])
 def test_links_planted_by_patches_and_suites_write_nothing_outside(backend, request, outside, tmp_path, work_root):
     _needs(backend, request)
-    into_tmp, into_out, swapped = (outside / name for name in ("tmp", "out", "swapped"))
-    for folder in (into_tmp, into_out, swapped):
+    into_tmp, into_out, bait = (outside / name for name in ("tmp", "out", "bait"))
+    for folder in (into_tmp, into_out, bait):
         folder.mkdir()
         folder.chmod(0o777)  # writable by anyone: only the link rules keep it empty
+    (bait / "junit.xml").write_text(BAIT)
+    (bait / "junit.xml").chmod(0o644)
     root = make_benchmark(tmp_path / "b", {"strong": {"test_m.py": CHECKS},
-                                            "swapper": {"run_tests.sh": SWAP_OUT.format(target=swapped)}},
+                                            "swapper": {"run_tests.sh": SWAP_OUT.format(bait=bait)}},
                           extra_candidates={"links-tmp": ("invalid", LINK_TMP.format(target=into_tmp)),
                                             "links-out": ("invalid", LINK_OUT.format(target=into_out))})
     store = _replay(root, tmp_path / "store", work_root, backend)
-    assert [p for f in (into_tmp, into_out, swapped) for p in f.iterdir()] == []
+    assert [p for f in (into_tmp, into_out) for p in f.iterdir()] == []
+    assert [p.name for p in bait.iterdir()] == ["junit.xml"] and (bait / "junit.xml").read_text() == BAIT
     runs = {(r["configuration"], r["candidate_id"] or r["state"]): r for r in store.scan("runs").collect().iter_rows(named=True)}
     for configuration in ("strong", "swapper"):
         tmp_link = runs[(configuration, "links-tmp")]
@@ -204,7 +212,9 @@ def test_links_planted_by_patches_and_suites_write_nothing_outside(backend, requ
     # A link named out/ inside the program is the program's own business: the harness's
     # out/ is elsewhere, so the suite runs and judges that state like any other.
     assert (runs[("strong", "links-out")]["outcome"], runs[("strong", "reference")]["outcome"]) == ("F", "P")
-    assert runs[("swapper", "reference")]["tests"] == []  # the swapped report was never read
+    # The swapped out/ led to a report: it was never read (the run is judged by its exit status).
+    assert all(r["tests"] == [] for (c, _), r in runs.items() if c == "swapper")
+    assert runs[("swapper", "links-out")]["outcome"] == "P"  # its write through out/ failed quietly, nothing more
 
 
 FUZZY_BASE = "".join(f"line {i}\n" for i in range(1, 21))
@@ -257,3 +267,32 @@ def test_an_environment_that_cannot_be_built_is_recorded_and_the_replay_goes_on(
     assert bad.height == 4 and set(zip(bad["outcome"], bad["reason"])) == {("E", "environment_failed")}
     assert "testprism-no-such-package-anywhere" in bad["stdout_tail"][0]
     assert sorted(good["outcome"].to_list()) == ["F", "F", "P", "P"]
+
+
+def test_git_never_takes_its_configuration_from_the_tree(tmp_path):
+    """A tree's own `.git` (a program's, or one a patch would plant through the `patch`
+    fallback) could name a filter that git runs, as root, for every file it writes. The
+    harness's `git apply` uses an empty repository of its own; a patch naming `.git` applies
+    under no method."""
+    pwned = tmp_path / "PWNED"
+    tree = tmp_path / "tree"
+    (tree / ".git").mkdir(parents=True)
+    (tree / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (tree / ".git" / "config").write_text(f'[filter "x"]\n\tsmudge = "id > {pwned}; cat"\n\tclean = cat\n'
+                                          f'[core]\n\trepositoryformatversion = 0\n\tbare = false\n')
+    for folder in ("objects", "refs"):
+        (tree / ".git" / folder).mkdir()
+    (tree / ".gitattributes").write_text("* filter=x\n")
+    (tree / "a.txt").write_text("hi\n")
+    result = apply_patch(tree, diff("a.txt", "hi\n", "ho\n").encode())
+    assert (result.applied, result.method) == (True, "git apply") and (tree / "a.txt").read_text() == "ho\n"
+    assert not pwned.exists()
+    planted = ("diff --git a/.git/config b/.git/config\n--- a/.git/config\n+++ b/.git/config\n@@ -1 +1,2 @@\n"
+               " [core]\n+\thooksPath = /tmp\n")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / ".git").mkdir()
+    (plain / ".git" / "config").write_text("[core]\n")
+    refused = apply_patch(plain, planted.encode())
+    assert not refused.applied and ".git" in refused.message
+    assert (plain / ".git" / "config").read_text() == "[core]\n"

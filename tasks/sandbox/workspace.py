@@ -21,7 +21,7 @@ from pathlib import Path
 
 from testprism.tasks.nofollow import UnsafeTarget, read_file, write_file
 from testprism.tasks.sandbox.base import RunRequest, SuiteNotInstalled
-from testprism.tasks.state import SETTLED_MTIME, apply_patch, settle_times
+from testprism.tasks.state import SETTLED_MTIME, apply_patch
 
 JUNIT_MAX_BYTES = 8 * 1024 * 1024
 
@@ -44,24 +44,27 @@ def fill_workspace(request: RunRequest, ws: Path, uid: int | None = None) -> str
             raise SuiteNotInstalled(f"the suite's test patch applies neither with git apply nor patch "
                                     f"--fuzz={request.patch_fuzz}:\n{applied.message}")
         method = applied.method
-    # What the fill touched gets the tree's settled time too (tasks/state.py): the same
-    # in every state, and the same from run to run.
-    if (program / "tmp").is_dir() and not (program / "tmp").is_symlink():
-        settle_times(program / "tmp")
-    os.utime(program, (SETTLED_MTIME, SETTLED_MTIME))
     (ws / "out").mkdir()
-    if uid is not None:
-        _chown_tree(ws, uid)
+    _hand_over(ws, uid)
     return method
 
 
-def _chown_tree(root: Path, uid: int) -> None:
-    """Hand the workspace to the sandbox's uid; links are changed themselves, never followed
-    (os.walk does not descend into linked folders)."""
-    os.chown(root, uid, uid)
-    for dirpath, dirnames, filenames in os.walk(root):
+def _hand_over(ws: Path, uid: int | None) -> None:
+    """One walk over the filled workspace: every entry gets the settled times of the state
+    trees (tasks/state.py; copying carried the source's access times, which reading it
+    updates, and the fill's own files are new), and, when the sandbox drops to `uid`, that
+    owner. Links are changed themselves, never followed (os.walk does not descend into
+    linked folders)."""
+    times = (SETTLED_MTIME, SETTLED_MTIME)
+    for dirpath, dirnames, filenames in os.walk(ws, topdown=False):
         for name in dirnames + filenames:
-            os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
+            path = os.path.join(dirpath, name)
+            if uid is not None:
+                os.chown(path, uid, uid, follow_symlinks=False)
+            os.utime(path, times, follow_symlinks=False)
+    if uid is not None:
+        os.chown(ws, uid, uid)
+    os.utime(ws, times)
 
 
 def read_junit(ws: Path) -> bytes | None:
