@@ -24,9 +24,18 @@ from testprism.flows.report import report_command
 from testprism.flows.score import scorable_store
 from testprism.storage.schema import METRICS
 from testprism.tasks.state import DEFAULT_FUZZ
-from testprism.tasks.workdir import default_work_root
+from testprism.tasks.workdir import WorkPaths, default_work_root
 
-app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, help=__doc__)
+#: what `testprism --help` opens with: what the tool does for its user
+USAGE = (
+    "How reliable are generated test suites? testprism replays each suite on the buggy program, the reference "
+    "fix and hidden panels of valid and invalid candidate patches, in a sandbox, and scores every configuration "
+    "jointly (GRR, CAR, WDR, F1, JVR, with intervals).\n\n"
+    "Typical sequence: import (SWE-bench rows, test patches) -> collect (label candidates, choose panels) -> "
+    "replay -> score -> report. `testprism demo` runs it all on the bundled benchmark."
+)
+
+app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, help=USAGE)
 app.add_typer(import_app, name="import")
 app.command("collect")(collect_command)
 app.command("report")(report_command)
@@ -157,6 +166,19 @@ def score(
     """Compute the leaderboard (with bootstrap intervals) from the stored runs and print it."""
     trusted = benchmark is not None and benchmark.resolve() == BUNDLED
     _score(store, benchmark, work, backend, trusted)
+
+
+@app.command()
+def sweep(work: WorkOpt = None) -> None:
+    """Remove what crashed or killed runs left behind, for every backend: workspaces of
+    processes that are gone, and their containers (docker). Live replays are left alone."""
+    from testprism.tasks.sandbox.base import sweep_all
+
+    for name, removed in sweep_all(WorkPaths(work or default_work_root())).items():
+        if isinstance(removed, int):
+            log.info("%s: %d leftovers removed", name, removed)
+        else:
+            log.warning("%s: not swept: %s", name, removed)
 
 
 @app.command()

@@ -58,6 +58,35 @@ def locked(lock_path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def start_time(pid: int) -> str:
+    """The start time of process `pid` in clock ticks since boot, "" when it is gone: with
+    the pid it names a process stably (pids are reused)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return text.rsplit(")", 1)[1].split()[19]  # field 22, counted after the command name
+
+
+def workspace_prefix(kind: str) -> str:
+    """The name prefix of this process's workspaces of one kind (`run`, `docker`):
+    `<kind>-<pid>.<start time>-`, so a sweep can tell a crashed process's from a live one's."""
+    pid = os.getpid()
+    return f"{kind}-{pid}.{start_time(pid)}-"
+
+
+def orphaned_workspaces(work: WorkPaths, kind: str) -> list[Path]:
+    """Workspaces of `kind` whose process is gone; those of live processes are not listed."""
+    if not work.workspaces.is_dir():
+        return []
+    found = []
+    for path in work.workspaces.glob(f"{kind}-*"):
+        pid, _, started = path.name.removeprefix(f"{kind}-").partition("-")[0].partition(".")
+        if not pid.isdigit() or start_time(int(pid)) != started:
+            found.append(path)
+    return found
+
+
 def build_once(target: Path, build: Callable[[Path], None]) -> Path:
     """Run `build(target)` unless a previous build completed; safe across processes.
 

@@ -3,16 +3,52 @@
 Replays every suite on the buggy program, the reference fix and panels of valid and invalid
 candidate patches, and scores configurations jointly (GRR, CAR, WDR, F1, JVR).
 
-The public face is small: the CLI (`testprism`), the benchmark loader, the store and the
-scoring functions. Everything else lives in `testprism.flows`, `testprism.tasks` and
-`testprism.storage` and may change.
+The public face is this module: the names below are what a user scripts with, and they
+keep working across releases; everything else lives in `testprism.flows`, `testprism.tasks`
+and `testprism.storage` and may move. Names load on first use, so `import testprism` does
+not import Prefect.
+
+    import testprism
+    bench = testprism.load_benchmark("examples")
+    testprism.replay("examples", store="out")          # the replay flow
+    board = testprism.score(store="out")               # leaderboard (polars DataFrame)
+    runs = testprism.Store("out").scan("runs")          # the store, read with polars
 """
 
+from __future__ import annotations
+
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 try:
     __version__ = version("testprism")
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0+unknown"
 
-__all__ = ["__version__"]
+#: public name -> (module, attribute)
+_PUBLIC = {
+    "load_benchmark": ("testprism.tasks.benchmark", "load_benchmark"),
+    "Benchmark": ("testprism.tasks.benchmark", "Benchmark"),
+    "BenchmarkError": ("testprism.tasks.benchmark", "BenchmarkError"),
+    "Store": ("testprism.storage", "Store"),
+    "replay": ("testprism.flows.replay", "replay_flow"),
+    "collect": ("testprism.flows.collect", "collect_flow"),
+    "score": ("testprism.flows.score", "score_flow"),
+    "Limits": ("testprism.tasks.sandbox.base", "Limits"),
+    "Policy": ("testprism.tasks.verdict", "Policy"),
+    "SandboxBackend": ("testprism.tasks.sandbox.base", "SandboxBackend"),
+    "backend_names": ("testprism.tasks.sandbox.base", "backend_names"),
+}
+
+__all__ = ["__version__", *_PUBLIC]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attribute = _PUBLIC[name]
+    except KeyError:
+        raise AttributeError(f"module 'testprism' has no attribute {name!r}") from None
+    value = getattr(import_module(module), attribute)
+    globals()[name] = value
+    return value

@@ -1,6 +1,7 @@
-"""Sandbox backends: `local` (bubblewrap) and, with the docker extra, `docker`."""
+"""Sandbox backends: `local` (bubblewrap) and, with the docker extra, `docker`; others come
+from packages that declare an entry point in the `testprism.sandboxes` group
+(tasks/sandbox/base.py, docs/architecture.md)."""
 
-from testprism.tasks.sandbox import docker, local  # noqa: F401  (registers the backends; docker's SDK loads lazily)
 from testprism.tasks.sandbox.base import (
     ExecResult,
     Limits,
@@ -9,6 +10,7 @@ from testprism.tasks.sandbox.base import (
     SandboxError,
     SandboxUnavailable,
     backend_class,
+    backend_names,
     register,
 )
 
@@ -20,5 +22,6 @@ __all__ = [
     "SandboxError",
     "SandboxUnavailable",
     "backend_class",
+    "backend_names",
     "register",
 ]

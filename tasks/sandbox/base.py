@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import ClassVar
 
@@ -136,10 +137,17 @@ class SandboxBackend(ABC):
         return 0
 
 
+#: the entry-point group backends register in, the bundled ones included (pyproject.toml):
+#: a third party's package adds a backend by declaring one there, no change to testprism
+ENTRY_POINTS = "testprism.sandboxes"
+
 _REGISTRY: dict[str, type[SandboxBackend]] = {}
 
 
 def register(name: str) -> Callable[[type[SandboxBackend]], type[SandboxBackend]]:
+    """Name a backend class. Being found is the entry point's job; this only gives the class
+    its name (what rows record in `backend`)."""
+
     def wrap(cls: type[SandboxBackend]) -> type[SandboxBackend]:
         cls.name = name
         _REGISTRY[name] = cls
@@ -148,11 +156,34 @@ def register(name: str) -> Callable[[type[SandboxBackend]], type[SandboxBackend]
     return wrap
 
 
-def backend_class(name: str) -> type[SandboxBackend]:
-    # Importing the package registers the built-in backends.
-    import testprism.tasks.sandbox  # noqa: F401
+def backend_names() -> list[str]:
+    """Every backend this installation knows: the entry points of ENTRY_POINTS."""
+    return sorted({ep.name for ep in entry_points(group=ENTRY_POINTS)} | set(_REGISTRY))
 
-    try:
+
+def backend_class(name: str) -> type[SandboxBackend]:
+    """The backend class registered as `name`, loaded from its entry point on first use."""
+    if name in _REGISTRY:
         return _REGISTRY[name]
-    except KeyError:
-        raise SandboxUnavailable(f"--backend: unknown backend {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+    found = [ep for ep in entry_points(group=ENTRY_POINTS) if ep.name == name]
+    if not found:
+        raise SandboxUnavailable(f"--backend: unknown backend {name!r}; known: {', '.join(backend_names())}")
+    try:
+        cls = found[0].load()
+    except Exception as exc:  # noqa: BLE001 - a third party's import error: this backend is unusable
+        raise SandboxUnavailable(f"backend {name!r} ({found[0].value}) cannot be loaded: {exc}") from exc
+    if not (isinstance(cls, type) and issubclass(cls, SandboxBackend)):
+        raise SandboxUnavailable(f"backend {name!r} ({found[0].value}) is not a SandboxBackend")
+    return register(name)(cls)
+
+
+def sweep_all(work: WorkPaths) -> dict[str, int | str]:
+    """Every backend's `sweep`: how many leftovers each removed, or why it could not look
+    (a docker engine that does not answer, say)."""
+    done: dict[str, int | str] = {}
+    for name in backend_names():
+        try:
+            done[name] = backend_class(name).sweep(work)
+        except SandboxError as exc:
+            done[name] = str(exc)
+    return done

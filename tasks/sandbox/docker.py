@@ -59,7 +59,7 @@ from testprism.tasks.sandbox.base import (
     register,
 )
 from testprism.tasks.sandbox.workspace import clear_workspace, fill_workspace, read_junit
-from testprism.tasks.workdir import WorkPaths, locked
+from testprism.tasks.workdir import WorkPaths, locked, orphaned_workspaces, start_time, workspace_prefix
 
 if TYPE_CHECKING:
     from docker import APIClient
@@ -149,15 +149,7 @@ def _errors():
 
 def _owner() -> str:
     """This process, stably: host, pid and the pid's start time (pids are reused)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{_start_time(os.getpid())}"
-
-
-def _start_time(pid: int) -> str:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return text.rsplit(")", 1)[1].split()[19]  # field 22, counted after the command name
+    return f"{socket.gethostname()}:{os.getpid()}:{start_time(os.getpid())}"
 
 
 def _owner_alive(owner: str) -> bool:
@@ -169,7 +161,7 @@ def _owner_alive(owner: str) -> bool:
         return False
     if host != socket.gethostname():
         return True
-    return _start_time(int(pid)) == started
+    return start_time(int(pid)) == started
 
 
 # -- base image ------------------------------------------------------------------------------
@@ -334,7 +326,7 @@ def build_environment_image(api: APIClient, base_name: str, base: dict, spec: En
     # container made from it. The name says whose it is, for sweep().
     pid = os.getpid()
     container = api.create_container(
-        base["Id"], command=["bash", "-c", script], user="0", name=f"{BUILD_PREFIX}{pid}.{_start_time(pid)}-{key[:12]}",
+        base["Id"], command=["bash", "-c", script], user="0", name=f"{BUILD_PREFIX}{pid}.{start_time(pid)}-{key[:12]}",
         host_config=api.create_host_config(
             network_mode="host", binds={m: {"bind": m, "mode": "ro"} for m in mounts},
         ),
@@ -732,8 +724,7 @@ class DockerBackend(SandboxBackend):
     def _host_workspace(self) -> Path:
         """A new host folder for a bind-mounted workspace, named after this process so that
         sweep() knows whose it is."""
-        pid = os.getpid()
-        return Path(tempfile.mkdtemp(prefix=f"docker-{pid}.{_start_time(pid)}-", dir=self.work.workspaces))
+        return Path(tempfile.mkdtemp(prefix=workspace_prefix("docker"), dir=self.work.workspaces))
 
     def _wait(self, api: APIClient, container: str, timeout_s: float) -> dict | None:
         """The container's exit status, or None if it still runs after `timeout_s`."""
@@ -1102,12 +1093,9 @@ class DockerBackend(SandboxBackend):
         """Remove the containers and host workspaces of processes that are gone (a crash,
         a kill -9); those of live processes, here or on other hosts, are left alone."""
         removed = 0
-        if work.workspaces.is_dir():
-            for path in work.workspaces.glob("docker-*"):
-                pid, _, started = path.name.removeprefix("docker-").partition("-")[0].partition(".")
-                if pid.isdigit() and _start_time(int(pid)) != started:
-                    shutil.rmtree(path, ignore_errors=True)
-                    removed += 1
+        for path in orphaned_workspaces(work, "docker"):
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
         if not engine_answers():
             return removed
         api = api_client()

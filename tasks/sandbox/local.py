@@ -43,7 +43,7 @@ from testprism.tasks.sandbox.base import (
 )
 from testprism.tasks.sandbox.process import Unkillable, run_bounded
 from testprism.tasks.sandbox.workspace import fill_workspace, read_junit
-from testprism.tasks.workdir import WorkPaths
+from testprism.tasks.workdir import WorkPaths, orphaned_workspaces, workspace_prefix
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,9 @@ class LocalBackend(SandboxBackend):
 
     @classmethod
     def sweep(cls, work: WorkPaths) -> int:
-        leftovers = list(work.workspaces.glob("run-*")) if work.workspaces.is_dir() else []
+        """Remove the workspaces of processes that are gone (a crash, a kill -9); those of
+        live processes, a replay running beside, are left alone."""
+        leftovers = orphaned_workspaces(work, "run")
         for path in leftovers:
             shutil.rmtree(path, ignore_errors=True)
         return len(leftovers)
@@ -152,7 +154,7 @@ class LocalBackend(SandboxBackend):
         ]
 
     def run(self, request: RunRequest) -> ExecResult:
-        ws = Path(tempfile.mkdtemp(prefix="run-", dir=self.work.workspaces))
+        ws = Path(tempfile.mkdtemp(prefix=workspace_prefix("run"), dir=self.work.workspaces))
         try:
             uid = UID_BASE + secrets.randbelow(60_000) if self.drop_privileges else None
             installed = fill_workspace(request, ws, uid)
