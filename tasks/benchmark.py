@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
+from testprism.tasks import patches
 from testprism.tasks.hashing import digest, tree_digest, tree_files
 
 log = logging.getLogger(__name__)
@@ -208,15 +208,14 @@ def read_patch(path: Path, field: str) -> bytes:
     except FileNotFoundError as exc:
         raise BenchmarkError(path, field, "patch file is missing") from exc
     try:
-        parsed = PatchSet(data.decode("utf-8", errors="replace"))
+        parsed = patches.parse(data)
     except UnidiffParseError as exc:
         raise BenchmarkError(path, field, f"not a unified diff: {exc}") from exc
     if not len(parsed):
         raise BenchmarkError(path, field, "not a unified diff: no file changes found")
     for patched in parsed:
         for name in (patched.source_file, patched.target_file):
-            rel = name.split("/", 1)[-1] if name.startswith(("a/", "b/")) else name
-            if name != "/dev/null" and (rel.startswith("/") or ".." in Path(rel).parts):
+            if patches.escapes_program(name):
                 raise BenchmarkError(path, field, f"patch path escapes the program: {name!r}")
     return data if data.endswith(b"\n") else data + b"\n"
 

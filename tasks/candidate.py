@@ -34,9 +34,10 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 from scipy import sparse
-from unidiff import Hunk, PatchedFile, PatchSet
+from unidiff import Hunk, PatchedFile
 from unidiff.errors import UnidiffParseError
 
+from testprism.tasks import patches
 from testprism.tasks.benchmark import Benchmark
 from testprism.tasks.funnel import Excluded
 from testprism.tasks.hashing import digest
@@ -141,8 +142,8 @@ class _PredictionRow(BaseModel):
 
 def _relative(name: str) -> str:
     """A diff path without its a/ or b/ prefix, refusing paths that leave the program."""
-    rel = name[2:] if name.startswith(("a/", "b/")) else name
-    if rel.startswith("/") or ".." in Path(rel).parts:
+    rel = patches.relative_path(name)
+    if rel is None or patches.escapes_program(name):
         raise PatchError(f"patch path escapes the program: {name!r}")
     return rel
 
@@ -212,7 +213,7 @@ def normalise_patch(text: str) -> str:
     if not text.endswith("\n"):
         text += "\n"
     try:
-        parsed = PatchSet(text)
+        parsed = patches.parse(text)
     except UnidiffParseError as exc:
         raise PatchError(f"not a unified diff: {exc}") from exc
     if not len(parsed):

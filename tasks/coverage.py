@@ -59,11 +59,11 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 from scipy.stats import ConstantInputWarning, pearsonr, spearmanr
-from unidiff import PatchSet
 
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.benchmark import Benchmark, EnvironmentSpec, Instance, Suite, load_benchmark
 from testprism.tasks.environment import EnvironmentBuildError
+from testprism.tasks import patches
 from testprism.tasks.hashing import digest
 from testprism.tasks.sandbox.base import (
     ExecResult,
@@ -198,25 +198,10 @@ def changed_lines(reference: bytes) -> dict[str, set[int]]:
     """Per Python file the reference leaves behind, the target-side lines it adds, plus one
     stand-in line per pure deletion (the next context line, else the previous one)."""
     changed: dict[str, set[int]] = {}
-    for patched in PatchSet(reference.decode("utf-8", errors="replace")):
+    for patched in patches.parse(reference):
         if patched.is_removed_file or not patched.path.endswith(".py"):
             continue
-        lines = changed.setdefault(patched.path, set())
-        for hunk in patched:
-            body = [line for line in hunk if line.line_type in "+- "]
-            for index, line in enumerate(body):
-                if line.is_added:
-                    lines.add(line.target_line_no)
-                elif line.is_removed and (index + 1 == len(body) or not body[index + 1].is_removed):
-                    following = body[index + 1] if index + 1 < len(body) else None
-                    if following is not None and following.is_added:
-                        continue  # a replacement: the added lines count
-                    if following is not None:
-                        lines.add(following.target_line_no)
-                        continue
-                    before = [b for b in body[:index] if b.is_context]
-                    if before:
-                        lines.add(before[-1].target_line_no)
+        changed.setdefault(patched.path, set()).update(patches.changed_lines(patched, removals="following"))
     return {path: lines for path, lines in changed.items() if lines}
 
 

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
-from unidiff import PatchSet
 
 from testprism.storage import SCHEMAS, Store
+from testprism.tasks import patches
 from testprism.tasks.benchmark import Candidate, Instance
 from testprism.tasks.candidate import CandidatePatch, CandidateReason
 from testprism.tasks.hashing import digest
@@ -118,12 +118,7 @@ class CheckedTree:
 
 
 def _checks_files(instance: Instance) -> set[str]:
-    names = set()
-    for patched in PatchSet(instance.checks_patch.decode("utf-8", errors="replace")):
-        for name in (patched.source_file, patched.target_file):
-            if name != "/dev/null":
-                names.add(name[2:] if name.startswith(("a/", "b/")) else name)
-    return names
+    return patches.touched_files(patches.parse(instance.checks_patch))
 
 
 def _restore(instance: Instance, tree: Path, files: set[str]) -> None:

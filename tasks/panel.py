@@ -25,7 +25,6 @@ pre-order label sequences.
 from __future__ import annotations
 
 import ast
-import json
 import logging
 import os
 import shutil
@@ -39,8 +38,9 @@ from itertools import combinations
 from pathlib import Path
 
 from apted import APTED
-from unidiff import PatchedFile, PatchSet
+from unidiff import PatchedFile
 
+from testprism.tasks import patches, toml_writer
 from testprism.tasks.benchmark import Benchmark, Instance, load_benchmark
 from testprism.tasks.candidate import CandidatePatch, tokens
 from testprism.tasks.hashing import digest
@@ -146,22 +146,6 @@ def _unit(body: Sequence[ast.stmt], line: int) -> ast.stmt | None:
     return None
 
 
-def _changed_lines(patched: PatchedFile) -> set[int]:
-    """Lines of the patched file that the patch wrote, and for removals the line above
-    the removal point (so a pure deletion still names the function it happened in)."""
-    lines: set[int] = set()
-    for hunk in patched:
-        last = hunk.target_start
-        for line in hunk:
-            if line.target_line_no is not None:
-                last = line.target_line_no
-            if line.line_type == "+":
-                lines.add(line.target_line_no)
-            elif line.line_type == "-":
-                lines.add(last)
-    return lines
-
-
 def _file_tree(patched: PatchedFile, text: str) -> TreeNode:
     path = patched.path
     if path.endswith(".py"):
@@ -170,7 +154,8 @@ def _file_tree(patched: PatchedFile, text: str) -> TreeNode:
         except (SyntaxError, ValueError):
             log.debug("%s does not parse after the patch: token fallback", path)
         else:
-            units = {id(u): u for u in (_unit(module.body, n) for n in sorted(_changed_lines(patched))) if u}
+            changed = sorted(patches.changed_lines(patched, removals="previous-or-hunk-start"))
+            units = {id(u): u for u in (_unit(module.body, n) for n in changed) if u}
             ordered = sorted(units.values(), key=_start)
             return TreeNode(f"file:{path}", tuple(_convert(u) for u in ordered))
     added = "\n".join(line.value for hunk in patched for line in hunk if line.line_type == "+")
@@ -181,7 +166,7 @@ def patch_tree(patch: str, read: Callable[[str], str | None]) -> TreeNode:
     """The tree of a normalised patch; `read(path)` gives a file's text after the patch
     (None for files it deleted, or that the distance must ignore)."""
     files = []
-    for patched in sorted(PatchSet(patch), key=lambda f: f.path):
+    for patched in sorted(patches.parse(patch), key=lambda f: f.path):
         text = None if patched.is_removed_file else read(patched.path)
         files.append(TreeNode(f"deleted:{patched.path}") if text is None else _file_tree(patched, text))
     return TreeNode("patch", tuple(files))
@@ -321,28 +306,9 @@ def select_panels(instances: Sequence[Instance], candidates: Sequence[CandidateP
 # -- the panel benchmark folder --------------------------------------------------------------
 
 
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):  # a JSON string is a TOML basic string, but for DEL
-        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise TypeError(f"no TOML form for {value!r}")
-
-
 def dump_toml(document: Mapping[str, object]) -> str:
     """TOML for the shapes instance.toml has: scalars, tables of scalars, arrays of tables."""
-    lines = [f"{k} = {_toml_value(v)}" for k, v in document.items() if not isinstance(v, Mapping | list)]
-    for key, value in document.items():
-        if isinstance(value, Mapping):
-            lines += ["", f"[{key}]", *(f"{k} = {_toml_value(v)}" for k, v in value.items())]
-        elif isinstance(value, list):
-            for item in value:
-                lines += ["", f"[[{key}]]", *(f"{k} = {_toml_value(v)}" for k, v in item.items())]
-    return "\n".join(lines) + "\n"
+    return toml_writer.dumps(document)
 
 
 def _note(cand: CandidatePatch) -> str:

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from unidiff import PatchSet
 
+from testprism.tasks import patches, toml_writer
 from testprism.tasks.benchmark import CONFIGURATION, NAME, BenchmarkError, Instance, load_instance
 from testprism.tasks.hashing import digest
 from testprism.tasks.recipe import fill_test_files
@@ -39,8 +39,6 @@ from testprism.tasks.swebench import (
     parse_diff,
     read_records,
     staged,
-    toml_list,
-    toml_string,
     touched_test_files,
     validation_field,
     with_final_newline,
@@ -131,21 +129,6 @@ class Owners:
 # -- which tests the patch adds or changes -------------------------------------------------
 
 
-def changed_lines(patched) -> set[int]:
-    """Lines of the patched file that a file diff adds, or next to which it removes lines."""
-    lines: set[int] = set()
-    for hunk in patched:
-        last_target = max(hunk.target_start - 1, 1)
-        for line in hunk:
-            if line.is_added:
-                lines.add(line.target_line_no)
-            elif line.is_removed:
-                lines.add(last_target)
-            if line.target_line_no is not None:
-                last_target = line.target_line_no
-    return lines
-
-
 def find_test_functions(source: str) -> list[tuple[str, int, int]]:
     """(qualified name, first line, last line) of the test functions pytest collects by
     default: `test*` functions at module level and in classes named `Test*` or derived from
@@ -168,7 +151,7 @@ def selected_tests(program: Path, patch: str) -> list[str]:
     """Node ids (`path::Class::test`) of the test functions whose lines the patch adds or
     changes, read from the patch as it really applies to the program (offsets and fuzz
     included). Raises RowError when it does not apply or a touched file does not parse."""
-    parsed = PatchSet(patch)
+    parsed = patches.parse(patch)
     scratch_root = Path(tempfile.mkdtemp(prefix="suite-"))
     try:
         tree = scratch_root / "program"
@@ -180,7 +163,7 @@ def selected_tests(program: Path, patch: str) -> list[str]:
                 shutil.copy2(source, tree / patched.path)
         scratch = Scratch(tree)
         scratch.apply(patch, "model_patch", DEFAULT_FUZZ)
-        exact = PatchSet(scratch.diff())
+        exact = patches.parse(scratch.diff())
         test_files = touched_test_files(exact)
         tests: list[str] = []
         for patched in exact:
@@ -191,7 +174,7 @@ def selected_tests(program: Path, patch: str) -> list[str]:
                 functions = find_test_functions(text)
             except SyntaxError as exc:
                 raise RowError("model_patch", f"{patched.path} does not parse after the patch: {exc}") from exc
-            lines = changed_lines(patched)
+            lines = patches.changed_lines(patched, removals="previous")
             tests += [f"{patched.path}::{name}" for name, first, last in functions
                       if any(first <= n <= last for n in lines)]
         return sorted(set(tests))
@@ -233,15 +216,16 @@ def find_target(out: Path, instance_id: str, command: str | None) -> Target:
 
 def suite_toml(record: Record, owner: str | None, scope: Scope, tests: list[str]) -> str:
     """`owner` is the model the configuration folder is named after (None with --configuration)."""
-    lines = [f"# Imported by `testprism import suites` from {record.label}.", 'patch = "test.diff"']
+    comments = [f"Imported by `testprism import suites` from {record.label}."]
+    document: dict[str, object] = {"patch": "test.diff"}
     if owner is not None:
-        lines.append(f"model_name_or_path = {toml_string(owner)}")
+        document["model_name_or_path"] = owner
     if scope == "tests":
-        lines += ['# scope = "tests": only the tests this suite\'s patch adds or changes decide its verdict.',
-                  f"tests = {toml_list(tests)}"]
+        comments.append('scope = "tests": only the tests this suite\'s patch adds or changes decide its verdict.')
+        document["tests"] = tests
     else:
-        lines.append('# scope = "files": every test of the files the patch touches decides its verdict.')
-    return "\n".join(lines) + "\n"
+        comments.append('scope = "files": every test of the files the patch touches decides its verdict.')
+    return toml_writer.dumps(document, comments)
 
 
 def prediction(record: Record) -> Prediction:

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
+from testprism.tasks import patches, toml_writer
 from testprism.tasks.benchmark import NAME, BenchmarkError, Instance, load_instance
 from testprism.tasks.environment import EnvironmentBuildError
 from testprism.tasks.junit import parse_junit, select
@@ -167,15 +168,14 @@ def with_final_newline(text: str) -> str:
 def parse_diff(text: str, field: str) -> PatchSet:
     """A unified diff with at least one file, whose paths stay inside the program."""
     try:
-        parsed = PatchSet(with_final_newline(text))
+        parsed = patches.parse(with_final_newline(text))
     except UnidiffParseError as exc:
         raise RowError(field, f"not a unified diff: {exc}") from exc
     if not len(parsed):
         raise RowError(field, "not a unified diff: no file changes found")
     for patched in parsed:
         for name in (patched.source_file, patched.target_file):
-            rel = name.split("/", 1)[-1] if name.startswith(("a/", "b/")) else name
-            if name != "/dev/null" and (rel.startswith("/") or ".." in PurePosixPath(rel).parts):
+            if patches.escapes_program(name):
                 raise RowError(field, f"patch path escapes the program: {name!r}")
     return parsed
 
@@ -422,7 +422,7 @@ class Scratch:
 
 
 def _files(patch: str) -> set[str]:
-    return {patched.path for patched in PatchSet(patch)}
+    return {patched.path for patched in patches.parse(patch)}
 
 
 def _applies(tree: Path, patch: str) -> bool:
@@ -455,26 +455,13 @@ def fit_patches(program: Path, reference: str, checks: str, fuzz: int) -> tuple[
 
 
 def toml_string(value: str) -> str:
-    """A TOML basic string (the standard library reads TOML but does not write it)."""
-    out = []
-    for char in value:
-        if char in '"\\':
-            out.append("\\" + char)
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\t":
-            out.append("\\t")
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    return '"' + "".join(out) + '"'
+    """A TOML basic string, as the one TOML writer writes it."""
+    return toml_writer.value(value)
 
 
 def toml_list(values: tuple[str, ...] | list[str]) -> str:
-    if not values:
-        return "[]"
-    return "[\n" + "".join(f"    {toml_string(v)},\n" for v in values) + "]"
+    """A TOML array of strings, one a line, as the one TOML writer writes it."""
+    return toml_writer.value(list(values))
 
 
 def summary_line(problem_statement: str, limit: int = 120) -> str:
@@ -512,48 +499,42 @@ def checks_of(row: SweBenchRow, recipe: Recipe, test_patch: PatchSet) -> Checks:
 
 def instance_toml(row: SweBenchRow, source: str, recipe: Recipe, checks: Checks) -> str:
     env = recipe.environment
-    lines = [
-        f"# Imported by `testprism import swebench` from {row.repo} at {row.base_commit}"
-        f"{f' (version {row.version})' if row.version else ''}; provenance in origin.toml.",
-        f"id = {toml_string(row.instance_id)}",
-        f"source = {toml_string(source)}",
-        'language = "python"',
-        f"summary = {toml_string(summary_line(row.problem_statement))}",
-        "",
-        "[program]",
-        'path = "program"',
-        "",
-        "[environment]",
-        f"python = {toml_string(env.python)}",
-        f"packages = {toml_list(env.packages)}",
-        "",
-        "[checks]",
-        'patch = "checks.diff"',
-        f"command = {toml_string(checks.command)}",
-        f"fail_to_pass = {toml_list(checks.fail_to_pass)}",
-        f"pass_to_pass = {toml_list(checks.pass_to_pass)}",
-    ]
+    comments = [f"Imported by `testprism import swebench` from {row.repo} at {row.base_commit}"
+                f"{f' (version {row.version})' if row.version else ''}; provenance in origin.toml."]
     if checks.dropped:
-        lines.insert(1, f"# Left out of the checks, deselected by the recipe: {', '.join(checks.dropped)}")
-    return "\n".join(lines) + "\n"
+        comments.append(f"Left out of the checks, deselected by the recipe: {', '.join(checks.dropped)}")
+    document = {
+        "id": row.instance_id,
+        "source": source,
+        "language": "python",
+        "summary": summary_line(row.problem_statement),
+        "program": {"path": "program"},
+        "environment": {"python": env.python, "packages": list(env.packages)},
+        "checks": {
+            "patch": "checks.diff",
+            "command": checks.command,
+            "fail_to_pass": list(checks.fail_to_pass),
+            "pass_to_pass": list(checks.pass_to_pass),
+        },
+    }
+    return toml_writer.dumps(document, comments)
 
 
 def origin_toml(row: SweBenchRow, origin: ProgramOrigin, recipe_file: Path, checks: Checks,
                 rewritten: list[str], record: str) -> str:
     """Provenance, and the test command template that `import suites` fills with a suite's
     own test files. The loader does not read this file."""
-    lines = [
-        "# Where this instance came from (testprism import swebench). Not read by the loader.",
-        f"row = {toml_string(record)}",
-        f"repo = {toml_string(row.repo)}",
-        f"base_commit = {toml_string(row.base_commit)}",
-        f"version = {toml_string(row.version)}",
-        f"program = {toml_string(origin.describe(row))}",
-        f"recipe = {toml_string(str(recipe_file))}",
-        f"test_command = {toml_string(checks.template)}",
-        f"rewritten_patches = {toml_list(rewritten)}",
-    ]
-    return "\n".join(lines) + "\n"
+    document = {
+        "row": record,
+        "repo": row.repo,
+        "base_commit": row.base_commit,
+        "version": row.version,
+        "program": origin.describe(row),
+        "recipe": str(recipe_file),
+        "test_command": checks.template,
+        "rewritten_patches": rewritten,
+    }
+    return toml_writer.dumps(document, ["Where this instance came from (testprism import swebench). Not read by the loader."])
 
 
 # -- checking the transition ---------------------------------------------------------------

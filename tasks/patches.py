@@ -1,0 +1,110 @@
+"""The one diff reader: unified diffs read with unidiff, by one rule for each question.
+
+Every part of testprism that asks "which files does this patch touch?" or "which lines
+does it change?" asks here, so that the answer cannot drift between callers.
+
+- `parse` reads a patch (bytes are decoded as utf-8 with errors="replace": a stray byte
+  in a diff must not stop it from being read).
+- `relative_path` is a diff path without its `a/` or `b/` prefix, None for /dev/null;
+  `escapes_program` says whether such a path leaves the program's folder.
+- `touched_files` is the relative paths a patch names on either side.
+- `changed_lines` is the lines of the patched file a file diff changes. What stands for a
+  removed line depends on what the caller does with the numbers (see `Removals`).
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Literal
+
+from unidiff import PatchedFile, PatchSet
+
+Removals = Literal["following", "previous", "previous-or-hunk-start"]
+"""What line of the patched file stands for removed lines (added lines always count as
+their own target-side numbers):
+
+- "following" (coverage): a run of removed lines followed by added lines is a
+  replacement, and only the added lines count; a pure deletion is stood in for by the
+  next context line, else (at a hunk's end) by the previous context line. Coverage needs a
+  line that the patched program executes, which is where the deleted code used to run.
+- "previous" (suite import): each removed line marks the last target line before it, the
+  line before the hunk (at least 1) when none comes first. Tests are selected by whether
+  the marked line falls inside a test function, so a removal at a function's end still
+  names that function.
+- "previous-or-hunk-start" (panel): as "previous", but the hunk's own target start when
+  no target line comes first. The panel picks the function that holds the line, so a pure
+  deletion still names the function it happened in.
+
+The two "previous" rules differ only for a removal before any context line of a hunk (a
+zero-context diff, or the removal of a whole file); they are kept apart so that neither
+caller's results change.
+"""
+
+
+def parse(patch: bytes | str) -> PatchSet:
+    """A unified diff read by unidiff; bytes are utf-8, undecodable bytes replaced.
+    Raises unidiff's UnidiffParseError for text that is not one."""
+    text = patch.decode("utf-8", errors="replace") if isinstance(patch, bytes) else patch
+    return PatchSet(text)
+
+
+def relative_path(name: str) -> str | None:
+    """A diff path without its `a/` or `b/` prefix; None for /dev/null (no file)."""
+    if name == "/dev/null":
+        return None
+    return name[2:] if name.startswith(("a/", "b/")) else name
+
+
+def escapes_program(name: str) -> bool:
+    """Whether a diff path, once its prefix is stripped, is absolute or climbs out with `..`."""
+    rel = relative_path(name)
+    return rel is not None and (rel.startswith("/") or ".." in PurePosixPath(rel).parts)
+
+
+def touched_files(patch: PatchSet) -> set[str]:
+    """The relative paths a patch names, on either side (a rename names both)."""
+    names = set()
+    for patched in patch:
+        for name in (patched.source_file, patched.target_file):
+            rel = relative_path(name)
+            if rel is not None:
+                names.add(rel)
+    return names
+
+
+def changed_lines(patched: PatchedFile, removals: Removals) -> set[int]:
+    """Target-side line numbers a file diff changes: the lines it adds, and for removed
+    lines the stand-in that `removals` names."""
+    if removals == "following":
+        return _changed_following(patched)
+    lines: set[int] = set()
+    for hunk in patched:
+        last = hunk.target_start if removals == "previous-or-hunk-start" else max(hunk.target_start - 1, 1)
+        for line in hunk:
+            if line.is_added:
+                lines.add(line.target_line_no)
+            elif line.is_removed:
+                lines.add(last)
+            if line.target_line_no is not None:
+                last = line.target_line_no
+    return lines
+
+
+def _changed_following(patched: PatchedFile) -> set[int]:
+    lines: set[int] = set()
+    for hunk in patched:
+        body = [line for line in hunk if line.line_type in "+- "]
+        for index, line in enumerate(body):
+            if line.is_added:
+                lines.add(line.target_line_no)
+            elif line.is_removed and (index + 1 == len(body) or not body[index + 1].is_removed):
+                following = body[index + 1] if index + 1 < len(body) else None
+                if following is not None and following.is_added:
+                    continue  # a replacement: the added lines count
+                if following is not None:
+                    lines.add(following.target_line_no)
+                    continue
+                before = [b for b in body[:index] if b.is_context]
+                if before:
+                    lines.add(before[-1].target_line_no)
+    return lines
