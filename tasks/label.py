@@ -37,7 +37,7 @@ from testprism.tasks.nofollow import UnsafeTarget, remove_entry, write_file
 from testprism.tasks.outcome import Outcome, Reason, TestResult, Verdict
 from testprism.tasks.replay import Environments, ExecutionOptions
 from testprism.tasks.sandbox.base import RunRequest, SandboxBackend, SandboxError, backend_class
-from testprism.tasks.state import DEFAULT_FUZZ, PatchResult, State, apply_patch, settle_times, states_of
+from testprism.tasks.state import DEFAULT_FUZZ, PatchResult, State, apply_patch, states_of
 from testprism.tasks.verdict import Policy, judge
 from testprism.tasks.workdir import WorkPaths, build_once
 
@@ -134,7 +134,7 @@ def _restore(instance: Instance, tree: Path, files: set[str]) -> None:
 
 def checked_tree(instance: Instance, state: State, work: WorkPaths, fuzz: int = DEFAULT_FUZZ) -> CheckedTree:
     """Build (once) the checked tree of a state in the work area: the state's patch and
-    the official checks applied by the one procedure (tasks/state.py), times settled."""
+    the official checks applied by the one procedure (tasks/state.py)."""
 
     def build(target: Path) -> None:
         tree = target / "tree"
@@ -147,7 +147,6 @@ def checked_tree(instance: Instance, state: State, work: WorkPaths, fuzz: int = 
                 checks = apply_patch(tree, instance.checks_patch, fuzz)
             except UnsafeTarget as exc:
                 checks = PatchResult(False, "none", f"the official test files cannot be restored: {exc}")
-        settle_times(tree)
         (target / "patch.json").write_text(json.dumps({"patch": own.__dict__, "checks": checks and checks.__dict__}))
 
     # The fuzz is in the key whatever the state: the checks patch is applied with it too.

@@ -5,9 +5,8 @@ work area and copied into a fresh workspace for every run, so a patch is applied
 state, not once per run.
 
 The panel is hidden: nothing in a tree tells which state it is but its content. Patching
-leaves fresh modification times on the files it touches, which would tell a suite "I am
-not on the buggy program" at a glance, so every tree's times are set to one constant
-(`SETTLED_MTIME`, as reproducible builds do with SOURCE_DATE_EPOCH).
+leaves fresh times on the files it touches; the workspace fill sets every time to one
+constant (tasks/sandbox/workspace.py), which is where a run first sees a tree.
 
 Patches apply as SWE-bench applies them (`git apply`, then `patch --batch --fuzz=5 -p1`),
 one procedure for references, candidates, checks and suites alike; the method that worked
@@ -21,14 +20,16 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from unidiff.errors import UnidiffParseError
+
+from testprism.tasks import patches
 from testprism.tasks.benchmark import Instance
 from testprism.tasks.hashing import digest
 from testprism.tasks.workdir import WorkPaths, build_once
@@ -61,8 +62,6 @@ def states_of(instance: Instance) -> list[State]:
 
 #: SWE-bench's fallback fuzz (`patch --batch --fuzz=5 -p1`); a policy field, so configurable.
 DEFAULT_FUZZ = 5
-#: the modification time of every file and folder of a materialised tree (2020-09-13)
-SETTLED_MTIME = 1_600_000_000
 
 
 @dataclass(frozen=True)
@@ -103,12 +102,13 @@ def _git_env(tree: Path) -> dict[str, str]:
 
 def _touches_git(patch: bytes) -> bool:
     """Whether the patch names a `.git` path component (git apply refuses those; GNU patch
-    would write them)."""
-    for line in patch.splitlines():
-        if line.startswith((b"--- ", b"+++ ", b"diff --git ", b"rename to ", b"copy to ")):
-            if re.search(rb"(^|[\s/])\.git(/|\s|$)", line.split(b" ", 1)[1] if b" " in line else b""):
-                return True
-    return False
+    would write them). Text the diff reader cannot read names nothing it could check, so it
+    counts as touching."""
+    try:
+        names = patches.touched_files(patches.parse(patch))
+    except UnidiffParseError:
+        return True
+    return any(".git" in PurePosixPath(name).parts for name in names)
 
 
 def _run(argv: list[str], tree: Path, patch: bytes, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
@@ -148,16 +148,6 @@ class StateTree:
     patch: PatchResult
 
 
-def settle_times(tree: Path) -> None:
-    """Give every entry of `tree` the same access and modification time (links
-    themselves, never their targets), so that times say nothing about which files a patch
-    touched, nor when the tree was first used."""
-    for dirpath, dirnames, filenames in os.walk(tree, topdown=False):
-        for name in dirnames + filenames:
-            os.utime(os.path.join(dirpath, name), (SETTLED_MTIME, SETTLED_MTIME), follow_symlinks=False)
-    os.utime(tree, (SETTLED_MTIME, SETTLED_MTIME))
-
-
 def tree_key(state: State, fuzz: int) -> str:
     """The work-area key of a state's tree: its content, and how its patch is applied."""
     return state.hash if state.patch is None else digest("tree", state.hash, f"fuzz={fuzz}")
@@ -170,7 +160,6 @@ def materialise(instance: Instance, state: State, work: WorkPaths, fuzz: int = D
         tree = target / "tree"
         shutil.copytree(instance.program, tree, symlinks=True)
         result = apply_patch(tree, state.patch, fuzz) if state.patch else PatchResult.unpatched()
-        settle_times(tree)
         (target / "patch.json").write_text(json.dumps(result.__dict__))
 
     folder = build_once(work.state(instance.id, tree_key(state, fuzz)), build)

@@ -21,9 +21,12 @@ from pathlib import Path
 
 from testprism.tasks.nofollow import UnsafeTarget, read_file, write_file
 from testprism.tasks.sandbox.base import RunRequest, SuiteNotInstalled
-from testprism.tasks.state import SETTLED_MTIME, apply_patch
+from testprism.tasks.state import apply_patch
 
 JUNIT_MAX_BYTES = 8 * 1024 * 1024
+#: the access and modification time of every entry of a workspace (2020-09-13), as
+#: reproducible builds fix SOURCE_DATE_EPOCH: the same in every state and every run
+SETTLED_MTIME = 1_600_000_000
 
 
 def fill_workspace(request: RunRequest, ws: Path, uid: int | None = None) -> str:
@@ -50,9 +53,9 @@ def fill_workspace(request: RunRequest, ws: Path, uid: int | None = None) -> str
 
 
 def _hand_over(ws: Path, uid: int | None) -> None:
-    """One walk over the filled workspace: every entry gets the settled times of the state
-    trees (tasks/state.py; copying carried the source's access times, which reading it
-    updates, and the fill's own files are new), and, when the sandbox drops to `uid`, that
+    """One walk over the filled workspace: every entry gets SETTLED_MTIME (a patch left
+    fresh times on what it touched, copying carried the tree's access times, which reading
+    it moves, and the fill's own files are new), and, when the sandbox drops to `uid`, that
     owner. Links are changed themselves, never followed (os.walk does not descend into
     linked folders)."""
     times = (SETTLED_MTIME, SETTLED_MTIME)
