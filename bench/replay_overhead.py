@@ -63,12 +63,12 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
-from testprism.tasks.benchmark import EnvironmentSpec, load_benchmark
+from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
 from testprism.tasks.sandbox.base import Limits, RunRequest
 from testprism.tasks.sandbox.docker import DockerBackend, api_client, environment_tag
 from testprism.tasks.sandbox.local import LocalBackend
-from testprism.tasks.state import materialise, states_of
-from testprism.tasks.workdir import WorkPaths
+from testprism.tasks.model.state import materialise, states_of
+from testprism.tasks.model.workdir import WorkPaths
 
 log = logging.getLogger("bench.replay_overhead")
 console = Console(width=max(100, Console().width))

@@ -76,12 +76,12 @@ from rich.logging import RichHandler
 from rich.table import Table
 
 from testprism.storage import Store
-from testprism.tasks.benchmark import load_benchmark
-from testprism.tasks.replay import ExecutionOptions, batches, execute_batch, plan
+from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.replay.runs import ExecutionOptions, batches, execute_batch, plan
 from testprism.tasks.sandbox.base import Limits
 from testprism.tasks.sandbox.local import LocalBackend, bubblewrap_works
-from testprism.tasks.state import materialise, states_of
-from testprism.tasks.workdir import WorkPaths
+from testprism.tasks.model.state import materialise, states_of
+from testprism.tasks.model.workdir import WorkPaths
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # tests/ is not installed: the generator's pieces live there

@@ -23,8 +23,8 @@ log = logging.getLogger("bench.score_scale")
 PHASES = {
     "metrics": """
 from testprism.storage import Store
-from testprism.tasks.metrics import instance_scores
-from testprism.tasks.statistics import leaderboard_from_instance_scores
+from testprism.tasks.score.metrics import instance_scores
+from testprism.tasks.score.statistics import leaderboard_from_instance_scores
 start = time.perf_counter()  # imports excluded, as for every phase
 scores = instance_scores(Store(STORE))
 board = leaderboard_from_instance_scores(scores)
@@ -32,8 +32,8 @@ rows = scores.height
 """,
     "statistics": """
 from testprism.storage import Store
-from testprism.tasks.metrics import instance_scores
-from testprism.tasks.statistics import bootstrap_statistics
+from testprism.tasks.score.metrics import instance_scores
+from testprism.tasks.score.statistics import bootstrap_statistics
 scores = instance_scores(Store(STORE))
 start = time.perf_counter()  # time the statistics alone
 stats = bootstrap_statistics(scores, replicates=10_000)

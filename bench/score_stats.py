@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
-from testprism.tasks.statistics import bootstrap_statistics
+from testprism.tasks.score.statistics import bootstrap_statistics
 
 logger = logging.getLogger("bench.score_stats")
 

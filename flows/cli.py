@@ -23,8 +23,8 @@ from testprism.flows.replay import PatchFuzzOpt, open_inputs
 from testprism.flows.report import report_command
 from testprism.flows.score import scorable_store
 from testprism.storage.schema import METRICS
-from testprism.tasks.state import DEFAULT_FUZZ
-from testprism.tasks.workdir import WorkPaths, default_work_root
+from testprism.tasks.model.state import DEFAULT_FUZZ
+from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
 #: what `testprism --help` opens with: what the tool does for its user
 USAGE = (

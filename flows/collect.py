@@ -31,8 +31,8 @@ from testprism.flows import progress
 from testprism.flows.errors import known_backend
 from testprism.flows.replay import PatchFuzzOpt, batch_target, open_inputs, run_concurrency, task_runner
 from testprism.storage import SCHEMAS, Store
-from testprism.tasks.benchmark import Benchmark, Instance
-from testprism.tasks.candidate import (
+from testprism.tasks.model.benchmark import Benchmark, Instance
+from testprism.tasks.collect.candidate import (
     NEAR_DUPLICATE_COSINE,
     CandidatePatch,
     CandidateReason,
@@ -43,8 +43,8 @@ from testprism.tasks.candidate import (
     set_aside_duplicates,
     set_aside_near_duplicates,
 )
-from testprism.tasks.funnel import Excluded, Funnel, Stage
-from testprism.tasks.label import (
+from testprism.tasks.model.funnel import Excluded, Funnel, Stage
+from testprism.tasks.collect.label import (
     GOLD_POLICY,
     LABEL_POLICY,
     GoldVerdict,
@@ -59,11 +59,11 @@ from testprism.tasks.label import (
     stored_keys,
     stored_rows,
 )
-from testprism.tasks.panel import PanelChoice, PanelMode, PanelRule, select_panels, write_panel_benchmark
-from testprism.tasks.replay import Batch, ExecutionOptions, batches
+from testprism.tasks.collect.panel import PanelChoice, PanelMode, PanelRule, select_panels, write_panel_benchmark
+from testprism.tasks.replay.runs import Batch, ExecutionOptions, batches
 from testprism.tasks.sandbox.base import Limits
-from testprism.tasks.state import DEFAULT_FUZZ
-from testprism.tasks.workdir import default_work_root
+from testprism.tasks.model.state import DEFAULT_FUZZ
+from testprism.tasks.model.workdir import default_work_root
 
 log = logging.getLogger(__name__)
 

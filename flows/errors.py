@@ -29,10 +29,10 @@ from rich.console import Console
 from typer.core import TyperGroup
 
 from testprism.storage import StoreError
-from testprism.tasks.benchmark import BenchmarkError
-from testprism.tasks.recipe import RecipeError
+from testprism.tasks.model.benchmark import BenchmarkError
+from testprism.tasks.importing.recipe import RecipeError
 from testprism.tasks.sandbox.base import SandboxError, SandboxUnavailable, backend_class
-from testprism.tasks.swebench import SourceError
+from testprism.tasks.importing.swebench import SourceError
 
 
 class ExitStatus(IntEnum):

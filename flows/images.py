@@ -32,11 +32,11 @@ def build(
     work: Annotated[Optional[Path], typer.Option(help="working area (holds the build locks)")] = None,
 ) -> None:
     """Build the image of every environment the benchmark's instances use (once each)."""
-    from testprism.tasks.benchmark import load_benchmark
-    from testprism.tasks.environment import EnvironmentBuildError
+    from testprism.tasks.model.benchmark import load_benchmark
+    from testprism.tasks.sandbox.environment import EnvironmentBuildError
     from testprism.tasks.sandbox.base import SandboxError
     from testprism.tasks.sandbox.docker import DockerBackend, environment_tag
-    from testprism.tasks.workdir import WorkPaths, default_work_root
+    from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
     bench = load_benchmark(benchmark)
     backend = DockerBackend(WorkPaths(work or default_work_root()), base_image=base)
@@ -82,9 +82,9 @@ def prune(
 ) -> None:
     """Remove environment images (all, or those the `--keep` benchmark does not use), and
     run containers left by crashed processes."""
-    from testprism.tasks.benchmark import load_benchmark
+    from testprism.tasks.model.benchmark import load_benchmark
     from testprism.tasks.sandbox.docker import DockerBackend, api_client, prune_images
-    from testprism.tasks.workdir import WorkPaths, default_work_root
+    from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
     kept = {i.spec.environment.key for i in load_benchmark(keep).instances.values()} if keep else None
     swept = DockerBackend.sweep(WorkPaths(default_work_root()))

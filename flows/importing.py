@@ -17,11 +17,11 @@ from rich.console import Console
 from rich.table import Table
 
 from testprism.flows.errors import Commands, ExitStatus, known_backend
-from testprism.tasks.recipe import load_recipes
+from testprism.tasks.importing.recipe import load_recipes
 from testprism.tasks.sandbox.base import Limits, backend_class
-from testprism.tasks.suite_import import checked_configuration, import_suites
-from testprism.tasks.swebench import DEFAULT_FUZZ, ImportReport, ProgramSources, Verifier, import_rows
-from testprism.tasks.workdir import WorkPaths, default_work_root
+from testprism.tasks.importing.suite_import import checked_configuration, import_suites
+from testprism.tasks.importing.swebench import DEFAULT_FUZZ, ImportReport, ProgramSources, Verifier, import_rows
+from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
 import_app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console(stderr=True)

@@ -24,8 +24,8 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from testprism.flows import progress
 from testprism.storage import SCHEMAS, Store
-from testprism.tasks.benchmark import Benchmark, load_benchmark
-from testprism.tasks.replay import (
+from testprism.tasks.model.benchmark import Benchmark, load_benchmark
+from testprism.tasks.replay.runs import (
     Batch,
     BatchSummary,
     ExecutionOptions,
@@ -38,9 +38,9 @@ from testprism.tasks.replay import (
     unrunnable_rows,
 )
 from testprism.tasks.sandbox.base import Limits, SandboxBackend, backend_class
-from testprism.tasks.state import DEFAULT_FUZZ
-from testprism.tasks.verdict import Policy
-from testprism.tasks.workdir import WorkPaths, default_work_root
+from testprism.tasks.model.state import DEFAULT_FUZZ
+from testprism.tasks.execution.verdict import Policy
+from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
 from testprism.storage import Store
-from testprism.tasks.benchmark import load_benchmark
-from testprism.tasks.report import artifact_markdown, scored_store, write_report
+from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.report.report import artifact_markdown, scored_store, write_report
 
 log = logging.getLogger(__name__)
 

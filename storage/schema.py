@@ -114,7 +114,7 @@ RANK_STABILITY = pa.schema(
     ]
 )
 
-# -- collect (tasks/candidate.py, tasks/label.py, tasks/panel.py; docs/collect.md) -----------
+# -- collect (tasks/collect/candidate.py, tasks/collect/label.py, tasks/collect/panel.py; docs/collect.md) -----------
 
 VERIFICATIONS = pa.schema(
     [
@@ -183,7 +183,7 @@ FUNNEL = pa.schema(
     ]
 )
 
-# -- coverage (tasks/coverage.py; docs/report.md) ------------------------------------------------
+# -- coverage (tasks/score/coverage.py; docs/report.md) ------------------------------------------------
 
 COVERAGE = pa.schema(
     [

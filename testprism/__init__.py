@@ -28,15 +28,15 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 
 #: public name -> (module, attribute)
 _PUBLIC = {
-    "load_benchmark": ("testprism.tasks.benchmark", "load_benchmark"),
-    "Benchmark": ("testprism.tasks.benchmark", "Benchmark"),
-    "BenchmarkError": ("testprism.tasks.benchmark", "BenchmarkError"),
+    "load_benchmark": ("testprism.tasks.model.benchmark", "load_benchmark"),
+    "Benchmark": ("testprism.tasks.model.benchmark", "Benchmark"),
+    "BenchmarkError": ("testprism.tasks.model.benchmark", "BenchmarkError"),
     "Store": ("testprism.storage", "Store"),
     "replay": ("testprism.flows.replay", "replay_flow"),
     "collect": ("testprism.flows.collect", "collect_flow"),
     "score": ("testprism.flows.score", "score_flow"),
     "Limits": ("testprism.tasks.sandbox.base", "Limits"),
-    "Policy": ("testprism.tasks.verdict", "Policy"),
+    "Policy": ("testprism.tasks.execution.verdict", "Policy"),
     "SandboxBackend": ("testprism.tasks.sandbox.base", "SandboxBackend"),
     "backend_names": ("testprism.tasks.sandbox.base", "backend_names"),
 }

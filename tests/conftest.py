@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from testprism.tasks.workdir import WorkPaths
+from testprism.tasks.model.workdir import WorkPaths
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Component:
 
 
 def _sandbox_problem() -> str | None:
-    from testprism.tasks.environment import EnvironmentBuildError, find_interpreter
+    from testprism.tasks.sandbox.environment import EnvironmentBuildError, find_interpreter
     from testprism.tasks.sandbox.local import bubblewrap_works
 
     problems = []

@@ -71,7 +71,7 @@ def test_sweep_removes_what_gone_processes_left_and_keeps_live_ones(tmp_path):
     from typer.testing import CliRunner
 
     from testprism.flows.cli import app
-    from testprism.tasks.workdir import WorkPaths, workspace_prefix
+    from testprism.tasks.model.workdir import WorkPaths, workspace_prefix
 
     work = WorkPaths(tmp_path / "work")
     work.ensure()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from testprism.tasks.benchmark import BenchmarkError, load_benchmark
+from testprism.tasks.model.benchmark import BenchmarkError, load_benchmark
 from tests.benchfixture import CHECKS, make_benchmark
 
 

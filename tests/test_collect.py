@@ -14,8 +14,8 @@ import polars as pl
 import pytest
 
 from testprism.storage import Store
-from testprism.tasks.benchmark import Instance, load_benchmark
-from testprism.tasks.candidate import (
+from testprism.tasks.model.benchmark import Instance, load_benchmark
+from testprism.tasks.collect.candidate import (
     CandidatePatch,
     CandidateReason,
     IngestErrorKind,
@@ -29,7 +29,7 @@ from testprism.tasks.candidate import (
     set_aside_duplicates,
     set_aside_near_duplicates,
 )
-from testprism.tasks.label import (
+from testprism.tasks.collect.label import (
     GOLD_POLICY,
     LABEL_POLICY,
     QuarantineReason,
@@ -43,7 +43,7 @@ from testprism.tasks.label import (
     stored_keys,
     stored_rows,
 )
-from testprism.tasks.panel import (
+from testprism.tasks.collect.panel import (
     PanelReason,
     PanelRule,
     ast_distance,
@@ -54,8 +54,8 @@ from testprism.tasks.panel import (
     select_invalid,
     select_valid,
 )
-from testprism.tasks.replay import ExecutionOptions
-from testprism.tasks.state import apply_patch
+from testprism.tasks.replay.runs import ExecutionOptions
+from testprism.tasks.model.state import apply_patch
 from tests.benchfixture import BUGGY, REFERENCE, VALID, diff, make_benchmark
 
 INSTANCE = "mini__median-even"
@@ -387,7 +387,7 @@ def test_candidates_are_labelled_by_the_official_checks(labelled_bench, tmp_path
 @pytest.mark.requires("sandbox")
 def test_collect_flow_end_to_end(labelled_bench, tmp_path, work_root):
     from testprism.flows.collect import collect_flow
-    from testprism.tasks.panel import PanelMode
+    from testprism.tasks.collect.panel import PanelMode
 
     preds = tmp_path / "preds.jsonl"
     rows = [

@@ -1,4 +1,4 @@
-"""ΔC and EC (tasks/coverage.py): changed lines from hand-made diffs, statements and
+"""ΔC and EC (tasks/score/coverage.py): changed lines from hand-made diffs, statements and
 functions from the syntax tree, scores from hand-made and real coverage data, the helper
 scripts with coverage in every Python process, and the whole pass in the sandbox."""
 
@@ -15,8 +15,8 @@ import polars as pl
 import pytest
 from scipy.stats import pearsonr, spearmanr
 
-from testprism.tasks.benchmark import EnvironmentSpec, load_benchmark
-from testprism.tasks.coverage import (
+from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
+from testprism.tasks.score.coverage import (
     COMMAND,
     COVERAGE_REQUIREMENT,
     ChangedFile,
@@ -32,7 +32,7 @@ from testprism.tasks.coverage import (
     parse_report,
     score_changes,
 )
-from testprism.tasks.workdir import WorkPaths
+from testprism.tasks.model.workdir import WorkPaths
 from tests.benchfixture import BUGGY, CHECKS, REFERENCE, WEAK, diff, make_benchmark
 
 OLD = textwrap.dedent('''\
@@ -284,13 +284,13 @@ def test_measure_coverage_in_the_sandbox_and_skip_stored_measurements(tmp_path, 
     assert all(r["reason"] is None and r["changed_lines"] == 4 for r in rows.values())
     stored = pl.read_parquet(store / "scores" / "coverage.parquet")
     assert stored.equals(frame)
-    with caplog.at_level(logging.INFO, logger="testprism.tasks.coverage"):
+    with caplog.at_level(logging.INFO, logger="testprism.tasks.score.coverage"):
         again = measure_coverage(bench, store, work_root, "local")
     assert again.equals(frame)
     assert "0 to run" in caplog.text
     caplog.clear()
     (bench / "suites" / "weak" / "mini__median-even" / "test_median.py").write_text(CHECKS + "\n# edited\n")
-    with caplog.at_level(logging.INFO, logger="testprism.tasks.coverage"):
+    with caplog.at_level(logging.INFO, logger="testprism.tasks.score.coverage"):
         edited = measure_coverage(bench, store, work_root, "local")
     assert "1 to run" in caplog.text
     assert {r["configuration"]: r["delta_c"] for r in edited.iter_rows(named=True)}["weak"] == 1.0

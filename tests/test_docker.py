@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from testprism.storage import Store
-from testprism.tasks.benchmark import EnvironmentSpec, load_benchmark
-from testprism.tasks.environment import EnvironmentBuildError
+from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
+from testprism.tasks.sandbox.environment import EnvironmentBuildError
 from testprism.tasks.sandbox import docker as docker_backend  # registers "docker"
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxUnavailable
 from testprism.tasks.sandbox.docker import DockerBackend
-from testprism.tasks.workdir import WorkPaths
+from testprism.tasks.model.workdir import WorkPaths
 from tests.docker_fixture import EXPECTED, make_docker_benchmark
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -130,7 +130,7 @@ def test_local_and_docker_give_the_same_outcome_for_every_run_key(backend, parit
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_fast_mode_gives_the_same_outcomes(docker_engine, parity_bench, local_store, work_root, tmp_path, monkeypatch):
-    from testprism.tasks.replay import ExecutionOptions, execute_batch, plan
+    from testprism.tasks.replay.runs import ExecutionOptions, execute_batch, plan
 
     monkeypatch.setenv("TESTPRISM_DOCKER_REUSE", "1")
     store = tmp_path / "store-reuse"
@@ -151,7 +151,7 @@ def test_parity_on_the_bundled_benchmark(backend, work_root, tmp_path):
     """The first instances of examples/ (all of them with TESTPRISM_PARITY_ALL=1). The
     bundled benchmark ships with the repository (tests/test_examples.py checks its shape): a
     broken one fails here too rather than skipping the parity check."""
-    from testprism.tasks.replay import ExecutionOptions, execute_batch, plan
+    from testprism.tasks.replay.runs import ExecutionOptions, execute_batch, plan
 
     bench = load_benchmark(EXAMPLES)
     chosen = sorted(bench.instances)[: None if os.environ.get("TESTPRISM_PARITY_ALL") else 2]

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from testprism.flows.cli import BUNDLED, app
-from testprism.tasks.benchmark import load_benchmark
+from testprism.tasks.model.benchmark import load_benchmark
 
 
 def test_bundled_benchmark_has_the_testprism_panel_shape():

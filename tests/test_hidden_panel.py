@@ -24,11 +24,11 @@ import polars as pl
 import pytest
 
 from testprism.storage import Store
-from testprism.tasks.benchmark import load_benchmark
-from testprism.tasks.metrics import instance_scores
-from testprism.tasks.replay import ExecutionOptions, execute_batch, plan, record_plan
-from testprism.tasks.state import apply_patch
-from testprism.tasks.verdict import Policy
+from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.score.metrics import instance_scores
+from testprism.tasks.replay.runs import ExecutionOptions, execute_batch, plan, record_plan
+from testprism.tasks.model.state import apply_patch
+from testprism.tasks.execution.verdict import Policy
 from tests.benchfixture import BUGGY, CHECKS, REFERENCE, diff, make_benchmark, write
 
 INSTANCE = "mini__median-even"

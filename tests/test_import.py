@@ -17,15 +17,15 @@ from typer.testing import CliRunner
 
 from testprism.flows.importing import import_app
 from testprism.storage import Store
-from testprism.tasks import suite_import
-from testprism.tasks.benchmark import CONFIGURATION as CONFIGURATION_RULE, load_benchmark
-from testprism.tasks.hashing import tree_files
-from testprism.tasks.recipe import NoRecipe, Recipe, RecipeError, load_recipe_file, load_recipes
-from testprism.tasks.replay import ExecutionOptions, execute_batch, plan
+from testprism.tasks.importing import suite_import
+from testprism.tasks.model.benchmark import CONFIGURATION as CONFIGURATION_RULE, load_benchmark
+from testprism.tasks.model.hashing import tree_files
+from testprism.tasks.importing.recipe import NoRecipe, Recipe, RecipeError, load_recipe_file, load_recipes
+from testprism.tasks.replay.runs import ExecutionOptions, execute_batch, plan
 from testprism.tasks.sandbox.local import LocalBackend
-from testprism.tasks.state import apply_patch
-from testprism.tasks.suite_import import configuration_name, find_test_functions, import_suites, selected_tests
-from testprism.tasks.swebench import (
+from testprism.tasks.model.state import apply_patch
+from testprism.tasks.importing.suite_import import configuration_name, find_test_functions, import_suites, selected_tests
+from testprism.tasks.importing.swebench import (
     ProgramSources,
     RowError,
     Verifier,

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from testprism.storage import SCHEMAS, Store
-from testprism.tasks.metrics import instance_scores
-from testprism.tasks.statistics import leaderboard_from_instance_scores
+from testprism.tasks.score.metrics import instance_scores
+from testprism.tasks.score.statistics import leaderboard_from_instance_scores
 
 
 def build_store(tmp_path, instances: dict[str, dict], outcomes: dict[tuple[str, str, str], str]) -> Store:

@@ -1,8 +1,8 @@
-"""The one diff reader (tasks/patches.py) and the one TOML writer (tasks/toml_writer.py)."""
+"""The one diff reader (tasks/model/patches.py) and the one TOML writer (tasks/model/toml_writer.py)."""
 
 import tomllib
 
-from testprism.tasks import patches, toml_writer
+from testprism.tasks.model import patches, toml_writer
 
 DIFF = """\
 diff --git a/m.py b/m.py

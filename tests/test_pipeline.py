@@ -46,7 +46,7 @@ from typer.testing import CliRunner
 
 from testprism.flows.cli import app
 from testprism.storage import Store
-from testprism.tasks.benchmark import load_benchmark
+from testprism.tasks.model.benchmark import load_benchmark
 from tests.gitfixture import INSTANCE_ID, RICH_FAIL_TO_PASS, RICH_PASS_TO_PASS, GitFixture, build_git_fixture
 
 pytestmark = [

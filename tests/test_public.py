@@ -12,7 +12,7 @@ import testprism
 def test_the_public_names_resolve_to_the_working_objects():
     from testprism.flows.replay import replay_flow
     from testprism.storage import Store
-    from testprism.tasks.benchmark import load_benchmark
+    from testprism.tasks.model.benchmark import load_benchmark
 
     assert testprism.load_benchmark is load_benchmark and testprism.Store is Store
     assert testprism.replay is replay_flow

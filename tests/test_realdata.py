@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from testprism.tasks.benchmark import load_benchmark
-from testprism.tasks.recipe import load_recipes
+from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.importing.recipe import load_recipes
 from testprism.tasks.sandbox.local import LocalBackend
-from testprism.tasks.swebench import ProgramSources, Verifier, import_rows
+from testprism.tasks.importing.swebench import ProgramSources, Verifier, import_rows
 
 REALDATA = os.environ.get("TESTPRISM_REALDATA")
 RECIPE = Path(__file__).resolve().parents[1] / "examples" / "recipes" / "sympy.toml"

@@ -1,4 +1,4 @@
-"""The HTML report (tasks/report.py, flows/report.py): the audit's findings, escaping of
+"""The HTML report (tasks/report/report.py, flows/report.py): the audit's findings, escaping of
 untrusted text, no external reference, the charts, and the page in headless Chromium with
 no console error."""
 
@@ -21,10 +21,10 @@ import pyarrow as pa
 import pytest
 
 from testprism.storage import SCHEMAS, Store, StoreError
-from testprism.tasks.benchmark import load_benchmark
-from testprism.tasks.coverage import coverage_summary, measure_coverage
-from testprism.tasks.metrics import instance_scores
-from testprism.tasks.replay import (
+from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.score.coverage import coverage_summary, measure_coverage
+from testprism.tasks.score.metrics import instance_scores
+from testprism.tasks.replay.runs import (
     ExecutionOptions,
     execute_batch,
     finished_keys,
@@ -33,7 +33,7 @@ from testprism.tasks.replay import (
     record_plan,
     unrunnable_rows,
 )
-from testprism.tasks.report import (
+from testprism.tasks.report.report import (
     Point,
     anchor,
     audit_frame,
@@ -44,7 +44,7 @@ from testprism.tasks.report import (
     scatter_svg,
     write_report,
 )
-from testprism.tasks.statistics import bootstrap_statistics, leaderboard_from_instance_scores, per_source_table
+from testprism.tasks.score.statistics import bootstrap_statistics, leaderboard_from_instance_scores, per_source_table
 from tests.benchfixture import CHECKS, WEAK, make_benchmark
 
 

@@ -14,8 +14,8 @@ import polars as pl
 import pytest
 
 from testprism.storage import Store
-from testprism.tasks.metrics import instance_scores
-from testprism.tasks.statistics import leaderboard_from_instance_scores
+from testprism.tasks.score.metrics import instance_scores
+from testprism.tasks.score.statistics import leaderboard_from_instance_scores
 from tests.synthbench import make_synthetic
 
 pytestmark = [pytest.mark.slow, pytest.mark.requires("sandbox")]

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from testprism.tasks.benchmark import EnvironmentSpec, load_benchmark
-from testprism.tasks.outcome import Outcome, Reason
-from testprism.tasks.replay import ExecutionOptions, plan, unrunnable_rows
+from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
+from testprism.tasks.model.outcome import Outcome, Reason
+from testprism.tasks.replay.runs import ExecutionOptions, plan, unrunnable_rows
 from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, SandboxUnavailable
 from testprism.tasks.sandbox.local import LocalBackend
-from testprism.tasks.verdict import Policy, classify, judge
+from testprism.tasks.execution.verdict import Policy, classify, judge
 from tests.benchfixture import CHECKS, make_benchmark
 
 BARE = EnvironmentSpec(python="3.11", packages=())

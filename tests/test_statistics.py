@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from scipy.stats import binomtest
 
-from testprism.tasks.statistics import (
+from testprism.tasks.score.statistics import (
     METRICS,
     _resample_counts,
     bootstrap_intervals,

@@ -3,9 +3,9 @@ infrastructure errors are retried and never become verdicts."""
 
 from __future__ import annotations
 
-from testprism.tasks.outcome import Outcome, Reason
+from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.sandbox.base import ExecResult, SandboxError
-from testprism.tasks.verdict import Policy, classify, judge
+from testprism.tasks.execution.verdict import Policy, classify, judge
 
 JUNIT_FAIL = b"""<testsuites><testsuite name="s"><testcase classname="tmp.test_a" name="test_x">
 <failure message="assert 1 == 2">trace</failure></testcase>
@@ -64,8 +64,8 @@ def test_broken_junit_from_a_candidate_is_a_failure_not_a_crash():
 
 
 def test_test_ids_match_exactly_or_by_parametrisation():
-    from testprism.tasks.junit import matches, select
-    from testprism.tasks.outcome import TestResult
+    from testprism.tasks.execution.junit import matches, select
+    from testprism.tasks.model.outcome import TestResult
 
     case = TestResult("sympy.solvers.tests.test_diophantine::test_diophantine_general", "passed")
     assert not matches(case, "test_diophantine")  # a bare name is not a prefix

@@ -14,10 +14,10 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import ClassVar
 
-from testprism.tasks.benchmark import EnvironmentSpec
-from testprism.tasks.hashing import digest
-from testprism.tasks.state import DEFAULT_FUZZ
-from testprism.tasks.workdir import WorkPaths
+from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.hashing import digest
+from testprism.tasks.model.state import DEFAULT_FUZZ
+from testprism.tasks.model.workdir import WorkPaths
 
 
 class SandboxError(RuntimeError):

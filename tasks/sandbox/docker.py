@@ -47,9 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from testprism.tasks.benchmark import EnvironmentSpec
-from testprism.tasks.environment import EnvironmentBuildError
-from testprism.tasks.hashing import digest
+from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.sandbox.environment import EnvironmentBuildError
+from testprism.tasks.model.hashing import digest
 from testprism.tasks.sandbox.base import (
     ExecResult,
     RunRequest,
@@ -59,7 +59,7 @@ from testprism.tasks.sandbox.base import (
     register,
 )
 from testprism.tasks.sandbox.workspace import clear_workspace, fill_workspace, read_junit
-from testprism.tasks.workdir import WorkPaths, locked, orphaned_workspaces, start_time, workspace_prefix
+from testprism.tasks.model.workdir import WorkPaths, locked, orphaned_workspaces, start_time, workspace_prefix
 
 if TYPE_CHECKING:
     from docker import APIClient

@@ -31,8 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path, PurePosixPath
 
-from testprism.tasks.benchmark import EnvironmentSpec
-from testprism.tasks.environment import build_environment
+from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.sandbox.environment import build_environment
 from testprism.tasks.sandbox.base import (
     ExecResult,
     RunRequest,
@@ -43,7 +43,7 @@ from testprism.tasks.sandbox.base import (
 )
 from testprism.tasks.sandbox.process import Unkillable, run_bounded
 from testprism.tasks.sandbox.workspace import fill_workspace, read_junit
-from testprism.tasks.workdir import WorkPaths, orphaned_workspaces, workspace_prefix
+from testprism.tasks.model.workdir import WorkPaths, orphaned_workspaces, workspace_prefix
 
 log = logging.getLogger(__name__)
 

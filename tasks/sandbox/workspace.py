@@ -4,7 +4,7 @@ A workspace is `program/` (a copy of the state's tree, the suite's files under `
 suite's test patch applied) and an empty `out/` for reports. The harness runs as root
 outside the sandbox, and the tree comes from a patch, the suite from an agent: a link they
 made (`tmp -> /etc`, `out -> /root`) must never redirect the harness's own writes or reads.
-So every write goes through tasks/nofollow.py (directory descriptors opened with
+So every write goes through tasks/sandbox/nofollow.py (directory descriptors opened with
 O_NOFOLLOW, one component at a time), and a suite whose file would land on a link, or on a
 file where a folder is needed, is not installed (`SuiteNotInstalled`: the run is
 `E`/`suite_not_installed`). The
@@ -19,9 +19,9 @@ import os
 import shutil
 from pathlib import Path
 
-from testprism.tasks.nofollow import UnsafeTarget, read_file, write_file
+from testprism.tasks.sandbox.nofollow import UnsafeTarget, read_file, write_file
 from testprism.tasks.sandbox.base import RunRequest, SuiteNotInstalled
-from testprism.tasks.state import apply_patch
+from testprism.tasks.model.state import apply_patch
 
 JUNIT_MAX_BYTES = 8 * 1024 * 1024
 #: the access and modification time of every entry of a workspace (2020-09-13), as

@@ -61,10 +61,10 @@ import pyarrow as pa
 from scipy.stats import ConstantInputWarning, pearsonr, spearmanr
 
 from testprism.storage import SCHEMAS, Store
-from testprism.tasks.benchmark import Benchmark, EnvironmentSpec, Instance, Suite, load_benchmark
-from testprism.tasks.environment import EnvironmentBuildError
-from testprism.tasks import patches
-from testprism.tasks.hashing import digest
+from testprism.tasks.model.benchmark import Benchmark, EnvironmentSpec, Instance, Suite, load_benchmark
+from testprism.tasks.sandbox.environment import EnvironmentBuildError
+from testprism.tasks.model import patches
+from testprism.tasks.model.hashing import digest
 from testprism.tasks.sandbox.base import (
     ExecResult,
     Limits,
@@ -74,8 +74,8 @@ from testprism.tasks.sandbox.base import (
     SuiteNotInstalled,
     backend_class,
 )
-from testprism.tasks.state import State, materialise, states_of
-from testprism.tasks.workdir import WorkPaths, build_once, default_work_root
+from testprism.tasks.model.state import State, materialise, states_of
+from testprism.tasks.model.workdir import WorkPaths, build_once, default_work_root
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ else:
 
 _RUNNER = '''\
 #!/usr/bin/env bash
-# testprism coverage pass (tasks/coverage.py): the suite's own entry with coverage.py in
+# testprism coverage pass (tasks/score/coverage.py): the suite's own entry with coverage.py in
 # every Python process, then the combined data as JSON at $TESTPRISM_JUNIT.
 set -u
 root="$PWD"

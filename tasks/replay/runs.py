@@ -20,14 +20,14 @@ import polars as pl
 import pyarrow as pa
 
 from testprism.storage import SCHEMAS, Store
-from testprism.tasks.benchmark import Benchmark, EnvironmentSpec, Instance, Suite
-from testprism.tasks.environment import EnvironmentBuildError
-from testprism.tasks.hashing import digest
-from testprism.tasks.outcome import RETRYABLE, Outcome, Reason, Verdict
+from testprism.tasks.model.benchmark import Benchmark, EnvironmentSpec, Instance, Suite
+from testprism.tasks.sandbox.environment import EnvironmentBuildError
+from testprism.tasks.model.hashing import digest
+from testprism.tasks.model.outcome import RETRYABLE, Outcome, Reason, Verdict
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, SandboxError, backend_class
-from testprism.tasks.state import State, materialise, states_of
-from testprism.tasks.verdict import Policy, judge
-from testprism.tasks.workdir import WorkPaths
+from testprism.tasks.model.state import State, materialise, states_of
+from testprism.tasks.execution.verdict import Policy, judge
+from testprism.tasks.model.workdir import WorkPaths
 
 log = logging.getLogger(__name__)
 

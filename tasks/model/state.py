@@ -29,10 +29,10 @@ from pathlib import Path, PurePosixPath
 
 from unidiff.errors import UnidiffParseError
 
-from testprism.tasks import patches
-from testprism.tasks.benchmark import Instance
-from testprism.tasks.hashing import digest
-from testprism.tasks.workdir import WorkPaths, build_once
+from testprism.tasks.model import patches
+from testprism.tasks.model.benchmark import Instance
+from testprism.tasks.model.hashing import digest
+from testprism.tasks.model.workdir import WorkPaths, build_once
 
 
 @dataclass(frozen=True)

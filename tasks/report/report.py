@@ -38,10 +38,10 @@ from pathlib import Path
 import polars as pl
 
 from testprism.storage import Store, StoreError
-from testprism.tasks.benchmark import BenchmarkError, load_instance
-from testprism.tasks.coverage import summarise
-from testprism.tasks.hashing import digest
-from testprism.tasks.metrics import latest_runs
+from testprism.tasks.model.benchmark import BenchmarkError, load_instance
+from testprism.tasks.score.coverage import summarise
+from testprism.tasks.model.hashing import digest
+from testprism.tasks.score.metrics import latest_runs
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from xml.etree.ElementTree import ParseError
 from junitparser import Error, Failure, JUnitXml, Skipped
 from junitparser.junitparser import JUnitXmlError
 
-from testprism.tasks.outcome import TestResult
+from testprism.tasks.model.outcome import TestResult
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from testprism.tasks.junit import parse_junit, select
-from testprism.tasks.outcome import Outcome, Reason, Verdict
+from testprism.tasks.execution.junit import parse_junit, select
+from testprism.tasks.model.outcome import Outcome, Reason, Verdict
 from testprism.tasks.sandbox.base import ExecResult, SandboxError, SuiteNotInstalled
-from testprism.tasks.state import DEFAULT_FUZZ
+from testprism.tasks.model.state import DEFAULT_FUZZ
 
 log = logging.getLogger(__name__)
 

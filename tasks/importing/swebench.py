@@ -30,14 +30,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from testprism.tasks import patches, toml_writer
-from testprism.tasks.benchmark import NAME, BenchmarkError, Instance, load_instance
-from testprism.tasks.environment import EnvironmentBuildError
-from testprism.tasks.junit import parse_junit, select
-from testprism.tasks.recipe import NoRecipe, Recipe, RecipeBook, fill_test_files
+from testprism.tasks.model import patches, toml_writer
+from testprism.tasks.model.benchmark import NAME, BenchmarkError, Instance, load_instance
+from testprism.tasks.sandbox.environment import EnvironmentBuildError
+from testprism.tasks.execution.junit import parse_junit, select
+from testprism.tasks.importing.recipe import NoRecipe, Recipe, RecipeBook, fill_test_files
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, SandboxError, SuiteNotInstalled
-from testprism.tasks.state import apply_patch, materialise, states_of
-from testprism.tasks.workdir import WorkPaths
+from testprism.tasks.model.state import apply_patch, materialise, states_of
+from testprism.tasks.model.workdir import WorkPaths
 
 log = logging.getLogger(__name__)
 

@@ -25,12 +25,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from testprism.tasks import patches, toml_writer
-from testprism.tasks.benchmark import CONFIGURATION, NAME, BenchmarkError, Instance, load_instance
-from testprism.tasks.hashing import digest
-from testprism.tasks.recipe import fill_test_files
-from testprism.tasks.state import DEFAULT_FUZZ
-from testprism.tasks.swebench import (
+from testprism.tasks.model import patches, toml_writer
+from testprism.tasks.model.benchmark import CONFIGURATION, NAME, BenchmarkError, Instance, load_instance
+from testprism.tasks.model.hashing import digest
+from testprism.tasks.importing.recipe import fill_test_files
+from testprism.tasks.model.state import DEFAULT_FUZZ
+from testprism.tasks.importing.swebench import (
     ImportReport,
     Issue,
     Record,

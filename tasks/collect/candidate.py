@@ -37,10 +37,10 @@ from scipy import sparse
 from unidiff import Hunk, PatchedFile
 from unidiff.errors import UnidiffParseError
 
-from testprism.tasks import patches
-from testprism.tasks.benchmark import Benchmark
-from testprism.tasks.funnel import Excluded
-from testprism.tasks.hashing import digest
+from testprism.tasks.model import patches
+from testprism.tasks.model.benchmark import Benchmark
+from testprism.tasks.model.funnel import Excluded
+from testprism.tasks.model.hashing import digest
 
 log = logging.getLogger(__name__)
 

@@ -40,13 +40,13 @@ from pathlib import Path
 from apted import APTED
 from unidiff import PatchedFile
 
-from testprism.tasks import patches, toml_writer
-from testprism.tasks.benchmark import Benchmark, Instance, load_benchmark
-from testprism.tasks.candidate import CandidatePatch, tokens
-from testprism.tasks.hashing import digest
-from testprism.tasks.label import candidate_states, post_patch_reader
-from testprism.tasks.state import states_of
-from testprism.tasks.workdir import WorkPaths
+from testprism.tasks.model import patches, toml_writer
+from testprism.tasks.model.benchmark import Benchmark, Instance, load_benchmark
+from testprism.tasks.collect.candidate import CandidatePatch, tokens
+from testprism.tasks.model.hashing import digest
+from testprism.tasks.collect.label import candidate_states, post_patch_reader
+from testprism.tasks.model.state import states_of
+from testprism.tasks.model.workdir import WorkPaths
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from testprism.tasks.benchmark import EnvironmentSpec
-from testprism.tasks.workdir import WorkPaths, build_once
+from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.workdir import WorkPaths, build_once
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from testprism.tasks.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark import EnvironmentSpec
 
 TEST_FILES = "{test_files}"
 DESELECT = "{deselect}"

@@ -18,8 +18,8 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from unidiff.errors import UnidiffParseError
 
-from testprism.tasks import patches
-from testprism.tasks.hashing import digest, tree_digest, tree_files
+from testprism.tasks.model import patches
+from testprism.tasks.model.hashing import digest, tree_digest, tree_files
 
 log = logging.getLogger(__name__)
 

@@ -27,19 +27,19 @@ import polars as pl
 import pyarrow as pa
 
 from testprism.storage import SCHEMAS, Store
-from testprism.tasks import patches
-from testprism.tasks.benchmark import Candidate, Instance
-from testprism.tasks.candidate import CandidatePatch, CandidateReason
-from testprism.tasks.hashing import digest
-from testprism.tasks.junit import select
-from testprism.tasks.environment import EnvironmentBuildError
-from testprism.tasks.nofollow import UnsafeTarget, remove_entry, write_file
-from testprism.tasks.outcome import Outcome, Reason, TestResult, Verdict
-from testprism.tasks.replay import Environments, ExecutionOptions
+from testprism.tasks.model import patches
+from testprism.tasks.model.benchmark import Candidate, Instance
+from testprism.tasks.collect.candidate import CandidatePatch, CandidateReason
+from testprism.tasks.model.hashing import digest
+from testprism.tasks.execution.junit import select
+from testprism.tasks.sandbox.environment import EnvironmentBuildError
+from testprism.tasks.sandbox.nofollow import UnsafeTarget, remove_entry, write_file
+from testprism.tasks.model.outcome import Outcome, Reason, TestResult, Verdict
+from testprism.tasks.replay.runs import Environments, ExecutionOptions
 from testprism.tasks.sandbox.base import RunRequest, SandboxBackend, SandboxError, backend_class
-from testprism.tasks.state import DEFAULT_FUZZ, PatchResult, State, apply_patch, states_of
-from testprism.tasks.verdict import Policy, judge
-from testprism.tasks.workdir import WorkPaths, build_once
+from testprism.tasks.model.state import DEFAULT_FUZZ, PatchResult, State, apply_patch, states_of
+from testprism.tasks.execution.verdict import Policy, judge
+from testprism.tasks.model.workdir import WorkPaths, build_once
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ def _restore(instance: Instance, tree: Path, files: set[str]) -> None:
 
 def checked_tree(instance: Instance, state: State, work: WorkPaths, fuzz: int = DEFAULT_FUZZ) -> CheckedTree:
     """Build (once) the checked tree of a state in the work area: the state's patch and
-    the official checks applied by the one procedure (tasks/state.py)."""
+    the official checks applied by the one procedure (tasks/model/state.py)."""
 
     def build(target: Path) -> None:
         tree = target / "tree"
