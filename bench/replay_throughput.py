@@ -77,7 +77,8 @@ from rich.table import Table
 
 from testprism.storage import Store
 from testprism.tasks.model.benchmark import load_benchmark
-from testprism.tasks.replay.runs import ExecutionOptions, batches, execute_batch, plan
+from testprism.tasks.replay.runs import execute_batch, plan
+from testprism.tasks.execution.batch import ExecutionOptions, batches
 from testprism.tasks.sandbox.base import Limits
 from testprism.tasks.sandbox.local import LocalBackend, bubblewrap_works
 from testprism.tasks.model.state import materialise, states_of

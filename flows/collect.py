@@ -35,7 +35,6 @@ from testprism.tasks.model.benchmark import Benchmark, Instance
 from testprism.tasks.collect.candidate import (
     NEAR_DUPLICATE_COSINE,
     CandidatePatch,
-    CandidateReason,
     candidate_row,
     excluded,
     ingest,
@@ -44,23 +43,11 @@ from testprism.tasks.collect.candidate import (
     set_aside_near_duplicates,
 )
 from testprism.tasks.model.funnel import Excluded, Funnel, Stage
-from testprism.tasks.collect.label import (
-    GOLD_POLICY,
-    LABEL_POLICY,
-    GoldVerdict,
-    Verification,
-    apply_labels,
-    candidate_states,
-    execute,
-    gold_plan,
-    gold_verdict,
-    label_of,
-    plan,
-    stored_keys,
-    stored_rows,
-)
+from testprism.tasks.model.outcome import Reason
+from testprism.tasks.collect.label import GOLD_POLICY, LABEL_POLICY, GoldVerdict, apply_labels, gold_plan, gold_verdict, label_of
+from testprism.tasks.collect.verification import Verification, candidate_states, execute, plan, stored_keys, stored_rows
 from testprism.tasks.collect.panel import PanelChoice, PanelMode, PanelRule, select_panels, write_panel_benchmark
-from testprism.tasks.replay.runs import Batch, ExecutionOptions, batches
+from testprism.tasks.execution.batch import Batch, ExecutionOptions, batches
 from testprism.tasks.sandbox.base import Limits
 from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import default_work_root
@@ -70,9 +57,9 @@ log = logging.getLogger(__name__)
 #: Instances per panel-selection task: APTED takes up to seconds per pair of candidates.
 PANEL_BATCH = 8
 _UNLABELLED = (
-    CandidateReason.INSTANCE_QUARANTINED, CandidateReason.PATCH_FAILED, CandidateReason.CHECKS_PATCH_FAILED,
-    CandidateReason.TIMEOUT, CandidateReason.OUTPUT_LIMIT, CandidateReason.SANDBOX_ERROR, CandidateReason.UNSTABLE,
-    CandidateReason.ENVIRONMENT_FAILED,
+    Reason.INSTANCE_QUARANTINED, Reason.PATCH_FAILED, Reason.CHECKS_PATCH_FAILED,
+    Reason.TIMEOUT, Reason.OUTPUT_LIMIT, Reason.SANDBOX_ERROR, Reason.UNSTABLE,
+    Reason.ENVIRONMENT_FAILED,
 )
 
 
@@ -189,17 +176,17 @@ def collect_flow(
 
     ingested = ingest(bench, [Path(p) for p in predictions or ()], [Path(d) for d in diffs or ()])
     funnel.add(Stage("ingest", "candidate", len(ingested.candidates), tuple(
-        Excluded(e.origin, e.kind.value, f"field {e.field}: {e.message}") for e in ingested.errors)))
+        Excluded(e.origin, e.kind, f"field {e.field}: {e.message}") for e in ingested.errors)))
     pool = set_aside_duplicates(ingested.candidates, reference_keys(bench))
     funnel.add(Stage("exact_dedup", "candidate", sum(c.reason is None for c in pool),
-                     excluded(pool, (CandidateReason.DUPLICATE, CandidateReason.SAME_AS_REFERENCE))))
+                     excluded(pool, (Reason.DUPLICATE, Reason.SAME_AS_REFERENCE))))
 
     verdicts, ran, reused = _gold(bench, replace(options, policy=replace(GOLD_POLICY, patch_fuzz=patch_fuzz)), target, workers, dask_address)
     funnel.add(Stage("gold_validation", "instance", sum(v.validated for v in verdicts), tuple(
-        Excluded(v.instance_id, str(v.reason), v.detail) for v in verdicts if not v.validated)))
+        Excluded(v.instance_id, v.reason, v.detail) for v in verdicts if not v.validated)))
     validated = [bench.instances[v.instance_id] for v in verdicts if v.validated]
     quarantined = {v.instance_id for v in verdicts if not v.validated}
-    pool = [replace(c, reason=CandidateReason.INSTANCE_QUARANTINED) if c.reason is None and c.instance_id in quarantined
+    pool = [replace(c, reason=Reason.INSTANCE_QUARANTINED) if c.reason is None and c.instance_id in quarantined
             else c for c in pool]
 
     pool, label_ran, label_reused = _label(pool, validated, replace(options, policy=replace(LABEL_POLICY, patch_fuzz=patch_fuzz)), target, workers,
@@ -207,11 +194,11 @@ def collect_flow(
     funnel.add(Stage("verification", "candidate", sum(c.in_pool for c in pool), excluded(pool, _UNLABELLED)))
     pool = set_aside_near_duplicates(pool, near_duplicate)
     funnel.add(Stage("near_dedup", "candidate", sum(c.in_pool for c in pool),
-                     excluded(pool, (CandidateReason.NEAR_DUPLICATE,))))
+                     excluded(pool, (Reason.NEAR_DUPLICATE,))))
 
     choices = _panels(validated, pool, PanelMode(panel), rule, work_root, workers, dask_address)
     funnel.add(Stage(f"panel_{PanelMode(panel).value}", "instance", sum(c.reason is None for c in choices), tuple(
-        Excluded(c.instance_id, str(c.reason), c.detail) for c in choices if c.reason)))
+        Excluded(c.instance_id, c.reason, c.detail) for c in choices if c.reason)))
     in_panel = {(c.instance_id, cid) for c in choices for cid in c.chosen}
 
     rows = []

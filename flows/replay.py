@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-import pyarrow as pa
 import typer
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
@@ -23,20 +22,10 @@ from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from testprism.flows import progress
-from testprism.storage import SCHEMAS, Store
+from testprism.storage import Store
 from testprism.tasks.model.benchmark import Benchmark, load_benchmark
-from testprism.tasks.replay.runs import (
-    Batch,
-    BatchSummary,
-    ExecutionOptions,
-    batches,
-    execute_batch,
-    finished_keys,
-    pending_runs,
-    plan,
-    record_plan,
-    unrunnable_rows,
-)
+from testprism.tasks.replay.runs import execute_batch, finished_keys, pending_runs, plan, record_plan, record_unrunnable
+from testprism.tasks.execution.batch import Batch, BatchSummary, ExecutionOptions, batches
 from testprism.tasks.sandbox.base import Limits, SandboxBackend, backend_class
 from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.execution.verdict import Policy
@@ -165,10 +154,9 @@ def replay_flow(
     specs = plan(bench, options)
     todo = pending_runs(specs, finished_keys(target, retry_errors))
     outcomes: dict[str, int] = {}
-    unrunnable = unrunnable_rows(todo, options)
+    unrunnable = record_unrunnable(todo, options)
     if unrunnable:
-        target.append("runs", pa.Table.from_pylist(unrunnable, schema=SCHEMAS["runs"]))
-        outcomes["E"] = len(unrunnable)
+        outcomes["E"] = unrunnable
     runnable = [s for s in todo if s.runs_in_sandbox]
     log.info(
         "%d runs planned, %d already stored, %d to execute (backend %s, isolation %s)",
@@ -176,7 +164,7 @@ def replay_flow(
     )
     sink = progress.current()
     sink.start(len(todo), "replay")
-    sink.advance(len(unrunnable))
+    sink.advance(unrunnable)
     executed = 0
     if runnable:
         groups = batches(runnable, batch_target(len(runnable), workers))

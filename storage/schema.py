@@ -25,7 +25,7 @@ RUNS = pa.schema(
         pa.field("candidate_id", pa.string()),
         pa.field("label", pa.string()),  # valid | invalid | null
         pa.field("outcome", pa.string(), nullable=False),  # P | F | E
-        pa.field("reason", pa.string()),  # set when outcome is E (see tasks.outcome.Reason)
+        pa.field("reason", pa.string()),  # set when outcome is E: tasks/model/outcome.py RUN_REASONS
         pa.field("exit_code", pa.int32()),
         pa.field("duration_s", pa.float64()),
         pa.field("attempts", pa.int16()),
@@ -128,7 +128,7 @@ VERIFICATIONS = pa.schema(
         pa.field("environment_hash", pa.string(), nullable=False),
         pa.field("policy_hash", pa.string(), nullable=False),
         pa.field("outcome", pa.string(), nullable=False),  # P | F | E
-        pa.field("reason", pa.string()),  # a tasks.outcome.Reason value, or checks_patch_failed
+        pa.field("reason", pa.string()),  # tasks/model/outcome.py VERIFICATION_REASONS
         pa.field("exit_code", pa.int32()),
         pa.field("duration_s", pa.float64()),
         pa.field("attempts", pa.int16()),
@@ -150,7 +150,7 @@ CANDIDATES = pa.schema(
         pa.field("model", pa.string()),
         pa.field("official_label", pa.string()),  # valid | invalid | null, as the source said
         pa.field("label", pa.string()),  # valid | invalid | null, from our verification
-        pa.field("reason", pa.string()),  # null: in the pool (tasks.candidate.CandidateReason)
+        pa.field("reason", pa.string()),  # null: in the pool; else tasks/model/outcome.py CANDIDATE_REASONS
         pa.field("failed_checks", pa.list_(pa.string())),
         pa.field("norm_key", pa.string(), nullable=False),
         pa.field("duplicate_of", pa.string()),
@@ -198,7 +198,7 @@ COVERAGE = pa.schema(
         pa.field("entered_functions", pa.int32()),
         pa.field("missed_lines", pa.list_(pa.string())),  # path:line never executed
         pa.field("missed_functions", pa.list_(pa.string())),  # path:name never entered
-        pa.field("reason", pa.string()),  # why unmeasured or 0 without a run (tasks.coverage.REASONS)
+        pa.field("reason", pa.string()),  # why unmeasured or 0 without a run: tasks/model/outcome.py COVERAGE_REASONS
         pa.field("exit_code", pa.int32()),
         pa.field("duration_s", pa.float64()),
         pa.field("coverage_key", pa.string(), nullable=False),  # suite + reference + environment + limits

@@ -17,8 +17,6 @@ from testprism.storage import Store
 from testprism.tasks.model.benchmark import Instance, load_benchmark
 from testprism.tasks.collect.candidate import (
     CandidatePatch,
-    CandidateReason,
-    IngestErrorKind,
     PatchError,
     changed_tokens,
     cosine_matrix,
@@ -29,22 +27,9 @@ from testprism.tasks.collect.candidate import (
     set_aside_duplicates,
     set_aside_near_duplicates,
 )
-from testprism.tasks.collect.label import (
-    GOLD_POLICY,
-    LABEL_POLICY,
-    QuarantineReason,
-    candidate_states,
-    check_ids,
-    execute,
-    gold_plan,
-    gold_verdict,
-    label_of,
-    plan,
-    stored_keys,
-    stored_rows,
-)
+from testprism.tasks.collect.label import GOLD_POLICY, LABEL_POLICY, gold_plan, gold_verdict, label_of
+from testprism.tasks.collect.verification import candidate_states, check_ids, execute, plan, stored_keys, stored_rows
 from testprism.tasks.collect.panel import (
-    PanelReason,
     PanelRule,
     ast_distance,
     choose_panel,
@@ -54,7 +39,8 @@ from testprism.tasks.collect.panel import (
     select_invalid,
     select_valid,
 )
-from testprism.tasks.replay.runs import ExecutionOptions
+from testprism.tasks.execution.batch import ExecutionOptions
+from testprism.tasks.model.outcome import Reason
 from testprism.tasks.model.state import apply_patch
 from tests.benchfixture import BUGGY, REFERENCE, VALID, diff, make_benchmark
 
@@ -142,12 +128,12 @@ def test_ingest_reports_bad_rows_and_keeps_the_others(tmp_path):
 
     errors = {(e.origin, e.field, e.kind) for e in found.errors}
     assert errors == {
-        (f"{preds}:2", "instance_id", IngestErrorKind.UNKNOWN_INSTANCE),
-        (f"{preds}:3", "model_patch", IngestErrorKind.EMPTY_PATCH),
-        (f"{preds}:4", "model_patch", IngestErrorKind.NOT_A_DIFF),
-        (f"{preds}:5", "model_name_or_path", IngestErrorKind.BAD_ROW),
-        (str(tmp_path / "missing.jsonl"), "(file)", IngestErrorKind.UNREADABLE_FILE),
-        (str(folder / "README.txt"), "(path)", IngestErrorKind.UNREADABLE_FILE),
+        (f"{preds}:2", "instance_id", Reason.UNKNOWN_INSTANCE),
+        (f"{preds}:3", "model_patch", Reason.EMPTY_PATCH),
+        (f"{preds}:4", "model_patch", Reason.NOT_A_DIFF),
+        (f"{preds}:5", "model_name_or_path", Reason.BAD_ROW),
+        (str(tmp_path / "missing.jsonl"), "(file)", Reason.UNREADABLE_FILE),
+        (str(folder / "README.txt"), "(path)", Reason.UNREADABLE_FILE),
     }
     by_origin = {c.origin: c for c in found.candidates}
     assert set(by_origin) == {
@@ -174,8 +160,8 @@ def test_exact_duplicates_and_copies_of_the_reference_are_set_aside(tmp_path):
     ]
     out = {c.candidate_id: c for c in set_aside_duplicates(pool, reference_keys(bench))}
     assert out["first"].reason is None
-    assert (out["same-up-to-whitespace"].reason, out["same-up-to-whitespace"].duplicate_of) == (CandidateReason.DUPLICATE, "first")
-    assert out["gold-copy"].reason is CandidateReason.SAME_AS_REFERENCE
+    assert (out["same-up-to-whitespace"].reason, out["same-up-to-whitespace"].duplicate_of) == (Reason.DUPLICATE, "first")
+    assert out["gold-copy"].reason is Reason.SAME_AS_REFERENCE
 
 
 def test_near_duplicates_only_within_one_label_and_one_failure():
@@ -193,9 +179,9 @@ def test_near_duplicates_only_within_one_label_and_one_failure():
     out = {c.candidate_id: (c.reason, c.duplicate_of) for c in set_aside_near_duplicates(pool)}
     assert out == {
         "pair": (None, None),
-        "pair-reformatted": (CandidateReason.NEAR_DUPLICATE, "pair"),
+        "pair-reformatted": (Reason.NEAR_DUPLICATE, "pair"),
         "pair-off-by-one": (None, None),  # one token from `pair`, but the other label
-        "pair-off-by-one-again": (CandidateReason.NEAR_DUPLICATE, "pair-off-by-one"),
+        "pair-off-by-one-again": (Reason.NEAR_DUPLICATE, "pair-off-by-one"),
         "pair-other-failure": (None, None),  # the same tokens, a different failure
         "pair-and-more": (None, None),  # alike in direction only: cosine ignores length
     }
@@ -276,8 +262,8 @@ def test_valid_selection_meets_the_distance_or_reports_why():
 
     clones = {f"clone-{i}": tree_of(BASE, FIX.replace("x", name)) for i, name in enumerate("abcde")}
     side = select_valid(reference, clones, RULE)
-    assert side.reason is PanelReason.VALID_NOT_DIVERSE and side.score <= RULE.min_valid_distance
-    assert select_valid(reference, dict(list(diverse.items())[:3]), RULE).reason is PanelReason.TOO_FEW_VALID
+    assert side.reason is Reason.VALID_NOT_DIVERSE and side.score <= RULE.min_valid_distance
+    assert select_valid(reference, dict(list(diverse.items())[:3]), RULE).reason is Reason.TOO_FEW_VALID
 
 
 def test_invalid_selection_wants_different_failures():
@@ -290,8 +276,8 @@ def test_invalid_selection_wants_different_failures():
 
     same = {f"i{i}": frozenset({"t::f2p"}) for i in range(7)}
     side = select_invalid(same, RULE)
-    assert side.reason is PanelReason.INVALID_NOT_DIVERSE and len(side.chosen) == 1
-    assert select_invalid(dict(list(pool.items())[:4]), RULE).reason is PanelReason.TOO_FEW_INVALID
+    assert side.reason is Reason.INVALID_NOT_DIVERSE and len(side.chosen) == 1
+    assert select_invalid(dict(list(pool.items())[:4]), RULE).reason is Reason.TOO_FEW_INVALID
 
 
 def test_an_instance_whose_pools_cannot_meet_the_thresholds_is_reported():
@@ -300,7 +286,7 @@ def test_an_instance_whose_pools_cannot_meet_the_thresholds_is_reported():
              "renamed": tree_of(BASE, RENAMED)}
     invalid = {f"i{i}": frozenset({"t::f2p", f"t::{i}"}) for i in range(6)}  # pairwise Jaccard 1/3
     choice = choose_panel("x", reference, valid, invalid, RULE)
-    assert choice.reason is PanelReason.INVALID_NOT_DIVERSE and choice.chosen == ()
+    assert choice.reason is Reason.INVALID_NOT_DIVERSE and choice.chosen == ()
     assert "Jaccard" in choice.detail and choice.valid_mean_distance > RULE.min_valid_distance
     relaxed = choose_panel("x", reference, valid, invalid, replace(RULE, max_invalid_jaccard=0.5))
     assert relaxed.reason is None and len(relaxed.chosen) == 9
@@ -351,7 +337,7 @@ def test_gold_validation_quarantines_a_reference_that_does_not_fix(labelled_benc
     good = gold_verdict(bench.instances[INSTANCE], [rows[s.key] for s in specs[INSTANCE]])
     bad = gold_verdict(bench.instances["mini__median-wrong-fix"], [rows[s.key] for s in specs["mini__median-wrong-fix"]])
     assert good.validated, good.detail
-    assert bad.reason is QuarantineReason.REFERENCE_FAILS and "test_even_length failed" in bad.detail
+    assert bad.reason is Reason.REFERENCE_FAILS and "test_even_length failed" in bad.detail
 
 
 def label_all(instance: Instance, store: Path, work_root: Path) -> tuple[dict, int]:
@@ -376,7 +362,7 @@ def test_candidates_are_labelled_by_the_official_checks(labelled_bench, tmp_path
     assert (labels["junit-garbage"].label, labels["junit-garbage"].reason, labels["junit-garbage"].failed_checks) == (
         "invalid", None, every)
     # a patch that applies under no method is unlabelled ("patch does not apply"), not invalid
-    assert (labels["stale"].label, labels["stale"].reason) == (None, CandidateReason.PATCH_FAILED)
+    assert (labels["stale"].label, labels["stale"].reason) == (None, Reason.PATCH_FAILED)
     assert ran == 4
     # keyed by content: a second pass runs nothing
     again, ran_again = label_all(instance, tmp_path / "store", work_root)

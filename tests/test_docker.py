@@ -130,7 +130,8 @@ def test_local_and_docker_give_the_same_outcome_for_every_run_key(backend, parit
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_fast_mode_gives_the_same_outcomes(docker_engine, parity_bench, local_store, work_root, tmp_path, monkeypatch):
-    from testprism.tasks.replay.runs import ExecutionOptions, execute_batch, plan
+    from testprism.tasks.replay.runs import execute_batch, plan
+    from testprism.tasks.execution.batch import ExecutionOptions
 
     monkeypatch.setenv("TESTPRISM_DOCKER_REUSE", "1")
     store = tmp_path / "store-reuse"
@@ -151,7 +152,8 @@ def test_parity_on_the_bundled_benchmark(backend, work_root, tmp_path):
     """The first instances of examples/ (all of them with TESTPRISM_PARITY_ALL=1). The
     bundled benchmark ships with the repository (tests/test_examples.py checks its shape): a
     broken one fails here too rather than skipping the parity check."""
-    from testprism.tasks.replay.runs import ExecutionOptions, execute_batch, plan
+    from testprism.tasks.replay.runs import execute_batch, plan
+    from testprism.tasks.execution.batch import ExecutionOptions
 
     bench = load_benchmark(EXAMPLES)
     chosen = sorted(bench.instances)[: None if os.environ.get("TESTPRISM_PARITY_ALL") else 2]

@@ -26,7 +26,8 @@ import pytest
 from testprism.storage import Store
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.score.metrics import instance_scores
-from testprism.tasks.replay.runs import ExecutionOptions, execute_batch, plan, record_plan
+from testprism.tasks.replay.runs import execute_batch, plan, record_plan
+from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.model.state import apply_patch
 from testprism.tasks.execution.verdict import Policy
 from tests.benchfixture import BUGGY, CHECKS, REFERENCE, diff, make_benchmark, write

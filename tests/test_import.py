@@ -21,7 +21,8 @@ from testprism.tasks.importing import suite_import
 from testprism.tasks.model.benchmark import CONFIGURATION as CONFIGURATION_RULE, load_benchmark
 from testprism.tasks.model.hashing import tree_files
 from testprism.tasks.importing.recipe import NoRecipe, Recipe, RecipeError, load_recipe_file, load_recipes
-from testprism.tasks.replay.runs import ExecutionOptions, execute_batch, plan
+from testprism.tasks.replay.runs import execute_batch, plan
+from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.model.state import apply_patch
 from testprism.tasks.importing.suite_import import configuration_name, find_test_functions, import_suites, selected_tests

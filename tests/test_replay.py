@@ -9,7 +9,8 @@ import pytest
 from testprism.storage import Store
 from testprism.tasks.score.metrics import flake_table
 from testprism.tasks.model.benchmark import load_benchmark
-from testprism.tasks.replay.runs import ExecutionOptions, execute_batch, finished_keys, pending_runs, plan, record_plan, unrunnable_rows
+from testprism.tasks.replay.runs import execute_batch, finished_keys, pending_runs, plan, record_plan, unrunnable_rows
+from testprism.tasks.execution.batch import ExecutionOptions
 from tests.benchfixture import CHECKS, WEAK, make_benchmark
 
 pytestmark = pytest.mark.requires("sandbox")

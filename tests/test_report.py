@@ -24,15 +24,8 @@ from testprism.storage import SCHEMAS, Store, StoreError
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.score.coverage import coverage_summary, measure_coverage
 from testprism.tasks.score.metrics import instance_scores
-from testprism.tasks.replay.runs import (
-    ExecutionOptions,
-    execute_batch,
-    finished_keys,
-    pending_runs,
-    plan,
-    record_plan,
-    unrunnable_rows,
-)
+from testprism.tasks.replay.runs import execute_batch, finished_keys, pending_runs, plan, record_plan, unrunnable_rows
+from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.report.report import (
     Point,
     anchor,

@@ -28,7 +28,6 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +40,7 @@ from testprism.tasks.model import patches
 from testprism.tasks.model.benchmark import Benchmark
 from testprism.tasks.model.funnel import Excluded
 from testprism.tasks.model.hashing import digest
+from testprism.tasks.model.outcome import Reason
 
 log = logging.getLogger(__name__)
 
@@ -61,38 +61,13 @@ NEAR_DUPLICATE_SIZE_RATIO = 0.8
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
-class CandidateReason(StrEnum):
-    """Why a candidate is not (or no longer) in its instance's pool. `None` in the
-    `reason` column means it is in the pool with its label."""
-
-    DUPLICATE = "duplicate"  #: same normalised patch as `duplicate_of`; carries its label
-    SAME_AS_REFERENCE = "same_as_reference"  #: identical to the reference: not a candidate
-    NEAR_DUPLICATE = "near_duplicate"  #: token cosine ≥ threshold with `duplicate_of`, same label
-    INSTANCE_QUARANTINED = "instance_quarantined"  #: its instance failed gold validation
-    PATCH_FAILED = "patch_failed"  #: applied under no method: unlabelled ("patch does not apply"), out of panels
-    CHECKS_PATCH_FAILED = "checks_patch_failed"  #: the official checks did not apply over it
-    TIMEOUT = "timeout"  #: the checks hit the wall-clock limit: unlabelled
-    OUTPUT_LIMIT = "output_limit"  #: the checks wrote more than the output bound: unlabelled
-    SANDBOX_ERROR = "sandbox_error"  #: infrastructure failed (after retries): unlabelled
-    ENVIRONMENT_FAILED = "environment_failed"  #: the instance's environment could not be built: unlabelled
-    UNSTABLE = "unstable"  #: a failure did not reproduce on replay: unlabelled
-
-
-class IngestErrorKind(StrEnum):
-    UNREADABLE_FILE = "unreadable_file"  #: the file cannot be read or parsed as JSON/JSONL
-    BAD_ROW = "bad_row"  #: a row lacks a field or has the wrong type
-    UNKNOWN_INSTANCE = "unknown_instance"  #: the instance id is not in the benchmark
-    EMPTY_PATCH = "empty_patch"  #: no patch text
-    NOT_A_DIFF = "not_a_diff"  #: the text is not a unified diff we can apply
-
-
 @dataclass(frozen=True)
 class IngestError:
     """A row or file that did not become a candidate, and where it came from."""
 
     origin: str  # file:row, or a path
     field: str
-    kind: IngestErrorKind
+    kind: Reason
     message: str
 
     def __str__(self) -> str:
@@ -111,7 +86,7 @@ class CandidatePatch:
     patch: str  # normalised
     norm_key: str  # hash of the normalised patch
     duplicate_of: str | None = None
-    reason: CandidateReason | None = None
+    reason: Reason | None = None
     label: str | None = None  # valid | invalid, from our verification
     failed_checks: tuple[str, ...] = ()
 
@@ -291,7 +266,7 @@ def _read_predictions(path: Path) -> tuple[list[_Raw], list[IngestError]]:
     try:
         rows = _prediction_rows(path)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        return [], [IngestError(str(path), "(file)", IngestErrorKind.UNREADABLE_FILE, str(exc))]
+        return [], [IngestError(str(path), "(file)", Reason.UNREADABLE_FILE, str(exc))]
     for number, row in rows:
         origin = f"{path}:{number}"
         try:
@@ -299,7 +274,7 @@ def _read_predictions(path: Path) -> tuple[list[_Raw], list[IngestError]]:
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "(row)"
-            errors.append(IngestError(origin, field, IngestErrorKind.BAD_ROW, first["msg"]))
+            errors.append(IngestError(origin, field, Reason.BAD_ROW, first["msg"]))
             continue
         label = None if pred.official_resolved is None else ("valid" if pred.official_resolved else "invalid")
         raws.append(_Raw(pred.instance_id, pred.model_name_or_path, origin, pred.model_name_or_path, label,
@@ -310,7 +285,7 @@ def _read_predictions(path: Path) -> tuple[list[_Raw], list[IngestError]]:
 def _read_diff_folder(root: Path) -> tuple[list[_Raw], list[IngestError]]:
     """`root/<instance_id>/<name>.diff`."""
     if not root.is_dir():
-        return [], [IngestError(str(root), "(folder)", IngestErrorKind.UNREADABLE_FILE, "not a folder")]
+        return [], [IngestError(str(root), "(folder)", Reason.UNREADABLE_FILE, "not a folder")]
     raws: list[_Raw] = []
     errors: list[IngestError] = []
     for path in sorted(root.rglob("*")):
@@ -318,7 +293,7 @@ def _read_diff_folder(root: Path) -> tuple[list[_Raw], list[IngestError]]:
         if path.is_dir() or any(part.startswith(".") for part in rel.parts):
             continue
         if len(rel.parts) != 2 or path.suffix != ".diff":
-            errors.append(IngestError(str(path), "(path)", IngestErrorKind.UNREADABLE_FILE,
+            errors.append(IngestError(str(path), "(path)", Reason.UNREADABLE_FILE,
                                       "expected <instance_id>/<name>.diff under the diff folder"))
             continue
         raws.append(_Raw(rel.parts[0], path.stem, str(path), None, None,
@@ -370,15 +345,15 @@ def ingest(benchmark: Benchmark, predictions: Sequence[Path], diffs: Sequence[Pa
     for raw in raws:
         field = "model_patch" if raw.model else "(file)"
         if raw.instance_id not in benchmark.instances:
-            errors.append(IngestError(raw.origin, "instance_id", IngestErrorKind.UNKNOWN_INSTANCE,
+            errors.append(IngestError(raw.origin, "instance_id", Reason.UNKNOWN_INSTANCE,
                                       f"no instance {raw.instance_id!r} in {benchmark.root}"))
         elif not raw.text.strip():
-            errors.append(IngestError(raw.origin, field, IngestErrorKind.EMPTY_PATCH, "the patch is empty"))
+            errors.append(IngestError(raw.origin, field, Reason.EMPTY_PATCH, "the patch is empty"))
         else:
             try:
                 accepted.append((raw, normalise_patch(raw.text)))
             except PatchError as exc:
-                errors.append(IngestError(raw.origin, field, IngestErrorKind.NOT_A_DIFF, str(exc)))
+                errors.append(IngestError(raw.origin, field, Reason.NOT_A_DIFF, str(exc)))
     for error in errors:
         log.error("candidate rejected: %s", error)
     return Ingested(_with_ids(accepted), errors)
@@ -407,9 +382,9 @@ def set_aside_duplicates(candidates: Sequence[CandidatePatch], references: dict[
     for cand in candidates:
         key = (cand.instance_id, cand.norm_key)
         if cand.norm_key == references.get(cand.instance_id):
-            cand = replace(cand, reason=CandidateReason.SAME_AS_REFERENCE)
+            cand = replace(cand, reason=Reason.SAME_AS_REFERENCE)
         elif key in first:
-            cand = replace(cand, reason=CandidateReason.DUPLICATE, duplicate_of=first[key])
+            cand = replace(cand, reason=Reason.DUPLICATE, duplicate_of=first[key])
         else:
             first[key] = cand.candidate_id
         out.append(cand)
@@ -465,7 +440,7 @@ def set_aside_near_duplicates(candidates: Sequence[CandidatePatch],
             if kept:
                 best = max(kept, key=lambda k: similarity[pos, k])
                 if similarity[pos, best] >= threshold:
-                    out[i] = replace(candidates[i], reason=CandidateReason.NEAR_DUPLICATE,
+                    out[i] = replace(candidates[i], reason=Reason.NEAR_DUPLICATE,
                                      duplicate_of=candidates[members[best]].candidate_id)
                     continue
             kept.append(pos)
@@ -475,11 +450,11 @@ def set_aside_near_duplicates(candidates: Sequence[CandidatePatch],
 # -- reporting -------------------------------------------------------------------------------
 
 
-def excluded(candidates: Iterable[CandidatePatch], reasons: Iterable[CandidateReason]) -> tuple[Excluded, ...]:
+def excluded(candidates: Iterable[CandidatePatch], reasons: Iterable[Reason]) -> tuple[Excluded, ...]:
     """Funnel exclusions: the candidates set aside for one of `reasons`."""
     wanted = set(reasons)
     return tuple(
-        Excluded(f"{c.instance_id}/{c.candidate_id}", str(c.reason),
+        Excluded(f"{c.instance_id}/{c.candidate_id}", c.reason,
                  f"duplicate of {c.duplicate_of}" if c.duplicate_of else ", ".join(c.failed_checks))
         for c in candidates if c.reason in wanted
     )

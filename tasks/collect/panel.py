@@ -44,7 +44,8 @@ from testprism.tasks.model import patches, toml_writer
 from testprism.tasks.model.benchmark import Benchmark, Instance, load_benchmark
 from testprism.tasks.collect.candidate import CandidatePatch, tokens
 from testprism.tasks.model.hashing import digest
-from testprism.tasks.collect.label import candidate_states, post_patch_reader
+from testprism.tasks.model.outcome import Reason
+from testprism.tasks.collect.verification import candidate_states, post_patch_reader
 from testprism.tasks.model.state import states_of
 from testprism.tasks.model.workdir import WorkPaths
 
@@ -62,15 +63,6 @@ class PanelMode(StrEnum):
     POOL = "pool"  #: the whole deduplicated pools (SWEPatchTest)
 
 
-class PanelReason(StrEnum):
-    """Why an instance has no TestPrism-shaped panel."""
-
-    TOO_FEW_VALID = "too_few_valid"
-    TOO_FEW_INVALID = "too_few_invalid"
-    VALID_NOT_DIVERSE = "valid_not_diverse"  #: best mean pairwise AST distance found ≤ threshold
-    INVALID_NOT_DIVERSE = "invalid_not_diverse"  #: not enough invalid ones with pairwise Jaccard ≤ threshold
-
-
 @dataclass(frozen=True)
 class PanelRule:
     """The TestPrism panel shape and its diversity thresholds (the paper's values)."""
@@ -86,7 +78,7 @@ class PanelChoice:
     instance_id: str
     valid: tuple[str, ...]
     invalid: tuple[str, ...]
-    reason: PanelReason | None = None  # None: the instance has a panel
+    reason: Reason | None = None  # None: the instance has a panel
     detail: str = ""
     valid_mean_distance: float | None = None
     invalid_max_jaccard: float | None = None
@@ -215,7 +207,7 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 @dataclass(frozen=True)
 class _Side:
     chosen: tuple[str, ...]
-    reason: PanelReason | None
+    reason: Reason | None
     detail: str
     score: float | None
 
@@ -227,7 +219,7 @@ def select_valid(reference: TreeNode, pool: Mapping[str, TreeNode], rule: PanelR
     to those chosen. It needs about n·k distances instead of all n² pairs, which matters
     at seconds per APTED pair; the mean pairwise distance of the chosen set decides."""
     if len(pool) < rule.valid:
-        return _Side((), PanelReason.TOO_FEW_VALID, f"{len(pool)} valid candidates, {rule.valid} needed", None)
+        return _Side((), Reason.TOO_FEW_VALID, f"{len(pool)} valid candidates, {rule.valid} needed", None)
 
     @cache
     def d(x: str, y: str) -> float:
@@ -241,7 +233,7 @@ def select_valid(reference: TreeNode, pool: Mapping[str, TreeNode], rule: PanelR
     pairs = list(combinations(chosen, 2))
     mean = sum(d(x, y) for x, y in pairs) / len(pairs) if pairs else 1.0
     if mean <= rule.min_valid_distance:
-        return _Side(tuple(chosen), PanelReason.VALID_NOT_DIVERSE,
+        return _Side(tuple(chosen), Reason.VALID_NOT_DIVERSE,
                      f"mean pairwise AST distance {mean:.3f} ≤ {rule.min_valid_distance} "
                      f"(best {rule.valid} of {len(pool)} valid, greedy)", mean)
     return _Side(tuple(chosen), None, "", mean)
@@ -251,7 +243,7 @@ def select_invalid(pool: Mapping[str, frozenset[str]], rule: PanelRule) -> _Side
     """Greedy: candidates failing fewer checks first (a candidate failing everything
     overlaps everyone), each kept if its Jaccard with every kept one is ≤ the threshold."""
     if len(pool) < rule.invalid:
-        return _Side((), PanelReason.TOO_FEW_INVALID, f"{len(pool)} invalid candidates, {rule.invalid} needed", None)
+        return _Side((), Reason.TOO_FEW_INVALID, f"{len(pool)} invalid candidates, {rule.invalid} needed", None)
     chosen: list[str] = []
     for cid in sorted(pool, key=lambda c: (len(pool[c]), c)):
         if all(jaccard(pool[cid], pool[other]) <= rule.max_invalid_jaccard for other in chosen):
@@ -260,7 +252,7 @@ def select_invalid(pool: Mapping[str, frozenset[str]], rule: PanelRule) -> _Side
                 break
     worst = max((jaccard(pool[x], pool[y]) for x, y in combinations(chosen, 2)), default=0.0)
     if len(chosen) < rule.invalid:
-        return _Side(tuple(chosen), PanelReason.INVALID_NOT_DIVERSE,
+        return _Side(tuple(chosen), Reason.INVALID_NOT_DIVERSE,
                      f"only {len(chosen)} of {len(pool)} invalid candidates fail pairwise different checks "
                      f"(Jaccard ≤ {rule.max_invalid_jaccard}), {rule.invalid} needed", worst)
     return _Side(tuple(chosen), None, "", worst)

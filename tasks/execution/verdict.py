@@ -52,24 +52,51 @@ def classify(result: ExecResult, selected: tuple[str, ...] = ()) -> tuple[Outcom
     return Outcome.FAIL, None
 
 
+#: how much of a failure's message a row keeps
+MESSAGE_TAIL = 2000
+
+
+def failed(reason: Reason, message: str, attempts: int = 1) -> Verdict:
+    """The verdict of a run that ended before a suite could decide anything."""
+    return Verdict(Outcome.ERROR, reason, None, 0.0, attempts, message[-MESSAGE_TAIL:])
+
+
+class Attempts:
+    """Runs of one unit, with ONE budget of infrastructure retries (every job's: replay,
+    verification, coverage): a SandboxError is retried until `retries` are spent, then
+    raised; SuiteNotInstalled is a fact of (state, suite) and is raised at once."""
+
+    def __init__(self, attempt: Callable[[], ExecResult], retries: int) -> None:
+        self._attempt = attempt
+        self._retries = retries
+        self.count = 0  #: attempts made, failed ones included
+        self._failures = 0
+
+    def __call__(self) -> ExecResult:
+        while True:
+            self.count += 1
+            try:
+                return self._attempt()
+            except SuiteNotInstalled:
+                raise
+            except SandboxError as exc:
+                self._failures += 1
+                log.warning("sandbox error (attempt %d): %s", self.count, exc)
+                if self._failures > self._retries:
+                    raise
+
+
 def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str, ...] = ()) -> Verdict:
     """Run `attempt` until its outcome is settled under `policy`."""
-    attempts = 0
-    infra_failures = 0
+    runs = Attempts(attempt, policy.infra_retries)
     seen: list[Outcome] = []
-    last: ExecResult | None = None
     while True:
-        attempts += 1
         try:
-            last = attempt()
+            last = runs()
         except SuiteNotInstalled as exc:  # a fact of (state, suite): replaying cannot change it
-            return Verdict(Outcome.ERROR, Reason.SUITE_NOT_INSTALLED, None, 0.0, attempts, str(exc)[-2000:])
+            return failed(Reason.SUITE_NOT_INSTALLED, str(exc), runs.count)
         except SandboxError as exc:
-            infra_failures += 1
-            log.warning("sandbox error (attempt %d): %s", attempts, exc)
-            if infra_failures > policy.infra_retries:
-                return Verdict(Outcome.ERROR, Reason.SANDBOX_ERROR, None, 0.0, attempts, str(exc)[-2000:])
-            continue
+            return failed(Reason.SANDBOX_ERROR, str(exc), runs.count)
         outcome, reason = classify(last, selected)
         seen.append(outcome)
         if outcome is Outcome.FAIL and len(seen) <= policy.confirm_failures:
@@ -77,5 +104,5 @@ def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str
         if len(seen) > 1 and any(o != seen[0] for o in seen):
             outcome, reason = Outcome.ERROR, Reason.UNSTABLE
         tests = parse_junit(last.junit_xml) if last.junit_xml else None
-        return Verdict(outcome, reason, last.exit_code, last.duration_s, attempts, last.output_tail, tests or (),
+        return Verdict(outcome, reason, last.exit_code, last.duration_s, runs.count, last.output_tail, tests or (),
                        last.suite_patch_method)

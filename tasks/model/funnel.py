@@ -11,11 +11,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from testprism.tasks.model.outcome import Reason
+
 
 @dataclass(frozen=True)
 class Excluded:
     item: str  # instance id, candidate id or file:row
-    reason: str
+    reason: Reason  #: the one vocabulary (tasks/model/outcome.py)
     detail: str = ""
 
 

@@ -20,22 +20,81 @@ class Outcome(StrEnum):
 
 
 class Reason(StrEnum):
-    """Why a run is unresolved (`E`)."""
+    """Why something has no plain result: the ONE vocabulary of every dataset's `reason`
+    column (runs, verifications, coverage, candidates, quarantined instances, panels) and of
+    the report. A word means the same wherever it appears; the sets below say which
+    dataset uses which."""
 
+    # -- a sandboxed run (replay, verification, coverage pass) -----------------------------------
     TIMEOUT = "timeout"  #: the wall-clock limit was hit; the process tree was killed
     PATCH_FAILED = "patch_failed"  #: the state's patch applied neither with git apply nor patch --fuzz
     UNSTABLE = "unstable"  #: replays of the same run disagreed (flaky suite or state)
     SANDBOX_ERROR = "sandbox_error"  #: the sandbox could not start or broke (infrastructure)
     OUTPUT_LIMIT = "output_limit"  #: the run wrote more than the output bound; it was killed
+    ENVIRONMENT_FAILED = "environment_failed"  #: the instance's environment could not be built
+    # -- the suite ---------------------------------------------------------------------------
     MISSING_SUITE = "missing_suite"  #: the configuration has no suite for this instance
     INVALID_SUITE = "invalid_suite"  #: the suite package was rejected when loaded (e.g. symlinks)
     SUITE_NOT_INSTALLED = "suite_not_installed"  #: the suite could not be installed on this state: its
     #: test patch does not apply, or a file of it would land on a link or file of the state's tree
-    ENVIRONMENT_FAILED = "environment_failed"  #: the instance's environment could not be built
+    NOT_RUN = "not_run"  #: a planned run the store does not hold (report and metrics: counted as `E`)
+    # -- the official checks (verifications) -------------------------------------------------------
+    CHECKS_PATCH_FAILED = "checks_patch_failed"  #: the checks patch does not apply over the state
+    # -- the coverage pass -----------------------------------------------------------------------
+    NO_PYTHON_CHANGE = "no_python_change"  #: the reference changes no executable Python line nor function
+    COVERAGE_FAILED = "coverage_failed"  #: the run finished but left no readable coverage report
+    # -- candidates: why one is not (or no longer) in its instance's pool ----------------------------
+    DUPLICATE = "duplicate"  #: same normalised patch as `duplicate_of`; carries its label
+    SAME_AS_REFERENCE = "same_as_reference"  #: identical to the reference: not a candidate
+    NEAR_DUPLICATE = "near_duplicate"  #: token cosine ≥ threshold with `duplicate_of`, same label
+    INSTANCE_QUARANTINED = "instance_quarantined"  #: its instance failed gold validation
+    # -- candidate files: what reading them set aside -----------------------------------------------
+    UNREADABLE_FILE = "unreadable_file"  #: the file cannot be read or parsed as JSON/JSONL
+    BAD_ROW = "bad_row"  #: a row lacks a field or has the wrong type
+    UNKNOWN_INSTANCE = "unknown_instance"  #: the instance id is not in the benchmark
+    EMPTY_PATCH = "empty_patch"  #: no patch text
+    NOT_A_DIFF = "not_a_diff"  #: the text is not a unified diff we can apply
+    # -- instances quarantined by gold validation (neither labelled nor scored) ----------------------
+    REFERENCE_PATCH_FAILED = "reference_patch_failed"  #: the reference does not apply
+    UNRESOLVED = "unresolved"  #: a gold run timed out, overflowed or lost its sandbox
+    PASSES_BEFORE = "fail_to_pass_passes_before"  #: a fail-to-pass check passes on the buggy program
+    REFERENCE_FAILS = "reference_fails_checks"  #: a check does not pass on the reference
+    # -- instances without a TestPrism-shaped panel ------------------------------------------------
+    TOO_FEW_VALID = "too_few_valid"
+    TOO_FEW_INVALID = "too_few_invalid"
+    VALID_NOT_DIVERSE = "valid_not_diverse"  #: best mean pairwise AST distance found ≤ threshold
+    INVALID_NOT_DIVERSE = "invalid_not_diverse"  #: not enough invalid ones with pairwise Jaccard ≤ threshold
 
+
+#: What any sandboxed run can end in without a verdict of its own.
+RUN_FAILURES = frozenset({Reason.TIMEOUT, Reason.PATCH_FAILED, Reason.UNSTABLE, Reason.SANDBOX_ERROR,
+                          Reason.OUTPUT_LIMIT, Reason.ENVIRONMENT_FAILED})
+#: The `runs` dataset (and the report's `not_run`).
+RUN_REASONS = RUN_FAILURES | {Reason.MISSING_SUITE, Reason.INVALID_SUITE, Reason.SUITE_NOT_INSTALLED, Reason.NOT_RUN}
+#: The `verifications` dataset.
+VERIFICATION_REASONS = RUN_FAILURES | {Reason.CHECKS_PATCH_FAILED}
+#: `scores/coverage`: why a row has no measurement (null ΔC and EC), or is 0 without a run.
+COVERAGE_REASONS = (RUN_FAILURES - {Reason.UNSTABLE}) | {
+    Reason.MISSING_SUITE, Reason.INVALID_SUITE, Reason.SUITE_NOT_INSTALLED, Reason.NO_PYTHON_CHANGE,
+    Reason.COVERAGE_FAILED}
+#: The `candidates` dataset: null is "in the pool, with its label".
+CANDIDATE_REASONS = VERIFICATION_REASONS | {Reason.DUPLICATE, Reason.SAME_AS_REFERENCE, Reason.NEAR_DUPLICATE,
+                                            Reason.INSTANCE_QUARANTINED}
+#: Reading candidate files (the funnel's `ingest` exclusions).
+INGEST_REASONS = frozenset({Reason.UNREADABLE_FILE, Reason.BAD_ROW, Reason.UNKNOWN_INSTANCE, Reason.EMPTY_PATCH,
+                            Reason.NOT_A_DIFF})
+#: Gold validation's quarantine.
+QUARANTINE_REASONS = frozenset({Reason.REFERENCE_PATCH_FAILED, Reason.CHECKS_PATCH_FAILED, Reason.UNRESOLVED,
+                                Reason.UNSTABLE, Reason.PASSES_BEFORE, Reason.REFERENCE_FAILS})
+#: Panel selection.
+PANEL_REASONS = frozenset({Reason.TOO_FEW_VALID, Reason.TOO_FEW_INVALID, Reason.VALID_NOT_DIVERSE,
+                           Reason.INVALID_NOT_DIVERSE})
 
 #: Reasons that come from infrastructure, not from the suite: retried, never final verdicts.
 RETRYABLE = frozenset({Reason.SANDBOX_ERROR})
+#: Unresolved outcomes that replaying cannot change: never retried.
+DETERMINISTIC = frozenset({Reason.PATCH_FAILED, Reason.MISSING_SUITE, Reason.INVALID_SUITE,
+                           Reason.SUITE_NOT_INSTALLED})
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,9 +51,9 @@ import math
 import re
 import shutil
 import warnings
-from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import polars as pl
@@ -62,7 +62,6 @@ from scipy.stats import ConstantInputWarning, pearsonr, spearmanr
 
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.model.benchmark import Benchmark, EnvironmentSpec, Instance, Suite, load_benchmark
-from testprism.tasks.sandbox.environment import EnvironmentBuildError
 from testprism.tasks.model import patches
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.sandbox.base import (
@@ -74,6 +73,9 @@ from testprism.tasks.sandbox.base import (
     SuiteNotInstalled,
     backend_class,
 )
+from testprism.tasks.execution.batch import Environments, ExecutionOptions, Job, execute
+from testprism.tasks.execution.verdict import MESSAGE_TAIL, Attempts
+from testprism.tasks.model.outcome import Reason, Verdict
 from testprism.tasks.model.state import State, materialise, states_of
 from testprism.tasks.model.workdir import WorkPaths, build_once, default_work_root
 
@@ -86,20 +88,6 @@ COVERAGE_REQUIREMENT = "coverage>=5"
 
 HELPER_DIR = ".testprism-coverage"
 """The helper folder under the suite's `tmp/` (a dot folder: pytest does not collect it)."""
-
-#: Why a row has no measurement (null ΔC and EC), or why it is 0 without a run.
-REASONS = (
-    "patch_failed",  # the reference did not apply: no state to measure
-    "no_python_change",  # the reference changes no executable Python line nor function
-    "missing_suite",  # no suite: nothing executed (ΔC = EC = 0)
-    "invalid_suite",  # the suite was rejected when loaded: nothing executed (0)
-    "environment_failed",  # the coverage environment could not be built
-    "timeout",  # the run hit the wall-clock limit: its data died with it
-    "output_limit",  # the run wrote more than the output bound and was killed
-    "sandbox_error",  # the sandbox broke, after retries
-    "suite_not_installed",  # the suite's test patch does not apply to the reference, or a file of it lands on a link
-    "coverage_failed",  # the run finished but left no readable coverage report
-)
 
 _SITECUSTOMIZE = '''\
 """testprism coverage pass: start coverage.py in this interpreter (COVERAGE_PROCESS_START)."""
@@ -441,7 +429,7 @@ class CoverageSpec:
     instance: Instance
     reference: State
     suite: Suite | None
-    unrunnable: str | None  # missing_suite | invalid_suite
+    unrunnable: Reason | None  # missing_suite | invalid_suite
 
 
 _HELPERS_HASH = digest("coverage-helpers", _SITECUSTOMIZE, _RUNNER, _COLLECTOR, COVERAGE_REQUIREMENT)
@@ -460,15 +448,25 @@ def plan_coverage(benchmark: Benchmark, limits: Limits) -> list[CoverageSpec]:
             unrunnable = None
             if suite is None:
                 rejected = (configuration, instance.id) in benchmark.suite_errors
-                unrunnable = "invalid_suite" if rejected else "missing_suite"
+                unrunnable = Reason.INVALID_SUITE if rejected else Reason.MISSING_SUITE
             suite_part = suite.hash if suite else digest(unrunnable or "", configuration)
             key = digest("coverage", instance.id, suite_part, reference.hash, environment, limits.key, _HELPERS_HASH)
             specs.append(CoverageSpec(key, configuration, instance, reference, suite, unrunnable))
     return specs
 
 
-def _row(spec: CoverageSpec, counts: CoverageCounts | None, reason: str | None, result: ExecResult | None) -> dict:
+@dataclass(frozen=True)
+class Measured:
+    """What one measurement left: the counts, or why there are none, and the run if any."""
+
+    counts: CoverageCounts | None
+    reason: Reason | None = None
+    result: ExecResult | None = None
+
+
+def _row(spec: CoverageSpec, measured: Measured) -> dict:
     """One `coverage` row (storage/schema.py COVERAGE)."""
+    counts, result = measured.counts, measured.result
     return {
         "configuration": spec.configuration,
         "instance_id": spec.instance.id,
@@ -481,62 +479,46 @@ def _row(spec: CoverageSpec, counts: CoverageCounts | None, reason: str | None, 
         "entered_functions": counts.entered_functions if counts else None,
         "missed_lines": counts.missed_lines if counts else [],
         "missed_functions": counts.missed_functions if counts else [],
-        "reason": reason,
+        "reason": measured.reason.value if measured.reason else None,
         "exit_code": result.exit_code if result else None,
         "duration_s": round(result.duration_s, 4) if result else None,
         "coverage_key": spec.coverage_key,
     }
 
 
-def _execute(backend: SandboxBackend, request: RunRequest, retries: int) -> ExecResult:
-    """Run once; infrastructure failures are retried, as in the replay (never verdicts)."""
-    failures = 0
-    while True:
-        try:
-            return backend.run(request)
-        except SandboxError as exc:
-            failures += 1
-            if failures > retries:
-                raise
-            log.warning("coverage run: sandbox error (attempt %d): %s", failures, exc)
-
-
-def measure_one(
-    spec: CoverageSpec, changes: tuple[ChangedFile, ...], backend: SandboxBackend, work: WorkPaths,
-    limits: Limits, retries: int = 2,
-) -> dict:
-    """Measure one suite on its instance's reference; returns its `coverage` row."""
+def measure_one(spec: CoverageSpec, changes: tuple[ChangedFile, ...], environments: Environments,
+                options: ExecutionOptions) -> Measured:
+    """Measure one suite on its instance's reference."""
     if spec.unrunnable is not None:
-        return _row(spec, score_changes(changes, {}), spec.unrunnable, None)
+        return Measured(score_changes(changes, {}), spec.unrunnable)
     assert spec.suite is not None
-    tree = materialise(spec.instance, spec.reference, work)
-    try:
-        environment = backend.prepare(coverage_environment(spec.instance.spec.environment))
-    except (EnvironmentBuildError, SandboxError) as exc:
-        log.error("%s: coverage environment: %s", spec.instance.id, exc)
-        return _row(spec, None, "environment_failed", None)
-    folder, files = coverage_suite(spec.suite, changes, work)
+    tree = materialise(spec.instance, spec.reference, options.work)
+    environment = environments.ready(coverage_environment(spec.instance.spec.environment))
+    if isinstance(environment, Verdict):
+        log.error("%s: coverage environment: %s", spec.instance.id, environment.output_tail)
+        return Measured(None, Reason.ENVIRONMENT_FAILED)
+    folder, files = coverage_suite(spec.suite, changes, options.work)
     request = RunRequest(
         tree=tree.tree, suite_folder=folder, suite_files=files, command=COMMAND, environment=environment,
-        limits=limits, suite_patch=spec.suite.patch,
+        limits=options.limits, suite_patch=spec.suite.patch,
     )
     try:
-        result = _execute(backend, request, retries)
+        result = Attempts(lambda: environments.backend.run(request), options.policy.infra_retries)()
     except SuiteNotInstalled as exc:
         log.error("%s/%s: coverage run: %s", spec.configuration, spec.instance.id, exc)
-        return _row(spec, None, "suite_not_installed", None)
+        return Measured(None, Reason.SUITE_NOT_INSTALLED)
     except SandboxError as exc:
         log.error("%s/%s: coverage run: %s", spec.configuration, spec.instance.id, exc)
-        return _row(spec, None, "sandbox_error", None)
+        return Measured(None, Reason.SANDBOX_ERROR)
     if result.timed_out or result.output_exceeded:
-        return _row(spec, None, "timeout" if result.timed_out else "output_limit", result)
+        return Measured(None, Reason.TIMEOUT if result.timed_out else Reason.OUTPUT_LIMIT, result)
     try:
         measured = parse_report(result.junit_xml or b"")
     except ValueError as exc:
         log.error("%s/%s: no coverage report (%s); output tail:\n%s", spec.configuration, spec.instance.id, exc,
-                  result.output_tail[-2000:])
-        return _row(spec, None, "coverage_failed", result)
-    return _row(spec, score_changes(changes, measured), None, result)
+                  result.output_tail[-MESSAGE_TAIL:])
+        return Measured(None, Reason.COVERAGE_FAILED, result)
+    return Measured(score_changes(changes, measured), None, result)
 
 
 def _reference_changes(spec: CoverageSpec, work: WorkPaths) -> tuple[ChangedFile, ...] | None:
@@ -545,6 +527,51 @@ def _reference_changes(spec: CoverageSpec, work: WorkPaths) -> tuple[ChangedFile
     if not tree.patch.applied:
         return None
     return analyse_reference(tree.tree, spec.instance.reference)
+
+
+def _table(rows: Iterable[dict]) -> pl.DataFrame:
+    arrow = pa.Table.from_pylist(list(rows), schema=SCHEMAS["coverage"])
+    return pl.from_arrow(arrow).sort("configuration", "instance_id")
+
+
+class CoverageJob(Job[CoverageSpec, Measured]):
+    """The coverage pass as a job of the one executor (tasks/execution/batch.py).
+
+    `scores/coverage` is a score table, rewritten whole (not appended): each write holds
+    every measurement so far, the stored ones included, so a killed pass resumes."""
+
+    dataset = "coverage"
+
+    def __init__(self, specs: Sequence[CoverageSpec], done: dict[str, dict],
+                 changes: dict[str, tuple[ChangedFile, ...] | None]) -> None:
+        self._specs = specs
+        self.done = done
+        self._changes = changes
+
+    def content_key(self, unit: CoverageSpec) -> str:
+        return unit.coverage_key
+
+    def attempt(self, unit: CoverageSpec, environments: Environments, options: ExecutionOptions) -> Measured:
+        found = self._changes[unit.instance.id]
+        if found is None:
+            return Measured(None, Reason.PATCH_FAILED)
+        if not found:
+            return Measured(None, Reason.NO_PYTHON_CHANGE)
+        return measure_one(unit, found, environments, options)
+
+    def row(self, unit: CoverageSpec, result: Measured, started: datetime, backend: SandboxBackend) -> dict:
+        return _row(unit, result)
+
+    def table(self) -> pl.DataFrame:
+        """Every planned measurement done so far, each under its own configuration."""
+        return _table(
+            {**self.done[spec.coverage_key], "configuration": spec.configuration}
+            for spec in self._specs if spec.coverage_key in self.done
+        )
+
+    def write(self, store: Store, rows: list[dict]) -> None:
+        self.done.update((row["coverage_key"], row) for row in rows)
+        store.write_table("coverage", self.table().to_arrow())
 
 
 def measure_coverage(
@@ -569,55 +596,27 @@ def measure_coverage(
     """
     benchmark = load_benchmark(Path(benchmark_root), configurations)
     store = Store(store_root)
-    work = WorkPaths(Path(work_root) if work_root else default_work_root())
+    options = ExecutionOptions(
+        backend=backend, work_root=Path(work_root) if work_root else default_work_root(), store_root=store.paths.root,
+        limits=limits, concurrency=concurrency or backend_class(backend).default_concurrency(), trusted=trusted,
+        unsafe=unsafe, flush_every=checkpoint_every,
+    )
     specs = plan_coverage(benchmark, limits)
     done: dict[str, dict] = {}
     if store.paths.score_table("coverage").is_file():
-        previous = store.read_table("coverage")
         wanted = {s.coverage_key for s in specs}
-        for row in previous.iter_rows(named=True):
-            if row["coverage_key"] in wanted:
-                done[row["coverage_key"]] = row
-
-    def table(rows: Iterable[dict]) -> pl.DataFrame:
-        arrow = pa.Table.from_pylist(list(rows), schema=SCHEMAS["coverage"])
-        return pl.from_arrow(arrow).sort("configuration", "instance_id")
-
-    def rows_of(results: dict[str, dict]) -> Iterator[dict]:
-        for spec in specs:
-            if spec.coverage_key in results:
-                yield {**results[spec.coverage_key], "configuration": spec.configuration}
-
-    todo: dict[str, CoverageSpec] = {}
-    for spec in specs:
-        if spec.coverage_key not in done:
-            todo.setdefault(spec.coverage_key, spec)  # twins (same content) are measured once
-    log.info("coverage: %d measurements planned, %d stored, %d to run", len(specs), len(done), len(todo))
-    if todo:
-        sandbox = backend_class(backend)(work, trusted=trusted, unsafe=unsafe)
-        changes: dict[str, tuple[ChangedFile, ...] | None] = {}
-        for spec in todo.values():
-            if spec.instance.id not in changes:
-                changes[spec.instance.id] = _reference_changes(spec, work)
-
-        def work_on(spec: CoverageSpec) -> dict:
-            found = changes[spec.instance.id]
-            if found is None:
-                return _row(spec, None, "patch_failed", None)
-            if not found:
-                return _row(spec, None, "no_python_change", None)
-            return measure_one(spec, found, sandbox, work, limits)
-
-        workers = concurrency or sandbox.default_concurrency()
-        try:
-            with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-                for count, row in enumerate(pool.map(work_on, todo.values()), start=1):
-                    done[row["coverage_key"]] = row
-                    if count % checkpoint_every == 0:
-                        store.write_table("coverage", table(rows_of(done)).to_arrow())
-        finally:
-            sandbox.close()
-    result = table(rows_of(done))
+        done = {row["coverage_key"]: row for row in store.read_table("coverage").iter_rows(named=True)
+                if row["coverage_key"] in wanted}
+    todo = [spec for spec in specs if spec.coverage_key not in done]
+    log.info("coverage: %d measurements planned, %d stored, %d to run", len(specs), len(done),
+             len({s.coverage_key for s in todo}))
+    changes: dict[str, tuple[ChangedFile, ...] | None] = {}
+    for spec in todo:
+        if spec.instance.id not in changes:
+            changes[spec.instance.id] = _reference_changes(spec, options.work)
+    job = CoverageJob(specs, done, changes)
+    execute(job, todo, options)
+    result = job.table()
     store.write_table("coverage", result.to_arrow())
     return result
 

@@ -1,0 +1,223 @@
+"""Verification: run an instance's official checks on a state.
+
+A verification runs `checks.command` on the *checked tree* of a state: the program with
+the state's patch applied, the files the checks patch touches restored to the program's
+version (SWE-bench checks out the test files before applying its test patch, so a
+candidate's own edits to them cannot break or fake the official tests), then the checks
+patch. It is keyed by content (state hash, checks hash, environment hash, execution
+policy, repeat), stored in the `verifications` dataset, and never run twice. The batch
+executor (tasks/execution/batch.py) runs it; what its rows mean is tasks/collect/label.py's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+
+from testprism.storage import Store
+from testprism.tasks.model import patches
+from testprism.tasks.model.benchmark import Candidate, Instance
+from testprism.tasks.model.hashing import digest
+from testprism.tasks.sandbox.nofollow import UnsafeTarget, remove_entry, write_file
+from testprism.tasks.model.outcome import Reason, Verdict
+from testprism.tasks.execution import batch
+from testprism.tasks.execution.batch import Environments, ExecutionOptions, Job
+from testprism.tasks.sandbox.base import RunRequest, SandboxBackend
+from testprism.tasks.model.state import DEFAULT_FUZZ, PatchResult, State, apply_patch, states_of
+from testprism.tasks.execution.verdict import failed, judge
+from testprism.tasks.model.workdir import WorkPaths, build_once
+
+log = logging.getLogger(__name__)
+
+
+def check_ids(instance: Instance) -> tuple[str, ...]:
+    """Every official check id: fail-to-pass, then pass-to-pass."""
+    return instance.spec.checks.fail_to_pass + instance.spec.checks.pass_to_pass
+
+
+def checks_hash(instance: Instance) -> str:
+    """What the checks are: the test patch, the command, and the ids that decide."""
+    checks = instance.spec.checks
+    return digest("checks", instance.checks_patch, checks.command, *checks.fail_to_pass, "|", *checks.pass_to_pass)
+
+
+def candidate_states(instance: Instance, patches: Mapping[str, str]) -> dict[str, State]:
+    """States of collected candidates (id → normalised patch), built by `states_of` so that
+    their hashes are exactly the ones replay gives the same patches."""
+    declared = tuple(Candidate(id=cid, label="", note="", patch=patch.encode()) for cid, patch in patches.items())
+    return {s.candidate_id: s for s in states_of(replace(instance, candidates=declared)) if s.candidate_id}
+
+
+@dataclass(frozen=True)
+class Verification:
+    """One planned run of an instance's checks on a state."""
+
+    key: str
+    instance: Instance
+    state: State
+    repeat: int
+
+
+def plan(instance: Instance, states: Sequence[State], options: ExecutionOptions, repeats: int = 1) -> list[Verification]:
+    """Verifications of `states`, `repeats` times each, keyed by content and policy."""
+    base = (checks_hash(instance), instance.spec.environment.key, options.policy_hash)
+    return [
+        Verification(digest("verification", state.hash, *base, str(repeat)), instance, state, repeat)
+        for state in states for repeat in range(repeats)
+    ]
+
+
+@dataclass(frozen=True)
+class CheckedTree:
+    """A state's tree with the checks patch over it, or which patch did not apply."""
+
+    tree: Path
+    patch: PatchResult  # the state's own patch
+    checks: PatchResult | None  # None when the state's patch failed first
+
+
+def _checks_files(instance: Instance) -> set[str]:
+    return patches.touched_files(patches.parse(instance.checks_patch))
+
+
+def _restore(instance: Instance, tree: Path, files: set[str]) -> None:
+    """Put the program's version of `files` back (removing files the program lacks),
+    never through a link the state's patch made (raises UnsafeTarget)."""
+    for rel in sorted(files):
+        parts = Path(rel).parts
+        remove_entry(tree, parts)
+        original = instance.program / rel
+        if original.is_file():
+            write_file(tree, parts, original.read_bytes(), original.stat().st_mode & 0o777)
+
+
+def checked_tree(instance: Instance, state: State, work: WorkPaths, fuzz: int = DEFAULT_FUZZ) -> CheckedTree:
+    """Build (once) the checked tree of a state in the work area: the state's patch and
+    the official checks applied by the one procedure (tasks/model/state.py)."""
+
+    def build(target: Path) -> None:
+        tree = target / "tree"
+        shutil.copytree(instance.program, tree, symlinks=True)
+        own = apply_patch(tree, state.patch, fuzz) if state.patch else PatchResult.unpatched()
+        checks = None
+        if own.applied:
+            try:
+                _restore(instance, tree, _checks_files(instance))
+                checks = apply_patch(tree, instance.checks_patch, fuzz)
+            except UnsafeTarget as exc:
+                checks = PatchResult(False, "none", f"the official test files cannot be restored: {exc}")
+        (target / "patch.json").write_text(json.dumps({"patch": own.__dict__, "checks": checks and checks.__dict__}))
+
+    # The fuzz is in the key whatever the state: the checks patch is applied with it too.
+    folder = build_once(work.state(instance.id, digest("checked", state.hash, f"fuzz={fuzz}", checks_hash(instance))),
+                        build)
+    record = json.loads((folder / "patch.json").read_text())
+    checks = PatchResult(**record["checks"]) if record["checks"] else None
+    return CheckedTree(folder / "tree", PatchResult(**record["patch"]), checks)
+
+
+def post_patch_reader(instance: Instance, state: State, work: WorkPaths) -> Callable[[str], str | None]:
+    """Read a file of the state after its patch (None when absent or touched by the checks,
+    whose files hold the program's version in the checked tree)."""
+    tree = checked_tree(instance, state, work).tree
+    checks_files = _checks_files(instance)
+
+    def read(rel: str) -> str | None:
+        path = tree / rel
+        if rel in checks_files or not path.is_file():
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+
+    return read
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What one verification left: its verdict and how the state's patch applied."""
+
+    verdict: Verdict
+    patch_method: str
+
+
+class VerifyJob(Job[Verification, Checked]):
+    """The official checks on one state's checked tree (tasks/execution/batch.py runs it)."""
+
+    dataset = "verifications"
+
+    def __init__(self, options: ExecutionOptions) -> None:
+        self._policy_hash = options.policy_hash
+
+    def content_key(self, unit: Verification) -> str:
+        return unit.key
+
+    def attempt(self, unit: Verification, environments: Environments, options: ExecutionOptions) -> Checked:
+        built = checked_tree(unit.instance, unit.state, options.work, options.policy.patch_fuzz)
+        method = built.patch.method
+        if not built.patch.applied:
+            return Checked(failed(Reason.PATCH_FAILED, built.patch.message), method)
+        assert built.checks is not None
+        if not built.checks.applied:
+            return Checked(failed(Reason.CHECKS_PATCH_FAILED, built.checks.message), method)
+        environment = environments.ready(unit.instance.spec.environment)
+        if isinstance(environment, Verdict):  # infrastructure or a failed build: not a verdict on the state
+            return Checked(environment, method)
+        request = RunRequest(
+            tree=built.tree, suite_folder=None, suite_files=(), command=unit.instance.spec.checks.command,
+            environment=environment, limits=options.limits, patch_fuzz=options.policy.patch_fuzz,
+        )
+        verdict = judge(lambda: environments.backend.run(request), options.policy, check_ids(unit.instance))
+        log.debug("verified %s %s (repeat %d): %s %s", unit.instance.id, unit.state.name, unit.repeat,
+                  verdict.outcome.value, verdict.reason or "")
+        return Checked(verdict, method)
+
+    def row(self, unit: Verification, result: Checked, started: datetime, backend: SandboxBackend) -> dict:
+        """One `verifications` row (storage/schema.py VERIFICATIONS)."""
+        verdict = result.verdict
+        return {
+            "verification_key": unit.key,
+            "instance_id": unit.instance.id,
+            "state": unit.state.kind,
+            "candidate_id": unit.state.candidate_id,
+            "repeat": unit.repeat,
+            "state_hash": unit.state.hash,
+            "checks_hash": checks_hash(unit.instance),
+            "environment_hash": unit.instance.spec.environment.key,
+            "policy_hash": self._policy_hash,
+            "outcome": verdict.outcome.value,
+            "reason": verdict.reason.value if verdict.reason else None,
+            "exit_code": verdict.exit_code,
+            "duration_s": round(verdict.duration_s, 4),
+            "attempts": verdict.attempts,
+            "stdout_tail": verdict.output_tail,
+            "started_at": started,
+            "backend": backend.name,
+            "isolation": backend.isolation,
+            "tests": [{"name": t.name, "outcome": t.outcome, "message": t.message} for t in verdict.tests],
+            "patch_method": result.patch_method,
+        }
+
+
+def execute(specs: Sequence[Verification], options: ExecutionOptions) -> int:
+    """Run a batch of verifications (tasks/execution/batch.py); returns how many rows it
+    wrote (verifications with one key, e.g. the same buggy program and checks under two
+    instance ids, run once and leave a row each)."""
+    summary = batch.execute(VerifyJob(options), specs, options)
+    return summary.executed + summary.reused
+
+
+def stored_keys(store: Store) -> set[str]:
+    return set(store.scan("verifications").select("verification_key").collect().to_series().to_list())
+
+
+def stored_rows(store: Store, keys: Sequence[str]) -> dict[str, dict]:
+    """The stored verification rows of `keys` (one per key, whoever wrote it)."""
+    frame = (store.scan("verifications").filter(pl.col("verification_key").is_in(list(keys)))
+             .unique("verification_key", keep="first").collect())
+    return {row["verification_key"]: row for row in frame.iter_rows(named=True)}

@@ -1,0 +1,214 @@
+"""The one batch executor: replay, labelling and the coverage pass all run through `execute`.
+
+A batch is sandbox work done together as one coarse task (one Prefect task, one Dask
+job). What differs between the three is small and lives in their `Job`: what one unit
+does in the sandbox and the row it leaves. What they share lives here, once:
+
+- the backend's lifecycle: opened for the batch, closed when it ends, failed or not;
+- the environments the batch prepared (`Environments`), a failed build recorded once;
+- twins: units with the same content key run once and leave a row each;
+- a bounded thread pool (`ExecutionOptions.concurrency`: the backend's safe concurrency);
+- rows written every `flush_every` units, so a killed batch loses at most that many.
+
+Infrastructure retries are the verdict's (tasks/execution/verdict.py `Attempts`), so a
+sandbox that breaks is retried the same way whichever job ran in it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Generic, TypeVar
+
+import pyarrow as pa
+
+from testprism.storage import SCHEMAS, Store
+from testprism.tasks.execution.verdict import Policy, failed
+from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.hashing import digest
+from testprism.tasks.model.outcome import Reason, Verdict
+from testprism.tasks.model.workdir import WorkPaths
+from testprism.tasks.sandbox.base import Limits, SandboxBackend, SandboxError, backend_class
+from testprism.tasks.sandbox.environment import EnvironmentBuildError
+
+log = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class ExecutionOptions:
+    """Everything a batch needs to run anywhere (a Dask worker included): picklable."""
+
+    backend: str
+    work_root: Path
+    store_root: Path
+    limits: Limits = Limits()
+    policy: Policy = Policy()
+    concurrency: int = 1
+    trusted: bool = False
+    unsafe: bool = False
+    flush_every: int = 64
+    #: When the replay began. A batch skips runs stored since then: when a Dask worker dies
+    #: mid-batch, the scheduler gives the batch to another worker, which then redoes only
+    #: what the dead one had not stored (rows carry their start time; workers of one
+    #: cluster are assumed to keep their clocks in step).
+    replay_started: datetime | None = None
+
+    @property
+    def policy_hash(self) -> str:
+        return digest("policy", self.limits.key, self.policy.key)
+
+    @property
+    def work(self) -> WorkPaths:
+        return WorkPaths(self.work_root)
+
+
+class Batch:
+    """Units executed together as one coarse task.
+
+    A plain class on purpose: Prefect walks dataclasses and collections in task parameters
+    (looking for futures) and rebuilds them on the way to a Dask worker; an opaque object
+    travels as one pickle."""
+
+    __slots__ = ("specs",)
+
+    def __init__(self, specs: list) -> None:
+        self.specs = specs
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+
+def batches(specs: list, target_runs: int) -> list[Batch]:
+    """Cut a plan into batches of about `target_runs`, in plan order, so the units of one
+    instance (which share state trees and an environment) mostly land in the same batch."""
+    size = max(1, target_runs)
+    return [Batch(specs[i : i + size]) for i in range(0, len(specs), size)]
+
+
+class Environments:
+    """The environments a batch prepared, failures included: an environment that cannot be
+    built makes every run of it `E`/environment_failed with the build's message, once, and
+    the batch goes on with the others (a build is not attempted again for each run). One
+    lock per environment: runs of a ready environment never wait for another's build."""
+
+    def __init__(self, backend: SandboxBackend) -> None:
+        self.backend = backend
+        self._done: dict[str, Path | EnvironmentBuildError] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def prepare(self, spec: EnvironmentSpec) -> Path | EnvironmentBuildError:
+        """The environment's handle, or why it cannot be built. SandboxError (the sandbox
+        broke while building) is raised: infrastructure, tried again by the next run."""
+        with self._lock:
+            key_lock = self._locks.setdefault(spec.key, threading.Lock())
+        with key_lock:
+            if spec.key not in self._done:
+                try:
+                    self._done[spec.key] = self.backend.prepare(spec)
+                except EnvironmentBuildError as exc:
+                    log.error("environment %s cannot be built; its runs are E/environment_failed: %s", spec.key, exc)
+                    self._done[spec.key] = exc
+            return self._done[spec.key]
+
+    def ready(self, spec: EnvironmentSpec) -> Path | Verdict:
+        """The environment's handle, or the `E` verdict of a run that cannot have it:
+        `sandbox_error` (infrastructure: redone by the next replay) or `environment_failed`."""
+        try:
+            environment = self.prepare(spec)
+        except SandboxError as exc:
+            return failed(Reason.SANDBOX_ERROR, str(exc), attempts=1)
+        if isinstance(environment, EnvironmentBuildError):
+            return failed(Reason.ENVIRONMENT_FAILED, str(environment), attempts=0)
+        return environment
+
+
+U = TypeVar("U")
+R = TypeVar("R")
+
+
+class Job(ABC, Generic[U, R]):
+    """What a batch does with each of its units; the executor does everything else.
+
+    `attempt` runs in the batch's thread pool (it must be thread-safe: states and
+    environments are built once under their own locks); `row` and `write` run in the
+    thread that called `execute`."""
+
+    #: the store dataset the rows go to (storage/schema.py)
+    dataset: str
+
+    @abstractmethod
+    def content_key(self, unit: U) -> str:
+        """Units with the same key are the same work: run once, a row each."""
+
+    @abstractmethod
+    def attempt(self, unit: U, environments: Environments, options: ExecutionOptions) -> R:
+        """Do the unit's work in the sandbox."""
+
+    @abstractmethod
+    def row(self, unit: U, result: R, started: datetime, backend: SandboxBackend) -> dict:
+        """The unit's row of `dataset`."""
+
+    def outcome(self, result: R) -> str | None:
+        """The outcome to count in the batch's summary (None: not counted)."""
+        return None
+
+    def write(self, store: Store, rows: list[dict]) -> None:
+        """Store rows as the batch goes: appended to the dataset, by default."""
+        store.append(self.dataset, pa.Table.from_pylist(rows, schema=SCHEMAS[self.dataset]))
+
+
+@dataclass
+class BatchSummary:
+    executed: int = 0
+    reused: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+
+def open_backend(options: ExecutionOptions) -> SandboxBackend:
+    return backend_class(options.backend)(options.work, trusted=options.trusted, unsafe=options.unsafe)
+
+
+def execute(job: Job[U, R], units: Sequence[U], options: ExecutionOptions) -> BatchSummary:
+    """Run `units` on a bounded pool, writing their rows through `job` as they finish."""
+    store = Store(options.store_root)
+    summary = BatchSummary()
+    if not units:
+        return summary
+    backend = open_backend(options)
+    environments = Environments(backend)
+    pending: list[dict] = []
+
+    def flush() -> None:
+        if pending:
+            job.write(store, pending)
+            pending.clear()
+
+    def work(unit: U) -> tuple[U, R, datetime]:
+        started = datetime.now(UTC)
+        return unit, job.attempt(unit, environments, options), started
+
+    twins: dict[str, list[U]] = {}
+    for unit in units:
+        twins.setdefault(job.content_key(unit), []).append(unit)
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, options.concurrency)) as pool:
+            for unit, result, started in pool.map(work, [group[0] for group in twins.values()]):
+                summary.executed += 1
+                outcome = job.outcome(result)
+                for twin in twins[job.content_key(unit)]:
+                    summary.reused += twin is not unit
+                    if outcome is not None:
+                        summary.outcomes[outcome] = summary.outcomes.get(outcome, 0) + 1
+                    pending.append(job.row(twin, result, started, backend))
+                if len(pending) >= options.flush_every:
+                    flush()
+    finally:
+        flush()
+        backend.close()
+    return summary
