@@ -12,7 +12,8 @@ from prefect.cache_policies import NO_CACHE
 from prefect.artifacts import create_table_artifact
 
 from testprism.storage import Store, StoreError
-from testprism.tasks.score.coverage import coverage_summary, measure_coverage
+from testprism.tasks.score.coverage.probe import measure_coverage
+from testprism.tasks.score.coverage.summary import coverage_summary
 from testprism.tasks.score.metrics import flake_table, instance_scores
 from testprism.tasks.score.statistics import bootstrap_statistics, leaderboard_from_instance_scores, per_source_table
 from testprism.tasks.model.workdir import default_work_root

@@ -183,7 +183,7 @@ FUNNEL = pa.schema(
     ]
 )
 
-# -- coverage (tasks/score/coverage.py; docs/report.md) ------------------------------------------------
+# -- coverage (tasks/score/coverage/; docs/report.md) ------------------------------------------------
 
 COVERAGE = pa.schema(
     [

@@ -1,4 +1,4 @@
-"""ΔC and EC (tasks/score/coverage.py): changed lines from hand-made diffs, statements and
+"""ΔC and EC (tasks/score/coverage/): changed lines from hand-made diffs, statements and
 functions from the syntax tree, scores from hand-made and real coverage data, the helper
 scripts with coverage in every Python process, and the whole pass in the sandbox."""
 
@@ -16,22 +16,10 @@ import pytest
 from scipy.stats import pearsonr, spearmanr
 
 from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
-from testprism.tasks.score.coverage import (
-    COMMAND,
-    COVERAGE_REQUIREMENT,
-    ChangedFile,
-    ChangedFunction,
-    MeasuredFile,
-    analyse_file,
-    analyse_reference,
-    changed_lines,
-    coverage_environment,
-    coverage_suite,
-    coverage_summary,
-    measure_coverage,
-    parse_report,
-    score_changes,
-)
+from testprism.tasks.score.coverage.probe import measure_coverage
+from testprism.tasks.score.coverage.summary import coverage_summary
+from testprism.tasks.score.coverage.instrument import COMMAND, COVERAGE_REQUIREMENT, coverage_environment, coverage_suite
+from testprism.tasks.score.coverage.changes import ChangedFile, ChangedFunction, MeasuredFile, analyse_file, analyse_reference, changed_lines, parse_report, score_changes
 from testprism.tasks.model.workdir import WorkPaths
 from tests.benchfixture import BUGGY, CHECKS, REFERENCE, WEAK, diff, make_benchmark
 

@@ -22,7 +22,8 @@ import pytest
 
 from testprism.storage import SCHEMAS, Store, StoreError
 from testprism.tasks.model.benchmark import load_benchmark
-from testprism.tasks.score.coverage import coverage_summary, measure_coverage
+from testprism.tasks.score.coverage.probe import measure_coverage
+from testprism.tasks.score.coverage.summary import coverage_summary
 from testprism.tasks.score.metrics import instance_scores
 from testprism.tasks.replay.runs import execute_batch, finished_keys, pending_runs, plan, record_plan, unrunnable_rows
 from testprism.tasks.execution.batch import ExecutionOptions

@@ -39,7 +39,7 @@ import polars as pl
 
 from testprism.storage import Store, StoreError
 from testprism.tasks.model.benchmark import BenchmarkError, load_instance
-from testprism.tasks.score.coverage import summarise
+from testprism.tasks.score.coverage.summary import summarise
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.score.metrics import latest_runs
 

@@ -1,0 +1,29 @@
+"""Coverage of the reference's change by each suite (DESIGN.md, Metrics): ΔC and EC.
+
+- **ΔC_i** (change coverage): the lines the reference adds or changes that the suite
+  executes, over those lines.
+- **EC_i** (entry coverage): the functions the reference changes that the suite enters,
+  over those functions.
+
+Both are measured on the reference state, by a coverage pass separate from the replay: each
+suite runs once more on the reference, with coverage.py started in *every* Python process of
+the run (the suite's runner, its subprocesses, pytest-xdist workers). How, without touching
+the sandbox backends:
+
+- the environment is the instance's plus `coverage` (`coverage_environment`: another
+  environment key, built once like any other);
+- the suite's files travel with a small helper folder, `tmp/.testprism-coverage/`
+  (`coverage_suite`): `site/sitecustomize.py`, put on `PYTHONPATH`, calls
+  `coverage.process_startup()`, which starts measuring in any interpreter that sees
+  `COVERAGE_PROCESS_START` (the folder's `coveragerc`); only the files the reference changes
+  are traced;
+- `run.sh` runs the suite's own entry that way, then `collect.py` combines the data files
+  and writes a small JSON report (statements and missed lines per file) to
+  `$TESTPRISM_JUNIT`: the one file every backend already brings back from the sandbox. The
+  suite's own JUnit report is redirected next to the data; this pass needs no verdict.
+
+The pass in four files: `changes` (which lines and functions of the reference count, and
+how a run's report scores them), `instrument` (the environment and helper files that put
+coverage.py in every process), `probe` (plan, run through the one executor, store) and
+`summary` (per configuration, against S_i).
+"""

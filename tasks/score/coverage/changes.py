@@ -1,0 +1,236 @@
+"""What the reference changes, and how much of it a run executed.
+
+Which lines and functions count comes from the reference diff (unidiff) and the reference
+file's syntax tree (ast), so it does not depend on what the run managed to report:
+
+- a changed line is a line the reference adds; where it only deletes, the line now standing
+  at that place (the next context line, else the previous one) stands for the deletion;
+  blank and comment-only lines never count;
+- a changed line counts for ΔC if it belongs to an executable statement: a simple
+  statement's lines, or a compound statement's header (decorators included); docstrings
+  and `else:`-like lines do not. When coverage reported the file, its own statement set has
+  the last word (`# pragma: no cover`, lines the compiler drops); a file it never saw was
+  never imported, so none of its lines ran;
+- a changed function is the innermost `def` holding a changed line; it is entered if any
+  line of its body ran.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+from testprism.tasks.model import patches
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ChangedFunction:
+    """A function the reference changes: entered if any line of `body` ran."""
+
+    name: str  # dotted: Class.method, outer.inner
+    line: int  # its `def` line, which tells same-named functions apart
+    body: range
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    """What the reference changes in one Python file, in the reference's line numbers.
+
+    `lines` maps each changed executable line to the lines of its statement: coverage
+    reports a statement on one of them (its first line, or a decorator's)."""
+
+    path: str
+    lines: dict[int, range]
+    functions: tuple[ChangedFunction, ...]
+
+
+def changed_lines(reference: bytes) -> dict[str, set[int]]:
+    """Per Python file the reference leaves behind, the target-side lines it adds, plus one
+    stand-in line per pure deletion (the next context line, else the previous one)."""
+    changed: dict[str, set[int]] = {}
+    for patched in patches.parse(reference):
+        if patched.is_removed_file or not patched.path.endswith(".py"):
+            continue
+        changed.setdefault(patched.path, set()).update(patches.changed_lines(patched, removals="following"))
+    return {path: lines for path, lines in changed.items() if lines}
+
+
+def _is_docstring(node: ast.stmt, parent: ast.AST) -> bool:
+    body = getattr(parent, "body", None)
+    return (
+        isinstance(parent, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and bool(body)
+        and body[0] is node
+        and isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )
+
+
+def _spans(tree: ast.Module) -> Iterator[range]:
+    """The lines of each executable statement: a simple statement whole, a compound
+    statement's header from its first decorator to the line before its body."""
+    stack: list[tuple[ast.AST, ast.AST]] = [(child, tree) for child in tree.body]
+    while stack:
+        node, parent = stack.pop()
+        if isinstance(node, ast.match_case):
+            start, body = node.pattern.lineno, node.body
+        elif isinstance(node, ast.Match):
+            start, body = node.lineno, [case.pattern for case in node.cases]
+        else:
+            start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            body = getattr(node, "body", None)
+        if body:
+            yield range(start, max(start + 1, body[0].lineno))
+        elif not _is_docstring(node, parent):
+            yield range(start, node.end_lineno + 1)
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(node, name, None)
+            if isinstance(children, list):
+                stack.extend((child, node) for child in children if isinstance(child, ast.AST))
+
+
+def _functions(tree: ast.Module) -> Iterator[tuple[str, range, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Every def with its dotted name and its whole extent (decorators to last line)."""
+    stack: list[tuple[ast.AST, str]] = [(tree, "")]
+    while stack:
+        node, prefix = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    start = min([child.lineno] + [d.lineno for d in child.decorator_list])
+                    yield name, range(start, child.end_lineno + 1), child
+                stack.append((child, f"{name}."))
+            else:
+                stack.append((child, prefix))
+
+
+def _is_code(text: str) -> bool:
+    stripped = text.strip()
+    return bool(stripped) and not stripped.startswith("#")
+
+
+def analyse_file(path: str, source: bytes, lines: Iterable[int]) -> ChangedFile:
+    """Map the changed lines of one reference file to statements and functions.
+
+    A file the host's parser cannot read (syntax newer than this Python, or Python 2)
+    falls back to one statement per changed code line and no functions."""
+    text = source.decode("utf-8", errors="replace").splitlines()
+    code = sorted(n for n in set(lines) if 0 < n <= len(text) and _is_code(text[n - 1]))
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError) as exc:
+        log.warning("%s: not parseable here (%s); counting changed lines one by one", path, exc)
+        return ChangedFile(path, {n: range(n, n + 1) for n in code}, ())
+    spans = sorted(_spans(tree), key=len)
+    mapped = {}
+    for n in code:
+        span = next((s for s in spans if n in s), None)  # the smallest statement holding it
+        if span is not None:
+            mapped[n] = span
+    functions: dict[tuple[str, int], ChangedFunction] = {}
+    defs = sorted(_functions(tree), key=lambda item: len(item[1]))
+    for n in code:
+        found = next(((name, node) for name, extent, node in defs if n in extent), None)
+        if found is not None:
+            name, node = found
+            body = range(node.body[0].lineno, node.end_lineno + 1)
+            functions[(name, node.lineno)] = ChangedFunction(name, node.lineno, body)
+    return ChangedFile(path, mapped, tuple(sorted(functions.values(), key=lambda f: f.line)))
+
+
+def analyse_reference(tree: Path, reference: bytes) -> tuple[ChangedFile, ...]:
+    """What the reference changes, read from the materialised reference tree."""
+    changes = []
+    for path, lines in sorted(changed_lines(reference).items()):
+        target = tree / path
+        if not target.is_file():
+            log.warning("%s: changed by the reference but absent from its tree", path)
+            continue
+        changes.append(analyse_file(path, target.read_bytes(), lines))
+    return tuple(c for c in changes if c.lines or c.functions)
+
+
+# -- what a run executed ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MeasuredFile:
+    """coverage.py's view of one file in one run."""
+
+    statements: frozenset[int]
+    executed: frozenset[int]
+
+
+def parse_report(data: bytes) -> dict[str, MeasuredFile]:
+    """The collector's JSON report → measured files. Raises ValueError when the report is
+    unreadable or says the data could not be combined."""
+    report = json.loads(data)
+    if not isinstance(report, dict) or not isinstance(report.get("files"), dict):
+        raise ValueError("not a testprism coverage report")
+    if report.get("error"):
+        raise ValueError(f"coverage data could not be combined: {report['error']}")
+    measured = {}
+    for path, entry in report["files"].items():
+        if "error" in entry:
+            log.warning("coverage of %s unreadable: %s", path, entry["error"])
+            continue
+        statements = frozenset(int(n) for n in entry["statements"])
+        measured[path] = MeasuredFile(statements, statements - frozenset(int(n) for n in entry["missing"]))
+    return measured
+
+
+def _measured(measured: dict[str, MeasuredFile], path: str) -> MeasuredFile | None:
+    if path in measured:
+        return measured[path]
+    return next((m for name, m in measured.items() if name.endswith("/" + path)), None)
+
+
+@dataclass
+class CoverageCounts:
+    """Numerators and denominators of ΔC and EC, and what was missed (for the audit)."""
+
+    changed_lines: int = 0
+    covered_lines: int = 0
+    changed_functions: int = 0
+    entered_functions: int = 0
+    missed_lines: list[str] = field(default_factory=list)  # path:line
+    missed_functions: list[str] = field(default_factory=list)  # path:name
+
+    @property
+    def delta_c(self) -> float | None:
+        return self.covered_lines / self.changed_lines if self.changed_lines else None
+
+    @property
+    def ec(self) -> float | None:
+        return self.entered_functions / self.changed_functions if self.changed_functions else None
+
+
+def score_changes(changes: Iterable[ChangedFile], measured: dict[str, MeasuredFile]) -> CoverageCounts:
+    """ΔC and EC of one run: `measured` is what it executed (empty: nothing ran)."""
+    counts = CoverageCounts()
+    for change in changes:
+        seen = _measured(measured, change.path)
+        for line, span in sorted(change.lines.items()):
+            if seen is not None and not any(n in seen.statements for n in span):
+                continue  # coverage says it is not executable (excluded, optimised away)
+            counts.changed_lines += 1
+            if seen is not None and any(n in seen.executed for n in span):
+                counts.covered_lines += 1
+            else:
+                counts.missed_lines.append(f"{change.path}:{line}")
+        for function in change.functions:
+            counts.changed_functions += 1
+            if seen is not None and any(n in seen.executed for n in function.body):
+                counts.entered_functions += 1
+            else:
+                counts.missed_functions.append(f"{change.path}:{function.name}")
+    return counts
