@@ -28,7 +28,7 @@ reported beside them.
 (b) Orchestration share at ≥ 2,000 runs (`--runs`): the flow exactly as a user runs it
     (`backend="local", workers=2`: its own LocalCluster of 2 processes, per-worker
     concurrency 2 // 2 = 1), wall time from the call to its return, next to the same planned
-    runs cut into the same batches (flows.replay.batch_target) executed directly by
+    runs cut into the same batches (flows.runner.batch_target) executed directly by
     `tasks.replay.execute_batch` in a plain pool of 2 processes (spawned and warmed before
     the clock starts), concurrency 1, no Prefect and no Dask. Both write a fresh store.
 
@@ -193,10 +193,10 @@ def read_back(label: str, store: Path, t0: float, t1: float, planned: int, n_bat
 
 def start_cluster(workers: int):  # noqa: ANN201 - (LocalCluster, Client)
     """A LocalCluster of `workers` processes with 1 thread each on 127.0.0.1, its workers
-    told the flow's Prefect API as the flow's own LocalCluster is (flows.replay.flow_api_env)."""
+    told the flow's Prefect API as the flow's own LocalCluster is (flows.runner.flow_api_env)."""
     from distributed import Client, LocalCluster
 
-    from testprism.flows.replay import flow_api_env
+    from testprism.flows.runner import flow_api_env
 
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                            dashboard_address=None, env=flow_api_env())
@@ -226,7 +226,8 @@ def orchestration_cpu_s() -> float:
 def flow_replay(label: str, bench_root: Path, store: Path, work: WorkPaths, *, workers: int,
                 dask_address: str | None, concurrency: int | None = None) -> Measure:
     """One replay_flow call into a fresh store, timed from the call to its return."""
-    from testprism.flows.replay import batch_target, replay_flow
+    from testprism.flows.replay import replay_flow
+    from testprism.flows.runner import batch_target
 
     cpu0, t0 = orchestration_cpu_s(), time.time()
     summary = replay_flow(benchmark=str(bench_root), store=str(store), backend="local", workers=workers,
@@ -271,7 +272,7 @@ def direct_replay(label: str, bench_root: Path, store: Path, work: WorkPaths, wo
     """(b)'s baseline: the flow's batches through execute_batch in a plain pool of `workers`
     spawned processes, concurrency 1 each, no Prefect, no Dask. Planning and the pool's start
     are outside the clock: what is timed is executing the batches."""
-    from testprism.flows.replay import batch_target
+    from testprism.flows.runner import batch_target
 
     bench = load_benchmark(bench_root)
     options = ExecutionOptions(backend="local", work_root=work.root, store_root=store, limits=Limits(timeout_s=TIMEOUT_S),

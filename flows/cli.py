@@ -1,4 +1,5 @@
-"""The `testprism` command line: parse, set up display, call a flow. No domain logic."""
+"""The `testprism` command line, every command of it: parse, check the inputs (so a mistake
+ends in one line, flows/errors.py), set up display, call a flow. No domain logic."""
 
 from __future__ import annotations
 
@@ -15,14 +16,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from testprism.flows import progress
-from testprism.flows.collect import collect_command
 from testprism.flows.errors import Commands, known_backend
 from testprism.flows.images import images_app
 from testprism.flows.importing import import_app
-from testprism.flows.replay import PatchFuzzOpt, open_inputs
-from testprism.flows.report import report_command
+from testprism.flows.runner import open_inputs
 from testprism.flows.score import scorable_store
 from testprism.storage.schema import METRICS
+from testprism.tasks.collect.candidate import NEAR_DUPLICATE_COSINE
+from testprism.tasks.collect.panel import PanelMode, PanelRule
+from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.report.report import scored_store
 from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
@@ -37,8 +40,6 @@ USAGE = (
 
 app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, help=USAGE)
 app.add_typer(import_app, name="import")
-app.command("collect")(collect_command)
-app.command("report")(report_command)
 app.add_typer(images_app, name="images")
 console = Console(stderr=True)
 out = Console(width=max(120, Console().width))
@@ -130,6 +131,9 @@ WorkersOpt = Annotated[int, typer.Option(help="> 1: run batches on a local Dask 
 DaskOpt = Annotated[Optional[str], typer.Option(help="scheduler address of an existing Dask cluster")]
 WorkOpt = Annotated[Optional[Path], typer.Option(help="working area for environments and states (a cache)")]
 TimeoutOpt = Annotated[float, typer.Option(help="wall-clock limit of one run, seconds")]
+#: the one `--patch-fuzz` of replay and collect: the fuzz of the `patch` fallback (SWE-bench: 5)
+PatchFuzzOpt = Annotated[int, typer.Option(
+    min=0, help="fuzz of the `patch --batch -p1` fallback after `git apply`, for every patch (SWE-bench uses 5)")]
 
 
 @app.command()
@@ -166,6 +170,83 @@ def score(
     """Compute the leaderboard (with bootstrap intervals) from the stored runs and print it."""
     trusted = benchmark is not None and benchmark.resolve() == BUNDLED
     _score(store, benchmark, work, backend, trusted)
+
+
+PredictionsOpt = Annotated[list[Path], typer.Option(
+    help="SWE-bench prediction file (JSON lines, JSON list or preds.json); repeatable",
+    exists=True, dir_okay=False, readable=True)]
+DiffsOpt = Annotated[list[Path], typer.Option(help="folder of DIR/<instance_id>/<name>.diff; repeatable",
+                                              exists=True, file_okay=False)]
+PanelOpt = Annotated[PanelMode, typer.Option(
+    help="testprism: reference + 4 valid + 5 invalid, chosen for diversity; pool: every deduplicated candidate")]
+OutOpt = Annotated[Optional[Path], typer.Option(help="write the panels here as a benchmark folder to replay")]
+NearOpt = Annotated[float, typer.Option(
+    help="cosine of token counts at or above which two candidates of one label are near duplicates")]
+DistanceOpt = Annotated[float, typer.Option(
+    help="testprism panel: the valid candidates' mean pairwise AST distance must exceed it")]
+JaccardOpt = Annotated[float, typer.Option(
+    help="testprism panel: the most two invalid candidates' failed checks may overlap (Jaccard)")]
+
+
+@app.command()
+def collect(
+    benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/ with program, reference, checks)")],
+    store: Annotated[Path, typer.Option(help="store root", file_okay=False)],
+    predictions: PredictionsOpt = [],  # noqa: B006
+    diffs: DiffsOpt = [],  # noqa: B006
+    panel: PanelOpt = PanelMode.TESTPRISM,
+    out: OutOpt = None,
+    near_duplicate: NearOpt = NEAR_DUPLICATE_COSINE,
+    min_valid_distance: DistanceOpt = PanelRule.min_valid_distance,
+    max_invalid_jaccard: JaccardOpt = PanelRule.max_invalid_jaccard,
+    backend: BackendOpt = "local",
+    workers: WorkersOpt = 1,
+    dask_address: DaskOpt = None,
+    work: WorkOpt = None,
+    timeout: Annotated[float, typer.Option(help="wall-clock limit of one run of the checks, seconds")] = 300.0,
+    unsafe_no_sandbox: Annotated[bool, typer.Option(help="run untrusted patches without isolation")] = False,
+    patch_fuzz: PatchFuzzOpt = DEFAULT_FUZZ,
+) -> None:
+    """Ingest candidate patches, label them by the official checks, and choose panels."""
+    # Only the bundled benchmark's own code is trusted: patches from outside never are.
+    trusted = benchmark.resolve() == BUNDLED and not predictions and not diffs
+    open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), trusted=trusted,
+                unsafe=unsafe_no_sandbox)
+    from testprism.flows.collect import collect_flow
+
+    summary = collect_flow(
+        benchmark=str(benchmark), store=str(store), predictions=[str(p) for p in predictions],
+        diffs=[str(d) for d in diffs], panel=panel, out=str(out) if out else None, backend=backend, workers=workers,
+        dask_address=dask_address, work=str(work) if work else None, timeout_s=timeout, near_duplicate=near_duplicate,
+        rule=PanelRule(min_valid_distance=min_valid_distance, max_invalid_jaccard=max_invalid_jaccard),
+        trusted=trusted, unsafe=unsafe_no_sandbox, patch_fuzz=patch_fuzz,
+    )
+    agree, compared = summary.agreement
+    log.info("collect %s: %d verifications run, %d reused from the store; %d panels%s", summary.flow_run,
+             summary.executed, summary.reused, summary.panels, f" written to {summary.out}" if summary.out else "")
+    if compared:
+        log.info("labels agree with the sources' on %d of %d candidates (plausibility, not ground truth)",
+                 agree, compared)
+    if summary.out:
+        log.info("next: testprism replay %s --store %s", summary.out, store)
+
+
+@app.command()
+def report(
+    store: Annotated[Path, typer.Argument(help="store root, after `testprism score`", file_okay=False)],
+    out: Annotated[Path, typer.Option(help="the HTML file to write", dir_okay=False)] = Path("report.html"),
+    benchmark: Annotated[
+        Optional[Path], typer.Option(help="benchmark folder: show candidate diffs and notes in the audit")
+    ] = None,
+) -> None:
+    """Write a self-contained HTML report of a scored store (opens offline, no network)."""
+    scored_store(store)  # the inputs, checked before the flow starts (flows.errors)
+    if benchmark:
+        load_benchmark(benchmark)
+    from testprism.flows.report import report_flow
+
+    path = report_flow(store=str(store), out=str(out), benchmark=str(benchmark) if benchmark else None)
+    log.info("report written to %s", path)
 
 
 @app.command()

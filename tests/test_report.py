@@ -491,18 +491,15 @@ def test_audit_of_the_bundled_benchmark_shows_its_designed_disagreements(tmp_pat
 
 @pytest.mark.slow
 def test_report_command_runs_the_flow_and_publishes_an_artifact(tmp_path):
-    import typer
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
     from typer.testing import CliRunner
 
-    from testprism.flows.report import report_command
+    from testprism.flows.cli import app
 
     store = hand_made_store(tmp_path / "store")
-    app = typer.Typer()
-    app.command("report")(report_command)  # as flows/cli.py registers it
     out = tmp_path / "out" / "report.html"
-    result = CliRunner().invoke(app, [str(store.paths.root), "--out", str(out)])
+    result = CliRunner().invoke(app, ["report", str(store.paths.root), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert out.is_file() and "Disagreement audit" in out.read_text()
     with get_client(sync_client=True) as client:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from testprism.tasks.collect.candidate import CandidatePatch
-from testprism.tasks.collect.verification import Verification, check_ids, plan
+from testprism.tasks.collect.verification import Verification, candidate_states, check_ids, plan
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.junit import select
 from testprism.tasks.execution.verdict import Policy
@@ -140,3 +140,26 @@ def apply_labels(candidates: Sequence[CandidatePatch],
         if c.reason is Reason.DUPLICATE and c.duplicate_of else c
         for c in out
     ]
+
+
+def gold_verdicts(instances: Mapping[str, Instance], specs: Mapping[str, Sequence[Verification]],
+                  rows: Mapping[str, dict]) -> list[GoldVerdict]:
+    """Each instance's gold verdict from the stored rows of its gold plan."""
+    return [gold_verdict(instances[iid], [rows[s.key] for s in group]) for iid, group in specs.items()]
+
+
+def label_plan(pool: Sequence[CandidatePatch], validated: Sequence[Instance],
+               options: ExecutionOptions) -> list[Verification]:
+    """One verification per candidate still in the pool of a validated instance."""
+    specs: list[Verification] = []
+    for instance in validated:
+        todo = {c.candidate_id: c.patch for c in pool if c.instance_id == instance.id and c.reason is None}
+        specs += plan(instance, list(candidate_states(instance, todo).values()), options)
+    return specs
+
+
+def labelled(pool: Sequence[CandidatePatch], specs: Sequence[Verification],
+             rows: Mapping[str, dict]) -> list[CandidatePatch]:
+    """The pool with the labels the stored rows of `specs` give."""
+    labels = {(s.instance.id, s.state.candidate_id or ""): label_of(s.instance, rows[s.key]) for s in specs}
+    return apply_labels(pool, labels)
