@@ -29,7 +29,7 @@ reported beside them.
     (`backend="local", workers=2`: its own LocalCluster of 2 processes, per-worker
     concurrency 2 // 2 = 1), wall time from the call to its return, next to the same planned
     runs cut into the same batches (flows.runner.batch_target) executed directly by
-    `tasks.replay.execute_batch` in a plain pool of 2 processes (spawned and warmed before
+    `tasks.replay.runs.execute_batch` in a plain pool of 2 processes (spawned and warmed before
     the clock starts), concurrency 1, no Prefect and no Dask. Both write a fresh store.
 
         orchestration share = (flow wall − direct wall) / flow wall

@@ -1,7 +1,7 @@
 """The collect flow: candidate patches → labelled, deduplicated pools → panels.
 
-Thin wiring (docs/collect.md): ingest and normalise (tasks.candidate) → set exact
-duplicates and copies of the reference aside → gold validation (tasks.label) → label the
+Thin wiring (docs/collect.md): ingest and normalise (tasks/collect/candidate.py) → set exact
+duplicates and copies of the reference aside → gold validation (tasks/collect/verification.py, label.py) → label the
 candidates of validated instances → set near duplicates aside within each label class →
 choose panels (tasks.panel) → store `candidates` and `funnel` (the verification batches
 write `verifications` as they go) → write the panels as a benchmark folder that

@@ -4,7 +4,7 @@ field, an exit status that tells the kind of mistake, and the traceback only wit
 One place does it for every command: `Commands`, the group class of every typer app of the
 CLI, maps the project's error types (`USER_ERRORS`) to an exit status, so no command catches
 them one by one. Any other exception is a bug and keeps its traceback. The flows' inputs are
-checked before a flow starts (flows.replay.open_inputs, flows.score.scorable_store), so a
+checked before a flow starts (flows.runner.open_inputs, tasks.score.scores.scorable_store), so a
 mistake never reaches Prefect, which would log its own traceback of the failed flow run.
 
 Exit statuses (README, "Exit status"):

@@ -1,6 +1,6 @@
 """The replay flow: every suite on buggy, reference and every candidate.
 
-Thin wiring: plan (tasks.replay.plan) → skip stored keys → batches as coarse Prefect tasks
+Thin wiring: plan (tasks/replay/runs.py) → skip stored keys → batches as coarse Prefect tasks
 on threads or a Dask cluster → each batch writes its own rows. Prefect costs milliseconds to
 a tenth of a second per task and its server drops events past a few thousand task runs, so
 a task is a batch of runs, never one run.

@@ -1,5 +1,5 @@
 """The report flow: a scored store → one self-contained HTML file, announced in the Prefect
-UI by a markdown artifact that points at it. Thin wiring of `tasks.report`."""
+UI by a markdown artifact that points at it. Thin wiring of tasks/report/."""
 
 from __future__ import annotations
 

@@ -11,11 +11,9 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.artifacts import create_table_artifact
 
-from testprism.storage import Store, StoreError
 from testprism.tasks.score.coverage.probe import measure_coverage
 from testprism.tasks.score.coverage.summary import coverage_summary
-from testprism.tasks.score.metrics import flake_table, instance_scores
-from testprism.tasks.score.statistics import bootstrap_statistics, leaderboard_from_instance_scores, per_source_table
+from testprism.tasks.score.scores import scorable_store, score_tables, write_scores
 from testprism.tasks.model.workdir import default_work_root
 
 log = logging.getLogger(__name__)
@@ -25,18 +23,6 @@ log = logging.getLogger(__name__)
 def coverage_task(benchmark: str, store: str, work: str | None, backend: str, trusted: bool, unsafe: bool) -> pl.DataFrame:
     """One coarse unit: every suite once more on its reference state, under coverage."""
     return measure_coverage(benchmark, store, work or default_work_root(), backend, trusted=trusted, unsafe=unsafe)
-
-
-def scorable_store(store: str) -> Store:
-    """The store to score, refused (StoreError) when it is not there or no replay wrote its
-    suites and panels. The CLI calls it before the flow starts, so that the mistake ends in
-    one line rather than in Prefect's log of a failed flow run."""
-    target = Store.existing(store)
-    for dataset in ("suites", "panels"):
-        if not target.parts(dataset):
-            raise StoreError(f"{target.paths.dataset(dataset)}: field (folder): no {dataset} in the store; "
-                             "run `testprism replay` first")
-    return target
 
 
 @flow(name="score")
@@ -53,24 +39,12 @@ def score_flow(
     """Score a store; with `benchmark`, also measure the suites' coverage of the reference
     change (ΔC, EC) and its correlation with joint validation."""
     target = scorable_store(store)
-    scores = instance_scores(target)
-    if scores.is_empty():
-        raise StoreError(f"{store}: field suites: no suite is for an instance of the panels; "
-                         "replay the benchmark the panels came from")
-    stats = bootstrap_statistics(scores, replicates=replicates, seed=seed)
-    board = leaderboard_from_instance_scores(scores).join(stats.intervals, on="configuration", how="left")
-    tables = {
-        "instance_scores": scores,
-        "leaderboard": board,
-        "per_source": per_source_table(scores),
-        "comparisons": stats.comparisons,
-        "rank_stability": stats.rank_stability,
-        "flakes": flake_table(target),
-    }
+    tables = score_tables(target, replicates, seed)
     if benchmark:
-        tables["coverage_summary"] = coverage_summary(coverage_task(benchmark, store, work, backend, trusted, unsafe), scores)
-    for name, table in tables.items():
-        target.write_table(name, table.to_arrow())
+        coverage = coverage_task(benchmark, store, work, backend, trusted, unsafe)
+        tables["coverage_summary"] = coverage_summary(coverage, tables["instance_scores"])
+    write_scores(target, tables)
+    board = tables["leaderboard"]
     create_table_artifact(
         key="leaderboard",
         table=board.with_columns(pl.col(pl.Float64).round(4)).to_dicts(),

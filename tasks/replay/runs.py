@@ -119,7 +119,7 @@ def record_unrunnable(specs: Iterable[RunSpec], options: ExecutionOptions) -> in
     """Store the rows of the runs that cannot start; how many there were."""
     rows = unrunnable_rows(specs, options)
     if rows:
-        Store(options.store_root).append("runs", pa.Table.from_pylist(rows, schema=SCHEMAS["runs"]))
+        ReplayJob(options).write(Store(options.store_root), rows)  # the one writer of `runs`
     return len(rows)
 
 

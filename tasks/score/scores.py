@@ -1,0 +1,50 @@
+"""The score step: a replayed store → every score table, written together.
+
+One writer for `scores/`: the tables of one scoring are computed from the same runs and
+written as a set, so a leaderboard never sits beside intervals of another scoring.
+(`scores/coverage` is the coverage pass's own: tasks/score/coverage/probe.py.)
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from testprism.storage import Store, StoreError
+from testprism.tasks.score.metrics import flake_table, instance_scores
+from testprism.tasks.score.statistics import bootstrap_statistics, leaderboard_from_instance_scores, per_source_table
+
+
+def scorable_store(store: str) -> Store:
+    """The store to score, refused (StoreError) when it is not there or no replay wrote its
+    suites and panels. The CLI calls it before the flow starts, so that the mistake ends in
+    one line rather than in Prefect's log of a failed flow run."""
+    target = Store.existing(store)
+    for dataset in ("suites", "panels"):
+        if not target.parts(dataset):
+            raise StoreError(f"{target.paths.dataset(dataset)}: field (folder): no {dataset} in the store; "
+                             "run `testprism replay` first")
+    return target
+
+
+def score_tables(store: Store, replicates: int, seed: int) -> dict[str, pl.DataFrame]:
+    """Per-instance indicators, the leaderboard with its bootstrap intervals, paired
+    comparisons, rank stability, per-source tables and flakes."""
+    scores = instance_scores(store)
+    if scores.is_empty():
+        raise StoreError(f"{store.paths.root}: field suites: no suite is for an instance of the panels; "
+                         "replay the benchmark the panels came from")
+    stats = bootstrap_statistics(scores, replicates=replicates, seed=seed)
+    board = leaderboard_from_instance_scores(scores).join(stats.intervals, on="configuration", how="left")
+    return {
+        "instance_scores": scores,
+        "leaderboard": board,
+        "per_source": per_source_table(scores),
+        "comparisons": stats.comparisons,
+        "rank_stability": stats.rank_stability,
+        "flakes": flake_table(store),
+    }
+
+
+def write_scores(store: Store, tables: dict[str, pl.DataFrame]) -> None:
+    for name, table in tables.items():
+        store.write_table(name, table.to_arrow())
