@@ -79,6 +79,7 @@ def generate(root: Path, seed: int = SEED) -> int:
             "suite_hash": ["s"] * n_states, "state_hash": ["h"] * n_states, "environment_hash": ["e"] * n_states,
             "policy_hash": ["p"] * n_states, "backend": ["docker"] * n_states, "isolation": ["container"] * n_states,
             "tests": pa.nulls(n_states, SCHEMAS["runs"].field("tests").type),
+            "patch_method": ["git apply"] * n_states, "suite_patch_method": pa.nulls(n_states, pa.string()),
         })
         store.append("runs", table)
         total += n_states
