@@ -13,7 +13,8 @@ from prefect.artifacts import create_markdown_artifact
 
 from testprism.storage import Store
 from testprism.tasks.model.benchmark import load_benchmark
-from testprism.tasks.report.report import artifact_markdown, scored_store, write_report
+from testprism.tasks.report.data import scored_store
+from testprism.tasks.report.html import artifact_markdown, write_report
 
 log = logging.getLogger(__name__)
 

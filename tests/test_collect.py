@@ -48,12 +48,12 @@ from testprism.tasks.collect.panel import (
     PanelRule,
     ast_distance,
     choose_panel,
-    dump_toml,
     jaccard,
     patch_tree,
     select_invalid,
     select_valid,
 )
+from testprism.tasks.model.toml_writer import dumps as dump_toml
 from testprism.tasks.replay.runs import ExecutionOptions
 from testprism.tasks.model.state import apply_patch
 from tests.benchfixture import BUGGY, REFERENCE, VALID, diff, make_benchmark
