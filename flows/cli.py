@@ -24,7 +24,7 @@ from testprism.storage.schema import METRICS
 from testprism.tasks.collect.candidate import NEAR_DUPLICATE_COSINE
 from testprism.tasks.collect.panel import PanelMode, PanelRule
 from testprism.tasks.model.benchmark import load_benchmark
-from testprism.tasks.report.report import scored_store
+from testprism.tasks.report.data import scored_store
 from testprism.tasks.score.scores import scorable_store
 from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths, default_work_root

@@ -32,7 +32,7 @@ from testprism.storage import StoreError
 from testprism.tasks.model.benchmark import BenchmarkError
 from testprism.tasks.importing.recipe import RecipeError
 from testprism.tasks.sandbox.base import SandboxError, SandboxUnavailable, backend_class
-from testprism.tasks.importing.swebench import SourceError
+from testprism.tasks.importing.sources import SourceError
 
 
 class ExitStatus(IntEnum):

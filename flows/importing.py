@@ -20,7 +20,11 @@ from testprism.flows.errors import Commands, ExitStatus, known_backend
 from testprism.tasks.importing.recipe import load_recipes
 from testprism.tasks.sandbox.base import Limits, backend_class
 from testprism.tasks.importing.suite_import import checked_configuration, import_suites
-from testprism.tasks.importing.swebench import DEFAULT_FUZZ, ImportReport, ProgramSources, Verifier, import_rows
+from testprism.tasks.importing.rows import ImportReport
+from testprism.tasks.importing.sources import ProgramSources
+from testprism.tasks.importing.swebench import import_rows
+from testprism.tasks.importing.verifier import Verifier
+from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
 import_app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, help=__doc__)

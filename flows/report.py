@@ -7,7 +7,8 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
 from testprism.storage import Store
-from testprism.tasks.report.report import artifact_markdown, write_report
+from testprism.tasks.report.html import artifact_markdown, write_report
+
 
 @flow(name="report")
 def report_flow(store: str, out: str, benchmark: str | None = None) -> str:

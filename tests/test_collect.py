@@ -33,7 +33,6 @@ from testprism.tasks.collect.panel import (
     PanelRule,
     ast_distance,
     choose_panel,
-    dump_toml,
     jaccard,
     patch_tree,
     select_invalid,
@@ -41,6 +40,7 @@ from testprism.tasks.collect.panel import (
 )
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.model.outcome import Reason
+from testprism.tasks.model.toml_writer import dumps as dump_toml
 from testprism.tasks.model.state import apply_patch
 from tests.benchfixture import BUGGY, REFERENCE, VALID, diff, make_benchmark
 

@@ -26,15 +26,12 @@ from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.model.state import apply_patch
 from testprism.tasks.importing.suite_import import configuration_name, find_test_functions, import_suites, selected_tests
-from testprism.tasks.importing.swebench import (
-    ProgramSources,
-    RowError,
-    Verifier,
-    import_rows,
-    is_test_file,
-    toml_list,
-    toml_string,
-)
+from testprism.tasks.importing.rows import RowError
+from testprism.tasks.importing.sources import ProgramSources
+from testprism.tasks.importing.swebench import import_rows
+from testprism.tasks.importing.verifier import Verifier
+from testprism.tasks.model.patches import is_test_file
+from testprism.tasks.model.toml_writer import value as toml_list, value as toml_string
 from tests.gitfixture import INSTANCE_ID, SUITE_SELECTED, GitFixture, build_git_fixture
 
 CONFIGURATION = "agent-x__model-1"

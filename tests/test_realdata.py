@@ -19,7 +19,9 @@ import pytest
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.importing.recipe import load_recipes
 from testprism.tasks.sandbox.local import LocalBackend
-from testprism.tasks.importing.swebench import ProgramSources, Verifier, import_rows
+from testprism.tasks.importing.sources import ProgramSources
+from testprism.tasks.importing.swebench import import_rows
+from testprism.tasks.importing.verifier import Verifier
 
 REALDATA = os.environ.get("TESTPRISM_REALDATA")
 RECIPE = Path(__file__).resolve().parents[1] / "examples" / "recipes" / "sympy.toml"

@@ -1,4 +1,4 @@
-"""The HTML report (tasks/report/report.py, flows/report.py): the audit's findings, escaping of
+"""The HTML report (tasks/report/, flows/report.py): the audit's findings, escaping of
 untrusted text, no external reference, the charts, and the page in headless Chromium with
 no console error."""
 
@@ -27,17 +27,9 @@ from testprism.tasks.score.coverage.summary import coverage_summary
 from testprism.tasks.score.metrics import instance_scores
 from testprism.tasks.replay.runs import execute_batch, finished_keys, pending_runs, plan, record_plan, unrunnable_rows
 from testprism.tasks.execution.batch import ExecutionOptions
-from testprism.tasks.report.report import (
-    Point,
-    anchor,
-    audit_frame,
-    bars_svg,
-    load_report_data,
-    radar_svg,
-    render_report,
-    scatter_svg,
-    write_report,
-)
+from testprism.tasks.report.charts import Point, bars_svg, radar_svg, scatter_svg
+from testprism.tasks.report.data import audit_frame, load_report_data
+from testprism.tasks.report.html import anchor, render_report, write_report
 from testprism.tasks.score.statistics import bootstrap_statistics, leaderboard_from_instance_scores, per_source_table
 from tests.benchfixture import CHECKS, WEAK, make_benchmark
 

@@ -298,11 +298,6 @@ def select_panels(instances: Sequence[Instance], candidates: Sequence[CandidateP
 # -- the panel benchmark folder --------------------------------------------------------------
 
 
-def dump_toml(document: Mapping[str, object]) -> str:
-    """TOML for the shapes instance.toml has: scalars, tables of scalars, arrays of tables."""
-    return toml_writer.dumps(document)
-
-
 def _note(cand: CandidatePatch) -> str:
     source = f"{cand.origin}" + (f" ({cand.model})" if cand.model else "")
     return source if cand.label == "valid" else f"{source}; fails {', '.join(cand.failed_checks)}"
@@ -324,7 +319,7 @@ def _write_instance(instance: Instance, chosen: Iterable[CandidatePatch], target
     spec = instance.spec.model_dump(mode="json", exclude={"candidates"})
     spec["program"]["path"] = "program"
     spec["checks"]["patch"] = "checks.diff"
-    (target / "instance.toml").write_text(dump_toml({**spec, "candidates": declared}), encoding="utf-8")
+    (target / "instance.toml").write_text(toml_writer.dumps({**spec, "candidates": declared}), encoding="utf-8")
 
 
 def write_panel_benchmark(benchmark: Benchmark, choices: Sequence[PanelChoice], candidates: Sequence[CandidatePatch],

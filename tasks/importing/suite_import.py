@@ -30,19 +30,9 @@ from testprism.tasks.model.benchmark import CONFIGURATION, NAME, BenchmarkError,
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.importing.recipe import fill_test_files
 from testprism.tasks.model.state import DEFAULT_FUZZ
-from testprism.tasks.importing.swebench import (
-    ImportReport,
-    Issue,
-    Record,
-    RowError,
-    Scratch,
-    parse_diff,
-    read_records,
-    staged,
-    touched_test_files,
-    validation_field,
-    with_final_newline,
-)
+from testprism.tasks.importing.fitting import Scratch
+from testprism.tasks.importing.rows import ImportReport, Issue, Record, RowError, read_records, validation_field
+from testprism.tasks.importing.staging import staged
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +154,7 @@ def selected_tests(program: Path, patch: str) -> list[str]:
         scratch = Scratch(tree)
         scratch.apply(patch, "model_patch", DEFAULT_FUZZ)
         exact = patches.parse(scratch.diff())
-        test_files = touched_test_files(exact)
+        test_files = patches.touched_test_files(exact)
         tests: list[str] = []
         for patched in exact:
             if patched.path not in test_files:
@@ -244,8 +234,8 @@ def import_prediction(record: Record, row: Prediction, name: str, out: Path, tar
     if row.instance_id not in targets:
         targets[row.instance_id] = find_target(out, row.instance_id, command)
     target = targets[row.instance_id]
-    patch = with_final_newline(row.model_patch)
-    files = touched_test_files(parse_diff(patch, "model_patch"))
+    patch = patches.with_final_newline(row.model_patch)
+    files = patches.touched_test_files(patches.parse_field(patch, "model_patch"))
     if not files:
         raise RowError("model_patch", "touches no Python test file: nothing to run")
     caveats: list[Issue] = []
@@ -309,7 +299,7 @@ def import_suites(predictions: Path, out: Path, *, configuration: str | None = N
             done, caveats = import_prediction(record, row, name, out, targets,
                                               owner=None if configuration else row.model_name_or_path, scope=scope,
                                               overwrite=overwrite, command=command)
-        except RowError as exc:
+        except (RowError, patches.DiffError) as exc:
             issue = Issue(record.label, instance_id, exc.field, str(exc))
         except (OSError, subprocess.SubprocessError) as exc:
             issue = Issue(record.label, instance_id, "(import)", f"{type(exc).__name__}: {exc}")

@@ -4,10 +4,13 @@ Every part of testprism that asks "which files does this patch touch?" or "which
 does it change?" asks here, so that the answer cannot drift between callers.
 
 - `parse` reads a patch (bytes are decoded as utf-8 with errors="replace": a stray byte
-  in a diff must not stop it from being read).
+  in a diff must not stop it from being read). `parse_field` reads a patch as published
+  in a row's field (given its final newline) and refuses, naming the field, one that
+  changes no file or leaves the program's folder.
 - `relative_path` is a diff path without its `a/` or `b/` prefix, None for /dev/null;
   `escapes_program` says whether such a path leaves the program's folder.
-- `touched_files` is the relative paths a patch names on either side.
+- `touched_files` is the relative paths a patch names on either side;
+  `touched_test_files` is the test modules it leaves behind (`is_test_file`).
 - `changed_lines` is the lines of the patched file a file diff changes. What stands for a
   removed line depends on what the caller does with the numbers (see `Removals`).
 """
@@ -18,6 +21,7 @@ from pathlib import PurePosixPath
 from typing import Literal
 
 from unidiff import PatchedFile, PatchSet
+from unidiff.errors import UnidiffParseError
 
 Removals = Literal["following", "previous", "previous-or-hunk-start"]
 """What line of the patched file stands for removed lines (added lines always count as
@@ -48,6 +52,36 @@ def parse(patch: bytes | str) -> PatchSet:
     return PatchSet(text)
 
 
+class DiffError(ValueError):
+    """A published patch is not one the harness can apply to a program; `field` is the
+    field that holds it (a row's `patch`, `test_patch`, `model_patch`)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
+def with_final_newline(text: str) -> str:
+    """Patches published without a final newline make `git apply` say "corrupt patch"."""
+    return text if text.endswith("\n") else text + "\n"
+
+
+def parse_field(text: str, field: str) -> PatchSet:
+    """The patch published in `field`: a unified diff with at least one file, whose paths
+    stay inside the program. Raises DiffError naming the field."""
+    try:
+        parsed = parse(with_final_newline(text))
+    except UnidiffParseError as exc:
+        raise DiffError(field, f"not a unified diff: {exc}") from exc
+    if not len(parsed):
+        raise DiffError(field, "not a unified diff: no file changes found")
+    for patched in parsed:
+        for name in (patched.source_file, patched.target_file):
+            if escapes_program(name):
+                raise DiffError(field, f"patch path escapes the program: {name!r}")
+    return parsed
+
+
 def relative_path(name: str) -> str | None:
     """A diff path without its `a/` or `b/` prefix; None for /dev/null (no file)."""
     if name == "/dev/null":
@@ -70,6 +104,23 @@ def touched_files(patch: PatchSet) -> set[str]:
             if rel is not None:
                 names.add(rel)
     return names
+
+
+def is_test_file(path: str) -> bool:
+    """Whether pytest would take `path` for a test module: `test_*.py`, `*_test.py`,
+    `tests.py`, or any module under a `tests`/`test` folder. Helpers a test patch also edits
+    (sympy's `testing/quality_unicode.py`, a conftest.py) are not run as tests."""
+    name = PurePosixPath(path)
+    if name.suffix != ".py" or name.name in ("conftest.py", "__init__.py"):
+        return False
+    if name.name.startswith("test_") or name.stem.endswith("_test") or name.name == "tests.py":
+        return True
+    return any(part in ("tests", "test") for part in name.parts[:-1])
+
+
+def touched_test_files(patch: PatchSet) -> list[str]:
+    """The test files a test patch adds or edits (deleted ones cannot run)."""
+    return sorted({p.path for p in patch if not p.is_removed_file and is_test_file(p.path)})
 
 
 def changed_lines(patched: PatchedFile, removals: Removals) -> set[int]:

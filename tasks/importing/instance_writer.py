@@ -1,0 +1,115 @@
+"""The files of an imported instance (docs/benchmark-format.md): its checks under the recipe,
+instance.toml, origin.toml, the issue and the diffs as they apply to its program.
+
+instance.toml is what the loader reads; origin.toml is provenance (the row, the program's
+origin, the recipe, which patches were rewritten) and the test command template that
+`import suites` fills with a suite's own test files. Both are dicts dumped by the one TOML
+writer, so that what tomllib reads back is what was meant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from unidiff import PatchSet
+
+from testprism.tasks.importing.recipe import Recipe, fill_test_files
+from testprism.tasks.importing.rows import RowError, SweBenchRow
+from testprism.tasks.importing.sources import ProgramOrigin
+from testprism.tasks.model import toml_writer
+from testprism.tasks.model.patches import touched_test_files, with_final_newline
+
+
+def summary_line(problem_statement: str, limit: int = 120) -> str:
+    """The first non-empty line of the issue, as the instance's one-line summary."""
+    for line in problem_statement.splitlines():
+        text = line.strip().lstrip("#").strip()
+        if text:
+            return text if len(text) <= limit else text[: limit - 1] + "…"
+    return ""
+
+
+@dataclass(frozen=True)
+class Checks:
+    """The checks of a row under its recipe."""
+
+    command: str
+    template: str  # the command with {test_files} open: suites reuse it on their own files
+    fail_to_pass: tuple[str, ...]
+    pass_to_pass: tuple[str, ...]
+    dropped: tuple[str, ...]  # deselected by the recipe
+
+
+def checks_of(row: SweBenchRow, recipe: Recipe, test_patch: PatchSet) -> Checks:
+    """The whole test files the test patch touches are run (SWE-bench's ids are cut at the
+    first space and may name nothing); the listed tests the recipe deselects are left out,
+    and a row with no FAIL_TO_PASS test left has nothing to decide its transition."""
+    files = touched_test_files(test_patch)
+    if not files:
+        raise RowError("test_patch", "touches no Python test file to run")
+    template = recipe.command_template()
+    dropped = tuple(t for t in (*row.FAIL_TO_PASS, *row.PASS_TO_PASS) if recipe.deselects(t))
+    f2p = tuple(t for t in row.FAIL_TO_PASS if t not in dropped)
+    if not f2p:
+        raise RowError("FAIL_TO_PASS", "every test is deselected by the recipe: nothing decides the transition")
+    p2p = tuple(t for t in row.PASS_TO_PASS if t not in dropped)
+    return Checks(fill_test_files(template, files), template, f2p, p2p, dropped)
+
+
+def instance_toml(row: SweBenchRow, source: str, recipe: Recipe, checks: Checks) -> str:
+    """What the loader reads; its comments say where it came from and which tests were left out."""
+    env = recipe.environment
+    comments = [f"Imported by `testprism import swebench` from {row.repo} at {row.base_commit}"
+                f"{f' (version {row.version})' if row.version else ''}; provenance in origin.toml."]
+    if checks.dropped:
+        comments.append(f"Left out of the checks, deselected by the recipe: {', '.join(checks.dropped)}")
+    document = {
+        "id": row.instance_id,
+        "source": source,
+        "language": "python",
+        "summary": summary_line(row.problem_statement),
+        "program": {"path": "program"},
+        "environment": {"python": env.python, "packages": list(env.packages)},
+        "checks": {
+            "patch": "checks.diff",
+            "command": checks.command,
+            "fail_to_pass": list(checks.fail_to_pass),
+            "pass_to_pass": list(checks.pass_to_pass),
+        },
+    }
+    return toml_writer.dumps(document, comments)
+
+
+def origin_toml(row: SweBenchRow, origin: ProgramOrigin, recipe_file: Path, checks: Checks,
+                rewritten: list[str], record: str) -> str:
+    """Provenance, and the test command template that `import suites` fills with a suite's
+    own test files. The loader does not read this file."""
+    document = {
+        "row": record,
+        "repo": row.repo,
+        "base_commit": row.base_commit,
+        "version": row.version,
+        "program": origin.describe(row),
+        "recipe": str(recipe_file),
+        "test_command": checks.template,
+        "rewritten_patches": rewritten,
+    }
+    return toml_writer.dumps(document, ["Where this instance came from (testprism import swebench). Not read by the loader."])
+
+
+def write_instance(folder: Path, row: SweBenchRow, fitted: tuple[str, str], *, source: str, recipe: Recipe,
+                   recipe_file: Path, checks: Checks, origin: ProgramOrigin, record: str) -> None:
+    """Write the instance beside its program in `folder`: each diff as it applies to the
+    program (`fitted`: reference, checks), the published text kept beside one that had to be
+    rewritten, the issue, instance.toml and origin.toml."""
+    rewritten: list[str] = []
+    for name, published, text in (("reference", row.patch, fitted[0]), ("checks", row.test_patch, fitted[1])):
+        (folder / f"{name}.diff").write_text(text, encoding="utf-8", errors="surrogateescape")
+        if text != with_final_newline(published):
+            (folder / f"{name}.published.diff").write_text(published, encoding="utf-8")
+            rewritten.append(name)
+    (folder / "instruction.md").write_text(with_final_newline(row.problem_statement), encoding="utf-8")
+    (folder / "instance.toml").write_text(instance_toml(row, source, recipe, checks), encoding="utf-8")
+    (folder / "origin.toml").write_text(
+        origin_toml(row, origin, recipe_file, checks, rewritten, record), encoding="utf-8")

@@ -1,0 +1,131 @@
+"""Rows of SWE-bench files, each read and checked on its own, and what a batch of them reports.
+
+Task rows (`import swebench`) and prediction rows (`import suites`) come as JSON Lines or as
+a JSON list, and real ones are messy (README of the real data): list fields JSON-encoded as
+strings, versions stored as numbers. So a row is read and validated on its own, and a bad
+row is an Issue naming the row and the field while the rest of the batch goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from testprism.tasks.model.benchmark import NAME
+
+
+class RowError(ValueError):
+    """One row cannot be imported; `field` is the row's field at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class Issue:
+    """Why one row was not imported (or was imported with a caveat, when `fatal` is False)."""
+
+    row: str  # file:line, or file[index] for a JSON list
+    instance_id: str
+    field: str
+    message: str
+    fatal: bool = True
+
+    def __str__(self) -> str:
+        return f"{self.row} ({self.instance_id or '?'}): field {self.field}: {self.message}"
+
+
+@dataclass
+class ImportReport:
+    """What a batch did: the ids written, the ids already present, and every issue."""
+
+    imported: list[str] = field(default_factory=list)
+    existing: list[str] = field(default_factory=list)
+    issues: list[Issue] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[Issue]:
+        return [i for i in self.issues if i.fatal]
+
+
+# -- reading rows ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Record:
+    """A row of a file, or why it could not be read as a JSON object."""
+
+    label: str
+    data: dict[str, Any] | None
+    error: str = ""
+
+
+def read_records(path: Path) -> Iterator[Record]:
+    """Rows of a JSON Lines file or of a JSON list (as published on both forms). A line that
+    is not JSON is a record with an error, so the lines after it are still read."""
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield Record(f"{path.name}", None, f"not a JSON list: {exc}")
+            return
+        for index, item in enumerate(items):
+            label = f"{path.name}[{index}]"
+            yield Record(label, item, "") if isinstance(item, dict) else Record(label, None, "not a JSON object")
+        return
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        label = f"{path.name}:{number}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield Record(label, None, f"not JSON: {exc}")
+            continue
+        yield Record(label, item, "") if isinstance(item, dict) else Record(label, None, "not a JSON object")
+
+
+def validation_field(exc: ValidationError) -> tuple[str, str]:
+    """The first failing field of a pydantic error and its message."""
+    first = exc.errors()[0]
+    return ".".join(str(p) for p in first["loc"]) or "(row)", first["msg"]
+
+
+class SweBenchRow(BaseModel):
+    """The fields of a SWE-bench row this importer uses; others are ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    instance_id: str = Field(pattern=NAME)
+    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    base_commit: str = Field(pattern=r"^[0-9a-fA-F]{7,40}$")
+    patch: str
+    test_patch: str
+    FAIL_TO_PASS: tuple[str, ...] = Field(min_length=1)
+    PASS_TO_PASS: tuple[str, ...]
+    version: str = ""
+    problem_statement: str = Field(min_length=1)  # hints_text is left out: comments often hold the fix
+
+    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
+    @classmethod
+    def _json_list(cls, value: Any) -> Any:
+        # Published SWE-bench files hold these lists as JSON-encoded strings.
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"neither a list nor a JSON-encoded list: {exc}") from exc
+        return value
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_text(cls, value: Any) -> Any:
+        # Some copies store 0.2 or 1.1 as numbers.
+        return str(value) if isinstance(value, int | float) else value

@@ -1,0 +1,59 @@
+"""The check an instance passes before it is accepted when its program only stands in for
+the row's commit (a source release): its checks must reproduce the row's transition.
+
+A release is not the commit the row was made at, so the row's FAIL_TO_PASS and PASS_TO_PASS
+lists may not hold for it; the checks are run on buggy and reference in the sandbox, as a
+replay would run them, and an instance on which they do not reproduce is refused at import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from testprism.tasks.execution.junit import parse_junit, select
+from testprism.tasks.model.benchmark import Instance
+from testprism.tasks.model.state import materialise, states_of
+from testprism.tasks.model.workdir import WorkPaths
+from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, SuiteNotInstalled
+
+
+@dataclass(frozen=True)
+class Verifier:
+    """Runs an instance's checks on buggy and reference before it is accepted: the rule for
+    a program that only stands in for base_commit (a source release) — every FAIL_TO_PASS
+    test fails before the reference and passes after it, every PASS_TO_PASS test exists and
+    passes after it."""
+
+    backend: SandboxBackend
+    work: WorkPaths
+    limits: Limits = Limits(timeout_s=900.0)
+
+    def problems(self, instance: Instance) -> list[str]:
+        spec = instance.spec.checks
+        environment = self.backend.prepare(instance.spec.environment)
+        found: list[str] = []
+        for state in (s for s in states_of(instance) if s.kind in ("buggy", "reference")):
+            tree = materialise(instance, state, self.work)
+            if not tree.patch.applied:
+                found.append(f"{state.name}: the patch does not apply: {tree.patch.message[-300:]}")
+                continue
+            try:  # the checks patch applied as every patch is (tasks/sandbox/workspace.py)
+                result = self.backend.run(RunRequest(
+                    tree=tree.tree, suite_folder=None, suite_files=(), command=spec.command,
+                    environment=environment, limits=self.limits, suite_patch=instance.checks_patch,
+                ))
+            except SuiteNotInstalled as exc:
+                found.append(f"{state.name}: the checks patch does not apply: {str(exc)[-300:]}")
+                continue
+            cases = parse_junit(result.junit_xml) if result.junit_xml else None
+            if result.timed_out or cases is None:
+                why = "timed out" if result.timed_out else "wrote no readable JUnit report"
+                found.append(f"{state.name}: the checks {why}: {result.output_tail[-600:]}")
+                continue
+            if state.kind == "buggy":
+                passing = [t for t, o in select(cases, spec.fail_to_pass).items() if o == "passed"]
+                found += [f"buggy: FAIL_TO_PASS {t} passes before the reference" for t in passing]
+            else:
+                outcomes = select(cases, spec.fail_to_pass + spec.pass_to_pass)
+                found += [f"reference: {t} is {o}" for t, o in outcomes.items() if o != "passed"]
+        return found

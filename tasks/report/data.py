@@ -1,0 +1,174 @@
+"""What the report shows, read from a scored store (and optionally its benchmark).
+
+Why it is read this way:
+
+- Everything is read from the store's tables (`scores/*`, `runs`, `panels`, `suites`), so
+  a report can be made wherever the store is, long after the replay.
+- The store does not hold candidate diffs (the benchmark folder does; collect's
+  `candidates` dataset holds them for collected panels), so `benchmark` is optional: with
+  it the audit shows each candidate's diff and its benchmark note.
+- The audit reads the same runs the leaderboard scored: the newest run of each expected
+  (configuration, instance, state), ties broken by run key (`tasks.metrics.latest_runs`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from testprism.storage import Store, StoreError
+from testprism.tasks.model.benchmark import BenchmarkError, load_instance
+from testprism.tasks.score.metrics import latest_runs
+from testprism.tasks.model.outcome import Reason
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PatchText:
+    """A candidate's (or the reference's) diff and its benchmark note, for the audit."""
+
+    patch: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything the report shows, read from one store (and optionally its benchmark)."""
+
+    store: str
+    leaderboard: pl.DataFrame
+    instance_scores: pl.DataFrame
+    per_source: pl.DataFrame | None
+    comparisons: pl.DataFrame | None
+    rank_stability: pl.DataFrame | None
+    coverage: pl.DataFrame | None
+    coverage_summary: pl.DataFrame | None
+    audit: pl.DataFrame
+    patches: dict[tuple[str, str], PatchText]  # (instance_id, candidate_id or "reference")
+    patch_origin: str  # where the diffs came from, said in the report
+
+
+def audit_frame(store: Store) -> pl.DataFrame:
+    """Every expected run whose outcome disagrees with its state's label, with its tests.
+
+    One row per finding: `configuration, instance_id, source, state, candidate_id, label,
+    finding, outcome, reason, tests, stdout_tail`. The expected runs are suites × panels;
+    each is judged by the run the leaderboard scored (`tasks.metrics.latest_runs`), and a
+    run missing from the store is `E` with reason `not_run`, as the metrics count it. The
+    heavy columns (tests, output) are read for the findings only.
+    """
+    keys = ["configuration", "instance_id", "state", "candidate_id"]
+    scored = latest_runs(store).lazy().select(*keys, "outcome", "started_at")
+    panels = (
+        store.scan("panels")
+        .unique(["instance_id", "state", "candidate_id"])
+        .select("instance_id", "source", "state", "candidate_id", "label")
+    )
+    grid = store.scan("suites").select("configuration", "instance_id").unique().join(panels, on="instance_id")
+    outcome = pl.col("outcome").fill_null("E")
+    finding = (
+        pl.when((pl.col("state") == "buggy") & (outcome != "F")).then(pl.lit("buggy_not_rejected"))
+        .when((pl.col("state") == "reference") & (outcome != "P")).then(pl.lit("reference_not_accepted"))
+        .when((pl.col("label") == "valid") & (outcome == "F")).then(pl.lit("valid_rejected"))
+        .when((pl.col("label") == "invalid") & (outcome == "P")).then(pl.lit("invalid_accepted"))
+        .when((pl.col("state") == "candidate") & (outcome == "E")).then(pl.lit("unresolved"))
+    )
+    findings = (
+        grid.join(scored, on=keys, how="left", nulls_equal=True)
+        .with_columns(finding=finding)
+        .filter(pl.col("finding").is_not_null())
+        .collect()
+    )
+    match = [*keys, "started_at", "outcome"]
+    details = (
+        store.scan("runs")
+        .select(*match, "reason", "tests", "stdout_tail")
+        .join(findings.lazy().select(match).drop_nulls("started_at"), on=match, how="semi", nulls_equal=True)
+        .unique(keys, keep="any")
+        .collect()
+    )
+    return (
+        findings.join(details, on=match, how="left", nulls_equal=True)
+        .with_columns(
+            reason=pl.when(pl.col("outcome").is_null()).then(pl.lit(Reason.NOT_RUN.value)).otherwise(pl.col("reason")),
+            outcome=outcome,
+        )
+        .select("configuration", "instance_id", "source", "state", "candidate_id", "label", "finding", "outcome",
+                "reason", "tests", "stdout_tail")
+        .sort("configuration", "instance_id", "finding", "candidate_id", nulls_last=True)
+    )
+
+
+def _patches_from_benchmark(root: Path, instance_ids: Iterable[str]) -> dict[tuple[str, str], PatchText]:
+    """Diffs and notes of the named instances; an instance that is absent or does not load
+    is logged and left out (its findings are still shown, without diffs)."""
+    patches: dict[tuple[str, str], PatchText] = {}
+    for instance_id in sorted(set(instance_ids)):
+        folder = root / "instances" / instance_id
+        try:
+            instance = load_instance(folder)
+        except (BenchmarkError, OSError) as exc:
+            log.warning("report: no diffs for %s: %s", instance_id, exc)
+            continue
+        patches[(instance_id, "reference")] = PatchText(instance.reference.decode("utf-8", errors="replace"),
+                                                        instance.spec.summary)
+        for candidate in instance.candidates:
+            patches[(instance_id, candidate.id)] = PatchText(candidate.patch.decode("utf-8", errors="replace"),
+                                                             candidate.note)
+    return patches
+
+
+def _patches_from_store(store: Store) -> dict[tuple[str, str], PatchText]:
+    """Diffs of collected candidates (collect's `candidates` dataset), newest collection."""
+    frame = (
+        store.scan("candidates")
+        .sort("flow_run", descending=True)
+        .unique(["instance_id", "candidate_id"], keep="first")
+        .select("instance_id", "candidate_id", "patch")
+        .collect()
+    )
+    return {(r["instance_id"], r["candidate_id"]): PatchText(r["patch"]) for r in frame.iter_rows(named=True)}
+
+
+def _optional_table(store: Store, name: str) -> pl.DataFrame | None:
+    return store.read_table(name) if store.paths.score_table(name).is_file() else None
+
+
+def scored_store(store_root: Path | str) -> Store:
+    """The store to report on, refused (StoreError) when it is not there or was never
+    scored: called by the CLI before the report flow starts, and by the report itself."""
+    store = Store.existing(store_root)
+    leaderboard = store.paths.score_table("leaderboard")
+    if not leaderboard.is_file():
+        raise StoreError(f"{leaderboard}: field (file): missing; run `testprism score {store_root}` first")
+    return store
+
+
+def load_report_data(store_root: Path | str, benchmark_root: Path | str | None = None) -> ReportData:
+    """Read what the report needs."""
+    store = scored_store(store_root)
+    audit = audit_frame(store)
+    if benchmark_root is not None:
+        patches = _patches_from_benchmark(Path(benchmark_root), audit["instance_id"].to_list())
+        origin = f"benchmark {benchmark_root}"
+    else:
+        patches = _patches_from_store(store)
+        origin = "the store's collected candidates" if patches else ""
+    return ReportData(
+        store=str(store_root),
+        leaderboard=store.read_table("leaderboard"),
+        instance_scores=store.read_table("instance_scores"),
+        per_source=_optional_table(store, "per_source"),
+        comparisons=_optional_table(store, "comparisons"),
+        rank_stability=_optional_table(store, "rank_stability"),
+        coverage=_optional_table(store, "coverage"),
+        coverage_summary=_optional_table(store, "coverage_summary"),
+        audit=audit,
+        patches=patches,
+        patch_origin=origin,
+    )

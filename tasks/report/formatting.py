@@ -1,0 +1,35 @@
+"""How the report writes a value: escaped for HTML, numbers to fixed digits, metric names.
+
+The page (`html`) and its charts (`charts`) both write values, so the rules live here
+once: a rate reads the same in a table, a tooltip and an axis label, an undefined one is
+always "—", and every piece of text from the store goes through `esc` (suites and patches
+are untrusted) before it reaches the page.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+LABELS: dict[str, str] = {
+    "grr": "GRR", "car": "CAR", "wdr": "WDR", "f1": "F1", "ct_car": "CT-CAR", "ct_wdr": "CT-WDR",
+    "ct_f1": "CT-F1", "jvr": "JVR",
+}
+
+
+def esc(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def defined(value: float | None) -> bool:
+    return value is not None and not math.isnan(value)
+
+
+def num(value: float | None, digits: int = 3) -> str:
+    return f"{value:.{digits}f}" if defined(value) else "—"
+
+
+def p_value(value: float | None) -> str:
+    if not defined(value):
+        return "—"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"

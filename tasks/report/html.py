@@ -1,0 +1,431 @@
+"""The HTML report of a scored store: one self-contained file that opens offline.
+
+What it holds (docs/report.md): the leaderboard with 95% intervals, a radar per
+configuration, CAR vs WDR and CT-CAR vs CT-WDR scatter plots, JVR bars with interval
+whiskers, paired comparisons, per-source tables, coverage (ΔC, EC and their correlation
+with JVR), and the disagreement audit: per configuration and instance, the valid candidates
+its suite rejected and the invalid ones it accepted, with the failing tests, their messages
+and the candidate's diff.
+
+Why it is built this way:
+
+- What it shows is read by `data`, from the store's tables only; this module only writes.
+- Suites and patches are untrusted: every piece of text goes through `html.escape`
+  (`formatting.esc`), the file carries a Content-Security-Policy that forbids scripts and
+  any network fetch, and there is no script at all. Charts are inline SVG (`charts`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from importlib.metadata import version
+from pathlib import Path
+
+import polars as pl
+
+from testprism.tasks.model.hashing import digest
+from testprism.tasks.report.charts import RADAR_METRICS, Point, bars_svg, colours_of, radar_svg, scatter_svg
+from testprism.tasks.report.data import ReportData, load_report_data
+from testprism.tasks.report.formatting import LABELS, defined, esc, num, p_value
+from testprism.tasks.score.coverage.summary import summarise
+
+log = logging.getLogger(__name__)
+
+LEADERBOARD_METRICS: tuple[str, ...] = ("grr", "car", "wdr", "f1", "ct_car", "ct_wdr", "ct_f1", "jvr")
+
+#: Kinds of audit findings, in the order they are shown.
+FINDINGS: dict[str, str] = {
+    "valid_rejected": "valid candidate rejected",
+    "invalid_accepted": "invalid candidate accepted",
+    "reference_not_accepted": "reference not accepted",
+    "buggy_not_rejected": "buggy program not rejected",
+    "unresolved": "candidate unresolved (E)",
+}
+
+MAX_TESTS_SHOWN = 20
+MAX_TAIL_CHARS = 3000
+MAX_PATCH_CHARS = 40_000
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+
+
+def anchor(*parts: str) -> str:
+    """A stable element id for a configuration, instance or patch: readable when the names
+    are plain ([A-Za-z0-9_.-]), otherwise made safe and suffixed with a short hash."""
+    joined = "--".join(parts)
+    if re.fullmatch(r"[A-Za-z0-9_.-]+", joined):
+        return joined
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", joined).strip("-") or "x"
+    return f"{safe}-{digest('anchor', *parts)[:8]}"
+
+
+def _ordered(board: pl.DataFrame) -> pl.DataFrame:
+    return board.sort(["jvr", "configuration"], descending=[True, False], nulls_last=True)
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]], css: str = "") -> str:
+    """A table from already-escaped cells."""
+    head = "".join(f"<th>{h}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _with_interval(row: dict, metric: str) -> str:
+    value = num(row.get(metric))
+    lo, hi = row.get(f"{metric}_lo"), row.get(f"{metric}_hi")
+    if not (defined(lo) and defined(hi)):
+        return value
+    return f'{value}<br><span class="ci">[{num(lo)}, {num(hi)}]</span>'
+
+
+def _leaderboard_section(data: ReportData, counts: dict[str, dict[str, int]]) -> str:
+    stability = {}
+    if data.rank_stability is not None:
+        stability = {r["configuration"]: r for r in data.rank_stability.iter_rows(named=True)}
+    header = ["configuration", "n"] + [LABELS[m] for m in LEADERBOARD_METRICS] + ["P(first)", "audit"]
+    rows = []
+    for row in _ordered(data.leaderboard).iter_rows(named=True):
+        name = row["configuration"]
+        found = counts.get(name, {})
+        audit = (f'<a href="#{esc(anchor("audit", name))}">{found.get("valid_rejected", 0)} valid rejected, '
+                 f'{found.get("invalid_accepted", 0)} invalid accepted</a>')
+        rows.append([f'<a href="#{esc(anchor("audit", name))}">{esc(name)}</a>', esc(row["n_instances"])]
+                    + [_with_interval(row, m) for m in LEADERBOARD_METRICS]
+                    + [num(stability.get(name, {}).get("first_place_probability"), 2), audit])
+    return (
+        '<section id="leaderboard"><h2>Leaderboard</h2>'
+        '<p>Point estimates with 95% percentile intervals of a paired, source-stratified bootstrap; '
+        'best JVR first. P(first) is the share of bootstrap replicates in which the configuration has '
+        'the highest JVR (ties split). Each configuration links to its disagreement audit.</p>'
+        + _table(header, rows, "leaderboard") + "</section>"
+    )
+
+
+def _charts_section(data: ReportData, colours: dict[str, str]) -> str:
+    board = _ordered(data.leaderboard)
+    radars = "".join(
+        f'<figure class="radar"><figcaption>{esc(r["configuration"])}</figcaption>'
+        f'{radar_svg(r["configuration"], {m: r.get(m) for m in RADAR_METRICS}, colours[r["configuration"]])}</figure>'
+        for r in board.iter_rows(named=True)
+    )
+
+    def points(x: str, y: str) -> list[Point]:
+        return [Point(r["configuration"], r.get(x), r.get(y), r.get(f"{x}_lo"), r.get(f"{x}_hi"), r.get(f"{y}_lo"),
+                      r.get(f"{y}_hi")) for r in board.iter_rows(named=True)]
+
+    bars = [Point(r["configuration"], r.get("jvr"), None, r.get("jvr_lo"), r.get("jvr_hi"))
+            for r in board.iter_rows(named=True)]
+    return (
+        '<section id="charts"><h2>Charts</h2>'
+        '<h3>Six rates per configuration</h3><div class="radars">' + radars + "</div>"
+        '<h3>Solution bias against weak specification</h3>'
+        '<p>Upper right is best: CAR (valid candidates accepted) against WDR (invalid candidates rejected), '
+        'and their complete-task shares. Whiskers are 95% intervals.</p><div class="scatters">'
+        f'<figure>{scatter_svg(points("car", "wdr"), "CAR", "WDR", colours)}</figure>'
+        f'<figure>{scatter_svg(points("ct_car", "ct_wdr"), "CT-CAR", "CT-WDR", colours)}</figure></div>'
+        '<h3>JVR with 95% intervals</h3>'
+        f'<figure>{bars_svg(bars, "JVR", colours)}</figure></section>'
+    )
+
+
+def _comparisons_section(data: ReportData) -> str:
+    if data.comparisons is None or data.comparisons.is_empty():
+        return ('<section id="comparisons"><h2>Comparisons</h2><p>No comparisons (a single configuration).</p>'
+                "</section>")
+    rows = [
+        [esc(r["configuration"]), esc(r["leader"]), _with_interval(r, "delta_jvr"), esc(r["leader_only"]),
+         esc(r["other_only"]), p_value(r["mcnemar_p"]), p_value(r["mcnemar_p_holm"])]
+        for r in data.comparisons.sort("delta_jvr", "configuration", nulls_last=True).iter_rows(named=True)
+    ]
+    table = _table(["configuration", "leader", "ΔJVR (leader − it) [95%]", "leader only", "it only", "McNemar p",
+                    "Holm p"], rows)
+    stability = ""
+    if data.rank_stability is not None:
+        srows = [[esc(r["configuration"]), esc(r["point_rank"]), num(r["rank_stability"], 3),
+                  num(r["first_place_probability"], 3)]
+                 for r in data.rank_stability.sort("point_rank", "configuration").iter_rows(named=True)]
+        stability = ("<h3>Rank stability</h3><p>Share of bootstrap replicates that keep each configuration's rank, "
+                     "and its first-place probability.</p>"
+                     + _table(["configuration", "rank", "rank stability", "P(first)"], srows))
+    return (
+        '<section id="comparisons"><h2>Comparisons with the leader</h2>'
+        '<p>Paired difference in JVR with its bootstrap interval; exact McNemar test on the instances where '
+        'exactly one of the two is jointly valid, Holm-adjusted over the comparisons.</p>'
+        + table + stability + "</section>"
+    )
+
+
+def _per_source_section(data: ReportData) -> str:
+    if data.per_source is None or data.per_source.is_empty():
+        return ""
+    rows = [[esc(r["source"]), esc(r["configuration"]), esc(r["n_instances"])]
+            + [num(r[m]) for m in LEADERBOARD_METRICS]
+            for r in data.per_source.sort("source", "configuration").iter_rows(named=True)]
+    return ('<section id="per-source"><h2>Per source</h2><p>Every metric within each source of instances.</p>'
+            + _table(["source", "configuration", "n"] + [LABELS[m] for m in LEADERBOARD_METRICS], rows)
+            + "</section>")
+
+
+def _coverage_section(data: ReportData) -> str:
+    head = '<section id="coverage"><h2>Coverage of the reference change</h2>'
+    if data.coverage is None or data.coverage_summary is None:
+        return (head + "<p>Coverage was not measured for this store. It is measured on the reference state by "
+                "the score flow when given the benchmark (see docs/report.md).</p></section>")
+    joined = data.coverage.join(data.instance_scores.select("configuration", "instance_id", "s"),
+                                on=["configuration", "instance_id"], how="inner")
+    pooled = {"configuration": "all configurations (pooled)", **summarise(joined)}
+
+    def correlation(r: dict, name: str) -> str:
+        if not defined(r[name]):
+            return "—"
+        return f'{num(r[name])} <span class="ci">p {p_value(r[f"{name}_p"])}</span>'
+
+    def cells(r: dict) -> list[str]:
+        return [esc(r["configuration"]), esc(r["n_instances"]), num(r["delta_c"]), num(r["ec"]), num(r["jvr"])] + [
+            correlation(r, f"{m}_{s}") for m in ("delta_c", "ec") for s in ("spearman", "pearson")
+        ]
+
+    rows = [cells(r) for r in data.coverage_summary.sort("configuration").iter_rows(named=True)] + [cells(pooled)]
+    summary = _table(["configuration", "n", "mean ΔC", "mean EC", "JVR", "Spearman ΔC~S", "Pearson ΔC~S",
+                      "Spearman EC~S", "Pearson EC~S"], rows)
+    def fraction(part: int | None, whole: int | None) -> str:
+        return "" if whole is None else f' <span class="ci">{part}/{whole}</span>'
+
+    detail_rows = []
+    for r in joined.sort("configuration", "instance_id").iter_rows(named=True):
+        missed = ", ".join(list(r["missed_lines"] or []) + list(r["missed_functions"] or []))
+        detail_rows.append([
+            esc(r["configuration"]), esc(r["instance_id"]),
+            num(r["delta_c"]) + fraction(r["covered_lines"], r["changed_lines"]),
+            num(r["ec"]) + fraction(r["entered_functions"], r["changed_functions"]),
+            num(r["s"], 0), esc(r["reason"] or ""), f"<code>{esc(missed)}</code>",
+        ])
+    detail = _table(["configuration", "instance", "ΔC", "EC", "S", "reason", "missed (never executed / entered)"],
+                    detail_rows)
+    return (
+        head + "<p>ΔC: the lines the reference adds or changes that the suite executes, over those lines. EC: the "
+        "functions the reference changes that the suite enters, over those functions. Both on the reference state, "
+        "with coverage in every Python process of the run. Correlations are with the instance's joint validity S "
+        "(Pearson on a 0/1 variable is the point-biserial correlation); undefined (—) when S or the coverage is "
+        "constant or fewer than three instances are measured.</p>" + summary
+        + f"<details><summary>Per instance ({len(detail_rows)} rows)</summary>{detail}</details></section>"
+    )
+
+
+def _tests_html(tests: Sequence[dict] | None, wanted: tuple[str, ...]) -> tuple[str, int]:
+    """Tests whose outcome is in `wanted`, at most MAX_TESTS_SHOWN; returns (html, count)."""
+    chosen = [t for t in (tests or []) if t["outcome"] in wanted]
+    items = []
+    for test in chosen[:MAX_TESTS_SHOWN]:
+        message = f'<pre class="message">{esc(test["message"])}</pre>' if test.get("message") else ""
+        items.append(f'<li><code class="test">{esc(test["name"])}</code> <span class="outcome">{esc(test["outcome"])}'
+                     f"</span>{message}</li>")
+    more = len(chosen) - MAX_TESTS_SHOWN
+    if more > 0:
+        items.append(f"<li>… and {more} more</li>")
+    return (f'<ul class="tests">{"".join(items)}</ul>' if items else ""), len(chosen)
+
+
+def _tail_html(tail: str | None) -> str:
+    if not tail:
+        return ""
+    return (f"<details><summary>output tail</summary><pre class=\"tail\">{esc(tail[-MAX_TAIL_CHARS:])}</pre>"
+            "</details>")
+
+
+def _finding_html(row: dict, data: ReportData) -> str:
+    kind = row["finding"]
+    subject = row["candidate_id"] or row["state"]
+    key = (row["instance_id"], row["candidate_id"] or "reference")
+    patch = data.patches.get(key)
+    head = (f'<span class="kind">{esc(FINDINGS[kind])}</span> <code class="candidate">{esc(subject)}</code> '
+            f'<span class="outcome">{esc(row["outcome"])}{" / " + esc(row["reason"]) if row["reason"] else ""}</span>')
+    if patch is not None and row["state"] != "buggy":
+        head += f' · <a href="#{esc(anchor("patch", *key))}">diff</a>'
+    note = ""
+    if patch is not None and patch.note and row["state"] == "candidate":
+        note = f'<p class="note">{esc(patch.note)}</p>'
+    if kind in ("invalid_accepted", "buggy_not_rejected") and row["outcome"] == "P":
+        passed, count = _tests_html(row["tests"], ("passed",))
+        body = (f"<details><summary>all {count} tests passed</summary>{passed}</details>" if count
+                else "<p>exit status 0, no JUnit report</p>")
+    else:
+        failing, count = _tests_html(row["tests"], ("failed", "error"))
+        body = failing if count else ""
+        if not count or row["outcome"] == "E":
+            body += _tail_html(row["stdout_tail"])
+    return (f'<li class="finding {esc(kind.replace("_", "-"))}" data-instance="{esc(row["instance_id"])}" '
+            f'data-candidate="{esc(subject)}">{head}{note}{body}</li>')
+
+
+def _tally(findings: pl.DataFrame) -> list[tuple[str, int]]:
+    """How many findings of each kind, in FINDINGS order."""
+    counts = dict(findings["finding"].value_counts().iter_rows())
+    return [(kind, counts[kind]) for kind in FINDINGS if kind in counts]
+
+
+def _audit_section(data: ReportData, max_findings: int) -> str:
+    parts = [
+        '<section id="audit"><h2>Disagreement audit</h2>'
+        "<p>Per configuration and instance: valid candidates its suite rejected (solution bias), invalid candidates "
+        "it accepted (weak specification), references it did not accept or buggy programs it did not reject (the "
+        "fail-to-pass transition), and candidates it left unresolved. Failing tests show their assertion message; "
+        "each candidate links to its diff.</p>"
+    ]
+    if not data.patch_origin:
+        parts.append('<p class="warning">Diffs are not shown: the store does not hold them. Pass <code>--benchmark '
+                     "DIR</code> to include them.</p>")
+    by_configuration = {name: frame for (name,), frame in data.audit.group_by("configuration")}
+    for name in _ordered(data.leaderboard)["configuration"].to_list():
+        frame = by_configuration.get(name, data.audit.clear())
+        summary = "; ".join(f"{FINDINGS[kind]}: {n}" for kind, n in _tally(frame)) or "no disagreement"
+        parts.append(f'<section class="audit-configuration" id="{esc(anchor("audit", name))}"><h3>{esc(name)}</h3>'
+                     f'<p class="audit-summary">{esc(summary)}</p>')
+        shown = frame.head(max_findings)
+        for (instance_id,), group in sorted(shown.group_by("instance_id"), key=lambda item: item[0]):
+            line = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in _tally(group))
+            items = "".join(_finding_html(r, data) for r in group.iter_rows(named=True))
+            parts.append(f'<details class="audit-instance" id="{esc(anchor("audit", name, instance_id))}">'
+                         f'<summary><code>{esc(instance_id)}</code> <span class="source">{esc(group["source"][0])}'
+                         f'</span> — {esc(line)}</summary><ul class="findings">{items}</ul></details>')
+        if frame.height > max_findings:
+            parts.append(f'<p class="warning">{frame.height - max_findings} more findings are not shown; read them '
+                         "from the store (docs/report.md).</p>")
+        parts.append("</section>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _diff_html(text: str) -> str:
+    if len(text) > MAX_PATCH_CHARS:
+        text = text[:MAX_PATCH_CHARS] + f"\n… cut at {MAX_PATCH_CHARS} characters\n"
+    lines = []
+    for line in text.splitlines():
+        css = ("add" if line.startswith("+") and not line.startswith("+++") else
+               "del" if line.startswith("-") and not line.startswith("---") else
+               "hunk" if line.startswith("@@") else "")
+        lines.append(f'<span class="{css}">{esc(line)}</span>' if css else esc(line))
+    return '<pre class="diff">' + "\n".join(lines) + "</pre>"
+
+
+def _patches_section(data: ReportData, max_findings: int) -> str:
+    shown = pl.concat([frame.head(max_findings) for _, frame in data.audit.group_by("configuration")]) \
+        if data.audit.height else data.audit
+    keys = sorted({(r["instance_id"], r["candidate_id"] or "reference") for r in shown.iter_rows(named=True)
+                   if r["state"] != "buggy"})
+    wanted = sorted(set(keys) | {(i, "reference") for i, _ in keys})
+    blocks = []
+    for key in wanted:
+        patch = data.patches.get(key)
+        if patch is None:
+            continue
+        instance_id, candidate_id = key
+        note = f'<p class="note">{esc(patch.note)}</p>' if patch.note else ""
+        blocks.append(f'<div class="patch" id="{esc(anchor("patch", *key))}"><h4><code>{esc(instance_id)}</code> / '
+                      f"<code>{esc(candidate_id)}</code></h4>{note}{_diff_html(patch.patch)}</div>")
+    if not blocks:
+        return ""
+    return (f'<section id="patches"><h2>Diffs</h2><p>From {esc(data.patch_origin)}: every candidate in the audit, and '
+            "its instance's reference.</p>" + "".join(blocks) + "</section>")
+
+
+STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1180px;padding:1rem 1.5rem;
+color:#1b1b1b;line-height:1.45}
+h1{margin-bottom:.2rem}h2{border-bottom:1px solid #ccc;padding-bottom:.2rem;margin-top:2.2rem}
+nav a{margin-right:1rem}table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}
+th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:right;vertical-align:top}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+.ci{color:#666;font-size:.8em;white-space:nowrap}.warning{color:#8a4b00}
+.radars,.scatters{display:flex;flex-wrap:wrap;gap:1rem}figure{margin:.3rem}figcaption{font-weight:600;text-align:center}
+svg .grid{fill:none;stroke:#ddd}svg .axis{stroke:#bbb}svg .frame{fill:none;stroke:#999}
+svg .label{font-size:11px;fill:#333}svg .tick{font-size:10px;fill:#555}svg .point-label{font-size:11px;font-weight:600}
+svg .whisker{stroke-width:1.5}svg .ci{stroke:#222;stroke-width:1.5}
+details{margin:.3rem 0}summary{cursor:pointer}
+.findings{list-style:none;padding-left:.5rem}.finding{border-left:4px solid #999;margin:.5rem 0;padding:.2rem .6rem}
+.finding.valid-rejected{border-color:#D55E00}.finding.invalid-accepted{border-color:#0072B2}
+.finding.reference-not-accepted,.finding.buggy-not-rejected{border-color:#CC79A7}.kind{font-weight:600}
+.note{margin:.2rem 0;color:#444;font-style:italic}.source{color:#666}
+pre{background:#f7f7f7;padding:.4rem;overflow:auto;max-height:28em;font-size:.82rem;white-space:pre-wrap}
+pre.diff .add{color:#055d20;background:#e6ffec}pre.diff .del{color:#82071e;background:#ffebe9}
+pre.diff .hunk{color:#6639ba}.patch{margin:1rem 0}
+"""
+
+
+def render_report(data: ReportData, *, generated_at: datetime | None = None, max_findings: int = 2000) -> str:
+    """The whole HTML document. `max_findings` bounds the audit per configuration, so a
+    report of a million runs stays a file a browser opens."""
+    board = _ordered(data.leaderboard)
+    colours = colours_of(board["configuration"].to_list())
+    counts: dict[str, dict[str, int]] = {}
+    for row in data.audit.group_by("configuration", "finding").len().iter_rows(named=True):
+        counts.setdefault(row["configuration"], {})[row["finding"]] = row["len"]
+    when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    n_instances = data.instance_scores["instance_id"].n_unique()
+    n_sources = data.instance_scores["source"].n_unique()
+    sections = [
+        _leaderboard_section(data, counts),
+        _charts_section(data, colours),
+        _comparisons_section(data),
+        _per_source_section(data),
+        _coverage_section(data),
+        _audit_section(data, max_findings),
+        _patches_section(data, max_findings),
+    ]
+    nav = "".join(f'<a href="#{target}">{title}</a>' for target, title in (
+        ("leaderboard", "Leaderboard"), ("charts", "Charts"), ("comparisons", "Comparisons"),
+        ("per-source", "Per source"), ("coverage", "Coverage"), ("audit", "Audit")))
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>testprism report — {esc(data.store)}</title><style>{STYLE}</style></head><body>"
+        f"<header><h1>testprism report</h1><p>Store <code>{esc(data.store)}</code>: {board.height} configurations, "
+        f"{n_instances} instances from {n_sources} sources. Generated {esc(when)} by testprism "
+        f"{esc(version('testprism'))}.</p><nav>{nav}</nav></header><main>"
+        + "".join(sections) + "</main></body></html>\n"
+    )
+
+
+def write_report(
+    store_root: Path | str, out: Path | str, benchmark_root: Path | str | None = None, *, max_findings: int = 2000
+) -> Path:
+    """Render the report of a scored store into `out`, atomically (a reader never sees a
+    half-written file)."""
+    data = load_report_data(store_root, benchmark_root)
+    text = render_report(data, max_findings=max_findings)
+    target = Path(out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the report from a web server or a colleague
+        os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    log.info("report of %s written to %s (%d KiB, %d findings)", store_root, target, len(text) // 1024,
+             data.audit.height)
+    return target
+
+
+def artifact_markdown(report: Path, leaderboard: pl.DataFrame) -> str:
+    """The Prefect artifact: where the report is, and the leaderboard's headline."""
+    lines = [
+        "# testprism report",
+        "",
+        f"[Open the report]({report.resolve().as_uri()}) — `{report.resolve()}` (a self-contained HTML file).",
+        "",
+        "| configuration | JVR [95% CI] | CAR | WDR | GRR |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in _ordered(leaderboard).iter_rows(named=True):
+        name = r["configuration"].replace("|", "\\|")
+        lines.append(f"| {name} | {num(r['jvr'])} [{num(r.get('jvr_lo'))}, {num(r.get('jvr_hi'))}] | "
+                     f"{num(r['car'])} | {num(r['wdr'])} | {num(r['grr'])} |")
+    return "\n".join(lines) + "\n"
