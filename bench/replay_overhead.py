@@ -65,7 +65,9 @@ from rich.table import Table
 
 from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
 from testprism.tasks.sandbox.base import Limits, RunRequest
-from testprism.tasks.sandbox.docker import DockerBackend, api_client, environment_tag
+from testprism.tasks.sandbox.docker.backend import DockerBackend
+from testprism.tasks.sandbox.docker.engine import api_client
+from testprism.tasks.sandbox.docker.environment_image import environment_tag
 from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.model.state import materialise, states_of
 from testprism.tasks.model.workdir import WorkPaths

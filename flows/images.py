@@ -1,5 +1,5 @@
 """`testprism images`: the docker backend's images (build, list, prune). CLI only: the work
-is in tasks/sandbox/docker.py."""
+is in tasks/sandbox/docker/."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def build(
     from testprism.tasks.model.benchmark import load_benchmark
     from testprism.tasks.sandbox.environment import EnvironmentBuildError
     from testprism.tasks.sandbox.base import SandboxError
-    from testprism.tasks.sandbox.docker import DockerBackend, environment_tag
+    from testprism.tasks.sandbox.docker.backend import DockerBackend
+    from testprism.tasks.sandbox.docker.environment_image import environment_tag
     from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
     bench = load_benchmark(benchmark)
@@ -61,7 +62,8 @@ def build(
 @images_app.command("list")
 def list_(all_: Annotated[bool, typer.Option("--all", help="also show each image's packages")] = False) -> None:
     """testprism's images: the base and one per environment."""
-    from testprism.tasks.sandbox.docker import api_client, list_images
+    from testprism.tasks.sandbox.docker.engine import api_client
+    from testprism.tasks.sandbox.docker.images import list_images
 
     images = list_images(api_client())
     table = Table(title="testprism images")
@@ -83,7 +85,9 @@ def prune(
     """Remove environment images (all, or those the `--keep` benchmark does not use), and
     run containers left by crashed processes."""
     from testprism.tasks.model.benchmark import load_benchmark
-    from testprism.tasks.sandbox.docker import DockerBackend, api_client, prune_images
+    from testprism.tasks.sandbox.docker.backend import DockerBackend
+    from testprism.tasks.sandbox.docker.engine import api_client
+    from testprism.tasks.sandbox.docker.images import prune_images
     from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
     kept = {i.spec.environment.key for i in load_benchmark(keep).instances.values()} if keep else None

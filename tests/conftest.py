@@ -48,7 +48,7 @@ def _sandbox_problem() -> str | None:
 
 
 def _docker_problem() -> str | None:
-    from testprism.tasks.sandbox.docker import engine_answers
+    from testprism.tasks.sandbox.docker.engine import engine_answers
 
     if engine_answers():
         return None

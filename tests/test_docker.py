@@ -20,9 +20,11 @@ import pytest
 from testprism.storage import Store
 from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
 from testprism.tasks.sandbox.environment import EnvironmentBuildError
-from testprism.tasks.sandbox import docker as docker_backend  # registers "docker"
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxUnavailable
-from testprism.tasks.sandbox.docker import DockerBackend
+from testprism.tasks.sandbox.docker.backend import DockerBackend  # registers "docker"
+from testprism.tasks.sandbox.docker.base_image import DEFAULT_BASE
+from testprism.tasks.sandbox.docker.engine import BUILD_PREFIX, LABEL, OWNER_LABEL, RUN_LABEL, SESSION_LABEL, api_client
+from testprism.tasks.sandbox.docker.environment_image import ENV_REPOSITORY, environment_tag
 from testprism.tasks.model.workdir import WorkPaths
 from tests.docker_fixture import EXPECTED, make_docker_benchmark
 
@@ -71,9 +73,9 @@ def request_for(b: DockerBackend, tree: Path, command: str, **limits) -> RunRequ
 
 
 def our_containers(b: DockerBackend) -> list[dict]:
-    api = docker_backend.api_client()
+    api = api_client()
     try:
-        return api.containers(all=True, filters={"label": f"{docker_backend.SESSION_LABEL}={b.session}"})
+        return api.containers(all=True, filters={"label": f"{SESSION_LABEL}={b.session}"})
     finally:
         api.close()
 
@@ -324,9 +326,9 @@ def test_every_container_is_removed(backend, empty_tree):
 def test_an_image_pruned_during_a_replay_is_built_again(reuse, backend, empty_tree):
     b = DockerBackend(backend.work, reuse=reuse, prewarm=False)
     b.environment = b.prepare(EnvironmentSpec(packages=()))
-    api = docker_backend.api_client()
+    api = api_client()
     try:
-        api.remove_image(docker_backend.environment_tag(b.environment.name), force=True)
+        api.remove_image(environment_tag(b.environment.name), force=True)
     finally:
         api.close()
     result = b.run(request_for(b, empty_tree, "python -c 'print(6 * 7)'"))
@@ -335,15 +337,15 @@ def test_an_image_pruned_during_a_replay_is_built_again(reuse, backend, empty_tr
 
 
 def test_sweep_removes_only_leftovers_of_dead_processes(backend):
-    api = docker_backend.api_client()
+    api = api_client()
     dead = subprocess.Popen(["true"])
     dead.wait()
     gone_owner = f"{socket.gethostname()}:{dead.pid}:0"
-    labels = {docker_backend.LABEL: "1", docker_backend.RUN_LABEL: "1"}
-    tag = f"{docker_backend.ENV_REPOSITORY}:{backend.environment.name}"
-    leftover = api.create_container(tag, command=["true"], labels={**labels, docker_backend.OWNER_LABEL: gone_owner})["Id"]
-    alive = api.create_container(tag, command=["true"], labels={**labels, docker_backend.OWNER_LABEL: backend.owner})["Id"]
-    build = api.create_container(tag, command=["true"], name=f"{docker_backend.BUILD_PREFIX}{dead.pid}.0-cafe")["Id"]
+    labels = {LABEL: "1", RUN_LABEL: "1"}
+    tag = f"{ENV_REPOSITORY}:{backend.environment.name}"
+    leftover = api.create_container(tag, command=["true"], labels={**labels, OWNER_LABEL: gone_owner})["Id"]
+    alive = api.create_container(tag, command=["true"], labels={**labels, OWNER_LABEL: backend.owner})["Id"]
+    build = api.create_container(tag, command=["true"], name=f"{BUILD_PREFIX}{dead.pid}.0-cafe")["Id"]
     workspace = backend.work.workspaces / f"docker-{dead.pid}.0-abc"
     workspace.mkdir(parents=True)
     try:
@@ -383,15 +385,15 @@ def test_images_cli_builds_lists_and_prunes(backend, parity_bench):
     assert listed.exit_code == 0, listed.output
     assert "testprism-base" in listed.output and "environment" in listed.output
     # prune --keep: what the benchmark uses stays, an unused environment image goes
-    api = docker_backend.api_client()
-    tag = f"{docker_backend.ENV_REPOSITORY}:{backend.environment.name}"
+    api = api_client()
+    tag = f"{ENV_REPOSITORY}:{backend.environment.name}"
     holder = api.create_container(tag, command=["true"])["Id"]
-    api.commit(holder, repository=docker_backend.ENV_REPOSITORY, tag="unused-by-tests",
+    api.commit(holder, repository=ENV_REPOSITORY, tag="unused-by-tests",
                conf={"Labels": {"testprism.kind": "environment", "testprism.environment": "unused"}})
     api.remove_container(holder, force=True)
     pruned = runner.invoke(images_app, ["prune", "--keep", str(parity_bench)])
     assert pruned.exit_code == 0, pruned.output
     remaining = {t for image in api.images(filters={"label": "testprism=1"}) for t in image.get("RepoTags") or ()}
-    assert f"{docker_backend.ENV_REPOSITORY}:unused-by-tests" not in remaining
-    assert tag in remaining and docker_backend.DEFAULT_BASE in remaining
+    assert f"{ENV_REPOSITORY}:unused-by-tests" not in remaining
+    assert tag in remaining and DEFAULT_BASE in remaining
     api.close()

@@ -38,7 +38,7 @@ def backend(request, work, require) -> Iterator[SandboxBackend]:
         made: SandboxBackend = LocalBackend(work)
     else:
         request.getfixturevalue("docker_engine")
-        from testprism.tasks.sandbox.docker import DockerBackend
+        from testprism.tasks.sandbox.docker.backend import DockerBackend
 
         made = DockerBackend(work, reuse=request.param == "docker-reused")
     yield made

@@ -1,0 +1,80 @@
+"""A run's workspace in its container.
+
+Two ways to put a fresh workspace in a container, chosen once per backend (`copy_mode`):
+`bind` (the engine runs on this host: a fresh host copy, bind-mounted; the cheapest) and
+`archive` (a remote or rootless engine: a tar copied in with put_archive, the JUnit XML
+fetched back with get_archive). Either way every entry belongs to the run's uid.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import socket
+import tarfile
+import tempfile
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from testprism.tasks.sandbox.base import RunRequest
+from testprism.tasks.sandbox.docker.engine import _errors
+from testprism.tasks.sandbox.workspace import fill_workspace
+
+if TYPE_CHECKING:
+    from docker import APIClient
+
+WORKSPACE = PurePosixPath("/workspace")
+JUNIT_MAX_BYTES = 8 * 1024 * 1024
+
+
+def copy_mode(api: APIClient) -> str:  # noqa: D401
+    """`$TESTPRISM_DOCKER_COPY` (bind | archive), else bind when the engine shares this
+    host's filesystem and uids (same host name, not rootless), else archive."""
+    forced = os.environ.get("TESTPRISM_DOCKER_COPY", "")
+    if forced in ("bind", "archive"):
+        return forced
+    info = api.info()
+    rootless = any("rootless" in opt for opt in info.get("SecurityOptions") or ())
+    return "bind" if info.get("Name") == socket.gethostname() and not rootless else "archive"
+
+
+def workspace_archive(request: RunRequest, uid: int, staging_root: Path) -> tuple[tempfile.SpooledTemporaryFile, str]:
+    """The archive-mode workspace: the one fill (tasks/sandbox/workspace.py) in a staging
+    folder, as a tar of `workspace/program` and `workspace/out` to extract at `/`, every
+    entry owned by `uid` and links stored as links. Returns it and how the suite's patch
+    applied."""
+    buffer = tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024)
+    staging = Path(tempfile.mkdtemp(prefix="archive-", dir=staging_root))
+    try:
+        installed = fill_workspace(request, staging)
+
+        def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+            info.uid = info.gid = uid
+            info.uname = info.gname = ""
+            return info
+
+        with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            tar.add(str(staging), arcname=str(WORKSPACE.relative_to("/")), filter=owned)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    buffer.seek(0)
+    return buffer, installed
+
+
+def _fetch_junit(api: APIClient, container: str) -> bytes | None:
+    """Archive mode: the JUnit XML the run wrote, if a regular file."""
+    errors = _errors()
+    try:
+        stream, info = api.get_archive(container, f"{WORKSPACE}/out/junit.xml")
+    except errors.NotFound:
+        return None
+    data = b"".join(stream)
+    if info.get("linkTarget"):
+        return None
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        member = tar.next()
+        if member is None or not member.isreg():
+            return None
+        content = tar.extractfile(member)
+        return content.read(JUNIT_MAX_BYTES) if content else None

@@ -1,0 +1,274 @@
+"""The `docker` backend: one image per environment, a fresh container per run.
+
+Guarantees (docs/docker.md): every run gets a new container from its environment's image,
+with no network (`network_mode=none`: loopback only), a memory limit without swap, a
+process limit (`pids_limit`), a CPU quota, rlimits on file size, open files and core dumps,
+no capabilities and no privilege escalation, running as an unprivileged uid of its own.
+The state tree and the suite are copied for the run alone (a bind-mounted host copy, or a
+tar archive when the engine is remote), so nothing one run writes is seen by another; a
+wall-clock timeout or output past the bound kills the container; the container is removed
+whatever happens. Containers are labelled so that `sweep()` removes those a crashed
+process left behind.
+
+Images: the environment image (environment_image.py) is the base image (base_image.py)
+plus a virtualenv with the environment's packages, built once: the only step with network.
+Runs: a fresh container each (fresh.py), or, in fast mode (`TESTPRISM_DOCKER_REUSE=1` or
+`reuse=True`, reused.py), one container per environment and thread whose workspace is
+reset between runs: cheaper, weaker isolation (docs/docker.md).
+
+The docker SDK is imported lazily (engine.py), so testprism works without the `docker` extra.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.workdir import WorkPaths, locked, orphaned_workspaces
+from testprism.tasks.sandbox.base import (
+    ExecResult,
+    RunRequest,
+    SandboxBackend,
+    SandboxError,
+    SandboxUnavailable,
+    register,
+)
+from testprism.tasks.sandbox.docker.archive import copy_mode
+from testprism.tasks.sandbox.docker.base_image import base_image_name, ensure_base_image
+from testprism.tasks.sandbox.docker.engine import (
+    BUILD_PREFIX,
+    OWNER_LABEL,
+    RUN_LABEL,
+    _errors,
+    _owner,
+    _owner_alive,
+    api_client,
+    engine_answers,
+)
+from testprism.tasks.sandbox.docker.environment_image import (
+    ENV_ROOT,
+    build_environment_image,
+    environment_image_key,
+    environment_tag,
+)
+from testprism.tasks.sandbox.docker.fresh import _FreshRuns
+from testprism.tasks.sandbox.docker.reused import _ReusedRuns
+
+if TYPE_CHECKING:
+    from docker import APIClient
+
+log = logging.getLogger(__name__)
+
+
+@register("docker")
+class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
+    """Runs each suite in a container. See the module docstring and docs/docker.md."""
+
+    def __init__(
+        self,
+        work: WorkPaths,
+        *,
+        trusted: bool = False,
+        unsafe: bool = False,
+        base_image: str | None = None,
+        reuse: bool | None = None,
+        cpus: float | None = None,
+        copy: str | None = None,
+        prewarm: bool | None = None,
+    ) -> None:
+        super().__init__(work)
+        self.base_name = base_image_name(base_image)
+        self.reuse = reuse if reuse is not None else os.environ.get("TESTPRISM_DOCKER_REUSE", "") not in ("", "0")
+        self.cpus = cpus if cpus is not None else float(os.environ.get("TESTPRISM_DOCKER_CPUS") or 1.0)
+        self.isolation = "container-reused" if self.reuse else "container"
+        self._local = threading.local()
+        self._clients: list[APIClient] = []
+        self._clients_lock = threading.Lock()
+        api = self._api()
+        try:
+            self.copy = copy or copy_mode(api)
+        except Exception as exc:  # noqa: BLE001 - any failure to answer means unavailable
+            raise SandboxUnavailable(
+                f"no Docker engine answers ({exc}); start one (CI: .ci/start-dockerd) or set DOCKER_HOST"
+            ) from exc
+        work.ensure()  # bind mode's workspaces, archive mode's staging folders
+        if prewarm is None:
+            prewarm = os.environ.get("TESTPRISM_DOCKER_PREWARM", "1") not in ("", "0")
+        self.prewarm = prewarm and self.copy == "bind" and not self.reuse
+        self.owner = _owner()
+        self.session = secrets.token_hex(8)
+        self._handles: dict[str, Path] = {}
+        self._specs: dict[str, EnvironmentSpec] = {}  # image key -> what it was built from
+        self._base: dict | None = None
+        self._lock = threading.Lock()
+        self._key_locks: dict[str, threading.Lock] = {}
+        self._idle = {}
+        self._all_reused = []
+        self._warm = {}
+        self._coming = {}
+        self._in_flight = 0
+        self._closing = False
+        self._filler = ThreadPoolExecutor(max_workers=2, thread_name_prefix="docker-prestart")
+
+    def _api(self) -> APIClient:
+        """One client per thread: the SDK's session is not meant to be shared by threads."""
+        api = getattr(self._local, "api", None)
+        if api is None:
+            api = self._local.api = api_client()
+            with self._clients_lock:
+                self._clients.append(api)
+        return api
+
+    @classmethod
+    def default_concurrency(cls) -> int:
+        # Suites are CPU-bound, and so is starting a container (dockerd, containerd, the
+        # shim and runc spend ~0.2 s of CPU on each); more runs than cores only queue for
+        # the CPU and stretch timeouts. Measured in docs/docker.md.
+        return max(1, os.cpu_count() or 1)
+
+    # -- environments ------------------------------------------------------------------------
+
+    def base(self) -> dict:
+        with self._lock:
+            if self._base is None:
+                self._base = ensure_base_image(self._api(), self.base_name)
+            return self._base
+
+    def prepare(self, environment: EnvironmentSpec) -> Path:
+        """Build (once, across processes) the image of an environment; the handle is the
+        venv's path inside it, whose name is the image key."""
+        handle = self._handles.get(environment.key)
+        if handle is not None:
+            return handle
+        base = self.base()
+        key = environment_image_key(base, environment)
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock, locked(self.work.root / "docker" / f"{key}.lock"):
+            api = self._api()
+            if not self._image_exists(api, environment_tag(key)):
+                build_environment_image(api, self.base_name, base, environment, key)
+        handle = Path(ENV_ROOT / key)
+        self._handles[environment.key] = handle
+        self._specs[key] = environment
+        return handle
+
+    def _image_exists(self, api: APIClient, tag: str) -> bool:
+        errors = _errors()
+        try:
+            api.inspect_image(tag)
+            return True
+        except errors.ImageNotFound:
+            return False
+        except errors.APIError as exc:
+            raise SandboxError(f"docker: cannot inspect {tag}: {exc}") from exc
+
+    def _tag_of(self, request: RunRequest) -> str:
+        handle = PurePosixPath(request.environment)
+        if handle.parent != ENV_ROOT:
+            raise SandboxError(f"docker: {request.environment} is not an environment prepared by this backend")
+        return environment_tag(handle.name)
+
+    def _run_on(self, request: RunRequest, tag: str) -> ExecResult:
+        return self._run_reused(request, tag) if self.reuse else self._run_fresh(request, tag)
+
+    def _forget(self, tag: str) -> EnvironmentSpec | None:
+        """The image vanished (pruned under us): the next prepare() rebuilds it. Returns
+        what it was built from, when this backend built or found it."""
+        key = tag.rsplit(":", 1)[1]
+        for spec_key, handle in list(self._handles.items()):
+            if handle.name == key:
+                del self._handles[spec_key]
+        return self._specs.get(key)
+
+    # -- runs --------------------------------------------------------------------------------
+
+    def run(self, request: RunRequest) -> ExecResult:
+        tag = self._tag_of(request)
+        errors = _errors()
+        with self._lock:
+            self._in_flight += 1
+        try:
+            try:
+                return self._run_on(request, tag)
+            except errors.ImageNotFound as exc:
+                # Pruned under a running replay (`testprism images prune` elsewhere): build
+                # it again, once, rather than fail every remaining run of the environment.
+                spec = self._forget(tag)
+                if spec is None:
+                    raise SandboxError(f"docker: image {tag} is gone: {exc}") from exc
+                log.warning("docker: image %s vanished during the replay; building it again", tag)
+                self.prepare(spec)
+                return self._run_on(request, tag)
+        except errors.ImageNotFound as exc:
+            self._forget(tag)
+            raise SandboxError(f"docker: image {tag} is gone: {exc}") from exc
+        except OSError as exc:  # the SDK's APIError and requests' errors are OSErrors too
+            raise SandboxError(f"docker: {exc}") from exc
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def close(self) -> None:
+        with self._lock:
+            self._closing = True
+        self._filler.shutdown(wait=True, cancel_futures=True)
+        with self._lock:
+            reused, self._all_reused, self._idle = self._all_reused, [], {}
+            warm, self._warm = [b for boxes in self._warm.values() for b in boxes], {}
+        api = self._api()
+        for reusable in reused:
+            self._discard(api, reusable)
+        for box in warm:
+            self._discard_box(api, box)
+        with self._clients_lock:
+            clients, self._clients = self._clients, []
+        for client in clients:
+            client.close()
+        self._local = threading.local()
+
+    # -- leftovers ---------------------------------------------------------------------------
+
+    @classmethod
+    def sweep(cls, work: WorkPaths) -> int:
+        """Remove the containers and host workspaces of processes that are gone (a crash,
+        a kill -9); those of live processes, here or on other hosts, are left alone."""
+        removed = 0
+        for path in orphaned_workspaces(work, "docker"):
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+        if not engine_answers():
+            return removed
+        api = api_client()
+        errors = _errors()
+        try:
+            runs = api.containers(all=True, filters={"label": f"{RUN_LABEL}=1"})
+            builds = api.containers(all=True, filters={"name": BUILD_PREFIX})
+            for container in runs + builds:
+                labels = container.get("Labels") or {}
+                if RUN_LABEL in labels:
+                    alive = _owner_alive(labels.get(OWNER_LABEL, ""))
+                else:
+                    name = (container.get("Names") or ["/"])[0].lstrip("/")
+                    owner = name.removeprefix(BUILD_PREFIX).split("-", 1)[0]
+                    alive = not name.startswith(BUILD_PREFIX) or _owner_alive(f"{socket.gethostname()}:{owner.replace('.', ':')}")
+                if alive:
+                    continue
+                try:
+                    api.remove_container(container["Id"], force=True, v=True)
+                    removed += 1
+                except errors.NotFound:
+                    pass
+        finally:
+            api.close()
+        if removed:
+            log.info("docker: removed %d leftovers of crashed runs", removed)
+        return removed

@@ -1,0 +1,102 @@
+"""What every run container gets, fresh (fresh.py) or reused in fast mode (reused.py):
+the limits and labels, the variables and the command line, a uid of its own and a host
+folder for a bind-mounted workspace; and how one is removed.
+
+`_RunContainers` is the base of the two ways of running, mixins of DockerBackend
+(backend.py), whose `__init__` sets the attributes declared here."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from testprism.tasks.model.workdir import WorkPaths, workspace_prefix
+from testprism.tasks.sandbox.base import RunRequest
+from testprism.tasks.sandbox.docker.archive import WORKSPACE
+from testprism.tasks.sandbox.docker.engine import LABEL, OWNER_LABEL, RUN_LABEL, SESSION_LABEL, _errors, _sdk
+
+if TYPE_CHECKING:
+    from docker import APIClient
+
+log = logging.getLogger(__name__)
+
+UID_BASE = 200_000  # same range as the local backend: no passwd entry, no host files
+STOP_GRACE_S = 10  # how long a killed container may take to report its exit
+
+
+def _run_env(request: RunRequest) -> dict[str, str]:
+    """The same variables as the local backend."""
+    return {
+        "PATH": f"{request.environment / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+        "TESTPRISM_JUNIT": f"{WORKSPACE}/out/junit.xml", **request.env,
+    }
+
+
+def _merged(command: str) -> list[str]:
+    """`bash -c command` with stderr on stdout, one ordered stream as in the local
+    backend (the engine would otherwise carry two, interleaved in no fixed order)."""
+    return ["bash", "-c", 'exec bash -c "$1" 2>&1', "bash", command]
+
+
+def _run_uid() -> int:
+    return UID_BASE + secrets.randbelow(60_000)
+
+
+class _RunContainers:
+    """The containers of DockerBackend's runs: made alike, removed alike."""
+
+    work: WorkPaths
+    cpus: float  # the CPU quota of every run container
+    copy: str  # copy_mode() (archive.py): bind | archive
+    owner: str  # _owner() (engine.py): labelled on every run container, for sweep()
+    session: str  # this backend instance: labelled on every run container
+    _lock: threading.Lock  # guards the backend's shared state, the pools of containers among it
+    _closing: bool  # close() has begun: no container is kept for a next run any more
+    _filler: ThreadPoolExecutor  # what is done off the runs' path (pre-starts, fast mode's resets)
+
+    if TYPE_CHECKING:
+
+        def _api(self) -> APIClient:  # one client per thread (backend.py)
+            ...
+
+    def _host_config(self, api: APIClient, request: RunRequest, ws: Path | None) -> dict:
+        docker = _sdk()
+        limits = request.limits
+        memory = limits.memory_mb * 1024 * 1024
+        fsize = limits.file_size_mb * 1024 * 1024
+        return api.create_host_config(
+            network_mode="none", mem_limit=memory, memswap_limit=memory, pids_limit=limits.processes,
+            nano_cpus=int(self.cpus * 1e9), init=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            ulimits=[docker.types.Ulimit(name="fsize", soft=fsize, hard=fsize),
+                     docker.types.Ulimit(name="core", soft=0, hard=0),
+                     docker.types.Ulimit(name="nofile", soft=1024, hard=1024)],
+            log_config=docker.types.LogConfig(type="none"),
+            binds={str(ws): {"bind": str(WORKSPACE), "mode": "rw"}} if ws else None,
+        )
+
+    def _labels(self, **extra: str) -> dict[str, str]:
+        return {LABEL: "1", RUN_LABEL: "1", OWNER_LABEL: self.owner, SESSION_LABEL: self.session, **extra}
+
+    def _host_workspace(self) -> Path:
+        """A new host folder for a bind-mounted workspace, named after this process so that
+        sweep() knows whose it is."""
+        return Path(tempfile.mkdtemp(prefix=workspace_prefix("docker"), dir=self.work.workspaces))
+
+    def _remove(self, api: APIClient, container: str) -> None:
+        errors = _errors()
+        try:
+            api.remove_container(container, force=True, v=True)
+        except errors.NotFound:
+            pass
+        except errors.APIError as exc:
+            log.warning("docker: could not remove container %s (sweep will): %s", container[:12], exc)
+
+    def _warm_key(self, request: RunRequest, tag: str) -> tuple[str, str]:
+        """What a pre-started or reused container is kept for: its image and limits."""
+        return tag, request.limits.key

@@ -1,0 +1,233 @@
+"""Fresh runs: a new container for every run, removed after it (the default; fast mode is
+reused.py).
+
+Starting a container is most of a fresh run's overhead, and nothing in it depends on the
+run but the image and the limits. So in bind mode (`prewarm`), while a run executes, the
+next container is created and started in the background, with an empty bind-mounted
+workspace and a launcher that waits on a FIFO there. A run fills the workspace, writes its
+script and opens the FIFO: the container runs that one command and is removed. Still one
+fresh container per run; only the start is taken off the run's path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shlex
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from testprism.tasks.sandbox.base import ExecResult, RunRequest, SandboxError
+from testprism.tasks.sandbox.docker.archive import WORKSPACE, _fetch_junit, workspace_archive
+from testprism.tasks.sandbox.docker.containers import STOP_GRACE_S, _merged, _run_env, _run_uid, _RunContainers
+from testprism.tasks.sandbox.docker.engine import _errors, api_client
+from testprism.tasks.sandbox.docker.pump import _Pump
+from testprism.tasks.sandbox.workspace import fill_workspace, read_junit
+
+if TYPE_CHECKING:
+    from docker import APIClient
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Box:
+    """A fresh container of one run: created, or pre-started and waiting for its run."""
+
+    id: str
+    uid: int
+    ws: Path | None
+    sock: Any
+    started: bool
+    installed: str = ""  # how the suite's test patch applied
+
+
+def _write_run_script(ws: Path, uid: int, request: RunRequest) -> None:
+    """The script a pre-started container's launcher runs: this run's variables, then
+    the command from the program root (the same as a container made for the run)."""
+    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in _run_env(request).items())
+    script = ws / ".run"
+    script.write_text(
+        f"rm -f {WORKSPACE}/.run {WORKSPACE}/.go\n{exports}cd {WORKSPACE}/program || exit 126\n"
+        f"exec bash -c {shlex.quote(request.command)} 2>&1\n"
+    )
+    os.chown(script, uid, uid)
+    script.chmod(0o600)
+
+
+class _FreshRuns(_RunContainers):
+    """DockerBackend's fresh runs and its pool of pre-started containers."""
+
+    prewarm: bool  # pre-start containers (bind mode, not fast mode)
+    _in_flight: int  # runs under way: as many pre-started containers are worth having
+    _warm: dict[tuple[str, str], list[_Box]]  # pre-started and ready, by image and limits
+    _coming: dict[tuple[str, str], int]  # being pre-started, by image and limits
+
+    def _wait(self, api: APIClient, container: str, timeout_s: float) -> dict | None:
+        """The container's exit status, or None if it still runs after `timeout_s`."""
+        import requests
+
+        try:
+            return api.wait(container, timeout=max(0.1, timeout_s))
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            return None
+
+    def _kill(self, container: str) -> None:
+        errors = _errors()
+        with contextlib.suppress(errors.APIError), contextlib.closing(api_client(timeout=30)) as api:
+            api.kill(container)
+
+    def _run_fresh(self, request: RunRequest, tag: str) -> ExecResult:
+        api = self._api()
+        box = self._take_warm(request, tag) if self.prewarm else None
+        try:
+            if box is None:
+                box = self._create_fresh(api, request, tag)
+            else:
+                assert box.ws is not None
+                box.installed = fill_workspace(request, box.ws, box.uid)
+                _write_run_script(box.ws, box.uid, request)
+            container = box.id
+            pump = _Pump(box.sock, request.limits.output_bytes, request.limits.tail_bytes,
+                         on_exceeded=lambda: self._kill(container))
+            try:
+                start = time.monotonic()
+                if box.started:
+                    self._go(api, box)
+                else:
+                    api.start(container)
+                pump.start()
+                # The output stream ends when the command exits, or earlier if it closes
+                # its stdout and stderr: the exit itself decides, under the same deadline.
+                deadline = start + request.limits.timeout_s
+                timed_out = not pump.join(request.limits.timeout_s)
+                status = None if timed_out else self._wait(api, container, deadline - time.monotonic())
+                if status is None:
+                    timed_out = True
+                    self._kill(container)
+                    status = self._wait(api, container, STOP_GRACE_S + 60)
+                    if status is None:
+                        raise SandboxError(f"docker: container {container[:12]} did not stop when killed")
+                duration = time.monotonic() - start
+            finally:
+                pump.close()
+            junit = None
+            if not (timed_out or pump.exceeded):
+                junit = read_junit(box.ws) if box.ws is not None else _fetch_junit(api, container)
+            return ExecResult(
+                exit_code=status.get("StatusCode"), duration_s=duration, output_tail=pump.output,
+                timed_out=timed_out, output_exceeded=pump.exceeded, junit_xml=junit,
+                suite_patch_method=box.installed,
+            )
+        finally:
+            if box is not None:
+                self._discard_box(api, box)
+
+    def _create_fresh(self, api: APIClient, request: RunRequest, tag: str) -> _Box:
+        """A created (not started) container that runs the command itself."""
+        uid = _run_uid()
+        ws = self._host_workspace() if self.copy == "bind" else None
+        box = _Box("", uid, ws, None, started=False)
+        try:
+            if ws is not None:
+                box.installed = fill_workspace(request, ws, uid)
+            box.id = api.create_container(
+                tag, command=_merged(request.command), user=f"{uid}:{uid}",
+                working_dir=f"{WORKSPACE}/program", environment=_run_env(request), network_disabled=True,
+                labels=self._labels(), host_config=self._host_config(api, request, ws),
+            )["Id"]
+            if ws is None:
+                archive, box.installed = workspace_archive(request, uid, self.work.workspaces)
+                with archive:
+                    if not api.put_archive(box.id, "/", archive):
+                        raise SandboxError("docker: could not copy the workspace into the container")
+            box.sock = api.attach_socket(box.id, params={"stdout": 1, "stderr": 1, "stream": 1})
+            return box
+        except BaseException:
+            self._discard_box(api, box)
+            raise
+
+    def _discard_box(self, api: APIClient, box: _Box) -> None:
+        if box.sock is not None:
+            with contextlib.suppress(OSError):
+                box.sock.close()
+        if box.id:
+            self._remove(api, box.id)
+        if box.ws is not None:
+            shutil.rmtree(box.ws, ignore_errors=True)
+
+    # -- pre-started containers (bind mode: the module docstring) ----------------------------
+
+    def _take_warm(self, request: RunRequest, tag: str) -> _Box | None:
+        """A pre-started container for this run if one is ready; and, as long as fewer
+        are ready or coming than runs are in flight, another one started for a next run."""
+        key = self._warm_key(request, tag)
+        with self._lock:
+            ready = self._warm.setdefault(key, [])
+            box = ready.pop() if ready else None
+            if not self._closing and len(ready) + self._coming.get(key, 0) < self._in_flight:
+                self._coming[key] = self._coming.get(key, 0) + 1
+                self._filler.submit(self._refill, request, tag)
+        return box
+
+    def _refill(self, request: RunRequest, tag: str) -> None:
+        key = self._warm_key(request, tag)
+        api = self._api()
+        box = None
+        try:
+            box = self._create_warm(api, request, tag)
+        except Exception as exc:  # noqa: BLE001 - a run then starts its own container
+            log.debug("docker: could not pre-start a container: %s", exc)
+        with self._lock:
+            self._coming[key] -= 1
+            if box is not None and not self._closing:
+                self._warm[key].append(box)
+                return
+        if box is not None:
+            self._discard_box(api, box)
+
+    def _create_warm(self, api: APIClient, request: RunRequest, tag: str) -> _Box:
+        uid = _run_uid()
+        box = _Box("", uid, self._host_workspace(), None, started=True)
+        assert box.ws is not None
+        try:
+            os.mkfifo(box.ws / ".go", 0o600)
+            os.chown(box.ws / ".go", uid, uid)
+            os.chown(box.ws, uid, uid)
+            box.id = api.create_container(
+                tag, command=["bash", "-c", f"read -r _ < {WORKSPACE}/.go && exec bash {WORKSPACE}/.run"],
+                user=f"{uid}:{uid}", working_dir=str(WORKSPACE), environment=_run_env(request),
+                network_disabled=True, labels=self._labels(), host_config=self._host_config(api, request, box.ws),
+            )["Id"]
+            box.sock = api.attach_socket(box.id, params={"stdout": 1, "stderr": 1, "stream": 1})
+            api.start(box.id)
+            return box
+        except BaseException:
+            self._discard_box(api, box)
+            raise
+
+    def _go(self, api: APIClient, box: _Box) -> None:
+        """Release a pre-started container's launcher (it blocks reading the FIFO)."""
+        assert box.ws is not None
+        deadline, checked = time.monotonic() + 30, time.monotonic()
+        while True:
+            try:
+                fd = os.open(box.ws / ".go", os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as exc:  # ENXIO: the launcher has not opened it yet
+                now = time.monotonic()
+                if now > deadline:
+                    raise SandboxError(f"docker: a pre-started container did not take its run: {exc}") from exc
+                if now - checked > 0.5:
+                    checked = now
+                    if not api.inspect_container(box.id)["State"]["Running"]:
+                        raise SandboxError("docker: a pre-started container died before its run") from exc
+                time.sleep(0.002)
+        try:
+            os.write(fd, b"go\n")
+        finally:
+            os.close(fd)
