@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -16,15 +17,20 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from testprism.flows import progress
-from testprism.flows.errors import Commands, known_backend
-from testprism.flows.images import images_app
-from testprism.flows.importing import import_app
+from testprism.flows.errors import Commands, ExitStatus, known_backend
 from testprism.flows.runner import open_inputs
 from testprism.storage.schema import METRICS
 from testprism.tasks.collect.candidate import NEAR_DUPLICATE_COSINE
+from testprism.tasks.importing.recipe import load_recipes
+from testprism.tasks.importing.rows import ImportReport
+from testprism.tasks.importing.sources import ProgramSources
+from testprism.tasks.importing.suite_import import checked_configuration, import_suites
+from testprism.tasks.importing.swebench import import_rows
+from testprism.tasks.importing.verifier import Verifier
 from testprism.tasks.collect.panel import PanelMode, PanelRule
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.report.data import scored_store
+from testprism.tasks.sandbox.base import Limits, backend_class
 from testprism.tasks.score.scores import scorable_store
 from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
@@ -39,6 +45,16 @@ USAGE = (
 )
 
 app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, help=USAGE)
+import_app = typer.Typer(
+    cls=Commands, add_completion=False, no_args_is_help=True,
+    help="Bring published files into the benchmark format: SWE-bench rows as instances, generated test patches "
+         "as suites. A bad row never stops a batch: every issue is listed with its row and field, and the exit "
+         "status is non-zero when nothing was imported (or, with --strict, on any issue).",
+)
+images_app = typer.Typer(
+    cls=Commands, add_completion=False, no_args_is_help=True,
+    help="Docker images of the docker backend: one per environment, on a local base image.",
+)
 app.add_typer(import_app, name="import")
 app.add_typer(images_app, name="images")
 console = Console(stderr=True)
@@ -251,8 +267,10 @@ def report(
 
 @app.command()
 def sweep(work: WorkOpt = None) -> None:
-    """Remove what crashed or killed runs left behind, for every backend: workspaces of
-    processes that are gone, and their containers (docker). Live replays are left alone."""
+    """Remove what crashed or killed runs left behind, for every backend.
+
+    Workspaces of processes that are gone, and their containers (docker); live replays are
+    left alone."""
     from testprism.tasks.sandbox.base import sweep_all
 
     for name, removed in sweep_all(WorkPaths(work or default_work_root())).items():
@@ -277,6 +295,186 @@ def demo(
     _score(out, BUNDLED, work, backend, trusted=True)
     report = report_flow(store=str(out), out=str(out / "report.html"), benchmark=str(BUNDLED))
     log.info("demo finished in %.1f s; store at %s, report at %s", time.monotonic() - start, out, report)
+
+
+# -- testprism import ---------------------------------------------------------------------------
+
+
+class ScopeChoice(StrEnum):
+    tests = "tests"
+    files = "files"
+
+
+def _summarise(report: ImportReport, what: str, strict: bool) -> None:
+    """Print what was imported and every issue; exit non-zero per the documented rule."""
+    log.info("%s: %d imported, %d already present, %d rejected", what, len(report.imported), len(report.existing),
+             len(report.failed))
+    if report.issues:
+        table = Table(title=f"{what}: issues")
+        for column in ("row", "instance_id", "field", "problem", "result"):
+            table.add_column(column, overflow="fold")
+        for issue in report.issues:
+            table.add_row(issue.row, issue.instance_id or "?", issue.field, issue.message,
+                          "rejected" if issue.fatal else "imported with caveat")
+        console.print(table)
+    summary = Table(title=what)
+    for column in ("imported", "already present", "rejected", "caveats"):
+        summary.add_column(column, justify="right")
+    caveats = len(report.issues) - len(report.failed)
+    summary.add_row(str(len(report.imported)), str(len(report.existing)), str(len(report.failed)), str(caveats))
+    console.print(summary)
+    nothing = not report.imported and not report.existing
+    if nothing or (strict and report.issues):
+        raise typer.Exit(code=ExitStatus.FAILED)
+
+
+def _configuration(name: str | None) -> str | None:
+    """`--configuration` callback: it names a folder, so a bad name is a usage error."""
+    try:
+        return None if name is None else checked_configuration(name)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+
+
+StrictOpt = Annotated[bool, typer.Option(help="exit non-zero on any issue, not only when nothing was imported")]
+OverwriteOpt = Annotated[bool, typer.Option(help="replace folders already in the benchmark (default: keep them)")]
+
+
+@import_app.command("swebench")
+def swebench(
+    rows: Annotated[Path, typer.Argument(help="SWE-bench rows: JSON Lines or a JSON list", exists=True, dir_okay=False,
+                                         readable=True)],
+    out: Annotated[Path, typer.Option(help="benchmark folder to write instances/<id>/ into")],
+    recipes: Annotated[list[Path], typer.Option(help="recipe file or folder of *.toml (repeatable)")],
+    repos: Annotated[Optional[Path], typer.Option(help="folder of clones named owner__name, or a mapping file")] = None,
+    releases: Annotated[Optional[Path], typer.Option(
+        help="folder of release folders named by instance id, or a mapping file (instance id or owner/name@version)")] = None,
+    source: Annotated[str, typer.Option(help="the `source` of every imported instance")] = "swe-bench-lite",
+    fuzz: Annotated[int, typer.Option(help="fuzz allowed when a patch does not apply as published")] = DEFAULT_FUZZ,
+    verify: Annotated[bool, typer.Option(
+        help="run the checks on buggy and reference and refuse rows whose FAIL_TO_PASS/PASS_TO_PASS do not reproduce")] = False,
+    backend: Annotated[str, typer.Option(help="sandbox backend for --verify", callback=known_backend)] = "local",
+    work: Annotated[Optional[Path], typer.Option(help="working area for environments and states (a cache)")] = None,
+    timeout: Annotated[float, typer.Option(help="wall-clock limit of one check run with --verify, seconds")] = 900.0,
+    unsafe_no_sandbox: Annotated[bool, typer.Option(help="with --verify: run without isolation if bubblewrap is missing")] = False,
+    overwrite: OverwriteOpt = False,
+    strict: StrictOpt = False,
+) -> None:
+    """Import SWE-bench rows as instances: the program at base_commit, reference, checks, instruction."""
+    book = load_recipes(recipes)
+    sources = ProgramSources.from_options(repos, releases)
+    verifier = None
+    if verify:
+        paths = WorkPaths(work or default_work_root())
+        verifier = Verifier(backend_class(backend)(paths, unsafe=unsafe_no_sandbox), paths, Limits(timeout_s=timeout))
+    try:
+        report = import_rows(rows, out, book, sources, source=source, overwrite=overwrite, fuzz=fuzz, verifier=verifier)
+    finally:
+        if verifier is not None:
+            verifier.backend.close()
+    _summarise(report, f"import swebench {rows} → {out}", strict)
+
+
+@import_app.command("suites")
+def suites(
+    predictions: Annotated[Path, typer.Argument(help="prediction file whose model_patch is a test patch", exists=True,
+                                                dir_okay=False, readable=True)],
+    out: Annotated[Path, typer.Option(help="benchmark folder holding the instances; suites/ is written there")],
+    configuration: Annotated[Optional[str], typer.Option(
+        help="configuration of every row (default: one per model_name_or_path, '/' → '__', docs/swebench.md)",
+        callback=_configuration)] = None,
+    scope: Annotated[ScopeChoice, typer.Option(
+        help="tests: the tests the patch adds or changes decide; files: every test of the touched files")] = ScopeChoice.tests,
+    command: Annotated[Optional[str], typer.Option(
+        help="test command with {test_files} (default: the one recorded in the instance's origin.toml)")] = None,
+    overwrite: OverwriteOpt = False,
+    strict: StrictOpt = False,
+) -> None:
+    """Import generated test patches as suites: test.diff, run_tests.sh, suite.toml."""
+    report = import_suites(predictions, out, configuration=configuration,
+                           scope="tests" if scope is ScopeChoice.tests else "files", overwrite=overwrite, command=command)
+    _summarise(report, f"import suites {predictions} → {out}", strict)
+
+
+# -- testprism images ---------------------------------------------------------------------------
+
+
+BaseOpt = Annotated[Optional[str], typer.Option(
+    help="base image (default: $TESTPRISM_DOCKER_BASE, else testprism-base:bookworm, bootstrapped when missing)",
+)]
+
+
+@images_app.command("build")
+def build(
+    benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/, suites/)")],
+    base: BaseOpt = None,
+    work: Annotated[Optional[Path], typer.Option(help="working area (holds the build locks)")] = None,
+) -> None:
+    """Build the image of every environment the benchmark's instances use (once each)."""
+    from testprism.tasks.model.benchmark import load_benchmark
+    from testprism.tasks.sandbox.environment import EnvironmentBuildError
+    from testprism.tasks.sandbox.base import SandboxError
+    from testprism.tasks.sandbox.docker.backend import DockerBackend
+    from testprism.tasks.sandbox.docker.environment_image import environment_tag
+    from testprism.tasks.model.workdir import WorkPaths, default_work_root
+
+    bench = load_benchmark(benchmark)
+    backend = DockerBackend(WorkPaths(work or default_work_root()), base_image=base)
+    specs = {i.spec.environment.key: i.spec.environment for i in bench.instances.values()}
+    failed = 0
+    try:
+        for spec in specs.values():
+            try:
+                handle = backend.prepare(spec)
+            except (EnvironmentBuildError, SandboxError) as exc:
+                failed += 1
+                log.error("environment %s (python %s: %s): %s", spec.key, spec.python, ", ".join(spec.packages), exc)
+                continue
+            log.info("%s ready (python %s: %s)", environment_tag(handle.name), spec.python,
+                     ", ".join(spec.packages) or "no packages")
+    finally:
+        backend.close()
+    if failed:
+        raise typer.Exit(ExitStatus.FAILED)
+
+
+@images_app.command("list")
+def list_(all_: Annotated[bool, typer.Option("--all", help="also show each image's packages")] = False) -> None:
+    """testprism's images: the base and one per environment."""
+    from testprism.tasks.sandbox.docker.engine import api_client
+    from testprism.tasks.sandbox.docker.images import list_images
+
+    images = list_images(api_client())
+    table = Table(title="testprism images")
+    for column in ("image", "kind", "python", "packages", "MB", "created"):
+        table.add_column(column, justify="right" if column == "MB" else "left", no_wrap=column in ("image", "created"))
+    for info in images:
+        packages = ", ".join(info.packages) if all_ or len(info.packages) <= 3 else f"{len(info.packages)} packages"
+        if info.kind == "environment" and not info.packages:
+            packages = "(none)"
+        table.add_row(info.tag, info.kind, info.python, packages, f"{info.size_mb:.0f}", info.created)
+    Console().print(table)
+
+
+@images_app.command("prune")
+def prune(
+    keep: Annotated[Optional[Path], typer.Option(help="keep the images this benchmark folder needs")] = None,
+    base: Annotated[bool, typer.Option("--base", help="remove the base image too")] = False,
+) -> None:
+    """Remove environment images (all, or those the `--keep` benchmark does not use), and
+    run containers left by crashed processes."""
+    from testprism.tasks.model.benchmark import load_benchmark
+    from testprism.tasks.sandbox.docker.backend import DockerBackend
+    from testprism.tasks.sandbox.docker.engine import api_client
+    from testprism.tasks.sandbox.docker.images import prune_images
+    from testprism.tasks.model.workdir import WorkPaths, default_work_root
+
+    kept = {i.spec.environment.key for i in load_benchmark(keep).instances.values()} if keep else None
+    swept = DockerBackend.sweep(WorkPaths(default_work_root()))
+    removed = prune_images(api_client(), keep=kept, include_base=base)
+    for tag in removed:
+        log.info("removed %s", tag)
+    log.info("%d images removed, %d leftover containers removed", len(removed), swept)
 
 
 if __name__ == "__main__":

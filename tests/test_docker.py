@@ -376,7 +376,7 @@ def test_no_engine_is_unavailable(monkeypatch, tmp_path):
 def test_images_cli_builds_lists_and_prunes(backend, parity_bench):
     from typer.testing import CliRunner
 
-    from testprism.flows.images import images_app
+    from testprism.flows.cli import images_app
 
     runner = CliRunner()
     built = runner.invoke(images_app, ["build", str(parity_bench)])

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from testprism.flows.importing import import_app
+from testprism.flows.cli import import_app
 from testprism.storage import Store
 from testprism.tasks.importing import suite_import
 from testprism.tasks.model.benchmark import CONFIGURATION as CONFIGURATION_RULE, load_benchmark

@@ -1,5 +1,5 @@
 """testprism's images on the engine (label `testprism=1`), base and environments: listed
-and pruned for `testprism images` (flows/images.py)."""
+and pruned for `testprism images` (flows/cli.py)."""
 
 from __future__ import annotations
 
