@@ -53,6 +53,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import tomllib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -279,6 +280,26 @@ def revision_package(revision: str, scratch: Path) -> ModuleType:
     return importlib.import_module("testprism_at_rev")
 
 
+def revision_classes(revision: str, scratch: Path) -> dict[str, type]:
+    """The classes the bench needs from the revision `revision_package` imported, wherever
+    that revision's layout keeps them: the backends from its own entry points, the records
+    from the module that defines them."""
+    root = scratch / "against" / "testprism_at_rev"
+    pyproject = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:pyproject.toml"], check=True,
+                               capture_output=True, text=True).stdout
+    points = tomllib.loads(pyproject)["project"]["entry-points"]["testprism.sandboxes"]
+    found: dict[str, type] = {}
+    for name, target in points.items():
+        module, _, cls = target.partition(":")
+        found[name] = getattr(importlib.import_module(module.replace("testprism.", "testprism_at_rev.", 1)), cls)
+    for cls in ("WorkPaths", "EnvironmentSpec", "RunRequest", "Limits"):
+        path = next(p for p in sorted(root.rglob("*.py")) if f"\nclass {cls}(" in p.read_text()
+                    or f"\nclass {cls}:" in p.read_text())
+        module = ".".join(["testprism_at_rev", *path.relative_to(root).with_suffix("").parts])
+        found[cls] = getattr(importlib.import_module(module), cls)
+    return found
+
+
 def measure(runners: dict[str, Callable[[], int]], rounds: int, block: int,
             only_some: dict[str, int]) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Every round runs each mode `block` times back to back (as a replay worker does),
@@ -408,16 +429,15 @@ def main() -> None:
         if "docker" in modes:
             runners["docker"] = backend_runner(docker, subj, docker_env)
         if args.against:
-            old = revision_package(args.against, scratch)
-            base = importlib.import_module("testprism_at_rev.tasks.sandbox.base")
-            for name, module, cls in (("local", "local", "LocalBackend"), ("docker", "docker", "DockerBackend")):
+            revision_package(args.against, scratch)
+            at_rev = revision_classes(args.against, scratch)
+            for name in ("local", "docker"):
                 if name in modes:
-                    made = getattr(importlib.import_module(f"testprism_at_rev.tasks.sandbox.{module}"), cls)(
-                        importlib.import_module("testprism_at_rev.tasks.workdir").WorkPaths(work.root))
+                    made = at_rev[name](at_rev["WorkPaths"](work.root))
                     backends.append(made)
                     runners[f"{name}@{args.against}"] = backend_runner(
-                        made, subj, made.prepare(old.tasks.benchmark.EnvironmentSpec(**subj.environment.model_dump())),
-                        base.RunRequest, base.Limits)
+                        made, subj, made.prepare(at_rev["EnvironmentSpec"](**subj.environment.model_dump())),
+                        at_rev["RunRequest"], at_rev["Limits"])
         if "docker-cold" in modes:
             cold = DockerBackend(work, reuse=False, prewarm=False)
             backends.append(cold)
