@@ -3,7 +3,7 @@
 Thin wiring (docs/collect.md): ingest and normalise (tasks/collect/candidate.py) → set exact
 duplicates and copies of the reference aside → gold validation (tasks/collect/verification.py, label.py) → label the
 candidates of validated instances → set near duplicates aside within each label class →
-choose panels (tasks.panel) → store `candidates` and `funnel` (the verification batches
+choose panels (tasks/collect/panel.py) → store `candidates` and `funnel` (the verification batches
 write `verifications` as they go) → write the panels as a benchmark folder that
 `testprism replay` runs unchanged.
 

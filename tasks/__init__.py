@@ -1,2 +1,2 @@
-"""The units of work and the domain code they run: plain functions first; the few Prefect
-task wrappers sit at coarse grain in `testprism.tasks.units`."""
+"""The domain, one folder per stage of the pipeline (docs/architecture.md): plain functions
+and typed records that run without Prefect; flows/ wraps them as coarse tasks."""
