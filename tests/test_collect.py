@@ -418,6 +418,17 @@ def test_collect_flow_end_to_end(labelled_bench, tmp_path, work_root):
         ("stdlib", "valid"), ("agent-a", "valid"), ("sorts-in-place", "invalid"), ("junit-garbage", "invalid")}
     assert list(load_benchmark(out).instances) == [INSTANCE]
 
+    # one vocabulary: every reason collect stored is a word of tasks/model/outcome.py, of its dataset's set
+    from testprism.tasks.model.outcome import (
+        CANDIDATE_REASONS, INGEST_REASONS, PANEL_REASONS, QUARANTINE_REASONS, VERIFICATION_REASONS)
+    stored = {name: set(Store(store).scan(name).select("reason").collect()["reason"].drop_nulls())
+              for name in ("candidates", "verifications")}
+    assert stored["candidates"] >= {"duplicate", "same_as_reference", "instance_quarantined", "patch_failed"}
+    assert stored["candidates"] <= CANDIDATE_REASONS and stored["verifications"] <= VERIFICATION_REASONS
+    exclusions = {e["reason"] for row in funnel.iter_rows(named=True) for e in row["exclusions"]}
+    assert "unknown_instance" in exclusions
+    assert exclusions <= CANDIDATE_REASONS | QUARANTINE_REASONS | INGEST_REASONS | PANEL_REASONS
+
     second = collect_flow(**args)
     assert second.executed == 0 and second.reused == 11 and second.panels == 1
 

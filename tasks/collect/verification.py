@@ -26,12 +26,12 @@ from testprism.tasks.model import patches
 from testprism.tasks.model.benchmark import Candidate, Instance
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.sandbox.nofollow import UnsafeTarget, remove_entry, write_file
-from testprism.tasks.model.outcome import Reason, Verdict
+from testprism.tasks.model.outcome import Reason
 from testprism.tasks.execution import batch
 from testprism.tasks.execution.batch import Environments, ExecutionOptions, Job
 from testprism.tasks.sandbox.base import RunRequest, SandboxBackend
 from testprism.tasks.model.state import DEFAULT_FUZZ, PatchResult, State, apply_patch, states_of
-from testprism.tasks.execution.verdict import failed, judge
+from testprism.tasks.execution.verdict import RunResult, failed
 from testprism.tasks.model.workdir import WorkPaths, build_once
 
 log = logging.getLogger(__name__)
@@ -138,46 +138,33 @@ def post_patch_reader(instance: Instance, state: State, work: WorkPaths) -> Call
     return read
 
 
-@dataclass(frozen=True)
-class Checked:
-    """What one verification left: its verdict and how the state's patch applied."""
-
-    verdict: Verdict
-    patch_method: str
-
-
-class VerifyJob(Job[Verification, Checked]):
+class VerifyJob(Job[Verification, RunResult]):
     """The official checks on one state's checked tree (tasks/execution/batch.py runs it)."""
 
     dataset = "verifications"
 
-    def __init__(self, options: ExecutionOptions) -> None:
-        self._policy_hash = options.policy_hash
-
     def content_key(self, unit: Verification) -> str:
         return unit.key
 
-    def attempt(self, unit: Verification, environments: Environments, options: ExecutionOptions) -> Checked:
+    def attempt(self, unit: Verification, environments: Environments, options: ExecutionOptions) -> RunResult:
         built = checked_tree(unit.instance, unit.state, options.work, options.policy.patch_fuzz)
         method = built.patch.method
         if not built.patch.applied:
-            return Checked(failed(Reason.PATCH_FAILED, built.patch.message), method)
+            return RunResult(failed(Reason.PATCH_FAILED, built.patch.message), method)
         assert built.checks is not None
         if not built.checks.applied:
-            return Checked(failed(Reason.CHECKS_PATCH_FAILED, built.checks.message), method)
-        environment = environments.ready(unit.instance.spec.environment)
-        if isinstance(environment, Verdict):  # infrastructure or a failed build: not a verdict on the state
-            return Checked(environment, method)
-        request = RunRequest(
+            return RunResult(failed(Reason.CHECKS_PATCH_FAILED, built.checks.message), method)
+        # an environment that cannot be had is infrastructure or a failed build: not a verdict on the state
+        verdict = environments.judged(unit.instance.spec.environment, options, check_ids(unit.instance),
+                                      lambda environment: RunRequest(
             tree=built.tree, suite_folder=None, suite_files=(), command=unit.instance.spec.checks.command,
             environment=environment, limits=options.limits, patch_fuzz=options.policy.patch_fuzz,
-        )
-        verdict = judge(lambda: environments.backend.run(request), options.policy, check_ids(unit.instance))
+        ))
         log.debug("verified %s %s (repeat %d): %s %s", unit.instance.id, unit.state.name, unit.repeat,
                   verdict.outcome.value, verdict.reason or "")
-        return Checked(verdict, method)
+        return RunResult(verdict, method)
 
-    def row(self, unit: Verification, result: Checked, started: datetime, backend: SandboxBackend) -> dict:
+    def row(self, unit: Verification, result: RunResult, started: datetime, backend: SandboxBackend) -> dict:
         """One `verifications` row (storage/schema.py VERIFICATIONS)."""
         verdict = result.verdict
         return {
@@ -189,7 +176,7 @@ class VerifyJob(Job[Verification, Checked]):
             "state_hash": unit.state.hash,
             "checks_hash": checks_hash(unit.instance),
             "environment_hash": unit.instance.spec.environment.key,
-            "policy_hash": self._policy_hash,
+            "policy_hash": self.options.policy_hash,
             "outcome": verdict.outcome.value,
             "reason": verdict.reason.value if verdict.reason else None,
             "exit_code": verdict.exit_code,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,12 +29,12 @@ from typing import Generic, TypeVar
 import pyarrow as pa
 
 from testprism.storage import SCHEMAS, Store
-from testprism.tasks.execution.verdict import Policy, failed
+from testprism.tasks.execution.verdict import Policy, failed, judge
 from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason, Verdict
 from testprism.tasks.model.workdir import WorkPaths
-from testprism.tasks.sandbox.base import Limits, SandboxBackend, SandboxError, backend_class
+from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, SandboxError, backend_class
 from testprism.tasks.sandbox.environment import EnvironmentBuildError
 
 log = logging.getLogger(__name__)
@@ -127,6 +127,16 @@ class Environments:
             return failed(Reason.ENVIRONMENT_FAILED, str(environment), attempts=0)
         return environment
 
+    def judged(self, spec: EnvironmentSpec, options: ExecutionOptions, selected: tuple[str, ...],
+               request: Callable[[Path], RunRequest]) -> Verdict:
+        """Run `request(environment)` judged under `options.policy` (`selected` tests
+        decide), or the verdict of a run that cannot have its environment."""
+        environment = self.ready(spec)
+        if isinstance(environment, Verdict):
+            return environment
+        made = request(environment)
+        return judge(lambda: self.backend.run(made), options.policy, selected)
+
 
 U = TypeVar("U")
 R = TypeVar("R")
@@ -141,6 +151,9 @@ class Job(ABC, Generic[U, R]):
 
     #: the store dataset the rows go to (storage/schema.py)
     dataset: str
+
+    def __init__(self, options: ExecutionOptions) -> None:
+        self.options = options  #: the batch's: policy hash and limits go into rows and keys
 
     @abstractmethod
     def content_key(self, unit: U) -> str:

@@ -52,6 +52,15 @@ def classify(result: ExecResult, selected: tuple[str, ...] = ()) -> tuple[Outcom
     return Outcome.FAIL, None
 
 
+@dataclass(frozen=True)
+class RunResult:
+    """What one judged run on a state left: its verdict and how the state's patch applied
+    ("git apply", "patch --fuzz=N" or "none"), both written into its row."""
+
+    verdict: Verdict
+    patch_method: str | None = None
+
+
 #: how much of a failure's message a row keeps
 MESSAGE_TAIL = 2000
 

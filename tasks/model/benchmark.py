@@ -20,6 +20,7 @@ from unidiff.errors import UnidiffParseError
 
 from testprism.tasks.model import patches
 from testprism.tasks.model.hashing import digest, tree_digest, tree_files
+from testprism.tasks.model.outcome import Reason
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +176,15 @@ class Benchmark:
     configurations: tuple[str, ...]
     #: suites rejected when loaded (symlinks, no entry script...): scored as E/invalid_suite
     suite_errors: dict[tuple[str, str], str]
+
+    def suite_of(self, configuration: str, instance_id: str) -> tuple[Suite | None, Reason | None]:
+        """The configuration's suite for the instance, or why it has none: `missing_suite`,
+        or `invalid_suite` when the package was rejected when loaded."""
+        suite = self.suites.get((configuration, instance_id))
+        if suite is not None:
+            return suite, None
+        rejected = (configuration, instance_id) in self.suite_errors
+        return None, Reason.INVALID_SUITE if rejected else Reason.MISSING_SUITE
 
 
 M = TypeVar("M", bound=BaseModel)

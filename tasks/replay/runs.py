@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.execution.batch import BatchSummary, Environments, ExecutionOptions, Job, execute
-from testprism.tasks.execution.verdict import failed, judge
+from testprism.tasks.execution.verdict import RunResult, failed
 from testprism.tasks.model.benchmark import Benchmark, Instance, Suite
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import DETERMINISTIC, RETRYABLE, RUN_REASONS, Outcome, Reason, Verdict
@@ -52,11 +52,7 @@ def plan(benchmark: Benchmark, options: ExecutionOptions) -> list[RunSpec]:
         states = states_of(instance)
         env_hash = instance.spec.environment.key
         for configuration in benchmark.configurations:
-            suite = benchmark.suites.get((configuration, instance.id))
-            unrunnable = None
-            if suite is None:
-                invalid = (configuration, instance.id) in benchmark.suite_errors
-                unrunnable = Reason.INVALID_SUITE if invalid else Reason.MISSING_SUITE
+            suite, unrunnable = benchmark.suite_of(configuration, instance.id)
             suite_hash = suite.hash if suite else digest(str(unrunnable), configuration, instance.id)
             for state in states:
                 content = digest("run", suite_hash, state.hash, env_hash, options.policy_hash)
@@ -66,14 +62,6 @@ def plan(benchmark: Benchmark, options: ExecutionOptions) -> list[RunSpec]:
 
 def suite_hash_of(spec: RunSpec) -> str:
     return spec.suite.hash if spec.suite else digest(str(spec.unrunnable), spec.configuration, spec.instance.id)
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """What one run left: its verdict and how the state's patch applied."""
-
-    verdict: Verdict
-    patch_method: str | None = None
 
 
 def row(spec: RunSpec, result: RunResult, policy_hash: str, backend: str, isolation: str, started: datetime) -> dict:
@@ -128,9 +116,6 @@ class ReplayJob(Job[RunSpec, RunResult]):
 
     dataset = "runs"
 
-    def __init__(self, options: ExecutionOptions) -> None:
-        self._policy_hash = options.policy_hash
-
     def content_key(self, unit: RunSpec) -> str:
         return unit.content_key
 
@@ -138,20 +123,17 @@ class ReplayJob(Job[RunSpec, RunResult]):
         tree = materialise(unit.instance, unit.state, options.work, options.policy.patch_fuzz)
         if not tree.patch.applied:
             return RunResult(failed(Reason.PATCH_FAILED, tree.patch.message), tree.patch.method)
-        environment = environments.ready(unit.instance.spec.environment)
-        if isinstance(environment, Verdict):
-            return RunResult(environment, tree.patch.method)
-        assert unit.suite is not None
-        request = RunRequest(
-            tree=tree.tree, suite_folder=unit.suite.folder, suite_files=unit.suite.files, command=unit.suite.entry,
-            environment=environment, limits=options.limits, suite_patch=unit.suite.patch,
+        suite = unit.suite
+        assert suite is not None
+        verdict = environments.judged(unit.instance.spec.environment, options, suite.tests, lambda environment: RunRequest(
+            tree=tree.tree, suite_folder=suite.folder, suite_files=suite.files, command=suite.entry,
+            environment=environment, limits=options.limits, suite_patch=suite.patch,
             patch_fuzz=options.policy.patch_fuzz,
-        )
-        verdict = judge(lambda: environments.backend.run(request), options.policy, unit.suite.tests)
+        ))
         return RunResult(verdict, tree.patch.method)
 
     def row(self, unit: RunSpec, result: RunResult, started: datetime, backend: SandboxBackend) -> dict:
-        return row(unit, result, self._policy_hash, backend.name, backend.isolation, started)
+        return row(unit, result, self.options.policy_hash, backend.name, backend.isolation, started)
 
     def outcome(self, result: RunResult) -> str:
         return result.verdict.outcome.value

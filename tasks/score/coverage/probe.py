@@ -70,11 +70,7 @@ def plan_coverage(benchmark: Benchmark, limits: Limits) -> list[CoverageSpec]:
         reference = next(s for s in states_of(instance) if s.kind == "reference")
         environment = coverage_environment(instance.spec.environment).key
         for configuration in benchmark.configurations:
-            suite = benchmark.suites.get((configuration, instance.id))
-            unrunnable = None
-            if suite is None:
-                rejected = (configuration, instance.id) in benchmark.suite_errors
-                unrunnable = Reason.INVALID_SUITE if rejected else Reason.MISSING_SUITE
+            suite, unrunnable = benchmark.suite_of(configuration, instance.id)
             suite_part = suite.hash if suite else digest(unrunnable or "", configuration)
             key = digest("coverage", instance.id, suite_part, reference.hash, environment, limits.key, HELPERS_HASH)
             specs.append(CoverageSpec(key, configuration, instance, reference, suite, unrunnable))
@@ -168,8 +164,9 @@ class CoverageJob(Job[CoverageSpec, Measured]):
 
     dataset = "coverage"
 
-    def __init__(self, specs: Sequence[CoverageSpec], done: dict[str, dict],
+    def __init__(self, options: ExecutionOptions, specs: Sequence[CoverageSpec], done: dict[str, dict],
                  changes: dict[str, tuple[ChangedFile, ...] | None]) -> None:
+        super().__init__(options)
         self._specs = specs
         self.done = done
         self._changes = changes
@@ -240,7 +237,7 @@ def measure_coverage(
     for spec in todo:
         if spec.instance.id not in changes:
             changes[spec.instance.id] = _reference_changes(spec, options.work)
-    job = CoverageJob(specs, done, changes)
+    job = CoverageJob(options, specs, done, changes)
     execute(job, todo, options)
     job.write(store, [])  # the stored rows of plans that changed are dropped even when nothing ran
     return job.table()
