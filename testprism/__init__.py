@@ -35,6 +35,7 @@ _PUBLIC = {
     "replay": ("testprism.flows.replay", "replay_flow"),
     "collect": ("testprism.flows.collect", "collect_flow"),
     "score": ("testprism.flows.score", "score_flow"),
+    "report": ("testprism.flows.report", "report_flow"),
     "Limits": ("testprism.tasks.sandbox.base", "Limits"),
     "Policy": ("testprism.tasks.execution.verdict", "Policy"),
     "SandboxBackend": ("testprism.tasks.sandbox.base", "SandboxBackend"),

@@ -16,7 +16,10 @@ def test_the_public_names_resolve_to_the_working_objects():
 
     assert testprism.load_benchmark is load_benchmark and testprism.Store is Store
     assert testprism.replay is replay_flow
-    assert set(testprism.__all__) >= {"load_benchmark", "Store", "replay", "score", "collect", "backend_names"}
+    assert set(testprism.__all__) >= {"load_benchmark", "Store", "replay", "score", "collect", "report",
+                                      "backend_names"}
+    for name in testprism.__all__:  # every promised name resolves
+        assert getattr(testprism, name) is not None
     assert {"local", "docker"} <= set(testprism.backend_names())
 
 
