@@ -59,6 +59,10 @@ class Reason(StrEnum):
     UNRESOLVED = "unresolved"  #: a gold run timed out, overflowed or lost its sandbox
     PASSES_BEFORE = "fail_to_pass_passes_before"  #: a fail-to-pass check passes on the buggy program
     REFERENCE_FAILS = "reference_fails_checks"  #: a check does not pass on the reference
+    # -- curation: why an instance is not in the curated benchmark --------------------------------
+    SOLUTION_TOO_SMALL = "solution_too_small"  #: fewer effective reference lines than its source's bound
+    TOO_FEW_TESTS = "too_few_tests"  #: fewer official test functions than its source's bound
+    TESTS_TOO_SPARSE = "tests_too_sparse"  #: tests per modified file under its source's bound
     # -- instances without a TestPrism-shaped panel ------------------------------------------------
     TOO_FEW_VALID = "too_few_valid"
     TOO_FEW_INVALID = "too_few_invalid"
@@ -86,6 +90,9 @@ INGEST_REASONS = frozenset({Reason.UNREADABLE_FILE, Reason.BAD_ROW, Reason.UNKNO
 #: Gold validation's quarantine.
 QUARANTINE_REASONS = frozenset({Reason.REFERENCE_PATCH_FAILED, Reason.CHECKS_PATCH_FAILED, Reason.UNRESOLVED,
                                 Reason.UNSTABLE, Reason.PASSES_BEFORE, Reason.REFERENCE_FAILS})
+#: Curation's funnel.
+CURATE_REASONS = frozenset({Reason.SOLUTION_TOO_SMALL, Reason.TOO_FEW_TESTS, Reason.TESTS_TOO_SPARSE,
+                            Reason.DUPLICATE})
 #: Panel selection.
 PANEL_REASONS = frozenset({Reason.TOO_FEW_VALID, Reason.TOO_FEW_INVALID, Reason.VALID_NOT_DIVERSE,
                            Reason.INVALID_NOT_DIVERSE})

@@ -1,0 +1,1 @@
+"""Curation: from many source benchmarks to a reproducible, stratified, audited instance set."""

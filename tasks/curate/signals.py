@@ -1,0 +1,137 @@
+"""Selection signals of an instance, as TestPrism screens its 17 source benchmarks:
+
+- **solution size**: the effective lines of the reference, i.e. the lines it adds or
+  removes that are neither blank nor comment-only (a one-line fix padded with comments is
+  still a one-line fix);
+- **test count**: the test functions of the official tests, read from the syntax tree of
+  each test file as the checks patch leaves it (Python: pytest's rule, `test*` functions at
+  module level and `test*` methods of `Test*` classes or `unittest.TestCase` subclasses);
+  for other languages a documented pattern per file extension (`TEST_PATTERNS`);
+- **test density**: tests / max(1, files the reference modifies).
+
+Plain functions of the diffs and the program: nothing runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from testprism.tasks.model import patches
+from testprism.tasks.model.benchmark import Instance
+from testprism.tasks.model.state import apply_patch
+
+log = logging.getLogger(__name__)
+
+#: Comment markers by file extension: a changed line that starts with one is not effective.
+COMMENT_PREFIXES: dict[str, tuple[str, ...]] = {
+    ".py": ("#",), ".sh": ("#",), ".rb": ("#",), ".toml": ("#",), ".yaml": ("#",), ".yml": ("#",),
+    ".js": ("//", "/*", "*"), ".ts": ("//", "/*", "*"), ".java": ("//", "/*", "*"), ".go": ("//", "/*", "*"),
+    ".rs": ("//", "/*", "*"), ".c": ("//", "/*", "*"), ".h": ("//", "/*", "*"), ".cpp": ("//", "/*", "*"),
+    ".cs": ("//", "/*", "*"), ".kt": ("//", "/*", "*"), ".swift": ("//", "/*", "*"), ".php": ("//", "#", "/*", "*"),
+}
+
+#: Test functions in files that are not Python: one match of the pattern is one test.
+TEST_PATTERNS: dict[str, re.Pattern[str]] = {
+    ".js": re.compile(r"^\s*(?:it|test)(?:\.\w+)?\s*\(", re.M),
+    ".ts": re.compile(r"^\s*(?:it|test)(?:\.\w+)?\s*\(", re.M),
+    ".go": re.compile(r"^func\s+Test\w*\s*\(", re.M),
+    ".rs": re.compile(r"^\s*#\[(?:tokio::)?test\]", re.M),
+    ".java": re.compile(r"^\s*@(?:Test|ParameterizedTest)\b", re.M),
+    ".kt": re.compile(r"^\s*@Test\b", re.M),
+    ".rb": re.compile(r"^\s*(?:it\s+['\"]|def\s+test_)", re.M),
+    ".cs": re.compile(r"^\s*\[(?:Test|Fact|Theory|TestMethod)\b", re.M),
+    ".sh": re.compile(r"^\s*@test\s", re.M),  # bats
+}
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What the screening reads of one instance."""
+
+    solution_lines: int  #: effective lines the reference adds or removes
+    test_count: int  #: test functions of the official tests
+    files_modified: int  #: files the reference modifies
+
+    @property
+    def test_density(self) -> float:
+        return self.test_count / max(1, self.files_modified)
+
+
+def _effective(text: str, suffix: str) -> bool:
+    stripped = text.strip()
+    return bool(stripped) and not stripped.startswith(COMMENT_PREFIXES.get(suffix, ()))
+
+
+def solution_lines(reference: bytes | str) -> int:
+    """Effective lines the diff adds or removes."""
+    count = 0
+    for patched in patches.parse(reference):
+        suffix = PurePosixPath(patched.path).suffix
+        count += sum(1 for hunk in patched for line in hunk
+                     if (line.is_added or line.is_removed) and _effective(line.value, suffix))
+    return count
+
+
+def _is_test_class(node: ast.ClassDef) -> bool:
+    bases = {b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases}
+    return node.name.startswith("Test") or "TestCase" in bases
+
+
+def python_tests(source: str) -> int:
+    """pytest's collection rule on one file's syntax tree: `test*` functions at module level,
+    `test*` methods of test classes (nested classes included)."""
+    def count(body: list[ast.stmt], in_class: bool) -> int:
+        found = 0
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+                found += 1
+            elif isinstance(node, ast.ClassDef) and _is_test_class(node):
+                found += count(node.body, True)
+        return found
+
+    return count(ast.parse(source).body, False)
+
+
+def tests_in(path: str, source: str) -> int:
+    """Test functions in one file of the official tests (0 for a file no rule reads)."""
+    suffix = PurePosixPath(path).suffix
+    if suffix == ".py":
+        try:
+            return python_tests(source)
+        except (SyntaxError, ValueError) as exc:
+            log.warning("%s: not parseable (%s); its tests are not counted", path, exc)
+            return 0
+    pattern = TEST_PATTERNS.get(suffix)
+    return len(pattern.findall(source)) if pattern else 0
+
+
+def official_test_files(program: Path, checks_patch: bytes) -> dict[str, str]:
+    """Each file the checks patch touches, as the patch leaves it (patched in a scratch
+    copy of just those files; the program is never written)."""
+    touched = sorted(patches.touched_files(patches.parse(checks_patch)))
+    with tempfile.TemporaryDirectory(prefix="testprism-signals-") as scratch:
+        tree = Path(scratch)
+        for rel in touched:
+            original = program / rel
+            if original.is_file() and not original.is_symlink():
+                (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(original, tree / rel)
+        if not apply_patch(tree, checks_patch).applied:
+            log.warning("%s: the checks patch does not apply; its tests are not counted", program)
+            return {}
+        return {rel: (tree / rel).read_text(encoding="utf-8", errors="replace")
+                for rel in touched if (tree / rel).is_file()}
+
+
+def signals_of(instance: Instance) -> Signals:
+    """The screening signals of a loaded instance."""
+    files = official_test_files(instance.program, instance.checks_patch)
+    tests = sum(tests_in(rel, text) for rel, text in files.items())
+    modified = len(patches.touched_files(patches.parse(instance.reference)))
+    return Signals(solution_lines(instance.reference), tests, modified)

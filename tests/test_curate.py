@@ -1,0 +1,168 @@
+"""Curation's selection (tasks/curate/): signals from diffs and syntax trees, bounds,
+dedup, and the seeded repository-disjoint split with per-source quotas."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from testprism.tasks.curate.selection import (
+    CurateItem,
+    SourceRule,
+    SplitRule,
+    deduplicate,
+    proportional,
+    repository_of,
+    screen,
+    split,
+)
+from testprism.tasks.curate import signals as signal_rules
+from testprism.tasks.curate.signals import Signals, python_tests, signals_of, solution_lines
+from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.model.outcome import CURATE_REASONS, Reason
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+REFERENCE = """\
+diff --git a/pkg/m.py b/pkg/m.py
+--- a/pkg/m.py
++++ b/pkg/m.py
+@@ -1,3 +1,6 @@
+ def f(x):
+-    return x
++    # the fix: clamp
++
++    return max(x, 0)
++    # trailing note
+ 
+diff --git a/pkg/n.js b/pkg/n.js
+--- a/pkg/n.js
++++ b/pkg/n.js
+@@ -1,1 +1,2 @@
+-let a = 1;
++// comment only
++let a = 2;
+"""
+
+
+def test_solution_size_counts_effective_lines_only():
+    # m.py: `return x` removed, `return max(x, 0)` added; n.js: `let a = 1;` and `let a = 2;`
+    assert solution_lines(REFERENCE) == 4
+
+
+def test_python_tests_follow_pytests_collection_rule():
+    source = '''
+import unittest
+
+def test_a(): pass
+async def test_b(): pass
+def helper(): pass
+
+class TestThing:
+    def test_c(self): pass
+    def setup_method(self): pass
+    class TestNested:
+        def test_d(self): pass
+
+class Case(unittest.TestCase):
+    def test_e(self): pass
+
+class NotATest:
+    def test_ignored(self): pass
+'''
+    assert python_tests(source) == 5
+
+
+@pytest.mark.parametrize("path, source, expected", [
+    ("a_test.go", "func TestOne(t *testing.T) {}\nfunc helper() {}\nfunc TestTwo(t *testing.T) {}\n", 2),
+    ("a.test.js", "describe('x', () => {\n  it('one', () => {});\n  test.each([1])('two', () => {});\n});\n", 2),
+    ("lib.rs", "#[test]\nfn one() {}\n#[tokio::test]\nasync fn two() {}\n", 2),
+    ("notes.txt", "test test test", 0),
+    ("broken.py", "def test_(:\n", 0),
+])
+def test_tests_in_other_languages_by_their_documented_pattern(path, source, expected):
+    assert signal_rules.tests_in(path, source) == expected
+
+
+def test_signals_of_a_bundled_instance_read_its_official_tests_as_patched():
+    instance = load_benchmark(EXAMPLES).instances["algokit__bisect-past-end"]
+    signals = signals_of(instance)
+    checks = instance.spec.checks
+    # the official test file defines exactly the tests the instance lists
+    assert signals.test_count == len(checks.fail_to_pass) + len(checks.pass_to_pass) == 7
+    assert signals.files_modified == 1 and signals.solution_lines >= 1
+    assert signals.test_density == signals.test_count
+
+
+def item(instance_id: str, source: str = "s", repository: str | None = None, instruction: str | None = None,
+         program: str = "p", signals: Signals = Signals(5, 5, 1)) -> CurateItem:
+    return CurateItem(instance_id, source, repository or repository_of(instance_id),
+                      instruction if instruction is not None else f"fix {instance_id}", program, signals)
+
+
+def test_bounds_are_per_source_and_say_why():
+    items = [item("a__1", "x", signals=Signals(1, 9, 1)), item("a__2", "x", signals=Signals(9, 1, 1)),
+             item("a__3", "x", signals=Signals(9, 9, 9)), item("a__4", "y", signals=Signals(1, 1, 1))]
+    kept, out = screen(items, {"x": SourceRule(min_solution_lines=2, min_tests=2, min_density=2.0)})
+    assert [i.instance_id for i in kept] == ["a__4"]  # y has no bounds
+    assert [(e.item, e.reason) for e in out] == [
+        ("a__1", Reason.SOLUTION_TOO_SMALL), ("a__2", Reason.TOO_FEW_TESTS), ("a__3", Reason.TESTS_TOO_SPARSE)]
+    assert {e.reason for e in out} <= CURATE_REASONS
+
+
+def test_dedup_keeps_one_per_normalised_instruction_and_program_whatever_the_order():
+    items = [item("b__2", instruction="Fix  the Bug\n"), item("b__1", instruction="fix the bug"),
+             item("b__3", instruction="fix the bug", program="other"), item("b__4", instruction="another")]
+    for order in (items, items[::-1]):
+        kept, out = deduplicate(order)
+        assert [i.instance_id for i in kept] == ["b__1", "b__3", "b__4"]
+        assert [(e.item, e.reason) for e in out] == [("b__2", Reason.DUPLICATE)]
+
+
+def test_proportional_shares_sum_to_the_total_and_respect_caps():
+    assert proportional({"a": 50, "b": 30, "c": 20}, 10) == {"a": 5, "b": 3, "c": 2}
+    assert sum(proportional({"a": 7, "b": 7, "c": 7}, 10).values()) == 10
+    # a cap frees its share for the others; never more than a source has
+    assert proportional({"a": 50, "b": 30, "c": 20}, 10, {"a": 2}) == {"a": 2, "b": 5, "c": 3}
+    assert proportional({"a": 1, "b": 100}, 50) == {"a": 0, "b": 50}  # largest remainder: .495 < .5
+    assert proportional({"a": 3, "b": 2}, 99) == {"a": 3, "b": 2}
+
+
+def population(seed: int = 0) -> list[CurateItem]:
+    """Three sources of different sizes, several instances per repository."""
+    rng = random.Random(seed)
+    out = []
+    for source, repos in (("big", 30), ("mid", 15), ("small", 6)):
+        for r in range(repos):
+            for k in range(rng.randint(1, 5)):
+                out.append(item(f"{source}{r}__x-{k}", source, repository=f"{source}/repo{r}"))
+    return out
+
+
+def test_split_is_repository_disjoint_within_quotas_and_deterministic():
+    items = population()
+    rule = SplitRule(seed=42, test_size=30, train_size=60)
+    rules = {"big": SourceRule(test_quota=12)}
+    first = split(items, rule, rules)
+    test_repos = {i.repository for i in first.test}
+    assert not test_repos & {i.repository for i in first.train + first.unused}
+    counts = Counter(i.source for i in first.test)
+    quota = proportional(dict(Counter(i.source for i in items)), 30, {"big": 12})
+    assert all(counts[s] <= quota[s] for s in quota) and counts["big"] <= 12
+    assert len(first.test) >= 24  # whole repositories of up to 5 fill most of the 30
+    assert len(first.train) == 60
+    # same inputs in another order, same rules: the same selection
+    shuffled = items[:]
+    random.Random(7).shuffle(shuffled)
+    again = split(shuffled, rule, rules)
+    assert [i.instance_id for i in again.test] == [i.instance_id for i in first.test]
+    assert [i.instance_id for i in again.train] == [i.instance_id for i in first.train]
+    # another seed, another sample
+    other = split(items, SplitRule(seed=43, test_size=30, train_size=60), rules)
+    assert {i.instance_id for i in other.test} != {i.instance_id for i in first.test}
+    # every eligible item lands on exactly one side
+    sides = [i.instance_id for i in first.test + first.train + first.unused]
+    assert sorted(sides) == sorted(i.instance_id for i in items)
