@@ -28,7 +28,7 @@ from testprism.tasks.importing.suite_import import checked_configuration, import
 from testprism.tasks.importing.swebench import import_rows
 from testprism.tasks.importing.verifier import Verifier
 from testprism.tasks.collect.panel import PanelMode, PanelRule
-from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.model.benchmark import BenchmarkError, load_benchmark
 from testprism.tasks.report.data import scored_store
 from testprism.tasks.sandbox.base import Limits, backend_class
 from testprism.tasks.score.scores import scorable_store
@@ -202,6 +202,31 @@ DistanceOpt = Annotated[float, typer.Option(
     help="testprism panel: the valid candidates' mean pairwise AST distance must exceed it")]
 JaccardOpt = Annotated[float, typer.Option(
     help="testprism panel: the most two invalid candidates' failed checks may overlap (Jaccard)")]
+
+
+@app.command()
+def curate(
+    config: Annotated[Path, typer.Argument(help="curate config (TOML): sources, bounds, split, difficulty",
+                                           exists=True, dir_okay=False, readable=True)],
+    store: Annotated[Path, typer.Option(help="store root: the funnel goes here", file_okay=False)],
+    out: Annotated[Path, typer.Option(help="benchmark folder for the test split; the training split goes to OUT-train",
+                                      file_okay=False)],
+    work: WorkOpt = None,
+    overwrite: Annotated[bool, typer.Option(help="replace OUT and OUT-train when they exist")] = False,
+) -> None:
+    """Curate source benchmarks into a screened, deduplicated, repository-disjoint test and training split."""
+    from testprism.flows.curate import curate_flow
+    from testprism.tasks.curate.config import load_config
+    from testprism.tasks.curate.curation import train_folder
+
+    load_config(config)  # a bad config ends here, in one line
+    for folder in (out, train_folder(out)):
+        if folder.exists() and not overwrite:
+            raise BenchmarkError(folder, "(folder)", "exists; pass --overwrite to replace it")
+    summary = curate_flow(config=str(config), store=str(store), out=str(out), work=str(work) if work else None,
+                          overwrite=overwrite)
+    log.info("curate %s: %d test and %d training instances; next: testprism collect %s --store %s",
+             summary.flow_run, summary.test, summary.train, summary.out, store)
 
 
 @app.command()
@@ -411,12 +436,10 @@ def build(
     work: Annotated[Optional[Path], typer.Option(help="working area (holds the build locks)")] = None,
 ) -> None:
     """Build the image of every environment the benchmark's instances use (once each)."""
-    from testprism.tasks.model.benchmark import load_benchmark
     from testprism.tasks.sandbox.environment import EnvironmentBuildError
     from testprism.tasks.sandbox.base import SandboxError
     from testprism.tasks.sandbox.docker.backend import DockerBackend
     from testprism.tasks.sandbox.docker.environment_image import environment_tag
-    from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
     bench = load_benchmark(benchmark)
     backend = DockerBackend(WorkPaths(work or default_work_root()), base_image=base)
@@ -463,11 +486,9 @@ def prune(
 ) -> None:
     """Remove environment images (all, or those the `--keep` benchmark does not use), and
     run containers left by crashed processes."""
-    from testprism.tasks.model.benchmark import load_benchmark
     from testprism.tasks.sandbox.docker.backend import DockerBackend
     from testprism.tasks.sandbox.docker.engine import api_client
     from testprism.tasks.sandbox.docker.images import prune_images
-    from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
     kept = {i.spec.environment.key for i in load_benchmark(keep).instances.values()} if keep else None
     swept = DockerBackend.sweep(WorkPaths(default_work_root()))

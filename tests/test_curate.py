@@ -142,17 +142,28 @@ def population(seed: int = 0) -> list[CurateItem]:
     return out
 
 
+def test_a_source_in_one_repository_fills_its_quota_from_part_of_it():
+    items = [item(f"one__{k}", "solo", repository="one/repo") for k in range(10)]
+    items += [item(f"r{k}__x", "many", repository=f"many/r{k}") for k in range(10)]
+    chosen = split(items, SplitRule(seed=1, test_size=4, train_size=20), {})
+    assert Counter(i.source for i in chosen.test) == {"solo": 2, "many": 2}
+    # the rest of the one repository is set aside, never trained on
+    assert not any(i.source == "solo" for i in chosen.train)
+    assert sum(i.source == "solo" for i in chosen.unused) == 8
+    assert len(chosen.train) == 8  # every remaining `many` repository
+
+
 def test_split_is_repository_disjoint_within_quotas_and_deterministic():
     items = population()
     rule = SplitRule(seed=42, test_size=30, train_size=60)
     rules = {"big": SourceRule(test_quota=12)}
     first = split(items, rule, rules)
     test_repos = {i.repository for i in first.test}
-    assert not test_repos & {i.repository for i in first.train + first.unused}
+    assert not test_repos & {i.repository for i in first.train}
     counts = Counter(i.source for i in first.test)
     quota = proportional(dict(Counter(i.source for i in items)), 30, {"big": 12})
     assert all(counts[s] <= quota[s] for s in quota) and counts["big"] <= 12
-    assert len(first.test) >= 24  # whole repositories of up to 5 fill most of the 30
+    assert len(first.test) == 30  # whole repositories first, then part of one per open quota
     assert len(first.train) == 60
     # same inputs in another order, same rules: the same selection
     shuffled = items[:]

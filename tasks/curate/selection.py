@@ -17,12 +17,16 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
+
+from testprism.storage import Store
 
 from testprism.tasks.curate.signals import Signals
 from testprism.tasks.model.funnel import Excluded
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason
+from testprism.tasks.score.metrics import latest_runs
 
 
 class _Rule(BaseModel):
@@ -154,29 +158,74 @@ class Split:
 
 
 def split(items: Sequence[CurateItem], rule: SplitRule, rules: dict[str, SourceRule]) -> Split:
-    """A repository-disjoint split. The test side takes whole repositories, in a seeded
-    order, while every source they hold is under its test quota (its proportional share of
-    `test_size`, capped by the source's `test_quota`); the train side then samples each
-    source in proportion from the remaining repositories' items, in a seeded order."""
+    """A repository-disjoint split. Each source's test quota is its proportional share of
+    `test_size`, capped by its `test_quota`. The test side takes whole repositories, in a
+    seeded order, while they fit under the quotas of the sources they hold; then, for the
+    quotas still open, part of further repositories (their other items are set aside, never
+    trained on). The train side samples each source in proportion from the remaining
+    repositories' items, in a seeded order."""
     by_source = Counter(i.source for i in items)
     quota = proportional(dict(by_source), rule.test_size, {s: rules.get(s, SourceRule()).test_quota for s in by_source})
     repos: dict[str, list[CurateItem]] = defaultdict(list)
     for item in items:
         repos[item.repository].append(item)
+    order = sorted(repos, key=lambda r: _order(rule.seed, "repo", r))
     taken = Counter[str]()
+    result = Split()
     test_repos: set[str] = set()
-    for repo in sorted(repos, key=lambda r: _order(rule.seed, "repo", r)):
+    for repo in order:  # whole repositories first
         need = Counter(i.source for i in repos[repo])
         if all(taken[s] + n <= quota[s] for s, n in need.items()):
             test_repos.add(repo)
             taken.update(need)
-    result = Split(test=sorted((i for r in test_repos for i in repos[r]), key=lambda i: i.instance_id))
-    rest = [i for r, group in repos.items() if r not in test_repos for i in group]
+            result.test += repos[repo]
+    for repo in order:  # then part of one where a quota is still open
+        if repo in test_repos or not any(taken[i.source] < quota[i.source] for i in repos[repo]):
+            continue
+        test_repos.add(repo)
+        for member in sorted(repos[repo], key=lambda i: _order(rule.seed, "item", i.instance_id)):
+            if taken[member.source] < quota[member.source]:
+                taken[member.source] += 1
+                result.test.append(member)
+            else:
+                result.unused.append(member)
+    rest = [i for r in order if r not in test_repos for i in repos[r]]
     train_share = proportional(dict(Counter(i.source for i in rest)), rule.train_size)
     for source, share in sorted(train_share.items()):
         mine = sorted((i for i in rest if i.source == source), key=lambda i: _order(rule.seed, "item", i.instance_id))
         result.train += mine[:share]
         result.unused += mine[share:]
-    result.train.sort(key=lambda i: i.instance_id)
-    result.unused.sort(key=lambda i: i.instance_id)
+    for side in (result.test, result.train, result.unused):
+        side.sort(key=lambda i: i.instance_id)
     return result
+
+
+def reproduced_by_all(store: Store, configurations: Sequence[str]) -> set[str]:
+    """Instances whose fail-to-pass transition every named configuration already reproduces
+    (its suite fails on the buggy program and passes on the reference, newest runs of the
+    store): SWEPatchTest's difficulty filter drops them, they separate no one. An instance
+    a configuration has no run for is not reproduced by it."""
+    if not configurations:
+        return set()
+    runs = latest_runs(store).filter(pl.col("configuration").is_in(list(configurations))
+                                     & pl.col("state").is_in(["buggy", "reference"]))
+    wide = runs.pivot(on="state", index=["configuration", "instance_id"], values="outcome", aggregate_function="first")
+    if "buggy" not in wide.columns or "reference" not in wide.columns:
+        return set()
+    reproduced = (wide.filter((pl.col("buggy") == "F") & (pl.col("reference") == "P"))
+                  .group_by("instance_id").agg(pl.col("configuration").n_unique().alias("n")))
+    return set(reproduced.filter(pl.col("n") == len(set(configurations)))["instance_id"])
+
+
+def too_easy(items: Iterable[CurateItem], store: Store, configurations: Sequence[str]
+             ) -> tuple[list[CurateItem], list[Excluded]]:
+    """Drop the items every configuration of the named panel already solves."""
+    easy = reproduced_by_all(store, configurations)
+    kept, out = [], []
+    for item in items:
+        if item.instance_id in easy:
+            out.append(Excluded(item.instance_id, Reason.TOO_EASY,
+                                f"every one of {', '.join(configurations)} reproduces its transition"))
+        else:
+            kept.append(item)
+    return kept, out

@@ -63,6 +63,9 @@ class Reason(StrEnum):
     SOLUTION_TOO_SMALL = "solution_too_small"  #: fewer effective reference lines than its source's bound
     TOO_FEW_TESTS = "too_few_tests"  #: fewer official test functions than its source's bound
     TESTS_TOO_SPARSE = "tests_too_sparse"  #: tests per modified file under its source's bound
+    SOURCE_SKIPPED = "source_skipped"  #: its source's adapter could not turn it into an instance
+    NOT_SAMPLED = "not_sampled"  #: eligible, beyond the split's sizes (or its repository's quota)
+    TOO_EASY = "too_easy"  #: every configuration of the named panel already reproduces its transition
     # -- instances without a TestPrism-shaped panel ------------------------------------------------
     TOO_FEW_VALID = "too_few_valid"
     TOO_FEW_INVALID = "too_few_invalid"
@@ -92,7 +95,8 @@ QUARANTINE_REASONS = frozenset({Reason.REFERENCE_PATCH_FAILED, Reason.CHECKS_PAT
                                 Reason.UNSTABLE, Reason.PASSES_BEFORE, Reason.REFERENCE_FAILS})
 #: Curation's funnel.
 CURATE_REASONS = frozenset({Reason.SOLUTION_TOO_SMALL, Reason.TOO_FEW_TESTS, Reason.TESTS_TOO_SPARSE,
-                            Reason.DUPLICATE})
+                            Reason.DUPLICATE, Reason.TOO_EASY, Reason.SOURCE_SKIPPED,
+                            Reason.NOT_SAMPLED})
 #: Panel selection.
 PANEL_REASONS = frozenset({Reason.TOO_FEW_VALID, Reason.TOO_FEW_INVALID, Reason.VALID_NOT_DIVERSE,
                            Reason.INVALID_NOT_DIVERSE})

@@ -1,0 +1,88 @@
+"""The curate config: one TOML file says which sources to read, their bounds, the split,
+the judge and the difficulty filter (docs/curate.md; examples/curate.toml).
+
+Paths are relative to the config file, so a config and its sources travel together. A bad
+file fails in one line naming the file and the field (CurateConfigError, a BenchmarkError:
+flows/errors.py prints it and exits 2).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from testprism.tasks.curate.selection import SourceRule, SplitRule
+from testprism.tasks.model.benchmark import NAME, BenchmarkError
+from testprism.tasks.model.hashing import digest
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceConfig(_Section):
+    """One source benchmark and the adapter that reads it."""
+
+    name: str = Field(pattern=NAME)  #: the `source` its instances get (a benchmark keeps its own)
+    kind: Literal["benchmark", "swebench"]
+    path: Path  #: benchmark: the folder holding instances/; swebench: the rows file
+    recipes: tuple[Path, ...] = ()  #: swebench: recipe files or folders
+    repos: Path | None = None  #: swebench: clones named owner__name, or a mapping file
+    releases: Path | None = None  #: swebench: release folders named by instance id, or a mapping file
+
+
+class DifficultyConfig(_Section):
+    """SWEPatchTest's filter: drop what every configuration of a panel already solves."""
+
+    configurations: tuple[str, ...] = ()
+    store: Path | None = None  #: where their runs are (default: the curate store)
+
+
+class CurateConfig(_Section):
+    sources: tuple[SourceConfig, ...] = Field(min_length=1)
+    bounds: dict[str, SourceRule] = {}  #: per source name
+    split: SplitRule = SplitRule()
+    difficulty: DifficultyConfig = DifficultyConfig()
+
+    @property
+    def key(self) -> str:
+        """What the selection depends on, besides the sources' content."""
+        return digest("curate-config", self.model_dump_json())
+
+
+class CurateConfigError(BenchmarkError):
+    """A curate config is invalid; the message names the file and the field."""
+
+
+def _resolved(config: CurateConfig, base: Path) -> CurateConfig:
+    def at(path: Path | None) -> Path | None:
+        return None if path is None else (path if path.is_absolute() else (base / path).resolve())
+
+    sources = tuple(s.model_copy(update={"path": at(s.path), "recipes": tuple(at(r) for r in s.recipes),
+                                         "repos": at(s.repos), "releases": at(s.releases)})
+                    for s in config.sources)
+    difficulty = config.difficulty.model_copy(update={"store": at(config.difficulty.store)})
+    return config.model_copy(update={"sources": sources, "difficulty": difficulty})
+
+
+def load_config(path: Path) -> CurateConfig:
+    """Read and check a curate config; its paths resolved against its folder."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise CurateConfigError(path, "(file)", f"cannot read: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise CurateConfigError(path, "(syntax)", str(exc)) from exc
+    try:
+        config = CurateConfig.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error["loc"]) or "(root)"
+        raise CurateConfigError(path, field, error["msg"]) from exc
+    names = [s.name for s in config.sources]
+    if len(set(names)) != len(names):
+        raise CurateConfigError(path, "sources.name", f"names repeat: {sorted(n for n in names if names.count(n) > 1)}")
+    return _resolved(config, path.parent.resolve())
