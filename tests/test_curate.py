@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
+import polars as pl
+import pyarrow as pa
 import pytest
+
+from testprism.storage import SCHEMAS, Store
 
 from testprism.tasks.curate.selection import (
     CurateItem,
@@ -16,8 +21,10 @@ from testprism.tasks.curate.selection import (
     deduplicate,
     proportional,
     repository_of,
+    reproduced_by_all,
     screen,
     split,
+    too_easy,
 )
 from testprism.tasks.curate import signals as signal_rules
 from testprism.tasks.curate.signals import Signals, python_tests, signals_of, solution_lines
@@ -177,3 +184,81 @@ def test_split_is_repository_disjoint_within_quotas_and_deterministic():
     # every eligible item lands on exactly one side
     sides = [i.instance_id for i in first.test + first.train + first.unused]
     assert sorted(sides) == sorted(i.instance_id for i in items)
+
+
+def runs_store(root: Path, outcomes: dict[tuple[str, str, str], str]) -> Store:
+    """A store holding one run per (configuration, instance, state) with the given outcome."""
+    store = Store(root)
+    schema = SCHEMAS["runs"]
+    rows = []
+    for (conf, iid, state), outcome in outcomes.items():
+        row = {name: None for name in schema.names}
+        row.update(run_key=f"{conf}/{iid}/{state}", instance_id=iid, source="s", configuration=conf, state=state,
+                   outcome=outcome, started_at=datetime.now(UTC), attempts=1, duration_s=0.1, tests=[])
+        rows.append(row)
+    store.append("runs", pa.Table.from_pylist(rows, schema=schema))
+    return store
+
+
+def test_difficulty_filter_drops_what_every_named_configuration_reproduces(tmp_path):
+    outcomes = {}
+    for conf in ("a", "b", "c"):
+        outcomes[(conf, "easy", "buggy")], outcomes[(conf, "easy", "reference")] = "F", "P"
+    # b does not reproduce `hard` (its suite passes on buggy); c has no run of `partial`
+    outcomes |= {("a", "hard", "buggy"): "F", ("a", "hard", "reference"): "P",
+                 ("b", "hard", "buggy"): "P", ("b", "hard", "reference"): "P",
+                 ("a", "partial", "buggy"): "F", ("a", "partial", "reference"): "P",
+                 ("b", "partial", "buggy"): "F", ("b", "partial", "reference"): "P"}
+    store = runs_store(tmp_path / "store", outcomes)
+    assert reproduced_by_all(store, ["a", "b"]) == {"easy", "partial"}
+    assert reproduced_by_all(store, ["a", "b", "c"]) == {"easy"}
+    assert reproduced_by_all(store, []) == set()
+    kept, out = too_easy([item("easy"), item("hard"), item("partial")], store, ["a", "b", "c"])
+    assert [i.instance_id for i in kept] == ["hard", "partial"]
+    assert [(e.item, e.reason) for e in out] == [("easy", Reason.TOO_EASY)]
+
+
+def curate_cli(*args: str):
+    from typer.testing import CliRunner
+
+    from testprism.flows.cli import app
+
+    return CliRunner().invoke(app, ["curate", *args])
+
+
+@pytest.mark.slow
+def test_curate_the_bundled_benchmark_by_its_example_config(tmp_path, work_root):
+    store, out = tmp_path / "store", tmp_path / "bench"
+    args = [str(EXAMPLES / "curate.toml"), "--store", str(store), "--out", str(out), "--work", str(work_root)]
+    result = curate_cli(*args)
+    assert result.exit_code == 0, result.output
+    funnel = Store(store).scan("funnel").filter(pl.col("flow") == "curate").collect().sort("step")
+    assert funnel["stage"].to_list() == ["sources", "bounds", "dedup", "difficulty", "split"]
+    assert funnel["retained"].to_list() == [12, 7, 7, 7, 3]
+    bounds = funnel.row(1, named=True)
+    assert sorted((e["item"], e["reason"]) for e in bounds["exclusions"]) == [
+        ("algokit__toposort-leaf-deps", "solution_too_small"),
+        ("calkit__merge-touching", "too_few_tests"),
+        ("textkit__snake-case-acronyms", "tests_too_sparse"),
+        ("textkit__template-defaults-mutation", "solution_too_small"),
+        ("textkit__wrap-exact-width", "tests_too_sparse"),
+    ]
+    test, train = load_benchmark(out), load_benchmark(tmp_path / "bench-train")
+    assert len(test.instances) == 2 and len(train.instances) == 1
+    repos = {repository_of(i) for i in test.instances}
+    assert not repos & {repository_of(i) for i in train.instances}
+    # the same config again: refused without --overwrite (nothing replaced), identical with it
+    again = curate_cli(*args)
+    assert again.exit_code == 2 and "--overwrite" in again.output
+    assert curate_cli(*args, "--overwrite").exit_code == 0
+    assert list(load_benchmark(out).instances) == list(test.instances)
+    assert list(load_benchmark(tmp_path / "bench-train").instances) == list(train.instances)
+
+
+def test_a_bad_curate_config_is_one_line_naming_the_field(tmp_path):
+    config = tmp_path / "curate.toml"
+    config.write_text('[[sources]]\nname = "x"\nkind = "zip"\npath = "."\n')
+    result = curate_cli(str(config), "--store", str(tmp_path / "s"), "--out", str(tmp_path / "o"))
+    assert result.exit_code == 2
+    assert f"{config}: field sources.0.kind" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "s").exists() and not (tmp_path / "o").exists()
