@@ -213,6 +213,8 @@ def curate(
                                       file_okay=False)],
     work: WorkOpt = None,
     overwrite: Annotated[bool, typer.Option(help="replace OUT and OUT-train when they exist")] = False,
+    workers: WorkersOpt = 1,
+    dask_address: DaskOpt = None,
 ) -> None:
     """Curate source benchmarks into a screened, deduplicated, repository-disjoint test and training split."""
     from testprism.flows.curate import curate_flow
@@ -224,7 +226,7 @@ def curate(
         if folder.exists() and not overwrite:
             raise BenchmarkError(folder, "(folder)", "exists; pass --overwrite to replace it")
     summary = curate_flow(config=str(config), store=str(store), out=str(out), work=str(work) if work else None,
-                          overwrite=overwrite)
+                          overwrite=overwrite, workers=workers, dask_address=dask_address)
     log.info("curate %s: %d test and %d training instances; next: testprism collect %s --store %s",
              summary.flow_run, summary.test, summary.train, summary.out, store)
 

@@ -28,6 +28,7 @@ from testprism.tasks.curate.selection import (
 )
 from testprism.tasks.curate import signals as signal_rules
 from testprism.tasks.curate.signals import Signals, python_tests, signals_of, solution_lines
+from testprism.tasks.model import patches
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.outcome import CURATE_REASONS, Reason
 
@@ -102,6 +103,29 @@ def test_signals_of_a_bundled_instance_read_its_official_tests_as_patched():
     assert signals.test_count == len(checks.fail_to_pass) + len(checks.pass_to_pass) == 7
     assert signals.files_modified == 1 and signals.solution_lines >= 1
     assert signals.test_density == signals.test_count
+
+
+def test_official_tests_patched_in_memory_are_what_git_makes_of_them():
+    bench = load_benchmark(EXAMPLES)
+    for instance in bench.instances.values():
+        touched = sorted(patches.touched_files(patches.parse(instance.checks_patch)))
+        in_memory = signal_rules.official_test_files(instance.program, instance.checks_patch)
+        assert in_memory and in_memory == signal_rules._with_git(instance.program, instance.checks_patch, touched)
+
+
+def test_a_checks_patch_over_an_existing_test_file_in_memory_or_by_git(tmp_path):
+    program = tmp_path / "program"
+    (program / "tests").mkdir(parents=True)
+    (program / "tests" / "test_a.py").write_text("import m\n\n\ndef test_old():\n    assert m.f()\n")
+    patch = (b"--- a/tests/test_a.py\n+++ b/tests/test_a.py\n@@ -3,3 +3,6 @@\n \n def test_old():\n"
+             b"     assert m.f()\n+\n+def test_new():\n+    assert not m.g()\n")
+    exact = signal_rules.official_test_files(program, patch)
+    assert signal_rules.tests_in("tests/test_a.py", exact["tests/test_a.py"]) == 2
+    # the file gained a line above the hunk: the old side no longer matches where it says,
+    # so git applies it (with its offset) and the result is the same two tests
+    (program / "tests" / "test_a.py").write_text("import m\nimport os\n\n\ndef test_old():\n    assert m.f()\n")
+    shifted = signal_rules.official_test_files(program, patch)
+    assert shifted["tests/test_a.py"].count("def test_") == 2 and "import os" in shifted["tests/test_a.py"]
 
 
 def item(instance_id: str, source: str = "s", repository: str | None = None, instruction: str | None = None,

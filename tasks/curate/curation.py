@@ -18,7 +18,7 @@ import pyarrow as pa
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.curate.config import CurateConfig
 from testprism.tasks.curate.selection import CurateItem, Split, deduplicate, screen, split, too_easy
-from testprism.tasks.curate.sources import SourceRead, item_of
+from testprism.tasks.curate.sources import SourceRead
 from testprism.tasks.importing.staging import staged
 from testprism.tasks.model import toml_writer
 from testprism.tasks.model.benchmark import Instance
@@ -38,10 +38,11 @@ class Curation:
     instances: dict[str, Instance]  #: every instance read, by id
 
 
-def gather(reads: Sequence[SourceRead]) -> tuple[dict[str, Instance], Stage]:
+def gather(reads: Sequence[SourceRead]) -> tuple[dict[str, Instance], list[CurateItem], Stage]:
     """Every source's instances (an id two sources use is kept from the first), and the
     funnel's first stage with what the adapters skipped."""
     instances: dict[str, Instance] = {}
+    items: list[CurateItem] = []
     exclusions = [Excluded(issue.row, Reason.SOURCE_SKIPPED, f"{issue.instance_id or '?'}: field {issue.field}: "
                            f"{issue.message}") for read in reads for issue in read.skipped]
     for read in reads:
@@ -50,16 +51,16 @@ def gather(reads: Sequence[SourceRead]) -> tuple[dict[str, Instance], Stage]:
                 exclusions.append(Excluded(iid, Reason.DUPLICATE, f"id also in source {instances[iid].source}"))
             else:
                 instances[iid] = instance
-    return instances, Stage("sources", "instance", len(instances), tuple(exclusions))
+                items.append(read.items[iid])
+    return instances, items, Stage("sources", "instance", len(instances), tuple(exclusions))
 
 
 def curate(config: CurateConfig, reads: Sequence[SourceRead], store: Store, flow_run: str,
            audit: Audit | None = None) -> Curation:
     """Screen, dedup, audit, filter by difficulty and split; every stage in the funnel."""
     funnel = Funnel("curate", flow_run)
-    instances, first = gather(reads)
+    instances, items, first = gather(reads)
     funnel.add(first)
-    items = [item_of(instance) for instance in instances.values()]
     items, out = screen(items, config.bounds)
     funnel.add(Stage("bounds", "instance", len(items), tuple(out)))
     items, out = deduplicate(items)

@@ -22,6 +22,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from unidiff import PatchedFile, PatchSet
+
 from testprism.tasks.model import patches
 from testprism.tasks.model.benchmark import Instance
 from testprism.tasks.model.state import apply_patch
@@ -68,10 +70,10 @@ def _effective(text: str, suffix: str) -> bool:
     return bool(stripped) and not stripped.startswith(COMMENT_PREFIXES.get(suffix, ()))
 
 
-def solution_lines(reference: bytes | str) -> int:
+def solution_lines(reference: bytes | str | PatchSet) -> int:
     """Effective lines the diff adds or removes."""
     count = 0
-    for patched in patches.parse(reference):
+    for patched in reference if isinstance(reference, PatchSet) else patches.parse(reference):
         suffix = PurePosixPath(patched.path).suffix
         count += sum(1 for hunk in patched for line in hunk
                      if (line.is_added or line.is_removed) and _effective(line.value, suffix))
@@ -111,10 +113,25 @@ def tests_in(path: str, source: str) -> int:
     return len(pattern.findall(source)) if pattern else 0
 
 
-def official_test_files(program: Path, checks_patch: bytes) -> dict[str, str]:
-    """Each file the checks patch touches, as the patch leaves it (patched in a scratch
-    copy of just those files; the program is never written)."""
-    touched = sorted(patches.touched_files(patches.parse(checks_patch)))
+def _patched(original: list[str], patched: PatchedFile) -> list[str] | None:
+    """The file after its hunks, applied where they say; None when a hunk's old side does
+    not match the file (then git decides, as for any patch)."""
+    out: list[str] = []
+    at = 0  # lines of `original` consumed
+    for hunk in patched:
+        start = max(hunk.source_start - 1, 0)
+        if start < at or start > len(original):
+            return None
+        out += original[at:start]
+        old = [line.value for line in hunk if line.is_context or line.is_removed]
+        if original[start:start + len(old)] != old:
+            return None
+        out += [line.value for line in hunk if line.is_context or line.is_added]
+        at = start + len(old)
+    return out + original[at:]
+
+
+def _with_git(program: Path, checks_patch: bytes, touched: list[str]) -> dict[str, str]:
     with tempfile.TemporaryDirectory(prefix="testprism-signals-") as scratch:
         tree = Path(scratch)
         for rel in touched:
@@ -129,9 +146,34 @@ def official_test_files(program: Path, checks_patch: bytes) -> dict[str, str]:
                 for rel in touched if (tree / rel).is_file()}
 
 
+def official_test_files(program: Path, checks_patch: bytes) -> dict[str, str]:
+    """Each file the checks patch touches, as the patch leaves it. Hunks are applied in
+    memory where they match (a curation reads thousands of instances: no process per
+    instance); a patch they do not match exactly is applied by git in a scratch copy of
+    just those files, with its fuzz. The program is never written."""
+    patch_set = patches.parse(checks_patch)
+    files: dict[str, str] = {}
+    for patched in patch_set:
+        rel = patches.relative_path(patched.target_file if not patched.is_removed_file else patched.source_file)
+        if rel is None or patched.is_removed_file or patched.is_binary_file or patched.is_rename:
+            return _with_git(program, checks_patch, sorted(patches.touched_files(patch_set)))
+        source = program / rel
+        if patched.is_added_file:
+            original: list[str] = []
+        elif source.is_file() and not source.is_symlink():
+            original = source.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+        else:
+            return _with_git(program, checks_patch, sorted(patches.touched_files(patch_set)))
+        after = _patched(original, patched)
+        if after is None:
+            return _with_git(program, checks_patch, sorted(patches.touched_files(patch_set)))
+        files[rel] = "".join(after)
+    return files
+
+
 def signals_of(instance: Instance) -> Signals:
     """The screening signals of a loaded instance."""
     files = official_test_files(instance.program, instance.checks_patch)
     tests = sum(tests_in(rel, text) for rel, text in files.items())
-    modified = len(patches.touched_files(patches.parse(instance.reference)))
-    return Signals(solution_lines(instance.reference), tests, modified)
+    reference = patches.parse(instance.reference)
+    return Signals(solution_lines(reference), tests, len(patches.touched_files(reference)))

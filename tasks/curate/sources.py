@@ -35,6 +35,9 @@ class SourceRead:
     root: Path  #: the benchmark folder its instances are in
     instances: dict[str, Instance] = field(default_factory=dict)
     skipped: list[Issue] = field(default_factory=list)  #: what its adapter could not import, and why
+    #: what the screening reads of each instance: computed with the read, so that sources
+    #: read in parallel (one task each) also compute their signals in parallel
+    items: dict[str, CurateItem] = field(default_factory=dict)
 
 
 def _benchmark_root(source: SourceConfig, work: WorkPaths) -> tuple[Path, list[Issue]]:
@@ -51,7 +54,7 @@ def read_source(source: SourceConfig, work: WorkPaths) -> SourceRead:
     root, skipped = _benchmark_root(source, work)
     instances = load_benchmark(root).instances if (root / "instances").is_dir() else {}
     log.info("source %s: %d instances, %d skipped by its adapter", source.name, len(instances), len(skipped))
-    return SourceRead(source.name, root, instances, skipped)
+    return SourceRead(source.name, root, instances, skipped, {iid: item_of(i) for iid, i in instances.items()})
 
 
 def _declared_repository(instance: Instance) -> str | None:
