@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: Datasets a store may hold; each is a folder of immutable Parquet parts.
-DATASETS = ("instances", "panels", "suites", "runs", "candidates", "verifications", "funnel")
+DATASETS = ("instances", "panels", "suites", "runs", "candidates", "verifications", "funnel", "audits")
 
 
 @dataclass(frozen=True)

@@ -183,6 +183,26 @@ FUNNEL = pa.schema(
     ]
 )
 
+# -- curate (tasks/curate/judge.py; docs/curate.md) --------------------------------------------------
+
+AUDITS = pa.schema(
+    [
+        pa.field("audit_key", pa.string(), nullable=False),  # what the judge sees + its model + prompt version
+        pa.field("instance_id", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("model", pa.string(), nullable=False),  # the judge's model name
+        pa.field("prompt_version", pa.string(), nullable=False),
+        pa.field("threshold", pa.int16(), nullable=False),  # include at or above it, when this row was decided
+        pa.field("score", pa.int16()),  # 0..100; null when the judge gave none (see reason)
+        pa.field("decision", pa.string(), nullable=False),  # include | review | exclude
+        pa.field("rationale", pa.string(), nullable=False),  # the judge's words (its raw answer when malformed)
+        pa.field("reason", pa.string()),  # null: scored; else tasks/model/outcome.py AUDIT_REASONS
+        pa.field("error", pa.string()),  # what went wrong, for a human; null when scored
+        pa.field("attempts", pa.int16(), nullable=False),  # requests sent (retries included)
+        pa.field("audited_at", pa.timestamp("us", tz="UTC"), nullable=False),
+    ]
+)
+
 # -- coverage (tasks/score/coverage/; docs/report.md) ------------------------------------------------
 
 COVERAGE = pa.schema(
@@ -236,6 +256,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "verifications": VERIFICATIONS,
     "candidates": CANDIDATES,
     "funnel": FUNNEL,
+    "audits": AUDITS,
     "coverage": COVERAGE,
     "coverage_summary": COVERAGE_SUMMARY,
     "flakes": FLAKES,

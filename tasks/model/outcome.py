@@ -21,7 +21,7 @@ class Outcome(StrEnum):
 
 class Reason(StrEnum):
     """Why something has no plain result: the ONE vocabulary of every dataset's `reason`
-    column (runs, verifications, coverage, candidates, quarantined instances, panels) and of
+    column (runs, verifications, coverage, candidates, quarantined instances, panels, audits) and of
     the report. A word means the same wherever it appears; the sets below say which
     dataset uses which."""
 
@@ -71,6 +71,11 @@ class Reason(StrEnum):
     TOO_FEW_INVALID = "too_few_invalid"
     VALID_NOT_DIVERSE = "valid_not_diverse"  #: best mean pairwise AST distance found ≤ threshold
     INVALID_NOT_DIVERSE = "invalid_not_diverse"  #: not enough invalid ones with pairwise Jaccard ≤ threshold
+    # -- the reference-test audit by a judge (audits; docs/curate.md) ------------------------------
+    MALFORMED_ANSWER = "malformed_answer"  #: the judge answered, but not JSON with a score 0..100 and a rationale
+    JUDGE_REFUSED = "judge_refused"  #: the judge declined to answer (a refusal or a content filter)
+    JUDGE_FAILED = "judge_failed"  #: no answer: retries exhausted (429, 5xx, timeouts, connection
+    #: errors) or the endpoint rejected the request; the only audit reason asked again on a rerun
 
 
 #: What any sandboxed run can end in without a verdict of its own.
@@ -100,6 +105,8 @@ CURATE_REASONS = frozenset({Reason.SOLUTION_TOO_SMALL, Reason.TOO_FEW_TESTS, Rea
 #: Panel selection.
 PANEL_REASONS = frozenset({Reason.TOO_FEW_VALID, Reason.TOO_FEW_INVALID, Reason.VALID_NOT_DIVERSE,
                            Reason.INVALID_NOT_DIVERSE})
+#: The `audits` dataset: null is "the judge gave a score".
+AUDIT_REASONS = frozenset({Reason.MALFORMED_ANSWER, Reason.JUDGE_REFUSED, Reason.JUDGE_FAILED})
 
 #: Reasons that come from infrastructure, not from the suite: retried, never final verdicts.
 RETRYABLE = frozenset({Reason.SANDBOX_ERROR})
