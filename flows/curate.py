@@ -21,7 +21,8 @@ from prefect.cache_policies import NO_CACHE
 from testprism.flows.runner import task_runner
 from testprism.storage import Store
 from testprism.tasks.curate.config import SourceConfig, load_config
-from testprism.tasks.curate.curation import curate, record, write_splits
+from testprism.tasks.curate.curation import curate, judged, record, write_splits
+from testprism.tasks.curate.judge import ChatJudge
 from testprism.tasks.curate.sources import SourceRead, read_source
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
@@ -55,7 +56,9 @@ def curate_flow(config: str, store: str, out: str, work: str | None = None, over
                    for source in chosen.sources]
         reads = [future.result() for future in futures]
     flow_run = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
-    curation = curate(chosen, reads, target, flow_run)
+    settings = chosen.judge_config()
+    audit = judged(ChatJudge(settings), target, settings.concurrency) if settings else None
+    curation = curate(chosen, reads, target, flow_run, audit)
     record(target, curation.funnel)
     for stage in curation.funnel.stages:
         log.info("%s", stage.summary())

@@ -4,6 +4,7 @@ dedup, and the seeded repository-disjoint split with per-source quotas."""
 from __future__ import annotations
 
 import random
+import shutil
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 from testprism.storage import SCHEMAS, Store
+from tests.test_judge import endpoint  # noqa: F401  (the loopback chat-completions server)
 
 from testprism.tasks.curate.selection import (
     CurateItem,
@@ -286,3 +288,37 @@ def test_a_bad_curate_config_is_one_line_naming_the_field(tmp_path):
     assert result.exit_code == 2
     assert f"{config}: field sources.0.kind" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "s").exists() and not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_curate_with_the_judge_on_asks_once_and_sets_aside_what_it_does_not_include(tmp_path, work_root, endpoint):
+    base_url, script = endpoint
+    source = tmp_path / "source"
+    markers = {"algokit__bisect-past-end": "score-90", "calkit__free-slots-nested-meeting": "score-60",
+               "textkit__ini-value-equals": "score-10", "algokit__topk-tied-scores": "malformed"}
+    for iid, marker in markers.items():
+        shutil.copytree(EXAMPLES / "instances" / iid, source / "instances" / iid)
+        with (source / "instances" / iid / "instruction.md").open("a") as fh:
+            fh.write(f"\n[[script:{marker}]]\n")
+    config = tmp_path / "curate.toml"
+    config.write_text(f'[[sources]]\nname = "s"\nkind = "benchmark"\npath = "source"\n\n'
+                      f'[split]\ntest_size = 1\ntrain_size = 0\n\n'
+                      f'[judge]\nbase_url = "{base_url}"\nmodel = "judge-test"\napi_key = "sk-test"\n'
+                      f'concurrency = 2\nmax_retries = 0\n')
+    store, out = tmp_path / "store", tmp_path / "bench"
+    args = [str(config), "--store", str(store), "--out", str(out), "--work", str(work_root)]
+    result = curate_cli(*args)
+    assert result.exit_code == 0, result.output
+    assert script.total() == 4
+    funnel = Store(store).scan("funnel").filter(pl.col("flow") == "curate").collect().sort("step")
+    audit = funnel.filter(pl.col("stage") == "audit").row(0, named=True)
+    assert audit["retained"] == 1
+    assert sorted((e["item"], e["reason"]) for e in audit["exclusions"]) == [
+        ("algokit__topk-tied-scores", "needs_review"),  # malformed: never a crash, never an include
+        ("calkit__free-slots-nested-meeting", "needs_review"),
+        ("textkit__ini-value-equals", "judge_excluded"),
+    ]
+    assert list(load_benchmark(out).instances) == ["algokit__bisect-past-end"]
+    # the answers are in the store: a second curation asks nothing
+    assert curate_cli(*args, "--overwrite").exit_code == 0
+    assert script.total() == 4

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from testprism.tasks.curate.judge import JudgeConfig, JudgeConfigError
 from testprism.tasks.curate.selection import SourceRule, SplitRule
 from testprism.tasks.model.benchmark import NAME, BenchmarkError
 from testprism.tasks.model.hashing import digest
@@ -46,6 +47,12 @@ class CurateConfig(_Section):
     bounds: dict[str, SourceRule] = {}  #: per source name
     split: SplitRule = SplitRule()
     difficulty: DifficultyConfig = DifficultyConfig()
+    #: the reference-test audit: on when the table is there (tasks/curate/judge.py JudgeConfig;
+    #: what it leaves out comes from the environment, e.g. the API key)
+    judge: dict[str, Any] | None = None
+
+    def judge_config(self) -> JudgeConfig | None:
+        return None if self.judge is None else JudgeConfig.load(self.judge)
 
     @property
     def key(self) -> str:
@@ -85,4 +92,9 @@ def load_config(path: Path) -> CurateConfig:
     names = [s.name for s in config.sources]
     if len(set(names)) != len(names):
         raise CurateConfigError(path, "sources.name", f"names repeat: {sorted(n for n in names if names.count(n) > 1)}")
+    try:
+        config.judge_config()
+    except JudgeConfigError as exc:
+        setting, _, message = str(exc).partition(": ")
+        raise CurateConfigError(path, setting, message) from exc
     return _resolved(config, path.parent.resolve())

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.curate.config import CurateConfig
+from testprism.tasks.curate.judge import AuditItem, Decision, Judge, audit_all
 from testprism.tasks.curate.selection import CurateItem, Split, deduplicate, screen, split, too_easy
 from testprism.tasks.curate.sources import SourceRead
 from testprism.tasks.importing.staging import staged
@@ -28,7 +29,7 @@ from testprism.tasks.model.outcome import Reason
 log = logging.getLogger(__name__)
 
 #: An audit stage: the items it keeps and the exclusions it made (tasks/curate/judge.py).
-Audit = Callable[[list[CurateItem], dict[str, Instance]], tuple[list[CurateItem], list[Excluded]]]
+AuditStage = Callable[[list[CurateItem], dict[str, Instance]], tuple[list[CurateItem], list[Excluded]]]
 
 
 @dataclass
@@ -55,8 +56,27 @@ def gather(reads: Sequence[SourceRead]) -> tuple[dict[str, Instance], list[Curat
     return instances, items, Stage("sources", "instance", len(instances), tuple(exclusions))
 
 
+def judged(judge: Judge, store: Store, concurrency: int) -> AuditStage:
+    """The audit stage: keep what the judge includes; what it sends to review or excludes
+    is set aside with its score and rationale (SWEPatchTest: threshold 80)."""
+    def run(items: list[CurateItem], instances: dict[str, Instance]) -> tuple[list[CurateItem], list[Excluded]]:
+        audits = audit_all([AuditItem.of(instances[i.instance_id]) for i in items], judge, store, concurrency)
+        kept: list[CurateItem] = []
+        out: list[Excluded] = []
+        for item, audit in zip(items, audits):
+            if audit.decision is Decision.INCLUDE:
+                kept.append(item)
+                continue
+            why = Reason.JUDGE_EXCLUDED if audit.decision is Decision.EXCLUDE else Reason.NEEDS_REVIEW
+            detail = f"score {audit.score}: {audit.rationale}" if audit.score is not None else (audit.error or "")
+            out.append(Excluded(item.instance_id, why, detail[:500]))
+        return kept, out
+
+    return run
+
+
 def curate(config: CurateConfig, reads: Sequence[SourceRead], store: Store, flow_run: str,
-           audit: Audit | None = None) -> Curation:
+           audit: AuditStage | None = None) -> Curation:
     """Screen, dedup, audit, filter by difficulty and split; every stage in the funnel."""
     funnel = Funnel("curate", flow_run)
     instances, items, first = gather(reads)

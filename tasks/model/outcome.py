@@ -65,6 +65,8 @@ class Reason(StrEnum):
     TESTS_TOO_SPARSE = "tests_too_sparse"  #: tests per modified file under its source's bound
     SOURCE_SKIPPED = "source_skipped"  #: its source's adapter could not turn it into an instance
     NOT_SAMPLED = "not_sampled"  #: eligible, beyond the split's sizes (or its repository's quota)
+    NEEDS_REVIEW = "needs_review"  #: the judge's score is under the threshold but not by much, or unusable
+    JUDGE_EXCLUDED = "judge_excluded"  #: the judge scored its reference tests far under the threshold
     TOO_EASY = "too_easy"  #: every configuration of the named panel already reproduces its transition
     # -- instances without a TestPrism-shaped panel ------------------------------------------------
     TOO_FEW_VALID = "too_few_valid"
@@ -101,7 +103,7 @@ QUARANTINE_REASONS = frozenset({Reason.REFERENCE_PATCH_FAILED, Reason.CHECKS_PAT
 #: Curation's funnel.
 CURATE_REASONS = frozenset({Reason.SOLUTION_TOO_SMALL, Reason.TOO_FEW_TESTS, Reason.TESTS_TOO_SPARSE,
                             Reason.DUPLICATE, Reason.TOO_EASY, Reason.SOURCE_SKIPPED,
-                            Reason.NOT_SAMPLED})
+                            Reason.NOT_SAMPLED, Reason.NEEDS_REVIEW, Reason.JUDGE_EXCLUDED})
 #: Panel selection.
 PANEL_REASONS = frozenset({Reason.TOO_FEW_VALID, Reason.TOO_FEW_INVALID, Reason.VALID_NOT_DIVERSE,
                            Reason.INVALID_NOT_DIVERSE})
