@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import chatserver
+
 from testprism.tasks.model.workdir import WorkPaths
 
 
@@ -147,3 +149,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     logging.getLogger("prefect").setLevel(logging.WARNING)  # "Stopping temporary server": noise
     for server in list(SubprocessASGIServer._instances.values()):
         server.stop()
+
+
+#: the loopback chat-completions server (tests/chatserver.py), for the judge's tests
+endpoint = chatserver.endpoint

@@ -14,7 +14,6 @@ import pyarrow as pa
 import pytest
 
 from testprism.storage import SCHEMAS, Store
-from tests.test_judge import endpoint  # noqa: F401  (the loopback chat-completions server)
 
 from testprism.tasks.curate.selection import (
     CurateItem,
