@@ -12,6 +12,10 @@ Side by side in the same run: the signals of 300 instances by the in-memory patc
 curation uses against applying each checks patch with git in a scratch folder (the
 fallback), so the cost of one against the other is measured on the same machine and load.
 
+With the judge on: 400 instances audited against a chat-completions server the bench
+starts on 127.0.0.1 (20 ms an answer), concurrency 4: the requests made, the most in
+flight at once, and a second pass that asks nothing.
+
 Run: `python bench/curate_scale.py [SOURCES]`. Targets on the 2-core machine: < 60 s,
 peak memory < 2 GiB.
 """
@@ -35,6 +39,8 @@ PER_SOURCE = 5000
 TARGET_S = 60.0
 TARGET_MIB = 2048
 SIDE_BY_SIDE = 300
+JUDGE_ITEMS = 400
+JUDGE_CONCURRENCY = 4
 
 CONFIG = """\
 [[sources]]
@@ -162,6 +168,57 @@ print(json.dumps(out))
 """
 
 
+JUDGED = """
+import json, sys, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from testprism.storage import Store
+from testprism.tasks.curate.judge import AuditItem, ChatJudge, JudgeConfig, audit_all
+from testprism.tasks.model.benchmark import load_instance
+
+seen = {"requests": 0, "in_flight": 0, "max_in_flight": 0}
+lock = threading.Lock()
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        with lock:
+            seen["requests"] += 1
+            seen["in_flight"] += 1
+            seen["max_in_flight"] = max(seen["max_in_flight"], seen["in_flight"])
+        time.sleep(0.02)  # a fast model
+        body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+             "content": json.dumps({"score": 85, "rationale": "ok"})}}]}).encode()
+        with lock:
+            seen["in_flight"] -= 1
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+root, scratch, n, concurrency = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+items = [AuditItem.of(load_instance(f)) for f in sorted(root.glob("alpha/instances/*"))[:n]]
+judge = ChatJudge(JudgeConfig.load({"base_url": f"http://127.0.0.1:{server.server_address[1]}/v1", "model": "m",
+                                    "api_key": "k", "concurrency": concurrency}, environ={}))
+store = Store(scratch / "store")
+start = time.perf_counter()
+first = audit_all(items, judge, store, concurrency)
+asked = seen["requests"]
+middle = time.perf_counter()
+audit_all(items, judge, store, concurrency)
+print(json.dumps({"items": len(items), "first_s": middle - start, "second_s": time.perf_counter() - middle,
+                  "requests": asked, "again": seen["requests"] - asked, "max_in_flight": seen["max_in_flight"]}))
+server.shutdown()
+"""
+
+
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     root = Path(sys.argv[1] if len(sys.argv) > 1 else "/var/tmp/testprism-curate-sources")
@@ -184,6 +241,14 @@ def main() -> None:
     memory, git = (side["memory"] + side["memory2"]) / 2, (side["git"] + side["git2"]) / 2
     log.info("official tests of one instance: in memory %.2f ms, by git in a scratch copy %.2f ms: %.0fx "
              "(%d instances, alternating twice)", memory * 1e3, git * 1e3, git / memory, SIDE_BY_SIDE)
+    with tempfile.TemporaryDirectory(prefix="testprism-curate-judge-") as scratch:
+        judged = json.loads(subprocess.run([sys.executable, "-c", JUDGED, str(root), scratch, str(JUDGE_ITEMS),
+                                            str(JUDGE_CONCURRENCY)], check=True, capture_output=True,
+                                           text=True).stdout.strip().splitlines()[-1])
+    log.info("judge on, loopback server (20 ms an answer): %d items in %.1f s with concurrency %d: %d requests, "
+             "at most %d in flight; the second pass %.2f s, %d requests (answers from the store)",
+             judged["items"], judged["first_s"], JUDGE_CONCURRENCY, judged["requests"], judged["max_in_flight"],
+             judged["second_s"], judged["again"])
     met = figures["total"] < TARGET_S and figures["peak_mib"] < TARGET_MIB
     log.info("targets: < %.0f s and < %d MiB: %s", TARGET_S, TARGET_MIB, "met" if met else "MISSED")
 
