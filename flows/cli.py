@@ -40,7 +40,8 @@ USAGE = (
     "How reliable are generated test suites? testprism replays each suite on the buggy program, the reference "
     "fix and hidden panels of valid and invalid candidate patches, in a sandbox, and scores every configuration "
     "jointly (GRR, CAR, WDR, F1, JVR, with intervals).\n\n"
-    "Typical sequence: import (SWE-bench rows, test patches) -> collect (label candidates, choose panels) -> "
+    "Typical sequence: import (SWE-bench rows, test patches) -> curate (screen, dedup, audit, split) -> "
+    "collect (label candidates, choose panels) -> "
     "replay -> score -> report. `testprism demo` runs it all on the bundled benchmark."
 )
 
