@@ -41,8 +41,8 @@ USAGE = (
     "fix and hidden panels of valid and invalid candidate patches, in a sandbox, and scores every configuration "
     "jointly (GRR, CAR, WDR, F1, JVR, with intervals).\n\n"
     "Typical sequence: import (SWE-bench rows, test patches) -> curate (screen, dedup, audit, split) -> "
-    "collect (label candidates, choose panels) -> "
-    "replay -> score -> report. `testprism demo` runs it all on the bundled benchmark."
+    "collect (label candidates, choose panels) -> replay -> score -> report. `testprism demo` replays, scores and "
+    "reports the bundled benchmark."
 )
 
 app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, help=USAGE)
