@@ -25,7 +25,8 @@ from testprism.tasks.replay.runs import execute_batch, plan
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.model.state import apply_patch
-from testprism.tasks.importing.suite_import import configuration_name, find_test_functions, import_suites, selected_tests
+from testprism.tasks.importing.suite_import import configuration_name, import_suites, selected_tests
+from testprism.tasks.model.pytest_ids import find_test_functions
 from testprism.tasks.importing.rows import RowError
 from testprism.tasks.importing.sources import ProgramSources
 from testprism.tasks.importing.swebench import import_rows

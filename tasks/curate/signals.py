@@ -14,7 +14,6 @@ Plain functions of the diffs and the program: nothing runs.
 
 from __future__ import annotations
 
-import ast
 import logging
 import re
 import shutil
@@ -26,6 +25,7 @@ from unidiff import PatchedFile, PatchSet
 
 from testprism.tasks.model import patches
 from testprism.tasks.model.benchmark import Instance
+from testprism.tasks.model.pytest_ids import find_test_functions
 from testprism.tasks.model.state import apply_patch
 
 log = logging.getLogger(__name__)
@@ -80,24 +80,9 @@ def solution_lines(reference: bytes | str | PatchSet) -> int:
     return count
 
 
-def _is_test_class(node: ast.ClassDef) -> bool:
-    bases = {b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases}
-    return node.name.startswith("Test") or "TestCase" in bases
-
-
 def python_tests(source: str) -> int:
-    """pytest's collection rule on one file's syntax tree: `test*` functions at module level,
-    `test*` methods of test classes (nested classes included)."""
-    def count(body: list[ast.stmt], in_class: bool) -> int:
-        found = 0
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-                found += 1
-            elif isinstance(node, ast.ClassDef) and _is_test_class(node):
-                found += count(node.body, True)
-        return found
-
-    return count(ast.parse(source).body, False)
+    """pytest's collection rule on one file's syntax tree (tasks/model/pytest_ids.py)."""
+    return len(find_test_functions(source))
 
 
 def tests_in(path: str, source: str) -> int:

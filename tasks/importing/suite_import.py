@@ -12,7 +12,6 @@ applying the patch to the program and reading the result with unidiff and ast (`
 
 from __future__ import annotations
 
-import ast
 import logging
 import re
 import shutil
@@ -26,6 +25,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from testprism.tasks.model import patches, toml_writer
+from testprism.tasks.model.pytest_ids import find_test_functions
 from testprism.tasks.model.benchmark import CONFIGURATION, NAME, BenchmarkError, Instance, load_instance
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.importing.recipe import fill_test_files
@@ -117,24 +117,6 @@ class Owners:
 
 
 # -- which tests the patch adds or changes -------------------------------------------------
-
-
-def find_test_functions(source: str) -> list[tuple[str, int, int]]:
-    """(qualified name, first line, last line) of the test functions pytest collects by
-    default: `test*` functions at module level and in classes named `Test*` or derived from
-    a base (unittest.TestCase). Decorators count as part of the function."""
-    found: list[tuple[str, int, int]] = []
-
-    def visit(body: list[ast.stmt], prefix: str) -> None:
-        for node in body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
-                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-                found.append((prefix + node.name, first, node.end_lineno or node.lineno))
-            elif isinstance(node, ast.ClassDef) and (node.name.startswith("Test") or node.bases):
-                visit(node.body, f"{prefix}{node.name}::")
-
-    visit(ast.parse(source).body, "")
-    return found
 
 
 def selected_tests(program: Path, patch: str) -> list[str]:
