@@ -21,6 +21,8 @@ from testprism.flows.errors import Commands, ExitStatus, known_backend
 from testprism.flows.runner import open_inputs
 from testprism.storage.schema import METRICS
 from testprism.tasks.collect.candidate import NEAR_DUPLICATE_COSINE
+from testprism.tasks.importing.exercises import import_exercises
+from testprism.tasks.importing.harbor import SOLVE_LIMITS, import_harbor
 from testprism.tasks.importing.recipe import load_recipes
 from testprism.tasks.importing.rows import ImportReport
 from testprism.tasks.importing.sources import ProgramSources
@@ -48,9 +50,10 @@ USAGE = (
 app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, help=USAGE)
 import_app = typer.Typer(
     cls=Commands, add_completion=False, no_args_is_help=True,
-    help="Bring published files into the benchmark format: SWE-bench rows as instances, generated test patches "
-         "as suites. A bad row never stops a batch: every issue is listed with its row and field, and the exit "
-         "status is non-zero when nothing was imported (or, with --strict, on any issue).",
+    help="Bring published files into the benchmark format: SWE-bench rows, Harbor task folders and exercise "
+         "tracks as instances, generated test patches as suites. A bad row (or task) never stops a batch: every "
+         "issue is listed with its row and field, and the exit status is non-zero when nothing was imported "
+         "(or, with --strict, on any issue).",
 )
 images_app = typer.Typer(
     cls=Commands, add_completion=False, no_args_is_help=True,
@@ -401,6 +404,45 @@ def swebench(
         if verifier is not None:
             verifier.backend.close()
     _summarise(report, f"import swebench {rows} → {out}", strict)
+
+
+SourceOpt = Annotated[str, typer.Option(help="the `source` of every imported instance (its stratum)")]
+
+
+@import_app.command("harbor")
+def harbor(
+    tasks: Annotated[Path, typer.Argument(help="folder of Harbor task folders (task.toml, instruction.md, "
+                                               "environment/, solution/solve.sh, tests/)", exists=True, file_okay=False)],
+    out: Annotated[Path, typer.Option(help="benchmark folder to write instances/<id>/ into")],
+    source: SourceOpt,
+    backend: Annotated[str, typer.Option(help="sandbox backend solve.sh runs in", callback=known_backend)] = "local",
+    work: Annotated[Optional[Path], typer.Option(help="working area for environments (a cache)")] = None,
+    timeout: Annotated[float, typer.Option(help="wall-clock limit of one solve.sh run, seconds")] = SOLVE_LIMITS.timeout_s,
+    overwrite: OverwriteOpt = False,
+    strict: StrictOpt = False,
+) -> None:
+    """Import Harbor tasks as instances: build context, what solve.sh changes (sandboxed), pytest checks."""
+    sandbox = backend_class(backend)(WorkPaths(work or default_work_root()))
+    try:
+        report = import_harbor(tasks, out, source=source, overwrite=overwrite, backend=sandbox,
+                               limits=Limits(timeout_s=timeout))
+    finally:
+        sandbox.close()
+    _summarise(report, f"import harbor {tasks} → {out}", strict)
+
+
+@import_app.command("exercises")
+def exercises(
+    track: Annotated[Path, typer.Argument(help="an Exercism-style Python track: exercises/practice/<slug>/",
+                                          exists=True, file_okay=False)],
+    out: Annotated[Path, typer.Option(help="benchmark folder to write instances/<source>__<slug>/ into")],
+    source: SourceOpt,
+    overwrite: OverwriteOpt = False,
+    strict: StrictOpt = False,
+) -> None:
+    """Import exercise folders as instances: the stub, stub → example as reference, the test module as checks."""
+    _summarise(import_exercises(track, out, source=source, overwrite=overwrite),
+               f"import exercises {track} → {out}", strict)
 
 
 @import_app.command("suites")

@@ -9,7 +9,9 @@ row is an Issue naming the row and the field while the rest of the batch goes on
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import logging
+import subprocess
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from testprism.tasks.model.benchmark import NAME
+from testprism.tasks.model.patches import DiffError
+from testprism.tasks.sandbox.base import SandboxError, SuiteNotInstalled
+from testprism.tasks.sandbox.environment import EnvironmentBuildError
+
+log = logging.getLogger(__name__)
 
 
 class RowError(ValueError):
@@ -52,6 +59,23 @@ class ImportReport:
     @property
     def failed(self) -> list[Issue]:
         return [i for i in self.issues if i.fatal]
+
+    def attempt(self, row: str, instance_id: str, run: Callable[[], str]) -> None:
+        """Import one row (or task folder) with `run`, which returns `imported` or `exists`.
+        A RowError or DiffError is an issue naming its field; a failure of the machine (git,
+        the file system, the sandbox, an environment build) is one naming the error, and the
+        batch goes on either way."""
+        try:
+            status = run()
+        except (RowError, DiffError) as exc:
+            issue = Issue(row, instance_id, exc.field, str(exc))
+        except (OSError, subprocess.SubprocessError, EnvironmentBuildError, SandboxError, SuiteNotInstalled) as exc:
+            issue = Issue(row, instance_id, "(import)", f"{type(exc).__name__}: {exc}")
+        else:
+            (self.imported if status == "imported" else self.existing).append(instance_id)
+            return
+        log.error("%s", issue)
+        self.issues.append(issue)
 
 
 # -- reading rows ---------------------------------------------------------------------------

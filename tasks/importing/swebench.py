@@ -13,7 +13,7 @@ only when whole.
 from __future__ import annotations
 
 import logging
-import subprocess
+from functools import partial
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -26,10 +26,8 @@ from testprism.tasks.importing.sources import ProgramSources
 from testprism.tasks.importing.staging import staged
 from testprism.tasks.importing.verifier import Verifier
 from testprism.tasks.model.benchmark import BenchmarkError, load_instance
-from testprism.tasks.model.patches import DiffError, parse_field, with_final_newline
+from testprism.tasks.model.patches import parse_field, with_final_newline
 from testprism.tasks.model.state import DEFAULT_FUZZ
-from testprism.tasks.sandbox.base import SandboxError
-from testprism.tasks.sandbox.environment import EnvironmentBuildError
 
 log = logging.getLogger(__name__)
 
@@ -86,15 +84,6 @@ def import_rows(rows: Path, out: Path, recipes: RecipeBook, sources: ProgramSour
             report.issues.append(Issue(record.label, instance_id, "instance_id", "appears twice in the file; kept the first"))
             continue
         seen.add(instance_id)
-        try:
-            status = import_row(record, out, recipes, sources, source, overwrite=overwrite, fuzz=fuzz, verifier=verifier)
-        except (RowError, DiffError) as exc:
-            issue = Issue(record.label, instance_id, exc.field, str(exc))
-        except (OSError, subprocess.SubprocessError, EnvironmentBuildError, SandboxError) as exc:
-            issue = Issue(record.label, instance_id, "(import)", f"{type(exc).__name__}: {exc}")
-        else:
-            (report.imported if status == "imported" else report.existing).append(instance_id)
-            continue
-        log.error("%s", issue)
-        report.issues.append(issue)
+        report.attempt(record.label, instance_id, partial(import_row, record, out, recipes, sources, source,
+                                                          overwrite=overwrite, fuzz=fuzz, verifier=verifier))
     return report

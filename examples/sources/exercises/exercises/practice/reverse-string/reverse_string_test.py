@@ -1,0 +1,5 @@
+from reverse_string import reverse
+
+
+def test_a_word():
+    assert reverse("stressed") == "desserts"
