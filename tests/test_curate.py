@@ -321,3 +321,63 @@ def test_curate_with_the_judge_on_asks_once_and_sets_aside_what_it_does_not_incl
     # the answers are in the store: a second curation asks nothing
     assert curate_cli(*args, "--overwrite").exit_code == 0
     assert script.total() == 4
+
+
+def mixed_config(path: Path, fx, *, reverse: bool = False) -> Path:
+    sources = [
+        f'[[sources]]\nname = "bundled"\nkind = "benchmark"\npath = "{EXAMPLES}"\n',
+        f'[[sources]]\nname = "harbor"\nkind = "harbor"\npath = "{EXAMPLES / "sources" / "harbor"}"\n',
+        f'[[sources]]\nname = "track"\nkind = "exercises"\npath = "{EXAMPLES / "sources" / "exercises"}"\n',
+        f'[[sources]]\nname = "swe"\nkind = "swebench"\npath = "{fx.rows}"\nrecipes = ["{fx.recipes}"]\n'
+        f'repos = "{fx.repos}"\n',
+    ]
+    path.write_text("\n".join(sources[::-1] if reverse else sources) + """
+[bounds.algorithms]
+min_solution_lines = 2
+
+[bounds.textproc]
+test_quota = 0
+
+[split]
+seed = 42
+test_size = 4
+train_size = 6
+""")
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox")
+def test_curate_a_mixed_set_of_four_kinds_of_source(tmp_path, work_root):
+    from tests.gitfixture import build_git_fixture
+
+    from testprism.tasks.curate.sources import item_of
+
+    fx = build_git_fixture(tmp_path / "fixture")
+    store = tmp_path / "store"
+    runs = {}
+    for name, reverse in (("first", False), ("again", False), ("reversed", True)):
+        config = mixed_config(tmp_path / f"{name}.toml", fx, reverse=reverse)
+        out = tmp_path / name / "bench"
+        result = curate_cli(str(config), "--store", str(store), "--out", str(out), "--work", str(work_root))
+        assert result.exit_code == 0, result.output
+        runs[name] = (load_benchmark(out), load_benchmark(tmp_path / name / "bench-train"))
+    funnels = Store(store).scan("funnel").filter(pl.col("flow") == "curate").collect()
+    one = funnels.filter(pl.col("flow_run") == funnels.sort("recorded_at")["flow_run"][0]).sort("step")
+    assert one["stage"].to_list() == ["sources", "bounds", "dedup", "split"]
+    # 12 bundled + 1 Harbor task + 2 exercises + 1 SWE-bench row; a Harbor task without its
+    # program and an exercise without its example are skipped by their adapters
+    assert one["retained"].to_list() == [16, 15, 15, 10]
+    sources = one.row(0, named=True)
+    assert sorted(e["reason"] for e in sources["exclusions"]) == ["source_skipped", "source_skipped"]
+    assert [e["item"] for e in one.row(1, named=True)["exclusions"]] == ["algokit__toposort-leaf-deps"]
+    test, train = runs["first"]
+    assert len(test.instances) == 4 and len(train.instances) == 6
+    assert not any(i.source == "textproc" for i in test.instances.values())  # its quota is 0
+    repositories = {side: {item_of(i).repository for i in bench.instances.values()}
+                    for side, bench in (("test", test), ("train", train))}
+    assert not repositories["test"] & repositories["train"]
+    # the same inputs give the same selection, whatever the order of the sources
+    for name in ("again", "reversed"):
+        assert sorted(runs[name][0].instances) == sorted(test.instances)
+        assert sorted(runs[name][1].instances) == sorted(train.instances)

@@ -28,8 +28,10 @@ class SourceConfig(_Section):
     """One source benchmark and the adapter that reads it."""
 
     name: str = Field(pattern=NAME)  #: the `source` its instances get (a benchmark keeps its own)
-    kind: Literal["benchmark", "swebench"]
-    path: Path  #: benchmark: the folder holding instances/; swebench: the rows file
+    kind: Literal["benchmark", "swebench", "harbor", "exercises"]
+    #: benchmark: the folder holding instances/; swebench: the rows file; harbor: the folder of
+    #: task folders; exercises: the track's root (holding exercises/practice/)
+    path: Path
     recipes: tuple[Path, ...] = ()  #: swebench: recipe files or folders
     repos: Path | None = None  #: swebench: clones named owner__name, or a mapping file
     releases: Path | None = None  #: swebench: release folders named by instance id, or a mapping file

@@ -16,6 +16,8 @@ from pathlib import Path
 from testprism.tasks.curate.config import SourceConfig
 from testprism.tasks.curate.selection import CurateItem, repository_of
 from testprism.tasks.curate.signals import signals_of
+from testprism.tasks.importing.exercises import import_exercises
+from testprism.tasks.importing.harbor import import_harbor
 from testprism.tasks.importing.recipe import load_recipes
 from testprism.tasks.importing.rows import Issue
 from testprism.tasks.importing.sources import ProgramSources
@@ -23,6 +25,7 @@ from testprism.tasks.importing.swebench import import_rows
 from testprism.tasks.model.benchmark import Instance, load_benchmark
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.workdir import WorkPaths
+from testprism.tasks.sandbox.base import backend_class
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +47,17 @@ def _benchmark_root(source: SourceConfig, work: WorkPaths) -> tuple[Path, list[I
     if source.kind == "benchmark":
         return source.path, []
     root = work.root / "curate" / f"{source.name}-{digest('curate-source', source.model_dump_json())}"
-    report = import_rows(source.path, root, load_recipes(list(source.recipes)),
-                         ProgramSources.from_options(source.repos, source.releases), source=source.name)
+    if source.kind == "swebench":
+        report = import_rows(source.path, root, load_recipes(list(source.recipes)),
+                             ProgramSources.from_options(source.repos, source.releases), source=source.name)
+    elif source.kind == "harbor":  # solve.sh runs in the local sandbox (untrusted code)
+        backend = backend_class("local")(work)
+        try:
+            report = import_harbor(source.path, root, source=source.name, backend=backend)
+        finally:
+            backend.close()
+    else:
+        report = import_exercises(source.path, root, source=source.name)
     return root, [i for i in report.issues if i.fatal]
 
 
