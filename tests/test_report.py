@@ -175,6 +175,28 @@ def test_report_shows_findings_with_tests_messages_and_diffs(tmp_path):
     assert "Coverage was not measured" in html
 
 
+def test_report_shows_the_newest_funnel_of_each_flow(tmp_path):
+    from testprism.tasks.curate.curation import record
+    from testprism.tasks.model.funnel import Excluded, Funnel, Stage
+    from testprism.tasks.model.outcome import Reason
+
+    store = hand_made_store(tmp_path / "store")
+    html = render_report(load_report_data(store.paths.root))
+    assert 'id="funnel"' not in html  # a store without a funnel has no such section
+    for run, kept in (("old-run", 1), ("new-run", 2)):
+        funnel = Funnel("curate", run)
+        funnel.add(Stage("bounds", "instance", kept, (Excluded("i9", Reason.TOO_FEW_TESTS, HOSTILE),
+                                                       Excluded("i8", Reason.TOO_FEW_TESTS))))
+        funnel.add(Stage("split", "instance", kept, (Excluded("i7", Reason.NOT_SAMPLED),)))
+        record(store, funnel)
+    html = render_report(load_report_data(store.paths.root))
+    section = html[html.index('id="funnel"'):]
+    section = section[:section.index("</section>")]
+    assert "new-run" in section and "old-run" not in section
+    assert "bounds" in section and "too_few_tests: 2" in section and "not_sampled: 1" in section
+    assert "<script>" not in section
+
+
 class Tags(HTMLParser):
     """Every start tag of a document with its attributes."""
 

@@ -49,6 +49,7 @@ class ReportData:
     coverage: pl.DataFrame | None
     coverage_summary: pl.DataFrame | None
     audit: pl.DataFrame
+    funnel: pl.DataFrame | None  #: the newest run of each flow that keeps a funnel (curate, collect)
     patches: dict[tuple[str, str], PatchText]  # (instance_id, candidate_id or "reference")
     patch_origin: str  # where the diffs came from, said in the report
 
@@ -139,6 +140,15 @@ def _optional_table(store: Store, name: str) -> pl.DataFrame | None:
     return store.read_table(name) if store.paths.score_table(name).is_file() else None
 
 
+def newest_funnels(store: Store) -> pl.DataFrame | None:
+    """The funnel rows of the newest run of each flow (curate, collect), in stage order."""
+    if not store.parts("funnel"):
+        return None
+    rows = store.scan("funnel").collect()
+    newest = rows.group_by("flow").agg(pl.col("flow_run").sort_by("recorded_at").last())
+    return rows.join(newest, on=["flow", "flow_run"]).sort("flow", "step")
+
+
 def scored_store(store_root: Path | str) -> Store:
     """The store to report on, refused (StoreError) when it is not there or was never
     scored: called by the CLI before the report flow starts, and by the report itself."""
@@ -169,6 +179,7 @@ def load_report_data(store_root: Path | str, benchmark_root: Path | str | None =
         coverage=_optional_table(store, "coverage"),
         coverage_summary=_optional_table(store, "coverage_summary"),
         audit=audit,
+        funnel=newest_funnels(store),
         patches=patches,
         patch_origin=origin,
     )

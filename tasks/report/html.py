@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import tempfile
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from importlib.metadata import version
@@ -169,6 +170,31 @@ def _per_source_section(data: ReportData) -> str:
     return ('<section id="per-source"><h2>Per source</h2><p>Every metric within each source of instances.</p>'
             + _table(["source", "configuration", "n"] + [LABELS[m] for m in LEADERBOARD_METRICS], rows)
             + "</section>")
+
+
+#: the flows whose funnels the report shows, in pipeline order
+FUNNEL_FLOWS = ("curate", "collect")
+
+
+def _funnel_section(data: ReportData) -> str:
+    """How the benchmark was built: each stage's retained, excluded and rate (TestPrism's
+    Table 5), with the reasons of the exclusions."""
+    if data.funnel is None or data.funnel.is_empty():
+        return ""
+    parts = ['<section id="funnel"><h2>How the benchmark was built</h2><p>Each stage of the newest curate and '
+             'collect runs in the store: what it kept, what it set aside and why.</p>']
+    for flow in FUNNEL_FLOWS:
+        stages = data.funnel.filter(pl.col("flow") == flow)
+        if stages.is_empty():
+            continue
+        rows = []
+        for r in stages.iter_rows(named=True):
+            reasons = Counter(e["reason"] for e in r["exclusions"] or ())
+            rows.append([esc(r["stage"]), esc(r["unit"]), esc(r["retained"]), esc(r["excluded"]), num(r["rate"]),
+                         esc(", ".join(f"{reason}: {n}" for reason, n in reasons.most_common()))])
+        parts.append(f"<h3>{esc(flow)} <code>{esc(stages['flow_run'][0])}</code></h3>"
+                     + _table(["stage", "unit", "retained", "excluded", "rate", "why"], rows))
+    return "".join(parts) + "</section>"
 
 
 def _coverage_section(data: ReportData) -> str:
@@ -373,13 +399,14 @@ def render_report(data: ReportData, *, generated_at: datetime | None = None, max
         _charts_section(data, colours),
         _comparisons_section(data),
         _per_source_section(data),
+        _funnel_section(data),
         _coverage_section(data),
         _audit_section(data, max_findings),
         _patches_section(data, max_findings),
     ]
     nav = "".join(f'<a href="#{target}">{title}</a>' for target, title in (
         ("leaderboard", "Leaderboard"), ("charts", "Charts"), ("comparisons", "Comparisons"),
-        ("per-source", "Per source"), ("coverage", "Coverage"), ("audit", "Audit")))
+        ("per-source", "Per source"), ("funnel", "Funnel"), ("coverage", "Coverage"), ("audit", "Audit")))
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
