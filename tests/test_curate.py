@@ -252,14 +252,18 @@ def curate_cli(*args: str):
 
 
 @pytest.mark.slow
-def test_curate_the_bundled_benchmark_by_its_example_config(tmp_path, work_root):
+@pytest.mark.requires("sandbox")  # the Harbor source's solution scripts run in the sandbox
+def test_curate_the_examples_by_their_example_config(tmp_path, work_root):
     store, out = tmp_path / "store", tmp_path / "bench"
     args = [str(EXAMPLES / "curate.toml"), "--store", str(store), "--out", str(out), "--work", str(work_root)]
     result = curate_cli(*args)
     assert result.exit_code == 0, result.output
     funnel = Store(store).scan("funnel").filter(pl.col("flow") == "curate").collect().sort("step")
     assert funnel["stage"].to_list() == ["sources", "bounds", "dedup", "difficulty", "split"]
-    assert funnel["retained"].to_list() == [12, 7, 7, 7, 3]
+    # 12 bundled instances, 1 of 2 Harbor tasks, 2 of 3 exercises, 1 SWE-bench row
+    assert funnel["retained"].to_list() == [16, 11, 11, 11, 6]
+    assert sorted(e["item"] for e in funnel.row(0, named=True)["exclusions"]) == [
+        "clone-at-build", "exercises/practice/reverse-string"]
     bounds = funnel.row(1, named=True)
     assert sorted((e["item"], e["reason"]) for e in bounds["exclusions"]) == [
         ("algokit__toposort-leaf-deps", "solution_too_small"),
@@ -269,7 +273,7 @@ def test_curate_the_bundled_benchmark_by_its_example_config(tmp_path, work_root)
         ("textkit__wrap-exact-width", "tests_too_sparse"),
     ]
     test, train = load_benchmark(out), load_benchmark(tmp_path / "bench-train")
-    assert len(test.instances) == 2 and len(train.instances) == 1
+    assert len(test.instances) == 3 and len(train.instances) == 3
     repos = {repository_of(i) for i in test.instances}
     assert not repos & {repository_of(i) for i in train.instances}
     # the same config again: refused without --overwrite (nothing replaced), identical with it
