@@ -284,12 +284,20 @@ def test_curate_the_examples_by_their_example_config(tmp_path, work_root):
     assert list(load_benchmark(tmp_path / "bench-train").instances) == list(train.instances)
 
 
-def test_a_bad_curate_config_is_one_line_naming_the_field(tmp_path):
+@pytest.mark.parametrize(("text", "field"), [
+    ('[[sources]]\nname = "x"\nkind = "zip"\npath = "."\n', "sources.0.kind"),
+    ('[[sources]]\nname = "x"\nkind = "benchmark"\npath = "no-such-folder"\n', "sources.0.path"),
+    ('[[sources]]\nname = "x"\nkind = "benchmark"\npath = "."\n[split]\ntest_size = -1\n', "split.test_size"),
+    ('[[sources]]\nname = "x"\nkind = "benchmark"\npath = "."\n[judge]\nbase_url = "http://127.0.0.1:9"\n',
+     "judge.model"),
+    ("sources = [", "(syntax)"),
+])
+def test_a_bad_curate_config_is_one_line_naming_the_field(tmp_path, text, field):
     config = tmp_path / "curate.toml"
-    config.write_text('[[sources]]\nname = "x"\nkind = "zip"\npath = "."\n')
+    config.write_text(text)
     result = curate_cli(str(config), "--store", str(tmp_path / "s"), "--out", str(tmp_path / "o"))
-    assert result.exit_code == 2
-    assert f"{config}: field sources.0.kind" in result.output and "Traceback" not in result.output
+    assert result.exit_code == 2, result.output
+    assert f"{config}: field {field}" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "s").exists() and not (tmp_path / "o").exists()
 
 

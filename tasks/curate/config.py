@@ -99,4 +99,10 @@ def load_config(path: Path) -> CurateConfig:
     except JudgeConfigError as exc:
         setting, _, message = str(exc).partition(": ")
         raise CurateConfigError(path, setting, message) from exc
-    return _resolved(config, path.parent.resolve())
+    resolved = _resolved(config, path.parent.resolve())
+    for i, source in enumerate(resolved.sources):
+        wanted_file = source.kind == "swebench"
+        if not (source.path.is_file() if wanted_file else source.path.is_dir()):
+            raise CurateConfigError(path, f"sources.{i}.path",
+                                    f"{source.path} is not {'a file' if wanted_file else 'a folder'}")
+    return resolved
