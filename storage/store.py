@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import uuid
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pyarrow.parquet as pq
 
 from testprism.storage.paths import StorePaths
 from testprism.storage.schema import SCHEMA_VERSION, SCHEMAS
+from testprism.storage.owner import alive, process_tag
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +30,30 @@ class StoreError(RuntimeError):
     """The store cannot be used as asked (wrong schema version, bad table)."""
 
 
+#: a part being written: `.tmp-<host>@<writer's process tag>-<random>.parquet`, beside its target
+TMP_PREFIX = ".tmp-"
+
+
+def _writer() -> str:
+    return f"{socket.gethostname()}@{process_tag()}"
+
+
+def _orphaned(name: str) -> bool:
+    """Whether the temporary part `name` was left by a writer that is gone. A part written
+    from another host (a cluster sharing the store's file system) is never judged here."""
+    host, at, tag = name.removeprefix(TMP_PREFIX).rpartition("-")[0].rpartition("@")
+    if at and host != socket.gethostname():
+        return False
+    return not alive(tag)
+
+
 def _atomic_write(table: pa.Table, target: Path) -> None:
-    """Write to a temporary sibling, fsync, rename: readers never see a partial file."""
+    """Write to a temporary sibling, fsync, rename: readers never see a partial file. The
+    temporary file is named after its writer (host and process), so that one a killed writer
+    left behind is removed by the next store opened there (`Store.__init__`), and a live
+    writer's is not."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".tmp-{uuid.uuid4().hex}.parquet"
+    tmp = target.parent / f"{TMP_PREFIX}{_writer()}-{uuid.uuid4().hex}.parquet"
     try:
         pq.write_table(table, tmp, compression="zstd", write_statistics=True)
         with open(tmp, "rb") as fh:
@@ -47,6 +69,13 @@ class Store:
     def __init__(self, root: Path | str) -> None:
         self.paths = StorePaths(Path(root))
         self._check_manifest()
+        self._remove_orphaned_parts()
+
+    def _remove_orphaned_parts(self) -> None:
+        """Temporary parts whose writer is gone (killed mid-write): never readable, only litter."""
+        for tmp in self.paths.root.glob(f"*/{TMP_PREFIX}*"):
+            if _orphaned(tmp.name):
+                tmp.unlink(missing_ok=True)
 
     @classmethod
     def existing(cls, root: Path | str) -> Store:

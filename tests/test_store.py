@@ -44,3 +44,28 @@ def test_schema_version_mismatch_names_the_manifest(tmp_path):
     (tmp_path / "testprism-store.json").write_text(json.dumps({"schema_version": 99}))
     with pytest.raises(StoreError, match="testprism-store.json: field schema_version"):
         Store(tmp_path)
+
+
+def test_a_part_a_killed_writer_left_is_removed_and_a_live_writers_is_kept(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    from testprism.storage.owner import process_tag
+    from testprism.storage.store import TMP_PREFIX
+
+    store = Store(tmp_path / "store")
+    (store.paths.root / "runs").mkdir(parents=True, exist_ok=True)
+    gone = subprocess.run([sys.executable, "-c", "from testprism.storage.owner import process_tag; print(process_tag())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    host = socket.gethostname()
+    runs = store.paths.root / "runs"
+    dead = runs / f"{TMP_PREFIX}{host}@{gone}-abc.parquet"
+    live = runs / f"{TMP_PREFIX}{host}@{process_tag()}-def.parquet"
+    elsewhere = runs / f"{TMP_PREFIX}other-host.example@{gone}-0a1.parquet"  # another host's: not judged here
+    legacy = runs / f"{TMP_PREFIX}0123456789abcdef.parquet"  # no writer named: nobody is writing it
+    for path in (dead, live, elsewhere, legacy):
+        path.write_bytes(b"partial")
+    Store(tmp_path / "store")
+    assert not dead.exists() and not legacy.exists()
+    assert live.exists() and elsewhere.exists()

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from testprism.storage.owner import alive, process_tag
+
 
 def default_work_root() -> Path:
     """`$TESTPRISM_WORK`, else a per-user folder in /var/tmp (not /tmp: often a small tmpfs)."""
@@ -58,21 +60,10 @@ def locked(lock_path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def start_time(pid: int) -> str:
-    """The start time of process `pid` in clock ticks since boot, "" when it is gone: with
-    the pid it names a process stably (pids are reused)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return text.rsplit(")", 1)[1].split()[19]  # field 22, counted after the command name
-
-
 def workspace_prefix(kind: str) -> str:
     """The name prefix of this process's workspaces of one kind (`run`, `docker`):
     `<kind>-<pid>.<start time>-`, so a sweep can tell a crashed process's from a live one's."""
-    pid = os.getpid()
-    return f"{kind}-{pid}.{start_time(pid)}-"
+    return f"{kind}-{process_tag()}-"
 
 
 def orphaned_workspaces(work: WorkPaths, kind: str) -> list[Path]:
@@ -81,8 +72,7 @@ def orphaned_workspaces(work: WorkPaths, kind: str) -> list[Path]:
         return []
     found = []
     for path in work.workspaces.glob(f"{kind}-*"):
-        pid, _, started = path.name.removeprefix(f"{kind}-").partition("-")[0].partition(".")
-        if not pid.isdigit() or start_time(int(pid)) != started:
+        if not alive(path.name.removeprefix(f"{kind}-").partition("-")[0]):
             found.append(path)
     return found
 

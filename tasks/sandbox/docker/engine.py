@@ -11,7 +11,7 @@ import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
-from testprism.tasks.model.workdir import start_time
+from testprism.storage.owner import start_time
 from testprism.tasks.sandbox.base import SandboxUnavailable
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.model.hashing import digest
-from testprism.tasks.model.workdir import start_time
+from testprism.storage.owner import start_time
 from testprism.tasks.sandbox.base import SandboxError
 from testprism.tasks.sandbox.docker.engine import BUILD_PREFIX, LABEL, _errors
 from testprism.tasks.sandbox.environment import EnvironmentBuildError
