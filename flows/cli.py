@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -30,7 +32,7 @@ from testprism.tasks.importing.suite_import import checked_configuration, import
 from testprism.tasks.importing.swebench import import_rows
 from testprism.tasks.importing.verifier import Verifier
 from testprism.tasks.collect.panel import PanelMode, PanelRule
-from testprism.tasks.model.benchmark import BenchmarkError, load_benchmark
+from testprism.tasks.model.benchmark import BUNDLED, BenchmarkError, load_benchmark
 from testprism.tasks.report.data import scored_store
 from testprism.tasks.sandbox.base import Limits, backend_class
 from testprism.tasks.score.scores import scorable_store
@@ -65,8 +67,6 @@ console = Console(stderr=True)
 out = Console(width=max(120, Console().width))
 log = logging.getLogger("testprism")
 
-BUNDLED = Path(__file__).resolve().parents[1] / "examples"
-
 
 class RichProgress:
     """The rich progress bar behind flows.progress."""
@@ -85,8 +85,9 @@ class RichProgress:
 @app.callback()
 def main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
     # Our own handler on our own logger: importing Prefect configures the root logger, so a
-    # root-level basicConfig would silently do nothing.
-    if not log.handlers:
+    # root-level basicConfig would silently do nothing. (Prefect's API handler is on it too:
+    # flows/__init__.py.)
+    if not any(isinstance(h, RichHandler) for h in log.handlers):
         log.addHandler(RichHandler(console=console, show_path=False))
     log.setLevel(logging.DEBUG if verbose else logging.INFO)
     log.propagate = False
@@ -112,6 +113,14 @@ def _leaderboard_table(board: pl.DataFrame, title: str) -> Table:
     return table
 
 
+@contextmanager
+def _progress_bar() -> Iterator[None]:
+    """The flows' progress (flows.progress) shown as rich bars on stderr."""
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=False) as bar, progress.reporting_to(RichProgress(bar)):
+        yield
+
+
 def _replay(benchmark: Path, store: Path, configurations: list[str], backend: str, workers: int,
             dask_address: str | None, work: Path | None, timeout: float, trusted: bool, unsafe: bool,
             retry_errors: bool = False, concurrency: int | None = None, patch_fuzz: int = DEFAULT_FUZZ) -> None:
@@ -119,8 +128,7 @@ def _replay(benchmark: Path, store: Path, configurations: list[str], backend: st
 
     open_inputs(str(benchmark), str(store), tuple(configurations), backend, work or default_work_root(),
                 trusted=trusted, unsafe=unsafe)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=False) as bar, progress.reporting_to(RichProgress(bar)):
+    with _progress_bar():
         summary = replay_flow(
             benchmark=str(benchmark), store=str(store), configurations=configurations or None, backend=backend,
             workers=workers, dask_address=dask_address, work=str(work) if work else None, timeout_s=timeout,
@@ -294,6 +302,35 @@ def report(
 
     path = report_flow(store=str(store), out=str(out), benchmark=str(benchmark) if benchmark else None)
     log.info("report written to %s", path)
+
+
+@app.command()
+def pipeline(
+    config: Annotated[Path, typer.Argument(help="pipeline config (TOML): store, curate, collect, replay, score, report",
+                                           exists=True, dir_okay=False, readable=True)],
+    store: Annotated[Optional[Path], typer.Option(help="store root (default: the config's store)",
+                                                  file_okay=False)] = None,
+) -> None:
+    """Run the whole pipeline of a config: curate and collect when configured, then replay, score and report.
+
+    Each stage skips what the store already holds, so a rerun costs only what changed."""
+    from testprism.flows.pipeline import pipeline_flow
+    from testprism.tasks.curate.config import load_config
+    from testprism.tasks.pipeline.config import load_pipeline
+
+    chosen = load_pipeline(config, store)  # a bad config ends here, in one line
+    if chosen.curate:
+        load_config(chosen.curate.config)
+    else:  # the first stage reads a benchmark that exists already: check it and the sandbox now
+        collecting = chosen.collect is not None
+        first = chosen.collect_benchmark if collecting else chosen.replay_benchmark
+        open_inputs(str(first), str(chosen.store), () if collecting else chosen.replay.configurations, chosen.backend,
+                    chosen.work or default_work_root(),
+                    trusted=chosen.collect_trusted if collecting else chosen.replay_trusted, unsafe=chosen.unsafe)
+    with _progress_bar():
+        summary = pipeline_flow(config=str(config), store=str(store) if store else None)
+    log.info("pipeline: %d runs executed, %d already stored; %d configurations scored; report at %s",
+             summary.replay.executed, summary.replay.skipped, summary.configurations, summary.report)
 
 
 @app.command()

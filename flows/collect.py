@@ -46,7 +46,7 @@ from testprism.tasks.sandbox.base import Limits
 from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import default_work_root
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("testprism.flows.collect")  # by name: a deployment loads this file as `collect`
 
 #: Instances per panel-selection task: APTED takes up to seconds per pair of candidates.
 PANEL_BATCH = 8

@@ -26,7 +26,7 @@ from testprism.tasks.curate.judge import ChatJudge
 from testprism.tasks.curate.sources import SourceRead, read_source
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("testprism.flows.curate")  # by name: a deployment loads this file as `curate`
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.execution.verdict import Policy
 from testprism.tasks.model.workdir import default_work_root
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("testprism.flows.replay")  # by name: a deployment loads this file as `replay`
 
 @dataclass(frozen=True)
 class ReplaySummary:

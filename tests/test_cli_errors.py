@@ -58,6 +58,9 @@ def inputs(tmp_path: Path) -> Path:
     (tmp_path / "rows.jsonl").write_text("{}\n")
     (tmp_path / "repos").mkdir()
     (tmp_path / "not-a-benchmark").mkdir()
+    (tmp_path / "pipeline-bad.toml").write_text('store = "s"\n[replay]\nbenchmark = "bench"\n[score]\nreplicates = 0\n')
+    (tmp_path / "pipeline-nothing.toml").write_text('store = "s"\n')
+    (tmp_path / "pipeline-broken.toml").write_text('store = "s"\n[replay]\nbenchmark = "broken"\n')
     return tmp_path
 
 
@@ -103,6 +106,12 @@ def cases(t: Path) -> dict[str, Case]:
         "images of a malformed benchmark": Case(["images", "build", str(t / "broken")], 2,
                                                 [f"{t}/broken/instances/{instance}/instance.toml"]),
         "images without an engine": Case(["images", "list"], 3, ["no Docker engine answers"], NO_ENGINE),
+        "malformed pipeline config": Case(["pipeline", str(t / "pipeline-bad.toml")], 2,
+                                          [f"{t}/pipeline-bad.toml", "field score.replicates"]),
+        "pipeline config with nothing to replay": Case(["pipeline", str(t / "pipeline-nothing.toml")], 2,
+                                                       [f"{t}/pipeline-nothing.toml", "field replay.benchmark"]),
+        "pipeline of a malformed benchmark": Case(["pipeline", str(t / "pipeline-broken.toml")], 2,
+                                                  [f"{t}/broken/instances/{instance}/instance.toml"]),
         "demo on an unknown backend": Case(["demo", "--out", str(t / "d"), "--backend", "nope"], 2,
                                            ["'--backend'", "unknown backend 'nope'"]),
     }

@@ -8,15 +8,15 @@ flows/errors.py prints it and exits 2).
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from testprism.tasks.curate.judge import JudgeConfig, JudgeConfigError
 from testprism.tasks.curate.selection import SourceRule, SplitRule
 from testprism.tasks.model.benchmark import NAME, BenchmarkError
+from testprism.tasks.model.config_file import read_config
 from testprism.tasks.model.hashing import digest
 
 
@@ -79,18 +79,7 @@ def _resolved(config: CurateConfig, base: Path) -> CurateConfig:
 
 def load_config(path: Path) -> CurateConfig:
     """Read and check a curate config; its paths resolved against its folder."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise CurateConfigError(path, "(file)", f"cannot read: {exc.strerror or exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise CurateConfigError(path, "(syntax)", str(exc)) from exc
-    try:
-        config = CurateConfig.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(p) for p in error["loc"]) or "(root)"
-        raise CurateConfigError(path, field, error["msg"]) from exc
+    config = read_config(path, CurateConfig, CurateConfigError)
     names = [s.name for s in config.sources]
     if len(set(names)) != len(names):
         raise CurateConfigError(path, "sources.name", f"names repeat: {sorted(n for n in names if names.count(n) > 1)}")

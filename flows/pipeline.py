@@ -1,0 +1,68 @@
+"""The pipeline flow: curate (when configured) → collect (when configured) → replay → score →
+report, each stage the existing flow run as a subflow, every parameter from one config file
+(tasks/pipeline/config.py; examples/pipeline.toml).
+
+A rerun redoes nothing settled: every stage skips the keys its store holds, so a nightly
+schedule costs only what changed. Thin wiring: no stage logic here.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from prefect import flow
+
+from testprism.flows.collect import collect_flow
+from testprism.flows.curate import curate_flow
+from testprism.flows.replay import ReplaySummary, replay_flow
+from testprism.flows.report import report_flow
+from testprism.flows.score import score_flow
+from testprism.tasks.pipeline.config import load_pipeline
+
+log = logging.getLogger("testprism.flows.pipeline")  # by name: a deployment loads this file as `pipeline`
+
+
+@dataclass(frozen=True)
+class PipelineSummary:
+    store: str
+    replay: ReplaySummary
+    configurations: int  #: rows of the leaderboard
+    report: str
+
+
+def _text(path: Path | None) -> str | None:
+    return None if path is None else str(path)
+
+
+@flow(name="pipeline", log_prints=False)
+def pipeline_flow(config: str = "examples/pipeline.toml", store: str | None = None) -> PipelineSummary:
+    """Run every configured stage of `config` in order; `store` replaces the config's store."""
+    chosen = load_pipeline(Path(config), Path(store) if store else None)
+    target, work = str(chosen.store), _text(chosen.work)
+    common = {"backend": chosen.backend, "workers": chosen.workers, "dask_address": chosen.dask_address, "work": work}
+    if chosen.curate:
+        # A pipeline reruns by design: the split is rewritten whole (the same inputs give the same split).
+        curate_flow(config=str(chosen.curate.config), store=target, out=str(chosen.curate.out), work=work,
+                    overwrite=True, workers=chosen.workers, dask_address=chosen.dask_address)
+    if chosen.collect:
+        stage = chosen.collect
+        collect_flow(benchmark=str(chosen.collect_benchmark), store=target,
+                     predictions=[str(p) for p in stage.predictions], diffs=[str(d) for d in stage.diffs],
+                     panel=stage.panel, out=str(stage.out), timeout_s=stage.timeout_s, trusted=chosen.collect_trusted,
+                     unsafe=chosen.unsafe, patch_fuzz=chosen.patch_fuzz, **common)
+    benchmark = str(chosen.replay_benchmark)
+    replayed = replay_flow(benchmark=benchmark, store=target, configurations=list(chosen.replay.configurations) or None,
+                           timeout_s=chosen.replay.timeout_s, trusted=chosen.replay_trusted, unsafe=chosen.unsafe,
+                           retry_errors=chosen.replay.retry_errors, concurrency=chosen.replay.concurrency,
+                           patch_fuzz=chosen.patch_fuzz, **common)
+    log.info("replay: %d planned, %d already stored, %d executed; outcomes %s", replayed.planned, replayed.skipped,
+             replayed.executed, replayed.outcomes or "{}")
+    board = score_flow(store=target, replicates=chosen.score.replicates, seed=chosen.score.seed,
+                       benchmark=benchmark if chosen.score.coverage else None, work=work, backend=chosen.backend,
+                       trusted=chosen.replay_trusted, unsafe=chosen.unsafe)
+    log.info("score: %d configurations on the leaderboard", board.height)
+    report = report_flow(store=target, out=str(chosen.report_out), benchmark=benchmark)
+    log.info("pipeline done: store %s, report %s", target, report)
+    return PipelineSummary(target, replayed, board.height, report)

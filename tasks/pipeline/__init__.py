@@ -1,0 +1,1 @@
+"""The whole pipeline as one run: its config (curate → collect → replay → score → report)."""

@@ -1,0 +1,137 @@
+"""The pipeline config: one TOML file holds every parameter of a pipeline run, curate and
+collect optional, replay, score and report always (examples/pipeline.toml).
+
+Paths are relative to the config file, so a config and its inputs travel together; a
+deployment's `store` parameter may override the config's store. A bad file fails in one
+line naming the file and the field (PipelineConfigError, a BenchmarkError: flows/errors.py
+prints it and exits 2), before any stage runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from testprism.tasks.collect.panel import PanelMode
+from testprism.tasks.model.benchmark import BUNDLED, BenchmarkError
+from testprism.tasks.model.config_file import read_config
+from testprism.tasks.model.state import DEFAULT_FUZZ
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CurateStage(_Section):
+    """Curate sources into a test split (tasks/curate/config.py reads `config`)."""
+
+    config: Path  #: the curate config
+    out: Path  #: the test split's benchmark folder (the training split goes beside it)
+
+
+class CollectStage(_Section):
+    """Label candidate patches and choose panels; replay then runs the panels."""
+
+    benchmark: Path | None = None  #: default: curate's test split
+    predictions: tuple[Path, ...] = ()
+    diffs: tuple[Path, ...] = ()
+    panel: PanelMode = PanelMode.TESTPRISM
+    out: Path  #: the panels' benchmark folder
+    timeout_s: float = Field(300.0, gt=0)
+
+
+class ReplayStage(_Section):
+    benchmark: Path | None = None  #: default: collect's panels, else curate's test split
+    configurations: tuple[str, ...] = ()  #: empty: every configuration
+    timeout_s: float = Field(300.0, gt=0)
+    retry_errors: bool = False
+    concurrency: int | None = Field(None, gt=0)
+
+
+class ScoreStage(_Section):
+    replicates: int = Field(10_000, gt=0)
+    seed: int = 42
+    coverage: bool = False  #: also measure ΔC and EC (one more run of every suite)
+
+
+class ReportStage(_Section):
+    out: Path | None = None  #: default: report.html in the store
+
+
+class PipelineConfig(_Section):
+    store: Path
+    work: Path | None = None  #: default: the user's cache
+    backend: str = "local"
+    workers: int = Field(1, gt=0)
+    dask_address: str | None = None
+    unsafe: bool = False  #: run untrusted code without isolation
+    patch_fuzz: int = Field(DEFAULT_FUZZ, ge=0)
+    curate: CurateStage | None = None
+    collect: CollectStage | None = None
+    replay: ReplayStage = ReplayStage()
+    score: ScoreStage = ScoreStage()
+    report: ReportStage = ReportStage()
+
+    @property
+    def collect_benchmark(self) -> Path | None:
+        if self.collect is None:
+            return None
+        return self.collect.benchmark or (self.curate.out if self.curate else None)
+
+    @property
+    def replay_benchmark(self) -> Path:
+        """What replay runs: the stage before it produces it when there is one."""
+        chosen = self.replay.benchmark or (self.collect.out if self.collect else None) or (
+            self.curate.out if self.curate else None)
+        assert chosen is not None, "load_pipeline checks it"
+        return chosen
+
+    @property
+    def report_out(self) -> Path:
+        return self.report.out or self.store / "report.html"
+
+    @property
+    def replay_trusted(self) -> bool:
+        """Only the bundled benchmark's own code is trusted (as by the CLI's replay)."""
+        return self.replay_benchmark.resolve() == BUNDLED
+
+    @property
+    def collect_trusted(self) -> bool:
+        """The bundled benchmark's own candidates only: patches from outside never are."""
+        chosen = self.collect_benchmark
+        return (chosen is not None and chosen.resolve() == BUNDLED and self.collect is not None
+                and not self.collect.predictions and not self.collect.diffs)
+
+
+class PipelineConfigError(BenchmarkError):
+    """A pipeline config is invalid; the message names the file and the field."""
+
+
+def _resolved(config: PipelineConfig, base: Path, store: Path | None) -> PipelineConfig:
+    def at(path: Path | None) -> Path | None:
+        return None if path is None else (path if path.is_absolute() else (base / path).resolve())
+
+    def stage(section: BaseModel | None, *fields: str) -> BaseModel | None:
+        return None if section is None else section.model_copy(update={f: at(getattr(section, f)) for f in fields})
+
+    collect = stage(config.collect, "benchmark", "out")
+    if collect is not None:
+        collect = collect.model_copy(update={"predictions": tuple(at(p) for p in collect.predictions),
+                                             "diffs": tuple(at(d) for d in collect.diffs)})
+    return config.model_copy(update={
+        "store": store.resolve() if store else at(config.store), "work": at(config.work),
+        "curate": stage(config.curate, "config", "out"), "collect": collect,
+        "replay": stage(config.replay, "benchmark"), "report": stage(config.report, "out"),
+    })
+
+
+def load_pipeline(path: Path, store: Path | None = None) -> PipelineConfig:
+    """Read and check a pipeline config, its paths resolved against its folder; `store`
+    (relative to the working directory) replaces the config's store."""
+    config = read_config(path, PipelineConfig, PipelineConfigError)
+    if config.replay.benchmark is None and config.collect is None and config.curate is None:
+        raise PipelineConfigError(path, "replay.benchmark", "required when neither [collect] nor [curate] is set")
+    if config.collect is not None and config.collect.benchmark is None and config.curate is None:
+        raise PipelineConfigError(path, "collect.benchmark", "required when [curate] is not set")
+    return _resolved(config, path.parent.resolve(), store)

@@ -1,0 +1,39 @@
+"""`testprism pipeline CONFIG`: the stages of one config run in order, and a rerun redoes
+nothing the store holds; the bundled example config is valid and replays the bundled
+benchmark."""
+
+from __future__ import annotations
+
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from testprism.flows.cli import app
+from testprism.storage import Store
+from testprism.tasks.model.benchmark import BUNDLED
+from testprism.tasks.pipeline.config import load_pipeline
+from tests.synthbench import make_synthetic
+
+
+def test_the_example_config_replays_the_bundled_benchmark_into_a_store_beside_it():
+    config = load_pipeline(BUNDLED / "pipeline.toml")
+    assert config.replay_benchmark == BUNDLED and config.replay_trusted
+    assert config.store == BUNDLED.parent / "pipeline-out"
+    assert config.report_out == config.store / "report.html"
+    assert config.curate is None and config.collect is None
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox")
+def test_the_pipeline_runs_every_stage_and_a_rerun_redoes_nothing(tmp_path, work_root):
+    make_synthetic(tmp_path / "bench", 2)
+    config = tmp_path / "pipeline.toml"
+    config.write_text(f'store = "store"\nwork = "{work_root}"\n[replay]\nbenchmark = "bench"\n[score]\nreplicates = 100\n')
+    store = Store(tmp_path / "store")
+    for _ in range(2):  # the rerun appends no run: every key is in the store
+        result = CliRunner().invoke(app, ["pipeline", str(config)])
+        assert result.exit_code == 0, result.output
+        assert store.scan("runs").select(pl.len()).collect().item() == 44  # 2 instances x 2 suites x 11 states
+    assert sorted(store.read_table("leaderboard")["configuration"].to_list()) == ["good", "lax"]
+    assert (tmp_path / "store" / "report.html").is_file()
