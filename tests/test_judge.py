@@ -5,7 +5,6 @@ timeouts, the store's cache and the bound on concurrency. No traffic leaves 127.
 from __future__ import annotations
 
 import re
-import time
 from collections import Counter
 
 import pytest
@@ -199,10 +198,7 @@ def test_a_timeout_is_retried_then_reviewed_and_asked_again(endpoint, tmp_path):
 def test_concurrency_is_bounded(endpoint, tmp_path):
     url, script = endpoint
     items = [item(f"slow-{n}") for n in range(6)]
-    started = time.monotonic()
     audits = audit_all(items, judge_at(url), Store(tmp_path / "store"), concurrency=2)
-    elapsed = time.monotonic() - started
     assert [a.decision for a in audits] == [Decision.INCLUDE] * 6
     assert script.total() == 6
     assert script.max_in_flight == 2  # never more than asked for, and the pool did use both
-    assert elapsed >= 3 * 0.3  # six 0.3 s answers two at a time
