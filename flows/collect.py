@@ -25,7 +25,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
 from testprism.flows import progress
-from testprism.flows.runner import batch_target, open_inputs, run_concurrency, task_runner
+from testprism.flows.runner import Placement, open_inputs
 from testprism.storage import Store
 from testprism.tasks.model.benchmark import Benchmark, Instance
 from testprism.tasks.collect.candidate import (
@@ -42,11 +42,12 @@ from testprism.tasks.collect.label import GOLD_POLICY, LABEL_POLICY, GoldVerdict
 from testprism.tasks.collect.verification import Verification, execute, stored_keys, stored_rows
 from testprism.tasks.collect.panel import PanelChoice, PanelMode, PanelRule, select_panels, write_panel_benchmark
 from testprism.tasks.execution.batch import Batch, ExecutionOptions, batches
+from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.sandbox.base import Limits
 from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import default_work_root
 
-log = logging.getLogger("testprism.flows.collect")  # by name: a deployment loads this file as `collect`
+log = logging.getLogger(__name__)
 
 #: Instances per panel-selection task: APTED takes up to seconds per pair of candidates.
 PANEL_BATCH = 8
@@ -75,8 +76,8 @@ def panel_batch(instances: list[Instance], candidates: list[CandidatePatch], mod
     return select_panels(instances, candidates, mode, rule, work_root)
 
 
-def _verify(specs: Sequence[Verification], options: ExecutionOptions, store: Store, workers: int,
-            dask_address: str | None) -> tuple[dict[str, dict], int]:
+def _verify(specs: Sequence[Verification], options: ExecutionOptions, store: Store, place: Placement
+            ) -> tuple[dict[str, dict], int]:
     """Run the verifications the store lacks; every planned row, and how many ran."""
     unique = {s.key: s for s in specs}
     stored = stored_keys(store)
@@ -84,8 +85,8 @@ def _verify(specs: Sequence[Verification], options: ExecutionOptions, store: Sto
     sink = progress.current()
     sink.start(len(todo), "verify")
     if todo:
-        groups = batches(todo, batch_target(len(todo), workers))
-        with task_runner(workers, dask_address) as runner:
+        groups = batches(todo, place.batch_target(len(todo)))
+        with place.task_runner() as runner:
             futures = [(runner.submit(verify_batch, {"batch": b, "options": options}), len(b)) for b in groups]
             for future, size in futures:
                 future.result()
@@ -93,10 +94,10 @@ def _verify(specs: Sequence[Verification], options: ExecutionOptions, store: Sto
     return stored_rows(store, list(unique)), len(todo)
 
 
-def _gold(bench: Benchmark, options: ExecutionOptions, store: Store, workers: int, dask_address: str | None
+def _gold(bench: Benchmark, options: ExecutionOptions, store: Store, place: Placement
           ) -> tuple[list[GoldVerdict], int, int]:
     specs = {i.id: gold_plan(i, options) for i in bench.instances.values()}
-    rows, ran = _verify([s for group in specs.values() for s in group], options, store, workers, dask_address)
+    rows, ran = _verify([s for group in specs.values() for s in group], options, store, place)
     verdicts = gold_verdicts(bench.instances, specs, rows)
     for verdict in verdicts:
         if not verdict.validated:
@@ -105,16 +106,16 @@ def _gold(bench: Benchmark, options: ExecutionOptions, store: Store, workers: in
 
 
 def _label(pool: list[CandidatePatch], validated: Sequence[Instance], options: ExecutionOptions, store: Store,
-           workers: int, dask_address: str | None) -> tuple[list[CandidatePatch], int, int]:
+           place: Placement) -> tuple[list[CandidatePatch], int, int]:
     specs = label_plan(pool, validated, options)
-    rows, ran = _verify(specs, options, store, workers, dask_address)
+    rows, ran = _verify(specs, options, store, place)
     return labelled(pool, specs, rows), ran, len(rows) - ran
 
 
 def _panels(validated: Sequence[Instance], pool: list[CandidatePatch], mode: PanelMode, rule: PanelRule,
-            work_root: Path, workers: int, dask_address: str | None) -> list[PanelChoice]:
+            work_root: Path, place: Placement) -> list[PanelChoice]:
     groups = [list(validated[i:i + PANEL_BATCH]) for i in range(0, len(validated), PANEL_BATCH)]
-    with task_runner(workers, dask_address) as runner:
+    with place.task_runner() as runner:
         futures = [runner.submit(panel_batch, {"instances": quote(g), "candidates": quote(pool), "mode": mode,
                                                "rule": rule, "work_root": work_root}) for g in groups]
         return [choice for future in futures for choice in future.result()]
@@ -138,7 +139,9 @@ def collect_flow(
     trusted: bool = False,
     unsafe: bool = False,
     patch_fuzz: int = DEFAULT_FUZZ,
+    dask_cluster: DaskCluster | None = None,
 ) -> CollectSummary:
+    place = Placement(workers, dask_address, dask_cluster)
     work_root = Path(work) if work else default_work_root()
     inputs = open_inputs(benchmark, store, (), backend, work_root, trusted=trusted, unsafe=unsafe)
     bench, target = inputs.benchmark, inputs.store
@@ -146,7 +149,7 @@ def collect_flow(
     funnel = Funnel("collect", flow_run)
     options = ExecutionOptions(
         backend=backend, work_root=work_root, store_root=Path(store), limits=Limits(timeout_s=timeout_s),
-        concurrency=run_concurrency(inputs.backend.default_concurrency(), workers, dask_address),
+        concurrency=place.concurrency(inputs.backend.default_concurrency()),
         trusted=trusted, unsafe=unsafe, replay_started=datetime.now(UTC),
     )
 
@@ -156,18 +159,18 @@ def collect_flow(
     funnel.add(stages.exact_dedup_stage(pool))
 
     gold_options = replace(options, policy=replace(GOLD_POLICY, patch_fuzz=patch_fuzz))
-    verdicts, ran, reused = _gold(bench, gold_options, target, workers, dask_address)
+    verdicts, ran, reused = _gold(bench, gold_options, target, place)
     funnel.add(stages.gold_stage(verdicts))
     validated = [bench.instances[v.instance_id] for v in verdicts if v.validated]
     pool = stages.quarantine(pool, verdicts)
 
     label_options = replace(options, policy=replace(LABEL_POLICY, patch_fuzz=patch_fuzz))
-    pool, label_ran, label_reused = _label(pool, validated, label_options, target, workers, dask_address)
+    pool, label_ran, label_reused = _label(pool, validated, label_options, target, place)
     funnel.add(stages.verification_stage(pool))
     pool = set_aside_near_duplicates(pool, near_duplicate)
     funnel.add(stages.near_dedup_stage(pool))
 
-    choices = _panels(validated, pool, PanelMode(panel), rule, work_root, workers, dask_address)
+    choices = _panels(validated, pool, PanelMode(panel), rule, work_root, place)
     funnel.add(stages.panel_stage(choices, PanelMode(panel)))
 
     stages.record(target, bench, pool, choices, funnel)

@@ -18,7 +18,8 @@ from pathlib import Path
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from testprism.flows.runner import task_runner
+from testprism.flows.runner import Placement
+from testprism.tasks.execution.cluster import DaskCluster
 from testprism.storage import Store
 from testprism.tasks.curate.config import SourceConfig, load_config
 from testprism.tasks.curate.curation import curate, judged, record, write_splits
@@ -26,7 +27,7 @@ from testprism.tasks.curate.judge import ChatJudge
 from testprism.tasks.curate.sources import SourceRead, read_source
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
-log = logging.getLogger("testprism.flows.curate")  # by name: a deployment loads this file as `curate`
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -47,11 +48,12 @@ def read_source_task(source: SourceConfig, work_root: Path) -> SourceRead:
 
 @flow(name="curate", log_prints=False)
 def curate_flow(config: str, store: str, out: str, work: str | None = None, overwrite: bool = False,
-                workers: int = 1, dask_address: str | None = None) -> CurateSummary:
+                workers: int = 1, dask_address: str | None = None,
+                dask_cluster: DaskCluster | None = None) -> CurateSummary:
     chosen = load_config(Path(config))
     target = Store(store)
     work_root = Path(work) if work else default_work_root()
-    with task_runner(workers, dask_address) as runner:  # sources in parallel on a cluster
+    with Placement(workers, dask_address, dask_cluster).task_runner() as runner:  # sources in parallel on a cluster
         futures = [runner.submit(read_source_task, {"source": source, "work_root": work_root})
                    for source in chosen.sources]
         reads = [future.result() for future in futures]

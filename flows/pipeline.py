@@ -21,7 +21,7 @@ from testprism.flows.report import report_flow
 from testprism.flows.score import score_flow
 from testprism.tasks.pipeline.config import load_pipeline
 
-log = logging.getLogger("testprism.flows.pipeline")  # by name: a deployment loads this file as `pipeline`
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -41,11 +41,12 @@ def pipeline_flow(config: str = "examples/pipeline.toml", store: str | None = No
     """Run every configured stage of `config` in order; `store` replaces the config's store."""
     chosen = load_pipeline(Path(config), Path(store) if store else None)
     target, work = str(chosen.store), _text(chosen.work)
-    common = {"backend": chosen.backend, "workers": chosen.workers, "dask_address": chosen.dask_address, "work": work}
+    place = {"workers": chosen.workers, "dask_address": chosen.dask_address, "dask_cluster": chosen.dask_cluster}
+    common = {"backend": chosen.backend, "work": work, **place}
     if chosen.curate:
         # A pipeline reruns by design: the split is rewritten whole (the same inputs give the same split).
         curate_flow(config=str(chosen.curate.config), store=target, out=str(chosen.curate.out), work=work,
-                    overwrite=True, workers=chosen.workers, dask_address=chosen.dask_address)
+                    overwrite=True, **place)
     if chosen.collect:
         stage = chosen.collect
         collect_flow(benchmark=str(chosen.collect_benchmark), store=target,

@@ -18,15 +18,16 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 
 from testprism.flows import progress
-from testprism.flows.runner import batch_target, open_inputs, run_concurrency, task_runner
+from testprism.flows.runner import Placement, open_inputs
 from testprism.tasks.replay.runs import execute_batch, finished_keys, pending_runs, plan, record_plan, record_unrunnable
 from testprism.tasks.execution.batch import Batch, BatchSummary, ExecutionOptions, batches
+from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.sandbox.base import Limits
 from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.execution.verdict import Policy
 from testprism.tasks.model.workdir import default_work_root
 
-log = logging.getLogger("testprism.flows.replay")  # by name: a deployment loads this file as `replay`
+log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ReplaySummary:
@@ -58,13 +59,15 @@ def replay_flow(
     retry_errors: bool = False,
     concurrency: int | None = None,
     patch_fuzz: int = DEFAULT_FUZZ,
+    dask_cluster: DaskCluster | None = None,
 ) -> ReplaySummary:
+    place = Placement(workers, dask_address, dask_cluster)
     work_root = Path(work) if work else default_work_root()
     inputs = open_inputs(benchmark, store, tuple(configurations or ()), backend, work_root, trusted=trusted,
                          unsafe=unsafe)
     bench, target = inputs.benchmark, inputs.store
     record_plan(bench, target)
-    concurrency = concurrency or run_concurrency(inputs.backend.default_concurrency(), workers, dask_address)
+    concurrency = concurrency or place.concurrency(inputs.backend.default_concurrency())
     options = ExecutionOptions(
         backend=backend, work_root=work_root, store_root=Path(store), limits=Limits(timeout_s=timeout_s),
         policy=Policy(patch_fuzz=patch_fuzz), concurrency=concurrency, trusted=trusted, unsafe=unsafe,
@@ -86,8 +89,8 @@ def replay_flow(
     sink.advance(unrunnable)
     executed = 0
     if runnable:
-        groups = batches(runnable, batch_target(len(runnable), workers))
-        with task_runner(workers, dask_address) as runner:
+        groups = batches(runnable, place.batch_target(len(runnable)))
+        with place.task_runner() as runner:
             futures = {runner.submit(replay_batch, {"batch": b, "options": options}): len(b) for b in groups}
             for future in as_completed(list(futures)):
                 summary = future.result()

@@ -14,6 +14,7 @@ from pathlib import Path
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from testprism.storage import Store
+from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.model.benchmark import Benchmark, load_benchmark
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox.base import SandboxBackend, backend_class
@@ -47,16 +48,60 @@ def open_inputs(benchmark: str, store: str, configurations: tuple[str, ...], bac
     return Inputs(bench, Store(store), backend_cls, probe.isolation)  # last: a refused run creates no store
 
 
-def task_runner(workers: int, dask_address: str | None):
-    """Threads in-process by default; a Dask cluster (LocalCluster or an address) otherwise."""
-    if dask_address or workers > 1:
+@dataclass(frozen=True)
+class Placement:
+    """Where a flow's batches run: threads in this process by default; a LocalCluster of
+    `workers` processes; an existing cluster by its scheduler's address; or a cluster the
+    flow starts from its class (tasks/execution/cluster.py). One of the last three."""
+
+    workers: int = 1
+    dask_address: str | None = None
+    dask_cluster: DaskCluster | None = None
+
+    def __post_init__(self) -> None:
+        if self.dask_address and self.dask_cluster:
+            raise ValueError("dask_address and dask_cluster name two clusters: give one")
+
+    def task_runner(self):
+        """The Prefect task runner of this placement, a context manager."""
+        if not (self.dask_address or self.dask_cluster or self.workers > 1):
+            return ThreadPoolTaskRunner(max_workers=1)
         from prefect_dask import DaskTaskRunner
 
-        if dask_address:
-            return DaskTaskRunner(address=dask_address)
-        return DaskTaskRunner(cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": True,
+        if self.dask_address:
+            return DaskTaskRunner(address=self.dask_address)
+        if self.dask_cluster:
+            kwargs = dict(self.dask_cluster.kwargs)
+            if self.dask_cluster.is_local:
+                kwargs.setdefault("env", flow_api_env())
+            return DaskTaskRunner(cluster_class=self.dask_cluster.class_path, cluster_kwargs=kwargs,
+                                  adapt_kwargs=self.dask_cluster.adapt)
+        return DaskTaskRunner(cluster_kwargs={"n_workers": self.workers, "threads_per_worker": 1, "processes": True,
                                               "env": flow_api_env()})
-    return ThreadPoolTaskRunner(max_workers=1)
+
+    def concurrency(self, per_host: int) -> int:
+        """Runs at once inside one batch. A LocalCluster's workers share this host, so they
+        split its safe concurrency; each worker of a remote cluster has a host of its own."""
+        if self.dask_cluster is not None:
+            if not self.dask_cluster.is_local:
+                return per_host
+            workers = int(self.dask_cluster.kwargs.get("n_workers", 1))
+            return max(1, per_host // max(1, workers))
+        if self.workers > 1 and not self.dask_address:
+            return max(1, per_host // self.workers)
+        return per_host
+
+    @property
+    def parallelism(self) -> int:
+        """How many workers batches are cut for: `workers` (for a cluster by address, the
+        caller's estimate of its size), else the started cluster's size or adaptive maximum."""
+        if self.dask_cluster is not None:
+            size = self.dask_cluster.kwargs.get("n_workers") or (self.dask_cluster.adapt or {}).get("maximum") or 1
+            return max(1, int(size))
+        return self.workers
+
+    def batch_target(self, runs: int) -> int:
+        return batch_target(runs, self.parallelism)
 
 
 def flow_api_env() -> dict[str, str]:
@@ -75,14 +120,6 @@ def flow_api_env() -> dict[str, str]:
         server = SubprocessASGIServer()  # the temporary server this process started, if any
         url = server.api_url if server.server_process is not None else None
     return {"PREFECT_API_URL": url} if url else {}
-
-
-def run_concurrency(per_host: int, workers: int, dask_address: str | None) -> int:
-    """Runs at once inside one batch. A LocalCluster's workers share this host, so they
-    split its safe concurrency; each worker of a remote cluster has a host of its own."""
-    if workers > 1 and not dask_address:
-        return max(1, per_host // workers)
-    return per_host
 
 
 def batch_target(runs: int, workers: int) -> int:

@@ -16,7 +16,7 @@ from testprism.tasks.score.coverage.summary import coverage_summary
 from testprism.tasks.score.scores import scorable_store, score_tables, write_scores
 from testprism.tasks.model.workdir import default_work_root
 
-log = logging.getLogger("testprism.flows.score")  # by name: a deployment loads this file as `score`
+log = logging.getLogger(__name__)
 
 
 @task(name="measure-coverage", cache_policy=NO_CACHE)

@@ -100,15 +100,16 @@ class PrefectServersStarted:
 
 
 @contextmanager
-def dask_cluster(workers: int) -> Iterator[tuple[str, list[subprocess.Popen]]]:
+def dask_cluster(workers: int, env: dict[str, str] | None = None) -> Iterator[tuple[str, list[subprocess.Popen]]]:
     """`dask scheduler` and `workers` separate `dask worker` processes (no nanny: a killed
-    worker stays dead) on 127.0.0.1; yields the address and the worker processes."""
+    worker stays dead) on 127.0.0.1, in `env` (default: this process's); yields the address
+    and the worker processes."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     address = f"tcp://127.0.0.1:{port}"
     dask = str(Path(sys.executable).parent / "dask")
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
     scheduler = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], **quiet)
     procs = [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
                                "--host", "127.0.0.1"], start_new_session=True, **quiet) for _ in range(workers)]
@@ -146,6 +147,35 @@ def test_existing_cluster_by_address(bench, tmp_path, work_root):
     assert summary.executed == summary.planned == 8
     check(tmp_path / "store")
     assert pl.read_parquet(tmp_path / "store" / "runs" / "*.parquet")["isolation"].unique().to_list() == ["bubblewrap"]
+
+
+def test_a_cluster_started_from_its_class_as_configuration(bench, tmp_path, work_root):
+    """The `[dask_cluster]` of a pipeline config (what dask-jobqueue's SLURMCluster takes),
+    with distributed's own LocalCluster as the class: the flow starts it, runs its batches
+    there and stops it."""
+    from distributed import LocalCluster
+
+    from testprism.flows.replay import replay_flow
+    from testprism.tasks.execution.cluster import DaskCluster
+
+    started: list[str] = []
+    real_init = LocalCluster.__init__
+
+    def init(self, *args, **kwargs):  # record, then start it for real
+        started.append(repr(kwargs.get("n_workers")))
+        real_init(self, *args, **kwargs)
+
+    cluster = DaskCluster.model_validate({"class": "distributed.LocalCluster",
+                                          "kwargs": {"n_workers": 1, "threads_per_worker": 1, "processes": True}})
+    LocalCluster.__init__ = init
+    try:
+        summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), work=str(work_root),
+                              dask_cluster=cluster)
+    finally:
+        LocalCluster.__init__ = real_init
+    assert started == ["1"]
+    assert summary.executed == summary.planned == 8
+    check(tmp_path / "store")
 
 
 @pytest.mark.timeout(900)

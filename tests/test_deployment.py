@@ -123,14 +123,61 @@ def prefect(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
+TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+def wait_for(env: dict[str, str], run_id: str, log: Path, timeout_s: float = 400) -> dict:
+    """The flow run once it is in a terminal state (its state record)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = api(env, f"/flow_runs/{run_id}")["state"]
+        if state["type"] in TERMINAL:
+            return state
+        assert time.monotonic() < deadline, (state, log.read_text()[-4000:])
+        time.sleep(1)
+
+
+def start_run(env: dict[str, str], deployment: dict, parameters: dict) -> str:
+    """What the UI's "Run" (and `prefect deployment run`) does: a flow run of a deployment."""
+    return api(env, f"/deployments/{deployment['id']}/create_flow_run", {"parameters": parameters})["id"]
+
+
+def logged_lines(env: dict[str, str], run_ids: list[str], expected: list[str]) -> list[str]:
+    """testprism's own log lines of these flow runs (not Prefect's), once `expected` are in:
+    a run's logs reach the server in batches, after its state."""
+    deadline = time.monotonic() + 60
+    while True:
+        logs = api(env, "/logs/filter", {"logs": {"flow_run_id": {"any_": run_ids}, "level": {"ge_": 20}},
+                                         "limit": 200})
+        lines = [entry["message"] for entry in logs if entry["name"].startswith("testprism")]
+        if all(any(text in line for line in lines) for text in expected) or time.monotonic() > deadline:
+            return lines
+        time.sleep(2)
+
+
+def stored_rows(store: Path) -> int:
+    return Store(store).scan("runs").select("run_key").collect().height if (store / "runs").is_dir() else 0
+
+
+@pytest.mark.timeout(1200)
 @pytest.mark.requires("sandbox")
 def test_the_projects_deployments_run_the_pipeline_by_a_worker(server, tmp_path, work_root):
+    """README "Deployments", step by step: deploy the project's prefect.yaml, run the pipeline
+    by a worker; kill a replay's flow-run process mid-replay (a machine failure), retry it
+    as the UI does, and get the uninterrupted run's leaderboard without redoing a stored run;
+    then the replay deployment on a Dask cluster reached by its address."""
+    from tests.test_dask import dask_cluster
+
     env = {**server, "TESTPRISM_HOME": str(ROOT), "COLUMNS": "200"}
-    make_synthetic(tmp_path / "bench", 3)
+    bench = tmp_path / "bench"
+    make_synthetic(bench, 6)  # 132 runs, four batches of 33
+    for suite in bench.glob("suites/*/*/run_tests.sh"):  # ~0.2 s a run: a kill after the first batch lands mid-replay
+        suite.write_text("sleep 0.2\n" + suite.read_text())
     config = tmp_path / "pipeline.toml"  # examples/pipeline.toml's shape, on a benchmark that replays in seconds
     config.write_text(f'store = "unused"\nwork = "{work_root}"\n[replay]\nbenchmark = "bench"\n'
                       '[score]\nreplicates = 200\n')
     store = tmp_path / "store"
+    worker_log = tmp_path / "worker.log"
 
     prefect(env, "work-pool", "create", "testprism", "--type", "process")
     prefect(env, "--no-prompt", "deploy", "--all")
@@ -140,43 +187,77 @@ def test_the_projects_deployments_run_the_pipeline_by_a_worker(server, tmp_path,
     assert all(f"{name}/{name}" in listed for name in DEPLOYMENTS), listed
     pipeline = deployments["pipeline"]
     assert [s["schedule"]["cron"] for s in pipeline["schedules"]] == ["0 2 * * *"]
+    assert "0 2 * * *" in prefect(env, "deployment", "inspect", "pipeline/pipeline")
     assert deployments["replay"]["global_concurrency_limit"]["limit"] == 1  # two replays never share cores
     assert pipeline["work_pool_name"] == "testprism" and "pipeline" in pipeline["tags"]
 
     worker = subprocess.Popen([sys.executable, "-m", "prefect", "worker", "start", "--pool", "testprism"], env=env,
-                              cwd=tmp_path, stdout=open(tmp_path / "worker.log", "w"), stderr=subprocess.STDOUT,
+                              cwd=tmp_path, stdout=open(worker_log, "w"), stderr=subprocess.STDOUT,
                               start_new_session=True)
     try:
-        started = time.monotonic()
-        run = api(env, f"/deployments/{pipeline['id']}/create_flow_run",
-                  {"parameters": {"config": str(config), "store": str(store)}})
-        while True:
-            state = api(env, f"/flow_runs/{run['id']}")["state"]
-            if state["type"] in {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"} or time.monotonic() - started > 400:
-                break
-            time.sleep(2)
-        assert state["type"] == "COMPLETED", (state, (tmp_path / "worker.log").read_text()[-4000:])
+        # 1. The pipeline, uninterrupted.
+        run = start_run(env, pipeline, {"config": str(config), "store": str(store)})
+        assert wait_for(env, run, worker_log)["type"] == "COMPLETED", worker_log.read_text()[-4000:]
         runs = api(env, "/flow_runs/filter", {})
         children = {r["id"] for r in runs if r["parent_task_run_id"]}
         assert len(children) == 3  # replay, score and report, each a subflow of the pipeline
         assert any(r["state"]["type"] == "SCHEDULED" for r in runs)  # the nightly runs, waiting for 02:00
-        expected = ["pipeline done: store", "66 runs planned, 0 already stored, 66 to execute"]
-        # A run's logs reach the server in batches, after its state: the worker stays up until they
-        # are in (stopping it may stop the run's process before it sends its last batch).
-        deadline = time.monotonic() + 60
-        while True:
-            logs = api(env, "/logs/filter", {"logs": {"flow_run_id": {"any_": [run["id"], *children]},
-                                                      "level": {"ge_": 20}}, "limit": 200})
-            lines = [entry["message"] for entry in logs if entry["name"].startswith("testprism")]  # not Prefect's own
-            if all(any(text in line for line in lines) for text in expected) or time.monotonic() > deadline:
-                break
-            time.sleep(2)
-        assert all(any(text in line for line in lines) for text in expected), [e["message"][:80] for e in logs]
+        expected = ["pipeline done: store", "132 runs planned, 0 already stored, 132 to execute"]
+        lines = logged_lines(env, [run, *children], expected)
+        assert all(any(text in line for line in lines) for text in expected), lines
+
+        # 2. A replay killed mid-replay, as a machine failure would kill it, then retried.
+        killed = tmp_path / "killed"
+        replay = start_run(env, deployments["replay"], {"benchmark": str(bench), "store": str(killed),
+                                                       "work": str(work_root)})
+        deadline = time.monotonic() + 300
+        while not list((killed / "runs").glob("part-*.parquet")):
+            assert time.monotonic() < deadline, worker_log.read_text()[-4000:]
+            time.sleep(0.2)
+        pid = int(api(env, f"/flow_runs/{replay}")["infrastructure_pid"].rpartition(":")[2])
+        os.kill(pid, signal.SIGKILL)
+        assert wait_for(env, replay, worker_log)["type"] == "CRASHED"
+        # The run is reported crashed twice: by the process runner at once and by the worker
+        # seconds later (its proposal is refused when the first is in, and then it logs its
+        # advice). A retry between the two is marked crashed again by the second, so retry
+        # once the worker is done with it: its advice, the last thing it logs of this (the
+        # only killed) run.
+        reported = "prefect.flow_runs.worker - Check whether the flow run exceeded its memory allocation"
+        deadline = time.monotonic() + 120
+        while reported not in worker_log.read_text():
+            assert time.monotonic() < deadline, worker_log.read_text()[-4000:]
+            time.sleep(0.5)
+        before = {p.name for p in (killed / "runs").glob("part-*.parquet")}
+        settled = stored_rows(killed)
+        assert 0 < settled < 132, settled
+        prefect(env, "flow-run", "retry", replay)  # the UI's Retry: the run is scheduled again
+        assert wait_for(env, replay, worker_log)["type"] == "COMPLETED", worker_log.read_text()[-4000:]
+        done = Store(killed).scan("runs").select("run_key").collect()
+        assert done.height == done["run_key"].n_unique() == 132  # nothing stored twice
+        assert before <= {p.name for p in (killed / "runs").glob("part-*.parquet")}  # nothing lost
+        resumed = f"132 runs planned, {settled} already stored, {132 - settled} to execute"
+        assert any(resumed in line for line in logged_lines(env, [replay], [resumed]))
+        scored = start_run(env, deployments["score"], {"store": str(killed), "replicates": 200})
+        assert wait_for(env, scored, worker_log)["type"] == "COMPLETED"
+        assert Store(killed).read_table("leaderboard").equals(Store(store).read_table("leaderboard"))
+
+        # 3. The replay deployment on a Dask cluster reached by its address (README, the cluster path).
+        with dask_cluster(1, env) as (address, _):
+            clustered = tmp_path / "clustered"
+            on_cluster = start_run(env, deployments["replay"], {"benchmark": str(bench), "store": str(clustered),
+                                                               "work": str(work_root), "dask_address": address})
+            assert wait_for(env, on_cluster, worker_log)["type"] == "COMPLETED", worker_log.read_text()[-4000:]
+            from distributed import Client
+
+            with Client(address, timeout=30) as client:
+                ran_there = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+        assert any("replay-batch" in prefix or "replay_batch" in prefix for prefix in ran_there), ran_there
+        assert stored_rows(clustered) == 132
     finally:
         stop(worker)
     artifacts = api(env, "/artifacts/filter", {"artifacts": {"key": {"any_": ["leaderboard", "report"]}}})
     assert {a["key"] for a in artifacts} == {"leaderboard", "report"}
-    assert {a["flow_run_id"] for a in artifacts} <= children
+    assert {a["flow_run_id"] for a in artifacts if a["key"] == "report"} <= children
     board = Store(store).read_table("leaderboard")
     assert sorted(board["configuration"].to_list()) == ["good", "lax"]
     assert (store / "report.html").is_file()

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from testprism.flows.cli import app
 from testprism.storage import Store
 from testprism.tasks.model.benchmark import BUNDLED
-from testprism.tasks.pipeline.config import load_pipeline
+from testprism.tasks.pipeline.config import PipelineConfigError, load_pipeline
 from tests.synthbench import make_synthetic
 
 
@@ -37,3 +37,17 @@ def test_the_pipeline_runs_every_stage_and_a_rerun_redoes_nothing(tmp_path, work
         assert store.scan("runs").select(pl.len()).collect().item() == 44  # 2 instances x 2 suites x 11 states
     assert sorted(store.read_table("leaderboard")["configuration"].to_list()) == ["good", "lax"]
     assert (tmp_path / "store" / "report.html").is_file()
+
+
+def test_a_cluster_class_is_configuration(tmp_path):
+    """SLURM through dask-jobqueue, as a pipeline config names it (README, Deployments)."""
+    config = tmp_path / "pipeline.toml"
+    config.write_text('store = "s"\n[replay]\nbenchmark = "b"\n[dask_cluster]\nclass = "distributed.LocalCluster"\n'
+                      'kwargs = {cores = 8, memory = "16GB"}\nadapt = {minimum = 0, maximum = 20}\n')
+    chosen = load_pipeline(config).dask_cluster
+    assert chosen.class_path == "distributed.LocalCluster" and chosen.kwargs == {"cores": 8, "memory": "16GB"}
+    assert chosen.adapt == {"minimum": 0, "maximum": 20}
+    config.write_text('store = "s"\ndask_address = "tcp://127.0.0.1:8786"\n[replay]\nbenchmark = "b"\n'
+                      '[dask_cluster]\nclass = "distributed.LocalCluster"\n')
+    with pytest.raises(PipelineConfigError, match="two clusters"):
+        load_pipeline(config)

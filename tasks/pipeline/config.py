@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from testprism.tasks.collect.panel import PanelMode
+from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.model.benchmark import BUNDLED, BenchmarkError
 from testprism.tasks.model.config_file import read_config
 from testprism.tasks.model.state import DEFAULT_FUZZ
@@ -65,6 +66,8 @@ class PipelineConfig(_Section):
     backend: str = "local"
     workers: int = Field(1, gt=0)
     dask_address: str | None = None
+    #: or a cluster started for the run from its class: [dask_cluster] class, kwargs, adapt
+    dask_cluster: DaskCluster | None = None
     unsafe: bool = False  #: run untrusted code without isolation
     patch_fuzz: int = Field(DEFAULT_FUZZ, ge=0)
     curate: CurateStage | None = None
@@ -72,6 +75,12 @@ class PipelineConfig(_Section):
     replay: ReplayStage = ReplayStage()
     score: ScoreStage = ScoreStage()
     report: ReportStage = ReportStage()
+
+    @model_validator(mode="after")
+    def _one_cluster(self) -> PipelineConfig:
+        if self.dask_address and self.dask_cluster:
+            raise ValueError("dask_address and [dask_cluster] name two clusters: give one")
+        return self
 
     @property
     def collect_benchmark(self) -> Path | None:
