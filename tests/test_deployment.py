@@ -201,6 +201,8 @@ def test_the_projects_deployments_run_the_pipeline_by_a_worker(server, tmp_path,
         runs = api(env, "/flow_runs/filter", {})
         children = {r["id"] for r in runs if r["parent_task_run_id"]}
         assert len(children) == 3  # replay, score and report, each a subflow of the pipeline
+        tasks = api(env, "/task_runs/filter", {"task_runs": {"flow_run_id": {"any_": sorted(children)}}})
+        assert sum(t["name"].startswith("replay-batch") for t in tasks) == 4  # the coarse tasks, in the graph
         assert any(r["state"]["type"] == "SCHEDULED" for r in runs)  # the nightly runs, waiting for 02:00
         expected = ["pipeline done: store", "132 runs planned, 0 already stored, 132 to execute"]
         lines = logged_lines(env, [run, *children], expected)
