@@ -59,6 +59,7 @@ from testprism.tasks.sandbox.docker.environment_image import (
     environment_image_key,
     environment_tag,
 )
+from testprism.tasks.sandbox.docker.containers import _own_container
 from testprism.tasks.sandbox.docker.fresh import _FreshRuns
 from testprism.tasks.sandbox.docker.reused import _ReusedRuns
 
@@ -178,7 +179,8 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
         return environment_tag(handle.name)
 
     def _run_on(self, request: RunRequest, tag: str) -> ExecResult:
-        return self._run_reused(request, tag) if self.reuse else self._run_fresh(request, tag)
+        reused = self.reuse and not _own_container(request)
+        return self._run_reused(request, tag) if reused else self._run_fresh(request, tag)
 
     def _forget(self, tag: str) -> EnvironmentSpec | None:
         """The image vanished (pruned under us): the next prepare() rebuilds it. Returns
@@ -192,6 +194,11 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
     # -- runs --------------------------------------------------------------------------------
 
     def run(self, request: RunRequest) -> ExecResult:
+        if request.channel is not None and self.copy != "bind":
+            # The socket is bound into the container from this host's filesystem; a remote
+            # or rootless engine (archive mode) cannot see it.
+            raise SandboxUnavailable("docker: a model channel needs an engine on this host (copy mode bind, "
+                                     f"not {self.copy}): its socket is bound into the container")
         tag = self._tag_of(request)
         errors = _errors()
         with self._lock:
