@@ -194,17 +194,19 @@ class _Reading:
         if ".git" in parts:
             self._skip(parts, "a .git path (no patch naming one applies)")
             return
-        if old is not None and new is not None and old.size == new.size and _same(self.original, old, new):
-            if old.executable != new.executable:
-                self._add(parts, _header(parts, old.executable, new.executable, b""))
-            return
         if any(e.size > DIFF_FILE_MAX_BYTES for e in (old, new) if e is not None):
-            self._skip(parts, f"changed, larger than {DIFF_FILE_MAX_BYTES} bytes")
+            if old is None or new is None or old.size != new.size or not _same(self.original, old, new):
+                self._skip(parts, f"changed, larger than {DIFF_FILE_MAX_BYTES} bytes")
+            elif old.executable != new.executable:
+                self._add(parts, _header(parts, old.executable, new.executable, b""))
             return
         before = b"" if old is None else _read_original(self.original, old)
         after = b"" if new is None else _read(new, DIFF_FILE_MAX_BYTES)
         if before is None or after is None:
             self._skip(parts, "unreadable")
+        elif old is not None and new is not None and before == after:
+            if old.executable != new.executable:
+                self._add(parts, _header(parts, old.executable, new.executable, b""))
         elif b"\0" in before or b"\0" in after:
             self._skip(parts, "binary")
         elif _UNQUOTED.search("/".join(parts)):
@@ -237,8 +239,9 @@ def _read_original(original: Path, entry: TreeEntry) -> bytes | None:
 
 
 def _same(original: Path, old: TreeEntry, new: TreeEntry) -> bool:
-    """Whether two regular files of one size hold the same bytes (hashed in chunks: an
-    unchanged data file may be far larger than anything kept)."""
+    """Whether two large regular files hold the same bytes (hashed in chunks: an unchanged
+    data file may be far larger than anything kept). Reads `new` once: a tar stream's
+    member cannot be read twice."""
     before, after = open_file(original, old.parts), new.open()
     if before is None or after is None:
         return False

@@ -9,6 +9,7 @@ extracting: tasks/sandbox/outputs.py). Either way every entry belongs to the run
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
@@ -18,8 +19,8 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from testprism.tasks.sandbox.base import RunRequest
-from testprism.tasks.sandbox.docker.engine import _errors
+from testprism.tasks.sandbox.base import RunRequest, SandboxError
+from testprism.tasks.sandbox.docker.engine import _errors, api_client
 from testprism.tasks.sandbox.outputs import RunOutputs, outputs_from_tar, program_unreadable
 from testprism.tasks.sandbox.workspace import fill_workspace
 
@@ -82,14 +83,19 @@ def _fetch_junit(api: APIClient, container: str) -> bytes | None:
         return content.read(JUNIT_MAX_BYTES) if content else None
 
 
-def _fetch_outputs(api: APIClient, container: str, tree: Path) -> RunOutputs:
+def _fetch_outputs(container: str, tree: Path) -> RunOutputs:
     """Archive mode: what the run left in `program/` (RunRequest.keep_outputs), read from
-    the engine's tar stream of it; the container may have stopped, not been removed."""
+    the engine's tar stream of it; the container may have stopped, not been removed. On a
+    client of its own: a stream abandoned half-read would hold the run's connection."""
     errors = _errors()
-    try:
-        stream, info = api.get_archive(container, f"{WORKSPACE}/program")
-    except errors.NotFound:
-        return program_unreadable("gone")
-    if info.get("linkTarget"):
-        return program_unreadable("a link")
-    return outputs_from_tar(stream, "program", tree)
+    with contextlib.closing(api_client()) as api:
+        try:
+            stream, info = api.get_archive(container, f"{WORKSPACE}/program")
+        except errors.NotFound:
+            return program_unreadable("gone")
+        if info.get("linkTarget"):
+            return program_unreadable("a link")
+        try:
+            return outputs_from_tar(stream, "program", tree)
+        except tarfile.TarError as exc:
+            raise SandboxError(f"docker: the archive of a run's program/ is unreadable: {exc}") from exc

@@ -130,7 +130,7 @@ class _FreshRuns(_RunContainers):
             outputs = None
             if request.keep_outputs:
                 outputs = (outputs_from_folder(box.ws / "program", request.tree) if box.ws is not None
-                           else _fetch_outputs(api, container, request.tree))
+                           else _fetch_outputs(container, request.tree))
             return ExecResult(
                 exit_code=status.get("StatusCode"), duration_s=duration, output_tail=pump.output,
                 timed_out=timed_out, output_exceeded=pump.exceeded, junit_xml=junit,
