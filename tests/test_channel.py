@@ -20,6 +20,7 @@ import threading
 import time
 import tokenize
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -30,8 +31,8 @@ import testprism.tasks.sandbox as sandbox_module
 from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, SandboxUnavailable
 from testprism.tasks.sandbox.channel import Budget, ModelChannel, Usage
-from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.sandbox.model_access import RELAY_PORT, SANDBOX_SOCKET
+from tests.conftest import open_backend
 from tests.test_sandbox import survivors
 
 BARE = EnvironmentSpec(python="3.11", packages=())
@@ -39,15 +40,8 @@ KEY = "sk-harness-0d5c1f"
 
 
 @pytest.fixture(scope="module", params=["local", "docker", "docker-archive"])
-def backend(request, work, require) -> Iterator[SandboxBackend]:
-    if request.param == "local":
-        require("sandbox")
-        made: SandboxBackend = LocalBackend(work)
-    else:
-        request.getfixturevalue("docker_engine")
-        from testprism.tasks.sandbox.docker.backend import DockerBackend
-
-        made = DockerBackend(work, copy="archive" if request.param == "docker-archive" else "bind")
+def backend(request, work) -> Iterator[SandboxBackend]:
+    made = open_backend(request.param, work)
     yield made
     made.close()
 
@@ -269,6 +263,19 @@ def test_the_budget_stops_forwarding_at_its_requests(endpoint):
     assert first.status_code == 200
     assert second.status_code == 429 and second.json()["error"]["type"] == "budget_exhausted"
     assert script.total() == 1
+
+
+def test_concurrent_requests_get_no_more_than_the_budget(endpoint):
+    url, script = endpoint
+    with ModelChannel(url, KEY, Budget(max_requests=5)) as channel:
+        def ask(_: int) -> int:
+            with socket_client(channel) as client:
+                return client.post("/v1/chat/completions", content=chat("slow-1")).status_code
+
+        with ThreadPoolExecutor(max_workers=12) as pool:
+            statuses = sorted(pool.map(ask, range(12)))
+    assert statuses == [200] * 5 + [429] * 7
+    assert script.total() == 5 and channel.usage.requests == 5
 
 
 @pytest.fixture()

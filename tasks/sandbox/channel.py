@@ -30,6 +30,7 @@ import shutil
 import socketserver
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -90,13 +91,18 @@ class ModelChannel:
         self._usage = Usage()
         self._unmetered = False
         self._folder = Path(tempfile.mkdtemp(prefix="testprism-channel-", dir=directory))
-        self._folder.chmod(0o711)
-        (self._folder / BASE_PATH_NAME).write_text(self.base_path)
-        (self._folder / BASE_PATH_NAME).chmod(0o644)
         self.socket_path = self._folder / SOCKET_NAME
-        self._server = _Server(str(self.socket_path), _Handler)
+        try:
+            self._folder.chmod(0o711)
+            (self._folder / BASE_PATH_NAME).write_text(self.base_path)
+            (self._folder / BASE_PATH_NAME).chmod(0o644)
+            self._server = _Server(str(self.socket_path), _Handler)
+            self.socket_path.chmod(0o666)
+        except BaseException:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._client.close()
+            raise
         self._server.channel = self
-        self.socket_path.chmod(0o666)
         self._thread = threading.Thread(target=self._server.serve_forever, name="model-channel", daemon=True)
         self._thread.start()
         log.info("model channel to %s on %s (budget %s)", self.upstream, self.socket_path, budget)
@@ -163,7 +169,13 @@ class ModelChannel:
             return _reply(handler, 404, "not_found", f"only {self.base_path}/... is forwarded")
         if handler.headers.get("Transfer-Encoding"):
             return _reply(handler, 411, "length_required", "send a Content-Length")
-        length = int(handler.headers.get("Content-Length") or 0)
+        try:
+            length = int(handler.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            handler.close_connection = True
+            return _reply(handler, 400, "bad_request", "Content-Length is not a length")
         if length > REQUEST_MAX_BYTES:
             handler.close_connection = True
             return _reply(handler, 413, "too_large", f"requests are at most {REQUEST_MAX_BYTES} bytes")
@@ -185,7 +197,7 @@ class ModelChannel:
         try:
             expected = handler.command == "POST" and response.is_success
             if streaming and response.headers.get("content-type", "").startswith("text/event-stream"):
-                self._meter(_relay_events(handler, response), expected)
+                _relay_events(handler, response, lambda usage: self._meter(usage, expected))
             else:
                 self._relay_body(handler, response, expected)
         finally:
@@ -233,27 +245,43 @@ def _ask_stream_usage(body: bytes) -> tuple[bool, bytes]:
     return True, json.dumps(payload).encode()
 
 
-def _relay_events(handler: _Handler, response: httpx.Response) -> object:
-    """Relay an event stream chunk by chunk (chunked encoding) and return the last `usage`
-    object its `data:` lines carried (None if none did)."""
+def _relay_events(handler: _Handler, response: httpx.Response, meter: Callable[[object], None]) -> None:
+    """Relay an event stream chunk by chunk (chunked encoding) and `meter` the last `usage`
+    object its `data:` lines carried (None if none did) before ending it, so the stream's
+    end means it is counted."""
     handler.send_response(response.status_code)
     handler.send_header("Content-Type", response.headers["content-type"])
     handler.send_header("Transfer-Encoding", "chunked")
     handler.end_headers()
-    usage, pending = None, b""
+    usage, pending, listening = None, b"", True
     try:
         for chunk in response.iter_bytes():
-            handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-            handler.wfile.flush()
+            if listening:
+                listening = _send_chunk(handler, chunk)
             *lines, pending = (pending + chunk).split(b"\n")
             pending = pending if len(pending) <= _SSE_LINE_MAX else b""
             for line in lines:
                 usage = _event_usage(line) or usage
-        handler.wfile.write(b"0\r\n\r\n")
     except httpx.HTTPError as exc:  # the stream broke: the client sees it end unterminated
         log.warning("model channel: upstream stream broke: %s", exc)
+        listening = False
+    meter(_event_usage(pending) or usage)
+    if listening:
+        handler.wfile.write(b"0\r\n\r\n")
+    else:
         handler.close_connection = True
-    return _event_usage(pending) or usage
+
+
+def _send_chunk(handler: _Handler, chunk: bytes) -> bool:
+    """Whether the sandbox still listens. When it hangs up mid-stream the relay goes on
+    reading upstream to its usage chunk: the tokens are spent whether or not anyone reads
+    them, and a client that hung up early must not stream for free."""
+    try:
+        handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        handler.wfile.flush()
+        return True
+    except OSError:
+        return False
 
 
 def _event_usage(line: bytes) -> object:
