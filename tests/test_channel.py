@@ -1,4 +1,5 @@
-"""A generation run's two capabilities, under `local` (bubblewrap) and `docker`: the model
+"""A generation run's two capabilities, under `local` (bubblewrap) and `docker` (fresh, fast
+mode, which gives such runs a fresh container all the same, and archive mode): the model
 channel (tasks/sandbox/channel.py: the one way out of the sandbox, to one chat endpoint,
 with the harness's key, metered and capped) and what the run left behind
 (tasks/sandbox/outputs.py: the suite under tmp/ and the patch to the program, read without
@@ -39,7 +40,7 @@ BARE = EnvironmentSpec(python="3.11", packages=())
 KEY = "sk-harness-0d5c1f"
 
 
-@pytest.fixture(scope="module", params=["local", "docker", "docker-archive"])
+@pytest.fixture(scope="module", params=["local", "docker", "docker-reused", "docker-archive"])
 def backend(request, work) -> Iterator[SandboxBackend]:
     made = open_backend(request.param, work)
     yield made
@@ -72,7 +73,7 @@ def run_probe(backend, env, tree: Path, probe: str, channel: Path | None = None,
 
 #: the backends that can give a run a channel (archive mode cannot bind the host's socket:
 #: test_archive_mode_refuses_a_channel)
-WITH_CHANNEL = pytest.mark.parametrize("backend", ["local", "docker"], indirect=True)
+WITH_CHANNEL = pytest.mark.parametrize("backend", ["local", "docker", "docker-reused"], indirect=True)
 
 
 def chat(marker: str) -> str:

@@ -5,7 +5,8 @@ only, nothing reachable), and a root of its own that holds only what a run needs
 (SECURITY.md): the system's directories read-only (`SYSTEM_DIRS`: /usr, /etc and the
 /bin, /sbin, /lib* links or folders), the environment read-only (and the prefix of its
 interpreter when that lies outside them), the run's workspace writable at `/workspace`,
-a private /tmp, /var/tmp, /dev and /proc. Nothing else of the host: not the benchmark, the
+a private /tmp, /var/tmp, /dev and /proc, and, for a run given a model channel, its socket
+(tasks/sandbox/model_access.py). Nothing else of the host: not the benchmark, the
 store, the work area's other states and runs, nor home folders. The sandbox dies with its
 parent. Limits: rlimits on address space, processes, file size and open files,
 set by the sandbox's shell (`ulimit`) before the command; a wall-clock timeout and an

@@ -14,7 +14,8 @@ Images: the environment image (environment_image.py) is the base image (base_ima
 plus a virtualenv with the environment's packages, built once: the only step with network.
 Runs: a fresh container each (fresh.py), or, in fast mode (`TESTPRISM_DOCKER_REUSE=1` or
 `reuse=True`, reused.py), one container per environment and thread whose workspace is
-reset between runs: cheaper, weaker isolation (docs/docker.md).
+reset between runs: cheaper, weaker isolation (docs/docker.md). A generation run (a model
+channel, outputs kept) always gets a fresh container of its own, in either mode.
 
 The docker SDK is imported lazily (engine.py), so testprism works without the `docker` extra.
 """
@@ -43,6 +44,7 @@ from testprism.tasks.sandbox.base import (
 )
 from testprism.tasks.sandbox.docker.archive import copy_mode
 from testprism.tasks.sandbox.docker.base_image import base_image_name, ensure_base_image
+from testprism.tasks.sandbox.docker.containers import _own_container
 from testprism.tasks.sandbox.docker.engine import (
     BUILD_PREFIX,
     OWNER_LABEL,
@@ -59,7 +61,6 @@ from testprism.tasks.sandbox.docker.environment_image import (
     environment_image_key,
     environment_tag,
 )
-from testprism.tasks.sandbox.docker.containers import _own_container
 from testprism.tasks.sandbox.docker.fresh import _FreshRuns
 from testprism.tasks.sandbox.docker.reused import _ReusedRuns
 
