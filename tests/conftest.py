@@ -133,6 +133,21 @@ def docker_engine() -> None:
     require("docker")
 
 
+def open_backend(name: str, work: WorkPaths):
+    """A sandbox backend by its name in tests: `local`, `docker` (fresh containers, the copy
+    mode the engine allows), `docker-reused` (fast mode), `docker-archive` (archive copy
+    mode even on this host); the component it needs is required first."""
+    if name == "local":
+        require("sandbox")
+        from testprism.tasks.sandbox.local import LocalBackend
+
+        return LocalBackend(work)
+    require("docker")
+    from testprism.tasks.sandbox.docker.backend import DockerBackend
+
+    return DockerBackend(work, reuse=name == "docker-reused", copy="archive" if name == "docker-archive" else None)
+
+
 @pytest.fixture(scope="session")
 def chromium_path() -> str:
     require("chromium")

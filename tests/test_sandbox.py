@@ -27,20 +27,14 @@ from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, SandboxU
 from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.execution.verdict import Policy, classify, judge
 from tests.benchfixture import CHECKS, make_benchmark
+from tests.conftest import open_backend
 
 BARE = EnvironmentSpec(python="3.11", packages=())
 
 
 @pytest.fixture(scope="module", params=["local", "docker", "docker-reused"])
-def backend(request, work, require) -> Iterator[SandboxBackend]:
-    if request.param == "local":
-        require("sandbox")
-        made: SandboxBackend = LocalBackend(work)
-    else:
-        request.getfixturevalue("docker_engine")
-        from testprism.tasks.sandbox.docker.backend import DockerBackend
-
-        made = DockerBackend(work, reuse=request.param == "docker-reused")
+def backend(request, work) -> Iterator[SandboxBackend]:
+    made = open_backend(request.param, work)
     yield made
     made.close()
 

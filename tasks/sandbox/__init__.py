@@ -13,10 +13,12 @@ from testprism.tasks.sandbox.base import (
     backend_names,
     register,
 )
+from testprism.tasks.sandbox.outputs import RunOutputs
 
 __all__ = [
     "ExecResult",
     "Limits",
+    "RunOutputs",
     "RunRequest",
     "SandboxBackend",
     "SandboxError",

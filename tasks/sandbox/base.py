@@ -18,6 +18,7 @@ from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths
+from testprism.tasks.sandbox.outputs import RunOutputs
 
 
 class SandboxError(RuntimeError):
@@ -84,6 +85,11 @@ class RunRequest:
     #: the suite's test patch, applied to the program after its files are placed
     suite_patch: bytes | None = None
     patch_fuzz: int = DEFAULT_FUZZ
+    #: the host socket of a ModelChannel (tasks/sandbox/channel.py): the run reaches that
+    #: one chat endpoint through it and nothing else; None is a replay's run, no way out
+    channel: Path | None = None
+    #: read back what the run left (`ExecResult.outputs`): a generation run's suite and patch
+    keep_outputs: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,8 @@ class ExecResult:
     junit_xml: bytes | None = None
     #: how the suite's test patch applied ("git apply", "patch --fuzz=5"; "" without one)
     suite_patch_method: str = ""
+    #: what the run left under `program/` (RunRequest.keep_outputs), else None
+    outputs: RunOutputs | None = None
 
 
 class SandboxBackend(ABC):

@@ -5,7 +5,8 @@ only, nothing reachable), and a root of its own that holds only what a run needs
 (SECURITY.md): the system's directories read-only (`SYSTEM_DIRS`: /usr, /etc and the
 /bin, /sbin, /lib* links or folders), the environment read-only (and the prefix of its
 interpreter when that lies outside them), the run's workspace writable at `/workspace`,
-a private /tmp, /var/tmp, /dev and /proc. Nothing else of the host: not the benchmark, the
+a private /tmp, /var/tmp, /dev and /proc, and, for a run given a model channel, its socket
+(tasks/sandbox/model_access.py). Nothing else of the host: not the benchmark, the
 store, the work area's other states and runs, nor home folders. The sandbox dies with its
 parent. Limits: rlimits on address space, processes, file size and open files,
 set by the sandbox's shell (`ulimit`) before the command; a wall-clock timeout and an
@@ -41,6 +42,8 @@ from testprism.tasks.sandbox.base import (
     SandboxUnavailable,
     register,
 )
+from testprism.tasks.sandbox.model_access import SANDBOX_SOCKET, channel_env, sandbox_command
+from testprism.tasks.sandbox.outputs import outputs_from_folder
 from testprism.tasks.sandbox.process import Unkillable, run_bounded
 from testprism.tasks.sandbox.workspace import fill_workspace, read_junit
 from testprism.tasks.model.workdir import WorkPaths, orphaned_workspaces, workspace_prefix
@@ -139,12 +142,16 @@ class LocalBackend(SandboxBackend):
             nproc += sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owned(p))
         ulimit = (f"ulimit -v {limits.memory_mb * 1024} -u {nproc} -f {limits.file_size_mb * 1024} "
                   f"-c 0 -n 1024 || exit {LIMITS_FAILED}")
-        return ["bash", "-c", f"{ulimit}; {request.command}"]
+        return ["bash", "-c", f"{ulimit}; {sandbox_command(request)}"]
 
-    def _bwrap_argv(self, ws: Path, environment: Path, status_fd: int) -> list[str]:
+    def _bwrap_argv(self, ws: Path, request: RunRequest, status_fd: int) -> list[str]:
         """A root of the sandbox's own (bwrap starts from an empty tmpfs) with only the
-        mounts listed in the module docstring."""
+        mounts listed in the module docstring, and the model channel's socket when the run
+        has one (tasks/sandbox/model_access.py)."""
+        environment = request.environment
         mounts = [*_system_mounts(), *(a for ro in _interpreter_prefix(environment) for a in ("--ro-bind", ro, ro))]
+        if request.channel is not None:
+            mounts += ["--ro-bind", str(request.channel), str(SANDBOX_SOCKET)]
         return [
             self.bwrap, *mounts, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp",
             "--ro-bind", str(environment), str(environment),
@@ -154,6 +161,10 @@ class LocalBackend(SandboxBackend):
         ]
 
     def run(self, request: RunRequest) -> ExecResult:
+        if request.channel is not None and self.isolation != "bubblewrap":
+            # Without namespaces the run has the host's network: the channel would not be
+            # its one way out, and there is no private path to put the socket at.
+            raise SandboxUnavailable("the local backend gives a run a model channel only under bubblewrap")
         ws = Path(tempfile.mkdtemp(prefix=workspace_prefix("run"), dir=self.work.workspaces))
         try:
             uid = UID_BASE + secrets.randbelow(60_000) if self.drop_privileges else None
@@ -176,7 +187,7 @@ class LocalBackend(SandboxBackend):
         env = {
             "PATH": f"{request.environment / 'bin'}:/usr/local/bin:/usr/bin:/bin",
             "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
-            "TESTPRISM_JUNIT": str(inside / "out" / "junit.xml"), **request.env,
+            "TESTPRISM_JUNIT": str(inside / "out" / "junit.xml"), **request.env, **channel_env(request),
         }
         drop: list[str] = []
         if uid is not None:
@@ -188,7 +199,7 @@ class LocalBackend(SandboxBackend):
         if self.isolation == "bubblewrap":
             read_fd, write_fd = os.pipe()
             try:
-                argv = drop + self._bwrap_argv(ws, request.environment, write_fd) + command
+                argv = drop + self._bwrap_argv(ws, request, write_fd) + command
                 done = run_bounded(argv, cwd=ws / "program", env=env, timeout_s=request.limits.timeout_s,
                                    output_bytes=request.limits.output_bytes, tail_bytes=request.limits.tail_bytes,
                                    pass_fds=(write_fd,))
@@ -212,6 +223,7 @@ class LocalBackend(SandboxBackend):
             output_exceeded=done.output_exceeded,
             junit_xml=read_junit(ws),
             suite_patch_method=installed,
+            outputs=outputs_from_folder(ws / "program", request.tree) if request.keep_outputs else None,
         )
 
 

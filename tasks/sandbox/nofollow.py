@@ -1,19 +1,23 @@
-"""Writes into a tree that untrusted content shaped, without ever following a link.
+"""Writes into, reads from and walks a tree that untrusted content shaped, without ever
+following a link.
 
 The harness runs as root outside every sandbox, and the trees it writes into hold what
 patches, programs and suites made: a link `tests -> /etc` there must not turn "restore
 tests/test_x.py" into "write /etc/test_x.py". Each path is walked one component at a time
 through directory descriptors opened with O_NOFOLLOW, so a link anywhere on the way (or a
 file where a folder is needed) stops the write with `UnsafeTarget` instead of redirecting
-it; the caller decides what that means for its run.
+it; the caller decides what that means for its run. Reads and walks (what a run left
+behind) report a link as a link and never read through one.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -93,20 +97,91 @@ def _absent_parent(root: Path, parts: Sequence[str]) -> bool:
     return False
 
 
-def read_file(root: Path, parts: Sequence[str], limit: int) -> bytes | None:
-    """At most `limit` bytes of the regular file `root/parts`, or None when it is absent,
-    not a regular file, or reached only through a link."""
+def open_file(root: Path, parts: Sequence[str]) -> BinaryIO | None:
+    """The regular file `root/parts` open for reading, or None when it is absent, not a
+    regular file, or reached only through a link. The caller closes it."""
     try:
         fd = _parent(root, parts, create=False)
     except (UnsafeTarget, OSError):
         return None
     try:
-        target = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
-    except OSError:
-        return None
+        return _open_regular(parts[-1], fd)
     finally:
         os.close(fd)
-    with os.fdopen(target, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return None
+
+
+def read_file(root: Path, parts: Sequence[str], limit: int) -> bytes | None:
+    """At most `limit` bytes of the regular file `root/parts`, or None when it is absent,
+    not a regular file, or reached only through a link."""
+    fh = open_file(root, parts)
+    if fh is None:
+        return None
+    with fh:
         return fh.read(limit)
+
+
+def _open_regular(name: str, dir_fd: int) -> BinaryIO | None:
+    """`name` in the folder `dir_fd` if it is a regular file itself (O_NONBLOCK: a FIFO
+    planted there must not block the harness)."""
+    try:
+        target = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return None
+    fh = os.fdopen(target, "rb")
+    if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+        fh.close()
+        return None
+    return fh
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One entry of a tree walked by `walk_tree`. `open` is valid only until the walk moves
+    on (it opens relative to the descriptor of the entry's folder)."""
+
+    parts: tuple[str, ...]
+    kind: str  # "file", "link" or "other" (a FIFO, a socket, a device)
+    size: int
+    executable: bool
+    link_target: str
+    open: Callable[[], BinaryIO | None]
+
+
+def walk_tree(root: Path, skip_folder: Callable[[str], bool]) -> Iterator[TreeEntry]:
+    """Every entry under `root` but folders, in name order, reached through directory
+    descriptors opened with O_NOFOLLOW: a link is reported as a link and never entered or
+    read through. Folders named so that `skip_folder(name)` holds are not entered."""
+    fd = os.open(root, _DIR)
+    try:
+        yield from _walk(fd, (), skip_folder)
+    finally:
+        os.close(fd)
+
+
+def _walk(fd: int, prefix: tuple[str, ...], skip_folder: Callable[[str], bool]) -> Iterator[TreeEntry]:
+    with os.scandir(fd) as found:
+        names = sorted(entry.name for entry in found)
+    for name in names:
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        parts = (*prefix, name)
+        if stat.S_ISDIR(st.st_mode):
+            if skip_folder(name):
+                continue
+            try:
+                child = os.open(name, _DIR, dir_fd=fd)
+            except OSError:  # swapped for a link since the stat: not entered
+                continue
+            try:
+                yield from _walk(child, parts, skip_folder)
+            finally:
+                os.close(child)
+        elif stat.S_ISLNK(st.st_mode):
+            yield TreeEntry(parts, "link", 0, False, os.readlink(name, dir_fd=fd), lambda: None)
+        elif stat.S_ISREG(st.st_mode):
+            yield TreeEntry(parts, "file", st.st_size, bool(st.st_mode & 0o100), "",
+                            lambda name=name: _open_regular(name, fd))
+        else:
+            yield TreeEntry(parts, "other", 0, False, "", lambda: None)

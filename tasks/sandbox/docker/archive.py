@@ -3,11 +3,13 @@
 Two ways to put a fresh workspace in a container, chosen once per backend (`copy_mode`):
 `bind` (the engine runs on this host: a fresh host copy, bind-mounted; the cheapest) and
 `archive` (a remote or rootless engine: a tar copied in with put_archive, the JUnit XML
-fetched back with get_archive). Either way every entry belongs to the run's uid.
+fetched back with get_archive, and a generation run's outputs as a tar stream parsed without
+extracting: tasks/sandbox/outputs.py). Either way every entry belongs to the run's uid.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
@@ -17,8 +19,9 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from testprism.tasks.sandbox.base import RunRequest
-from testprism.tasks.sandbox.docker.engine import _errors
+from testprism.tasks.sandbox.base import RunRequest, SandboxError
+from testprism.tasks.sandbox.docker.engine import _errors, api_client
+from testprism.tasks.sandbox.outputs import RunOutputs, outputs_from_tar, program_unreadable
 from testprism.tasks.sandbox.workspace import fill_workspace
 
 if TYPE_CHECKING:
@@ -78,3 +81,21 @@ def _fetch_junit(api: APIClient, container: str) -> bytes | None:
             return None
         content = tar.extractfile(member)
         return content.read(JUNIT_MAX_BYTES) if content else None
+
+
+def _fetch_outputs(container: str, tree: Path) -> RunOutputs:
+    """Archive mode: what the run left in `program/` (RunRequest.keep_outputs), read from
+    the engine's tar stream of it; the container may have stopped, not been removed. On a
+    client of its own: a stream abandoned half-read would hold the run's connection."""
+    errors = _errors()
+    with contextlib.closing(api_client()) as api:
+        try:
+            stream, info = api.get_archive(container, f"{WORKSPACE}/program")
+        except errors.NotFound:
+            return program_unreadable("gone")
+        if info.get("linkTarget"):
+            return program_unreadable("a link")
+        try:
+            return outputs_from_tar(stream, "program", tree)
+        except tarfile.TarError as exc:
+            raise SandboxError(f"docker: the archive of a run's program/ is unreadable: {exc}") from exc

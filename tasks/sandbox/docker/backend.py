@@ -14,7 +14,8 @@ Images: the environment image (environment_image.py) is the base image (base_ima
 plus a virtualenv with the environment's packages, built once: the only step with network.
 Runs: a fresh container each (fresh.py), or, in fast mode (`TESTPRISM_DOCKER_REUSE=1` or
 `reuse=True`, reused.py), one container per environment and thread whose workspace is
-reset between runs: cheaper, weaker isolation (docs/docker.md).
+reset between runs: cheaper, weaker isolation (docs/docker.md). A generation run (a model
+channel, outputs kept) always gets a fresh container of its own, in either mode.
 
 The docker SDK is imported lazily (engine.py), so testprism works without the `docker` extra.
 """
@@ -43,6 +44,7 @@ from testprism.tasks.sandbox.base import (
 )
 from testprism.tasks.sandbox.docker.archive import copy_mode
 from testprism.tasks.sandbox.docker.base_image import base_image_name, ensure_base_image
+from testprism.tasks.sandbox.docker.containers import _own_container
 from testprism.tasks.sandbox.docker.engine import (
     BUILD_PREFIX,
     OWNER_LABEL,
@@ -178,7 +180,8 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
         return environment_tag(handle.name)
 
     def _run_on(self, request: RunRequest, tag: str) -> ExecResult:
-        return self._run_reused(request, tag) if self.reuse else self._run_fresh(request, tag)
+        reused = self.reuse and not _own_container(request)
+        return self._run_reused(request, tag) if reused else self._run_fresh(request, tag)
 
     def _forget(self, tag: str) -> EnvironmentSpec | None:
         """The image vanished (pruned under us): the next prepare() rebuilds it. Returns
@@ -192,6 +195,11 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
     # -- runs --------------------------------------------------------------------------------
 
     def run(self, request: RunRequest) -> ExecResult:
+        if request.channel is not None and self.copy != "bind":
+            # The socket is bound into the container from this host's filesystem; a remote
+            # or rootless engine (archive mode) cannot see it.
+            raise SandboxUnavailable("docker: a model channel needs an engine on this host (copy mode bind, "
+                                     f"not {self.copy}): its socket is bound into the container")
         tag = self._tag_of(request)
         errors = _errors()
         with self._lock:

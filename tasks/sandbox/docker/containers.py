@@ -19,6 +19,7 @@ from testprism.tasks.model.workdir import WorkPaths, workspace_prefix
 from testprism.tasks.sandbox.base import RunRequest
 from testprism.tasks.sandbox.docker.archive import WORKSPACE
 from testprism.tasks.sandbox.docker.engine import LABEL, OWNER_LABEL, RUN_LABEL, SESSION_LABEL, _errors, _sdk
+from testprism.tasks.sandbox.model_access import SANDBOX_SOCKET, channel_env
 
 if TYPE_CHECKING:
     from docker import APIClient
@@ -34,8 +35,16 @@ def _run_env(request: RunRequest) -> dict[str, str]:
     return {
         "PATH": f"{request.environment / 'bin'}:/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
-        "TESTPRISM_JUNIT": f"{WORKSPACE}/out/junit.xml", **request.env,
+        "TESTPRISM_JUNIT": f"{WORKSPACE}/out/junit.xml", **request.env, **channel_env(request),
     }
+
+
+def _own_container(request: RunRequest) -> bool:
+    """Whether a run needs a container made for it, neither pre-started nor reused: a
+    generation run's (the channel's socket is bound when the container is created; its
+    outputs are read before the container goes). One per instance, minutes long: what a
+    pre-start saves does not matter there."""
+    return request.channel is not None or request.keep_outputs
 
 
 def _merged(command: str) -> list[str]:
@@ -70,6 +79,9 @@ class _RunContainers:
         limits = request.limits
         memory = limits.memory_mb * 1024 * 1024
         fsize = limits.file_size_mb * 1024 * 1024
+        binds = {str(ws): {"bind": str(WORKSPACE), "mode": "rw"}} if ws else {}
+        if request.channel is not None:
+            binds[str(request.channel)] = {"bind": str(SANDBOX_SOCKET), "mode": "ro"}
         return api.create_host_config(
             network_mode="none", mem_limit=memory, memswap_limit=memory, pids_limit=limits.processes,
             nano_cpus=int(self.cpus * 1e9), init=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
@@ -77,7 +89,7 @@ class _RunContainers:
                      docker.types.Ulimit(name="core", soft=0, hard=0),
                      docker.types.Ulimit(name="nofile", soft=1024, hard=1024)],
             log_config=docker.types.LogConfig(type="none"),
-            binds={str(ws): {"bind": str(WORKSPACE), "mode": "rw"}} if ws else None,
+            binds=binds or None,
         )
 
     def _labels(self, **extra: str) -> dict[str, str]:

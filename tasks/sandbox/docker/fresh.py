@@ -22,10 +22,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from testprism.tasks.sandbox.base import ExecResult, RunRequest, SandboxError
-from testprism.tasks.sandbox.docker.archive import WORKSPACE, _fetch_junit, workspace_archive
-from testprism.tasks.sandbox.docker.containers import STOP_GRACE_S, _merged, _run_env, _run_uid, _RunContainers
+from testprism.tasks.sandbox.docker.archive import WORKSPACE, _fetch_junit, _fetch_outputs, workspace_archive
+from testprism.tasks.sandbox.docker.containers import (
+    STOP_GRACE_S,
+    _merged,
+    _own_container,
+    _run_env,
+    _run_uid,
+    _RunContainers,
+)
 from testprism.tasks.sandbox.docker.engine import _errors, api_client
 from testprism.tasks.sandbox.docker.pump import _Pump
+from testprism.tasks.sandbox.model_access import sandbox_command
+from testprism.tasks.sandbox.outputs import outputs_from_folder
 from testprism.tasks.sandbox.workspace import fill_workspace, read_junit
 
 if TYPE_CHECKING:
@@ -83,7 +92,7 @@ class _FreshRuns(_RunContainers):
 
     def _run_fresh(self, request: RunRequest, tag: str) -> ExecResult:
         api = self._api()
-        box = self._take_warm(request, tag) if self.prewarm else None
+        box = self._take_warm(request, tag) if self.prewarm and not _own_container(request) else None
         try:
             if box is None:
                 box = self._create_fresh(api, request, tag)
@@ -118,10 +127,14 @@ class _FreshRuns(_RunContainers):
             junit = None
             if not (timed_out or pump.exceeded):
                 junit = read_junit(box.ws) if box.ws is not None else _fetch_junit(api, container)
+            outputs = None
+            if request.keep_outputs:
+                outputs = (outputs_from_folder(box.ws / "program", request.tree) if box.ws is not None
+                           else _fetch_outputs(container, request.tree))
             return ExecResult(
                 exit_code=status.get("StatusCode"), duration_s=duration, output_tail=pump.output,
                 timed_out=timed_out, output_exceeded=pump.exceeded, junit_xml=junit,
-                suite_patch_method=box.installed,
+                suite_patch_method=box.installed, outputs=outputs,
             )
         finally:
             if box is not None:
@@ -136,7 +149,7 @@ class _FreshRuns(_RunContainers):
             if ws is not None:
                 box.installed = fill_workspace(request, ws, uid)
             box.id = api.create_container(
-                tag, command=_merged(request.command), user=f"{uid}:{uid}",
+                tag, command=_merged(sandbox_command(request)), user=f"{uid}:{uid}",
                 working_dir=f"{WORKSPACE}/program", environment=_run_env(request), network_disabled=True,
                 labels=self._labels(), host_config=self._host_config(api, request, ws),
             )["Id"]

@@ -1,0 +1,345 @@
+"""The model channel: a generation run's one way out of its sandbox, to one chat endpoint,
+with the harness's key, metered and capped.
+
+A generation run's agent needs its OpenAI-compatible endpoint, but a sandbox has no
+network, and the agent must not hold the key (it would leave with the suite, or be spent
+past any budget). So the harness listens on a Unix socket, which the backend makes appear
+inside the sandbox (tasks/sandbox/model_access.py), and forwards each HTTP request to the
+ONE upstream base URL it was given, only for paths under that base's path (anything else:
+404), with only the headers an API call needs and `Authorization: Bearer <key>` added
+here. It never follows a redirect and ignores proxy variables, so it contacts nothing but
+that upstream.
+
+It meters what it forwards: requests, and the `usage` that OpenAI-compatible responses
+report (summed; for `stream: true` it asks for the final usage chunk with
+`stream_options.include_usage` and reads it while relaying the events as they come). Past
+the budget it answers 429 `budget_exhausted` without contacting upstream. Tokens are known
+only once a response is back, so requests admitted concurrently before the budget ran out
+can take the total past `max_total_tokens`; none is admitted after. A successful POST whose
+response carries no usage cannot be metered: with a token budget, it closes the channel.
+
+Reachability: the socket's folder is fresh, 0711 (not listable), the socket 0666, so the
+sandbox's random uid can connect (SECURITY.md says who else could).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import socketserver
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from types import TracebackType
+from urllib.parse import unquote
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+SOCKET_NAME = "model.sock"
+#: beside the socket: the upstream's base path, which the sandbox's base URL mirrors
+BASE_PATH_NAME = "base-path"
+REQUEST_MAX_BYTES = 32 * 1024 * 1024
+RESPONSE_MAX_BYTES = 64 * 1024 * 1024
+#: what the sandbox may say to upstream besides the body; everything else is dropped
+FORWARDED_HEADERS = ("content-type", "accept")
+_SSE_LINE_MAX = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a channel forwarded: requests, and the tokens upstream reported for them."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Where a channel stops forwarding (None: no limit on that)."""
+
+    max_requests: int | None = None
+    max_total_tokens: int | None = None
+
+    def spent(self, usage: Usage) -> bool:
+        return ((self.max_requests is not None and usage.requests >= self.max_requests)
+                or (self.max_total_tokens is not None and usage.total_tokens >= self.max_total_tokens))
+
+
+class ModelChannel:
+    """A forwarder to `upstream` (a base URL such as `http://127.0.0.1:8000/v1`) on a Unix
+    socket; use it as a context manager, pass `socket_path` as `RunRequest.channel`."""
+
+    def __init__(self, upstream: str, api_key: str | None, budget: Budget = Budget(), *,
+                 timeout_s: float = 600.0, directory: Path | None = None) -> None:
+        self.upstream = httpx.URL(upstream)
+        if self.upstream.scheme not in ("http", "https") or not self.upstream.host:
+            raise ValueError(f"model channel: upstream {upstream!r} is not an http(s) base URL")
+        self.base_path = self.upstream.path.rstrip("/")
+        self.budget = budget
+        self._api_key = api_key
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=30.0), trust_env=False,
+                                    follow_redirects=False)
+        self._lock = threading.Lock()
+        self._usage = Usage()
+        self._unmetered = False
+        self._folder = Path(tempfile.mkdtemp(prefix="testprism-channel-", dir=directory))
+        self.socket_path = self._folder / SOCKET_NAME
+        try:
+            self._folder.chmod(0o711)
+            (self._folder / BASE_PATH_NAME).write_text(self.base_path)
+            (self._folder / BASE_PATH_NAME).chmod(0o644)
+            self._server = _Server(str(self.socket_path), _Handler)
+            self.socket_path.chmod(0o666)
+        except BaseException:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._client.close()
+            raise
+        self._server.channel = self
+        self._thread = threading.Thread(target=self._server.serve_forever, name="model-channel", daemon=True)
+        self._thread.start()
+        log.info("model channel to %s on %s (budget %s)", self.upstream, self.socket_path, budget)
+
+    def __enter__(self) -> ModelChannel:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop listening, wait for the server loop, remove the socket's folder."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+        self._client.close()
+        shutil.rmtree(self._folder, ignore_errors=True)
+        log.info("model channel closed: %s", self.usage)
+
+    @property
+    def usage(self) -> Usage:
+        with self._lock:
+            return self._usage
+
+    @property
+    def exhausted(self) -> bool:
+        with self._lock:
+            return self._unmetered or self.budget.spent(self._usage)
+
+    # -- one request (from the server's threads) -----------------------------------------
+
+    def _admit(self) -> bool:
+        """Count a request in if the budget allows one more."""
+        with self._lock:
+            if self._unmetered or self.budget.spent(self._usage):
+                return False
+            self._usage = Usage(self._usage.requests + 1, self._usage.prompt_tokens,
+                                self._usage.completion_tokens, self._usage.total_tokens)
+            return True
+
+    def _meter(self, usage: object, expected: bool) -> None:
+        """Add a response's `usage` object; `expected`: the response should have carried one."""
+        counts = [_count(usage, k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")]
+        with self._lock:
+            u = self._usage
+            self._usage = Usage(u.requests, u.prompt_tokens + counts[0], u.completion_tokens + counts[1],
+                                u.total_tokens + (counts[2] or counts[0] + counts[1]))
+            if expected and not isinstance(usage, dict) and self.budget.max_total_tokens is not None:
+                log.warning("model channel: a response without usage cannot be metered; closing the channel")
+                self._unmetered = True
+
+    def _allowed(self, path: str) -> bool:
+        """Under the upstream's base path, with no `.` or `..` segment (raw or escaped)."""
+        route = path.split("?", 1)[0]
+        if not path.isascii() or not route.startswith(self.base_path + "/") or "#" in path or "\\" in path:
+            return False
+        segments = unquote(route).split("/")[1:]
+        return all(s not in ("", ".", "..") for s in segments[:-1]) and segments[-1] not in (".", "..")
+
+    def forward(self, handler: _Handler) -> None:
+        """Answer one request the sandbox sent."""
+        if not self._allowed(handler.path):
+            return _reply(handler, 404, "not_found", f"only {self.base_path}/... is forwarded")
+        if handler.headers.get("Transfer-Encoding"):
+            return _reply(handler, 411, "length_required", "send a Content-Length")
+        try:
+            length = int(handler.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            handler.close_connection = True
+            return _reply(handler, 400, "bad_request", "Content-Length is not a length")
+        if length > REQUEST_MAX_BYTES:
+            handler.close_connection = True
+            return _reply(handler, 413, "too_large", f"requests are at most {REQUEST_MAX_BYTES} bytes")
+        body = handler.rfile.read(length)
+        if not self._admit():
+            return _reply(handler, 429, "budget_exhausted", f"the channel's budget is spent: {self.usage}")
+        streaming, body = _ask_stream_usage(body)
+        headers = {k: v for k in FORWARDED_HEADERS if (v := handler.headers.get(k))}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        url = self.upstream.copy_with(raw_path=handler.path.encode("ascii"))
+        assert (url.scheme, url.host, url.port) == (self.upstream.scheme, self.upstream.host, self.upstream.port)
+        request = self._client.build_request(handler.command, url, headers=headers, content=body)
+        try:
+            response = self._client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            log.warning("model channel: upstream %s: %s", self.upstream, exc)
+            return _reply(handler, 502, "upstream_unavailable", str(exc))
+        try:
+            expected = handler.command == "POST" and response.is_success
+            if streaming and response.headers.get("content-type", "").startswith("text/event-stream"):
+                _relay_events(handler, response, lambda usage: self._meter(usage, expected))
+            else:
+                self._relay_body(handler, response, expected)
+        finally:
+            response.close()
+
+    def _relay_body(self, handler: _Handler, response: httpx.Response, expected: bool) -> None:
+        data = b""
+        try:
+            for chunk in response.iter_bytes():
+                data += chunk
+                if len(data) > RESPONSE_MAX_BYTES:
+                    self._meter(None, expected)
+                    return _reply(handler, 502, "upstream_too_large", f"past {RESPONSE_MAX_BYTES} bytes")
+        except httpx.HTTPError as exc:
+            self._meter(None, expected)
+            return _reply(handler, 502, "upstream_unavailable", str(exc))
+        try:
+            usage = json.loads(data).get("usage")
+        except (ValueError, AttributeError):
+            usage = None
+        self._meter(usage, expected)
+        handler.send_response(response.status_code)
+        handler.send_header("Content-Type", response.headers.get("content-type", "application/json"))
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+
+def _count(usage: object, key: str) -> int:
+    value = usage.get(key) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _ask_stream_usage(body: bytes) -> tuple[bool, bytes]:
+    """Whether the request asks for a stream, and its body, asking for the final usage chunk
+    when it does (the only way a stream says what it cost)."""
+    try:
+        payload = json.loads(body) if body else None
+    except ValueError:
+        return False, body
+    if not (isinstance(payload, dict) and payload.get("stream") is True):
+        return False, body
+    options = payload.get("stream_options")
+    payload["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
+    return True, json.dumps(payload).encode()
+
+
+def _relay_events(handler: _Handler, response: httpx.Response, meter: Callable[[object], None]) -> None:
+    """Relay an event stream chunk by chunk (chunked encoding) and `meter` the last `usage`
+    object its `data:` lines carried (None if none did) before ending it, so the stream's
+    end means it is counted."""
+    handler.send_response(response.status_code)
+    handler.send_header("Content-Type", response.headers["content-type"])
+    handler.send_header("Transfer-Encoding", "chunked")
+    handler.end_headers()
+    usage, pending, listening = None, b"", True
+    try:
+        for chunk in response.iter_bytes():
+            if listening:
+                listening = _send_chunk(handler, chunk)
+            *lines, pending = (pending + chunk).split(b"\n")
+            pending = pending if len(pending) <= _SSE_LINE_MAX else b""
+            for line in lines:
+                usage = _event_usage(line) or usage
+    except httpx.HTTPError as exc:  # the stream broke: the client sees it end unterminated
+        log.warning("model channel: upstream stream broke: %s", exc)
+        listening = False
+    meter(_event_usage(pending) or usage)
+    if listening:
+        handler.wfile.write(b"0\r\n\r\n")
+    else:
+        handler.close_connection = True
+
+
+def _send_chunk(handler: _Handler, chunk: bytes) -> bool:
+    """Whether the sandbox still listens. When it hangs up mid-stream the relay goes on
+    reading upstream to its usage chunk: the tokens are spent whether or not anyone reads
+    them, and a client that hung up early must not stream for free."""
+    try:
+        handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        handler.wfile.flush()
+        return True
+    except OSError:
+        return False
+
+
+def _event_usage(line: bytes) -> object:
+    if not line.startswith(b"data:"):
+        return None
+    try:
+        event = json.loads(line[5:])
+    except ValueError:  # `[DONE]`, or not JSON
+        return None
+    return event.get("usage") if isinstance(event, dict) and isinstance(event.get("usage"), dict) else None
+
+
+def _reply(handler: _Handler, status: int, kind: str, message: str) -> None:
+    """An OpenAI-style JSON error of the channel's own."""
+    data = json.dumps({"error": {"type": kind, "message": message, "code": kind}}).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+class _Server(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+    block_on_close = False
+    channel: ModelChannel
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """HTTP/1.1 with keep-alive (the openai client reuses connections); every answer has a
+    length or is chunked."""
+
+    protocol_version = "HTTP/1.1"
+    timeout = 900  # an idle kept-alive connection does not hold a thread forever
+    server: _Server
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        self._forward()
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._forward()
+
+    def _forward(self) -> None:
+        try:
+            self.server.channel.forward(self)
+        except (BrokenPipeError, ConnectionResetError):  # the sandbox hung up (killed, timed out)
+            self.close_connection = True
+
+    def address_string(self) -> str:  # a Unix socket's peer has no address
+        return "sandbox"
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's signature
+        log.debug("model channel: " + format, *args)
+
+
+def sandbox_base_path(socket_path: Path) -> str:
+    """The upstream base path of the channel listening at `socket_path` (for the sandbox's
+    base URL, which mirrors it); read from beside the socket, so a backend in another
+    process of this host finds it too."""
+    return (socket_path.parent / BASE_PATH_NAME).read_text()
+
