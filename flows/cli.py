@@ -189,6 +189,60 @@ def replay(
 
 
 @app.command()
+def generate(
+    benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/)")],
+    store: Annotated[Path, typer.Option(help="store root", file_okay=False)],
+    configuration: Annotated[str, typer.Option(help="name of the generated suites' configuration",
+                                               callback=lambda v: _configuration(v))],
+    command: Annotated[str, typer.Option(
+        help="the agent's command, run from the buggy program's root in the sandbox ('testprism agent': the provided one)")],
+    out: Annotated[Optional[Path], typer.Option(help="benchmark folder for suites/<configuration>/ (default: BENCHMARK)",
+                                                file_okay=False)] = None,
+    mode: Annotated[str, typer.Option(help="plain: the instruction; testprism: and the reference fix")] = "plain",
+    strategy: Annotated[Optional[Path], typer.Option(help="strategy JSON (docs/generate.md)", dir_okay=False)] = None,
+    tool: Annotated[list[Path], typer.Option(help="a file placed at tmp/.task/tools/ (repeatable)", exists=True,
+                                             dir_okay=False)] = [],  # noqa: B006
+    instance: Annotated[list[str], typer.Option(help="only these instances (repeatable)")] = [],  # noqa: B006
+    model_url: Annotated[Optional[str], typer.Option(
+        help="the OpenAI-compatible base URL the run may reach through its channel (none: no way out)")] = None,
+    api_key_env: Annotated[str, typer.Option(help="harness variable holding the endpoint's key")] = "OPENAI_API_KEY",
+    wall_clock: Annotated[float, typer.Option(help="cap: seconds of one run")] = 1_800.0,
+    run_tokens: Annotated[int, typer.Option(help="cap: tokens of one run, measured by the channel")] = 200_000,
+    run_steps: Annotated[int, typer.Option(help="cap: model calls of one run")] = 120,
+    backend: BackendOpt = "local",
+    workers: WorkersOpt = 1,
+    dask_address: DaskOpt = None,
+    work: WorkOpt = None,
+    unsafe_no_sandbox: Annotated[bool, typer.Option(help="run the agent without isolation")] = False,
+) -> None:
+    """Run an agent per instance in the sandbox and keep the suites it writes as a configuration."""
+    from testprism.flows.generate import generate_flow
+    from testprism.tasks.generate.strategy import Caps, load_strategy
+    from testprism.tasks.generate.task_folder import Mode
+
+    try:
+        chosen_mode = Mode(mode)
+    except ValueError:
+        raise typer.BadParameter(f"{mode!r}: one of {', '.join(m.value for m in Mode)}", param_hint="'--mode'") from None
+    load_strategy(strategy)
+    inputs = open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), trusted=False,
+                         unsafe=unsafe_no_sandbox)
+    unknown = sorted(set(instance) - set(inputs.benchmark.instances))
+    if unknown:
+        raise typer.BadParameter(f"not in {benchmark}: {', '.join(unknown)}", param_hint="'--instance'")
+    with _progress_bar():
+        summary = generate_flow(
+            benchmark=str(benchmark), store=str(store), configuration=configuration, command=command,
+            out=str(out) if out else None, mode=chosen_mode, strategy=str(strategy) if strategy else None,
+            caps=Caps(wall_clock_s=wall_clock, run_tokens=run_tokens, run_steps=run_steps),
+            tools=[str(t) for t in tool], instances=instance or None, model_url=model_url, api_key_env=api_key_env,
+            backend=backend, workers=workers, dask_address=dask_address, work=str(work) if work else None,
+            unsafe=unsafe_no_sandbox)
+    log.info("generate: %d planned, %d already stored, %d executed; outcomes %s; %d suites in %s",
+             summary.planned, summary.skipped, summary.executed, summary.outcomes or "{}", summary.suites, summary.out)
+
+
+@app.command()
 def score(
     store: Annotated[Path, typer.Argument(help="store root")],
     benchmark: Annotated[Optional[Path], typer.Option(help="also measure coverage of the reference change")] = None,

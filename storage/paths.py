@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: Datasets a store may hold; each is a folder of immutable Parquet parts.
-DATASETS = ("instances", "panels", "suites", "runs", "candidates", "verifications", "funnel", "audits")
+DATASETS = ("instances", "panels", "suites", "runs", "candidates", "verifications", "funnel", "audits", "generations",
+            "crossval", "searches")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,12 @@ class StorePaths:
 
     def score_table(self, name: str) -> Path:
         return self.scores / f"{name}.parquet"
+
+    @property
+    def generated(self) -> Path:
+        """What generation runs left, a folder per generation key: `suite/`, `repair.diff`,
+        `log.gz` (tasks/generate/outputs.py)."""
+        return self.root / "generated"
 
     @property
     def quarantine(self) -> Path:

@@ -244,6 +244,36 @@ FLAKES = pa.schema(
     ]
 )
 
+GENERATIONS = pa.schema(
+    [
+        pa.field("generation_key", pa.string(), nullable=False),
+        pa.field("configuration", pa.string(), nullable=False),
+        pa.field("instance_id", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("mode", pa.string(), nullable=False),  # plain | testprism
+        pa.field("round", pa.int32(), nullable=False),  # 0; feedback rounds count up
+        pa.field("command", pa.string(), nullable=False),
+        pa.field("strategy", pa.string(), nullable=False),  # the strategy, as JSON
+        pa.field("strategy_hash", pa.string(), nullable=False),
+        pa.field("reason", pa.string()),  # null: the suite is kept; else tasks/model/outcome.py GENERATION_REASONS
+        pa.field("exit_code", pa.int32()),
+        pa.field("duration_s", pa.float64()),
+        pa.field("started_at", pa.timestamp("us", tz="UTC")),
+        pa.field("requests", pa.int64()),  # measured by the model channel
+        pa.field("prompt_tokens", pa.int64()),
+        pa.field("completion_tokens", pa.int64()),
+        pa.field("total_tokens", pa.int64()),
+        pa.field("reported_steps", pa.int64()),  # the agent's own account (usage.json), when given
+        pa.field("reported_tokens", pa.int64()),
+        pa.field("suite_hash", pa.string()),
+        pa.field("suite_files", pa.int32()),
+        pa.field("repair_hash", pa.string()),  # the repair it wrote (heterogeneous synthesis)
+        pa.field("log", pa.string()),  # the whole log, gzip, relative to the store
+        pa.field("backend", pa.string()),
+        pa.field("isolation", pa.string()),
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "runs": RUNS,
     "panels": PANELS,
@@ -260,4 +290,5 @@ SCHEMAS: dict[str, pa.Schema] = {
     "coverage": COVERAGE,
     "coverage_summary": COVERAGE_SUMMARY,
     "flakes": FLAKES,
+    "generations": GENERATIONS,
 }

@@ -78,6 +78,10 @@ class Reason(StrEnum):
     JUDGE_REFUSED = "judge_refused"  #: the judge declined to answer (a refusal or a content filter)
     JUDGE_FAILED = "judge_failed"  #: no answer: retries exhausted (429, 5xx, timeouts, connection
     #: errors) or the endpoint rejected the request; the only audit reason asked again on a rerun
+    # -- a generation run (generations; docs/generate.md): why its suite was not kept --------------
+    OVER_BUDGET = "over_budget"  #: the channel's step or token budget ran out, or the agent reported more
+    AGENT_FAILED = "agent_failed"  #: the agent command exited non-zero
+    NO_SUITE = "no_suite"  #: it ended well but left no test file under tmp/
 
 
 #: What any sandboxed run can end in without a verdict of its own.
@@ -109,6 +113,9 @@ PANEL_REASONS = frozenset({Reason.TOO_FEW_VALID, Reason.TOO_FEW_INVALID, Reason.
                            Reason.INVALID_NOT_DIVERSE})
 #: The `audits` dataset: null is "the judge gave a score".
 AUDIT_REASONS = frozenset({Reason.MALFORMED_ANSWER, Reason.JUDGE_REFUSED, Reason.JUDGE_FAILED})
+#: The `generations` dataset: null is "its suite is kept".
+GENERATION_REASONS = frozenset({Reason.TIMEOUT, Reason.OUTPUT_LIMIT, Reason.SANDBOX_ERROR, Reason.ENVIRONMENT_FAILED,
+                                Reason.OVER_BUDGET, Reason.AGENT_FAILED, Reason.NO_SUITE})
 
 #: Reasons that come from infrastructure, not from the suite: retried, never final verdicts.
 RETRYABLE = frozenset({Reason.SANDBOX_ERROR})

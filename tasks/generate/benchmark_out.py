@@ -1,0 +1,68 @@
+"""The generated suites as a benchmark `testprism replay` runs unchanged: `OUT/instances/`
+(the source benchmark's, hard-linked where the filesystem allows) and
+`OUT/suites/<configuration>/<instance>/` from the store's kept outputs.
+
+A configuration's folder is rebuilt whole from the store and swapped in, so a rerun (or a
+feedback round that replaced some suites) leaves exactly the suites the store says are
+current, and the other configurations of OUT are untouched. OUT may be the source benchmark
+itself: then only its `suites/<configuration>/` is written.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from testprism.storage import Store
+from testprism.tasks.generate.outputs import generated_folder
+from testprism.tasks.model.benchmark import Benchmark, BenchmarkError
+
+log = logging.getLogger(__name__)
+
+#: marks a folder this module wrote (and so may write again)
+MARKER = ".testprism-generated"
+
+
+def _link_tree(source: Path, target: Path) -> None:
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:  # another filesystem, or links not allowed: a copy
+            shutil.copy2(src, dst)
+
+    shutil.copytree(source, target, symlinks=True, copy_function=link)
+
+
+def write_generated(benchmark: Benchmark, store: Store, configuration: str, suites: Mapping[str, str],
+                    out: Path) -> int:
+    """Write `configuration`'s suites (`instance id → generation key` of the runs whose
+    suite is kept) into the benchmark folder `out`; how many."""
+    in_place = out.resolve() == benchmark.root.resolve()
+    if not in_place:
+        if out.exists() and any(out.iterdir()) and not (out / MARKER).exists():
+            raise BenchmarkError(out, "(folder)", "exists and was not written by testprism generate; choose another")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / MARKER).write_text(f"generated suites over the instances of {benchmark.root}\n")
+        for instance in benchmark.instances.values():
+            target = out / "instances" / instance.id
+            if not target.exists():
+                _link_tree(instance.folder, target)
+    folder = out / "suites" / configuration
+    staging = folder.parent / f".{configuration}.tmp-{uuid.uuid4().hex[:8]}"
+    staging.mkdir(parents=True)
+    try:
+        for instance_id, key in sorted(suites.items()):
+            shutil.copytree(generated_folder(store, key) / "suite", staging / instance_id)
+        if folder.exists():
+            trash = folder.parent / f".{configuration}.old-{uuid.uuid4().hex[:8]}"
+            os.replace(folder, trash)
+            shutil.rmtree(trash)
+        os.replace(staging, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    log.info("wrote %d generated suites of %s to %s", len(suites), configuration, folder)
+    return len(suites)

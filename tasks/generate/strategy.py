@@ -1,0 +1,121 @@
+"""A generation strategy: the fields an agent's run is shaped by, each with its bounds, and the
+fixed caps no strategy may raise (TestPrism's Table 12: "mutable strategy ranges and fixed
+inference caps").
+
+The strategy is what rsi searches over, so its fields are bounded numbers with defaults; the
+caps are what keeps a search honest: every strategy is tried under the same inference budget,
+so a better JSF is never bought with more tokens. A run receives its strategy as
+`tmp/.task/strategy.json` (docs/generate.md documents the file).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from testprism.tasks.model.benchmark import BenchmarkError
+from testprism.tasks.model.config_file import read_config
+from testprism.tasks.model.hashing import digest
+
+
+class StrategyError(BenchmarkError):
+    """A strategy, its bounds or its caps are invalid; the message names the file and field."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Strategy(_Frozen):
+    """The mutable fields (defaults: the shape of TestPrism's Table 12)."""
+
+    rounds: int = 3  #: test-repair rounds: write, run on the buggy program, revise
+    agent_steps: int = 30  #: model calls of the whole run, at most
+    repair_steps: int = 10  #: model calls spent on a repair (heterogeneous synthesis), at most
+    context_tokens: int = 16_000  #: program text in the prompt (about 4 characters a token)
+    tool_output_chars: int = 4_000  #: test output fed back to the model per round
+    review_tokens: int = 2_048  #: max_tokens of one reply
+    model: str = "default"  #: the model name sent to the endpoint
+    repair: bool = False  #: also write a repair of the program (heterogeneous synthesis)
+
+    @property
+    def key(self) -> str:
+        return digest("strategy", self.model_dump_json())
+
+    def as_json(self) -> str:
+        return json.dumps(self.model_dump(), indent=2, sort_keys=True) + "\n"
+
+
+class Bound(_Frozen):
+    low: int
+    high: int
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Bound:
+        if self.low > self.high:
+            raise ValueError(f"low {self.low} is above high {self.high}")
+        return self
+
+
+#: the searchable fields and their ranges (the paper's shape: rounds and steps small
+#: integers, budgets of context and output in the thousands)
+DEFAULT_BOUNDS: dict[str, Bound] = {
+    "rounds": Bound(low=1, high=8),
+    "agent_steps": Bound(low=5, high=100),
+    "repair_steps": Bound(low=0, high=40),
+    "context_tokens": Bound(low=2_000, high=64_000),
+    "tool_output_chars": Bound(low=500, high=20_000),
+    "review_tokens": Bound(low=256, high=8_192),
+}
+
+
+class Caps(_Frozen):
+    """Fixed per run and per search: a strategy cannot raise them."""
+
+    wall_clock_s: float = Field(1_800.0, gt=0)  #: one generation run, seconds
+    run_tokens: int = Field(200_000, gt=0)  #: tokens of one generation run, measured by the channel
+    run_steps: int = Field(120, gt=0)  #: model calls of one run, measured by the channel
+    search_tokens: int = Field(5_000_000, gt=0)  #: every run of an rsi search together
+
+
+class StrategySpace(_Frozen):
+    """`strategy.toml`: the starting strategy, the bounds of the fields a search may move,
+    and the caps. Each bound must contain its field's starting value."""
+
+    strategy: Strategy = Strategy()
+    bounds: dict[str, Bound] = Field(default_factory=lambda: dict(DEFAULT_BOUNDS))
+    caps: Caps = Caps()
+
+    @model_validator(mode="after")
+    def _within(self) -> StrategySpace:
+        for name, bound in self.bounds.items():
+            if name not in DEFAULT_BOUNDS:
+                raise ValueError(f"bounds.{name}: not a searchable field; one of {', '.join(DEFAULT_BOUNDS)}")
+            value = getattr(self.strategy, name)
+            if not bound.low <= value <= bound.high:
+                raise ValueError(f"strategy.{name} = {value} is outside bounds.{name} [{bound.low}, {bound.high}]")
+        return self
+
+
+def load_space(path: Path | None) -> StrategySpace:
+    """The space of `path` (TOML), or the defaults."""
+    return StrategySpace() if path is None else read_config(path, StrategySpace, StrategyError)
+
+
+def load_strategy(path: Path | None) -> Strategy:
+    """A strategy JSON file (what `--strategy` names and rsi exports), or the defaults."""
+    if path is None:
+        return Strategy()
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise StrategyError(path, "(file)", f"cannot read: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise StrategyError(path, "(syntax)", str(exc)) from exc
+    try:
+        return Strategy.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise StrategyError(path, ".".join(str(p) for p in first["loc"]) or "(root)", first["msg"]) from exc

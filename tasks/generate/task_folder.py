@@ -1,0 +1,78 @@
+"""The task folder a generation run finds at `tmp/.task/`: everything the agent is told, and
+nothing it is not (docs/generate.md, "The task folder").
+
+- `instruction.md`: the issue;
+- `reference.diff`: the reference fix, in TestPrism mode only;
+- `strategy.json`: the run's strategy (tasks/generate/strategy.py);
+- `feedback.md`: in a feedback round, what the agent's last test got wrong;
+- `tools/`: the files the user gave with `--tool` (a generator's own scripts: the sandbox
+  sees no other file of the host's but its system folders and environment);
+- `agent.py`: the provided agent, when the command is `testprism agent …`.
+
+The agent leaves its account in `usage.json` beside them. The folder is placed with the
+suite machinery every run uses (the one workspace fill), so no path, file or variable names
+the state: it is always the buggy program, and always the same path.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from testprism.tasks.generate.generation import GenerationSpec
+
+class Mode(StrEnum):
+    """What the agent is shown besides the instruction and the buggy program."""
+
+    PLAIN = "plain"  #: the instruction only (SWT-bench's setting)
+    TESTPRISM = "testprism"  #: and the reference fix (TestPrism's setting)
+
+
+#: where the folder appears, relative to the program root
+TASK_DIR = "tmp/.task"
+#: a command that starts with this runs the provided agent (tasks/generate/agent.py)
+AGENT_COMMAND = "testprism agent"
+AGENT_FILE = Path(__file__).with_name("agent.py")
+
+
+def agent_command(command: str) -> str:
+    """`testprism agent ARGS` as it runs in the sandbox: the agent's one file, placed in the
+    task folder, under the environment's interpreter (testprism itself is not installed
+    there); any other command unchanged."""
+    if command == AGENT_COMMAND or command.startswith(AGENT_COMMAND + " "):
+        return f"python {TASK_DIR}/agent.py" + command[len(AGENT_COMMAND):]
+    return command
+
+
+class TaskFolder:
+    """A harness-made folder holding `.task/…`, given to the run as its suite folder (so the
+    files land under `tmp/.task/`); removed on exit."""
+
+    def __init__(self, unit: GenerationSpec, parent: Path, prefix: str) -> None:
+        parent.mkdir(parents=True, exist_ok=True)
+        self.root = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+        task = self.root / ".task"
+        task.mkdir()
+        (task / "instruction.md").write_bytes((unit.instance.folder / "instruction.md").read_bytes())
+        if unit.mode is Mode.TESTPRISM:
+            (task / "reference.diff").write_bytes(unit.instance.reference)
+        (task / "strategy.json").write_text(unit.strategy.as_json())
+        if unit.feedback:
+            (task / "feedback.md").write_bytes(unit.feedback)
+        if agent_command(unit.command) != unit.command:
+            shutil.copyfile(AGENT_FILE, task / "agent.py")
+        if unit.tools:
+            (task / "tools").mkdir()
+            for tool in unit.tools:
+                shutil.copyfile(tool, task / "tools" / tool.name)
+        self.files = tuple(sorted(p.relative_to(self.root).as_posix() for p in task.rglob("*") if p.is_file()))
+
+    def __enter__(self) -> TaskFolder:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
