@@ -118,7 +118,10 @@ class GenerateJob(Job[GenerationSpec, GenerationResult]):
         limits = Limits(timeout_s=unit.caps.wall_clock_s, output_bytes=options.limits.output_bytes,
                         tail_bytes=options.limits.output_bytes, memory_mb=options.limits.memory_mb,
                         processes=options.limits.processes)
-        with TaskFolder(unit, options.work.workspaces, workspace_prefix("task")) as task:
+        with TaskFolder(options.work.workspaces, workspace_prefix("task"),
+                        instruction=(unit.instance.folder / "instruction.md").read_bytes(),
+                        reference=unit.instance.reference if unit.mode is Mode.TESTPRISM else None,
+                        strategy=unit.strategy, command=unit.command, tools=unit.tools, feedback=unit.feedback) as task:
             channel = (ModelChannel(self.endpoint.base_url, self.endpoint.api_key, unit.budget,
                                     directory=options.work.workspaces) if self.endpoint else None)
             try:

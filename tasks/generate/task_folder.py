@@ -20,10 +20,8 @@ import shutil
 import tempfile
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from testprism.tasks.generate.generation import GenerationSpec
+from testprism.tasks.generate.strategy import Strategy
 
 class Mode(StrEnum):
     """What the agent is shown besides the instruction and the buggy program."""
@@ -52,22 +50,23 @@ class TaskFolder:
     """A harness-made folder holding `.task/…`, given to the run as its suite folder (so the
     files land under `tmp/.task/`); removed on exit."""
 
-    def __init__(self, unit: GenerationSpec, parent: Path, prefix: str) -> None:
+    def __init__(self, parent: Path, prefix: str, *, instruction: bytes, reference: bytes | None, strategy: Strategy,
+                 command: str, tools: tuple[Path, ...] = (), feedback: bytes | None = None) -> None:
         parent.mkdir(parents=True, exist_ok=True)
         self.root = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
         task = self.root / ".task"
         task.mkdir()
-        (task / "instruction.md").write_bytes((unit.instance.folder / "instruction.md").read_bytes())
-        if unit.mode is Mode.TESTPRISM:
-            (task / "reference.diff").write_bytes(unit.instance.reference)
-        (task / "strategy.json").write_text(unit.strategy.as_json())
-        if unit.feedback:
-            (task / "feedback.md").write_bytes(unit.feedback)
-        if agent_command(unit.command) != unit.command:
+        (task / "instruction.md").write_bytes(instruction)
+        if reference is not None:
+            (task / "reference.diff").write_bytes(reference)
+        (task / "strategy.json").write_text(strategy.as_json())
+        if feedback:
+            (task / "feedback.md").write_bytes(feedback)
+        if agent_command(command) != command:
             shutil.copyfile(AGENT_FILE, task / "agent.py")
-        if unit.tools:
+        if tools:
             (task / "tools").mkdir()
-            for tool in unit.tools:
+            for tool in tools:
                 shutil.copyfile(tool, task / "tools" / tool.name)
         self.files = tuple(sorted(p.relative_to(self.root).as_posix() for p in task.rglob("*") if p.is_file()))
 
