@@ -1,0 +1,161 @@
+"""`testprism generate`: agent commands in the sandbox leave suites that replay and score
+unchanged; what a run is shown; budgets that hold (wall clock, the channel's steps, the
+agent's own report); a rerun that redoes nothing."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from testprism.flows.cli import app
+from testprism.storage import Store
+from testprism.tasks.generate.strategy import Caps, Strategy
+from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
+from testprism.tasks.model.outcome import GENERATION_REASONS
+from tests.synthbench import make_synthetic
+
+pytestmark = [pytest.mark.slow, pytest.mark.requires("sandbox")]
+
+GENERATORS = BUNDLED / "generators"
+SOME = ["algokit__bisect-past-end", "calkit__merge-touching", "textkit__snake-case-acronyms"]
+
+
+def cli(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def generated(store: Path) -> pl.DataFrame:
+    return Store(store).scan("generations").collect()
+
+
+def test_scripted_generators_give_a_biased_and_a_weak_suite_that_replay_and_score(tmp_path, work_root):
+    """generate → replay → score on bundled instances: the suite derived from the reference
+    reproduces every bug (GRR 1) yet rejects correct fixes written differently; the one
+    from the instruction's examples accepts what the examples do not cover."""
+    store, out = tmp_path / "store", tmp_path / "generated"
+    picked = [a for i in SOME for a in ("--instance", i)]
+    for name, mode in (("from-reference", "testprism"), ("from-instruction", "plain")):
+        tool = GENERATORS / f"{name.replace('-', '_')}.py"
+        cli("generate", str(BUNDLED), "--store", str(store), "--configuration", name, "--mode", mode,
+            "--tool", str(tool), "--command", f"python tmp/.task/tools/{tool.name}", "--out", str(out),
+            "--work", str(work_root), *picked)
+    rows = generated(store)
+    assert rows.height == 6 and rows["reason"].null_count() == 6
+    assert sorted(rows["mode"].unique().to_list()) == ["plain", "testprism"]
+    for log in rows["log"]:
+        assert gzip.open(store / log).read() is not None
+    bench = load_benchmark(out)
+    assert sorted(bench.configurations) == ["from-instruction", "from-reference"]
+    assert sorted(bench.instances) == sorted(load_benchmark(BUNDLED).instances)  # every instance, a suite for three
+
+    cli("replay", str(out), "--store", str(store), "--work", str(work_root), "--configuration", "from-reference",
+        "--configuration", "from-instruction")
+    cli("score", str(store))
+    scores = Store(store).read_table("instance_scores").filter(pl.col("instance_id").is_in(SOME))
+    biased = scores.filter(pl.col("configuration") == "from-reference")
+    weak = scores.filter(pl.col("configuration") == "from-instruction")
+    # f: fails before and passes after; a: share of valid candidates accepted; r: of invalid rejected
+    assert biased["f"].to_list() == [1.0, 1.0, 1.0]  # "perfect" by the fail-before/pass-after measure
+    assert biased["a"].mean() < 0.5  # but most correct fixes are rejected: solution bias
+    assert weak["a"].mean() > biased["a"].mean() and weak["r"].mean() < biased["r"].mean()  # wrong ones slip through
+
+    again = cli("generate", str(BUNDLED), "--store", str(store), "--configuration", "from-instruction",
+                "--tool", str(GENERATORS / "from_instruction.py"), "--command",
+                "python tmp/.task/tools/from_instruction.py", "--out", str(out), "--work", str(work_root), *picked)
+    assert "3 planned, 3 already stored, 0 executed" in " ".join(again.split())
+    assert generated(store).height == 6
+
+
+PROBE = r"""
+import json, os, pathlib
+seen = {"task": sorted(os.listdir("tmp/.task")), "env": sorted(os.environ),
+        "values": sorted(v for v in os.environ.values())}
+pathlib.Path("tmp/test_seen.py").write_text("SEEN = " + repr(json.dumps(seen)) + "\n")
+"""
+
+
+def test_a_run_sees_its_task_folder_and_never_the_candidates_or_the_reference_in_plain_mode(tmp_path, work_root):
+    bench = make_synthetic(tmp_path / "bench", 1)
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    store, out = tmp_path / "store", tmp_path / "out"
+    for mode in ("plain", "testprism"):
+        cli("generate", str(bench), "--store", str(store), "--configuration", f"probe-{mode}", "--mode", mode,
+            "--tool", str(probe), "--command", "python tmp/.task/tools/probe.py", "--out", str(out),
+            "--work", str(work_root))
+    seen = {}
+    for mode in ("plain", "testprism"):
+        text = (out / "suites" / f"probe-{mode}" / "synth__0000" / "test_seen.py").read_text()
+        seen[mode] = json.loads(text.removeprefix("SEEN = ").strip().strip("'"))
+    assert seen["plain"]["task"] == ["instruction.md", "strategy.json", "tools"]
+    assert seen["testprism"]["task"] == ["instruction.md", "reference.diff", "strategy.json", "tools"]
+    for what in seen.values():  # no state, candidate or label named anywhere in its environment
+        assert not any(word in value for value in what["values"] for word in ("buggy", "candidate", "valid", "synth"))
+    # the suite left is the probe's file plus the default entry; the task folder is not part of it
+    assert sorted(p.name for p in (out / "suites" / "probe-plain" / "synth__0000").iterdir()) == [
+        "run_tests.sh", "test_seen.py"]
+
+
+GREEDY = r"""
+import json, os, pathlib, urllib.request, urllib.error
+url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
+steps = 0
+while steps < 1000:  # asks until it is refused
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "[[script:score-90]]"}]}).encode()
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, body, {"Content-Type": "application/json"}), timeout=30)
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 429, exc.code
+        break
+    steps += 1
+pathlib.Path("tmp/test_greedy.py").write_text("def test_x():\n    assert True\n")
+"""
+SLEEPER = "import time\ntime.sleep(60)\n"
+BOASTER = ("import json, pathlib\npathlib.Path('tmp/test_b.py').write_text('def test_b():\\n    pass\\n')\n"
+           "pathlib.Path('tmp/.task/usage.json').write_text(json.dumps({'steps': 999, 'total_tokens': 10**9}))\n")
+
+
+def test_budgets_hold_and_overruns_are_recorded_without_their_suite(tmp_path, work_root, endpoint):
+    from testprism.flows.generate import generate_flow
+
+    url, script = endpoint
+    bench = make_synthetic(tmp_path / "bench", 1)
+    store, out = tmp_path / "store", tmp_path / "out"
+    cases = {"greedy": (GREEDY, Caps(run_steps=3)), "sleeper": (SLEEPER, Caps(wall_clock_s=3)),
+             "boaster": (BOASTER, Caps())}
+    for name, (code, caps) in cases.items():
+        tool = tmp_path / f"{name}.py"
+        tool.write_text(code)
+        generate_flow(benchmark=str(bench), store=str(store), configuration=name,
+                      command=f"python tmp/.task/tools/{tool.name}", out=str(out), caps=caps, tools=[str(tool)],
+                      model_url=url if name == "greedy" else None, work=str(work_root))
+    rows = {r["configuration"]: r for r in generated(store).iter_rows(named=True)}
+    assert script.total() == 3  # the channel stopped the greedy one at its cap: upstream saw no more
+    assert rows["greedy"]["requests"] == 3 and rows["greedy"]["reason"] == "over_budget"  # the 4th was refused
+    assert rows["greedy"]["total_tokens"] == 6  # metered from upstream's usage: 2 a reply
+    assert rows["sleeper"]["reason"] == "timeout"
+    assert rows["boaster"]["reason"] == "over_budget" and rows["boaster"]["reported_steps"] == 999
+    assert all(r["suite_hash"] is None and r["reason"] in GENERATION_REASONS for r in rows.values())
+    assert not any((out / "suites" / name / "synth__0000").exists() for name in cases)  # no suite kept
+
+
+def test_the_strategy_reaches_the_run_as_its_json(tmp_path, work_root):
+    bench = make_synthetic(tmp_path / "bench", 1)
+    strategy = tmp_path / "strategy.json"
+    strategy.write_text(json.dumps({"rounds": 5, "agent_steps": 12, "model": "local-7b"}))
+    tool = tmp_path / "copy.py"
+    tool.write_text("import shutil\nshutil.copy('tmp/.task/strategy.json', 'tmp/strategy_seen.json')\n")
+    cli("generate", str(bench), "--store", str(tmp_path / "store"), "--configuration", "s", "--strategy",
+        str(strategy), "--tool", str(tool), "--command", "python tmp/.task/tools/copy.py", "--out",
+        str(tmp_path / "out"), "--work", str(work_root))
+    seen = json.loads((tmp_path / "out" / "suites" / "s" / "synth__0000" / "strategy_seen.json").read_text())
+    assert seen == {**Strategy().model_dump(), "rounds": 5, "agent_steps": 12, "model": "local-7b"}
+    row = generated(tmp_path / "store").row(0, named=True)
+    assert json.loads(row["strategy"])["rounds"] == 5
