@@ -45,18 +45,24 @@ class RunSpec:
         return self.unrunnable is None
 
 
+def run_spec(configuration: str, instance: Instance, state: State, suite: Suite | None, unrunnable: Reason | None,
+             options: ExecutionOptions) -> RunSpec:
+    """The one way a run is keyed: by what it runs (suite, state, environment, policy), so
+    the same work under another configuration, batch or flow (crossval's) is the same run."""
+    suite_hash = suite.hash if suite else digest(str(unrunnable), configuration, instance.id)
+    content = digest("run", suite_hash, state.hash, instance.spec.environment.key, options.policy_hash)
+    return RunSpec(digest(configuration, instance.id, content), content, configuration, instance, state, suite,
+                   unrunnable)
+
+
 def plan(benchmark: Benchmark, options: ExecutionOptions) -> list[RunSpec]:
     """Every run of the benchmark: configurations × instances × states."""
     specs: list[RunSpec] = []
     for instance in benchmark.instances.values():
         states = states_of(instance)
-        env_hash = instance.spec.environment.key
         for configuration in benchmark.configurations:
             suite, unrunnable = benchmark.suite_of(configuration, instance.id)
-            suite_hash = suite.hash if suite else digest(str(unrunnable), configuration, instance.id)
-            for state in states:
-                content = digest("run", suite_hash, state.hash, env_hash, options.policy_hash)
-                specs.append(RunSpec(digest(configuration, instance.id, content), content, configuration, instance, state, suite, unrunnable))
+            specs += [run_spec(configuration, instance, state, suite, unrunnable, options) for state in states]
     return specs
 
 
