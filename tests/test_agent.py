@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -159,8 +160,9 @@ def test_the_agents_tests_reach_the_channel_and_nothing_else(backend, env, tree,
     assert result.exit_code == 0, result.output_tail
     assert usage["steps"] == 2
     # The probe "test" errored with what it could reach; the agent fed that back.
-    probe = next(line for line in script.prompts[1].splitlines() if "probe: listener=" in line)
-    found = dict(part.split("=") for part in probe.split("probe: ", 1)[1].strip().split()[:3])
+    probe = re.search(r"RuntimeError: probe: listener=(\S+) upstream=(\S+) relay=(\S+)", script.prompts[1])
+    assert probe, script.prompts[1]
+    found = dict(zip(("listener", "upstream", "relay"), probe.groups()))
     assert found["relay"] == "200"  # the channel, through the relay
     assert found["listener"] != "connected" and found["upstream"] != "connected"
     assert not reached.is_set()
