@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,22 +22,18 @@ from typer.testing import CliRunner
 
 from testprism.flows.cli import app
 from testprism.tasks.model.benchmark import EnvironmentSpec
-from testprism.tasks.sandbox import ExecResult, Limits, RunRequest, SandboxBackend
+from testprism.tasks.sandbox import ExecResult, Limits, RunRequest
 from testprism.tasks.sandbox.channel import Budget, ModelChannel
 from tests.chatserver import AGENT_FIX, AGENT_PROGRAM, FAILING_TEST, PASSING_TEST
-from tests.conftest import open_backend
-from tests.test_channel import host_listener  # noqa: F401 (a fixture)
+from tests.test_channel import backend, host_listener  # noqa: F401 (fixtures)
 
 AGENT = Path(__file__).resolve().parents[1] / "tasks" / "generate" / "agent.py"
 STRATEGY = {"rounds": 2, "agent_steps": 6, "repair_steps": 3, "context_tokens": 2000, "tool_output_chars": 2000,
             "review_tokens": 512, "model": "agent-test", "repair": False}
 
 
-@pytest.fixture(scope="module", params=["local", "docker"])
-def backend(request, work) -> Iterator[SandboxBackend]:
-    made = open_backend(request.param, work)
-    yield made
-    made.close()
+#: the sandboxes a generation run gets a channel in (test_channel's `backend` fixture)
+SANDBOXES = pytest.mark.parametrize("backend", ["local", "docker"], indirect=True)
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +75,7 @@ def run_agent(backend, env, tree: Path, folder: Path, channel: ModelChannel) -> 
 
 
 @pytest.mark.slow
+@SANDBOXES
 def test_a_passing_test_is_revised_into_one_that_fails_and_the_suite_runs(backend, env, tree, work_root, endpoint):
     url, script = endpoint
     with ModelChannel(url, "sk-test") as channel:
@@ -106,6 +102,7 @@ def test_a_passing_test_is_revised_into_one_that_fails_and_the_suite_runs(backen
 
 
 @pytest.mark.slow
+@SANDBOXES
 def test_the_reference_is_in_the_prompt_in_testprism_mode_only(backend, env, tree, work_root, endpoint):
     url, script = endpoint
     with ModelChannel(url, "sk-test") as channel:
@@ -122,6 +119,7 @@ def test_the_reference_is_in_the_prompt_in_testprism_mode_only(backend, env, tre
 
 
 @pytest.mark.slow
+@SANDBOXES
 def test_an_exhausted_budget_stops_the_agent_with_what_it_has(backend, env, tree, work_root, endpoint):
     url, script = endpoint
     with ModelChannel(url, "sk-test", Budget(max_requests=1)) as channel:
@@ -134,6 +132,7 @@ def test_an_exhausted_budget_stops_the_agent_with_what_it_has(backend, env, tree
 
 
 @pytest.mark.slow
+@SANDBOXES
 def test_in_repair_mode_the_fix_that_makes_its_test_pass_comes_back_as_the_program_diff(
         backend, env, tree, work_root, endpoint):
     url, script = endpoint
@@ -150,6 +149,7 @@ def test_in_repair_mode_the_fix_that_makes_its_test_pass_comes_back_as_the_progr
 
 
 @pytest.mark.slow
+@SANDBOXES
 def test_the_agents_tests_reach_the_channel_and_nothing_else(backend, env, tree, work_root, endpoint, host_listener):  # noqa: F811
     url, script = endpoint
     upstream_port = int(url.rsplit(":", 1)[1].split("/")[0])
@@ -193,8 +193,19 @@ def test_testprism_agent_runs_it_in_a_program_folder(tree, work_root, endpoint, 
     assert script.total() == 2
 
 
-def test_testprism_agent_without_an_endpoint_exits_2(tree, work_root, monkeypatch):
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    folder = task_folder(work_root, "agent-fail")
+@pytest.mark.parametrize(("base_url", "strategy", "says"), [
+    (None, {}, "OPENAI_BASE_URL is not set"),
+    ("http://127.0.0.1:9/v1", {"rounds": "three"}, "field rounds: expected int >= 0"),
+    ("http://127.0.0.1:9/v1", {"model": ""}, "no model"),
+])
+def test_testprism_agent_with_an_unusable_task_exits_2(tree, work_root, monkeypatch, base_url, strategy, says):
+    if base_url is None:
+        monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    else:
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.delenv("TESTPRISM_MODEL", raising=False)
+    folder = task_folder(work_root, "agent-fail", **strategy)
     result = CliRunner().invoke(app, ["agent", str(tree), "--task-dir", str(folder / ".task")])
     assert result.exit_code == 2
+    assert says in " ".join(result.output.split())  # the log line, however the console wrapped it
+    assert not (tree / "tmp").exists() and not (folder / ".task" / "usage.json").exists()

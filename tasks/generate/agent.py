@@ -68,9 +68,6 @@ SYSTEM = ("You are a careful software engineer who writes regression tests. You 
           "and pass once the bug is fixed. Reply with exactly one fenced ```python block holding the whole "
           "test file, and nothing that needs the network.")
 
-STATUSES = ("ok", "no_test", "budget_exhausted", "model_error")
-
-
 class Strategy:
     """strategy.json: how much the agent may spend and see. Missing fields take the defaults
     below, so the agent also runs on a hand-made task folder."""
@@ -87,8 +84,8 @@ class Strategy:
         for name, default in self.FIELDS.items():
             value = merged[name]
             if type(value) is not type(default) or (type(value) is int and value < 0):
-                raise TaskError("strategy.json: field {}: expected {} ({}), got {!r}".format(
-                    name, type(default).__name__, ">= 0" if type(default) is int else "", value))
+                raise TaskError("strategy.json: field {}: expected {}{}, got {!r}".format(
+                    name, type(default).__name__, " >= 0" if type(default) is int else "", value))
         self.rounds = int(merged["rounds"])
         self.agent_steps = int(merged["agent_steps"])
         self.repair_steps = int(merged["repair_steps"])
@@ -390,8 +387,8 @@ class Agent:
         messages = list(opening)
         try:
             for attempt in range(self.strategy.rounds + 1):
-                self.rounds = attempt
                 reply = self.chat.ask(messages)
+                self.rounds = attempt  # revisions asked for and answered
                 source = fenced(reply, ("python", "py", "python3"))
                 if source is None:
                     log.info("step %d: the reply holds no ```python block", self.chat.steps)
