@@ -403,6 +403,32 @@ def sweep(work: WorkOpt = None) -> None:
 
 
 @app.command()
+def agent(
+    program: Annotated[Path, typer.Argument(help="the program root: the agent's working directory",
+                                            exists=True, file_okay=False)] = Path("."),
+    task_dir: Annotated[Optional[Path], typer.Option(
+        help="the task folder: instruction.md, strategy.json, optional reference.diff and feedback.md "
+             "(default: PROGRAM/tmp/.task)", exists=True, file_okay=False)] = None,
+    python: Annotated[Optional[str], typer.Option(
+        help="the interpreter that runs the generated tests (default: testprism's own)")] = None,
+) -> None:
+    """Run the provided test-writing agent on a program folder, here, outside any sandbox.
+
+    The same agent a generate command beginning with `testprism agent` runs in the sandbox
+    (docs/generate.md): it asks the chat endpoint at $OPENAI_BASE_URL (key $OPENAI_API_KEY)
+    for a pytest file, runs it until one fails on the program by an assertion, and leaves
+    tmp/test_generated.py, tmp/run_tests.sh and usage.json in the task folder (with
+    `repair: true` also a fix of the program). The tests it writes run unsandboxed: use it on
+    a program and a model you trust. Exit status 0 when a test was written, 1 when none, 2
+    when the task folder or the environment is unusable."""
+    from testprism.tasks.generate.agent import run
+
+    status = run(program, task_dir, python)
+    if status:
+        raise typer.Exit(code=status)
+
+
+@app.command()
 def demo(
     out: Annotated[Path, typer.Option(help="where the demo's store goes", file_okay=False)] = Path("demo-out"),
     backend: BackendOpt = "local",

@@ -1,6 +1,6 @@
-"""A chat-completions server on 127.0.0.1 for the judge's tests (tests/test_judge.py,
-tests/test_curate.py): scripted per marker in the prompt, it records what it saw. No
-traffic leaves loopback."""
+"""A chat-completions server on 127.0.0.1 for the judge's and the provided agent's tests
+(tests/test_judge.py, tests/test_curate.py, tests/test_agent.py): scripted per marker in the
+prompt, it records what it saw. No traffic leaves loopback."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ class Script:
     in_flight: int = 0
     max_in_flight: int = 0
     authorization: set[str] = field(default_factory=set)
+    prompts: list[str] = field(default_factory=list)  # every request's messages, joined, in order
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def total(self) -> int:
@@ -68,13 +69,66 @@ def respond(marker: str, seen: int) -> tuple[int, dict, float]:
         return 200, scored(90), TIMEOUT_S * 4
     if marker.startswith("slow-"):
         return 200, scored(90), 0.3
+    if marker.startswith("agent-"):
+        return 200, answer(agent_reply(marker, seen)), 0.0
     raise AssertionError(f"no script for {marker!r}")
+
+
+#: the provided agent's program in tests/test_agent.py: `add` subtracts
+AGENT_PROGRAM = "def add(a, b):\n    return a - b\n"
+AGENT_FIX = "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+#: a test that passes on the buggy program (2 - 0 == 2 + 0), one that fails there by an assertion
+PASSING_TEST = "from calc import add\n\n\ndef test_add_zero():\n    assert add(2, 0) == 2\n"
+FAILING_TEST = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+#: a "test" that reports what it can reach from inside the agent's sandbox by erroring: the
+#: agent sends its output back in the next prompt (ports from the marker agent-probe-L-U)
+PROBE_TEST = """import os, socket, urllib.request
+
+def connect(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=3).close()
+        return "connected"
+    except OSError as e:
+        return type(e).__name__
+
+def test_probe():
+    status = urllib.request.urlopen(os.environ["OPENAI_BASE_URL"] + "/models", timeout=10).status
+    raise RuntimeError("probe: listener=%s upstream=%s relay=%s" % (connect({listener}), connect({upstream}), status))
+"""
+
+
+def fence(language: str, body: str) -> str:
+    return f"Here it is.\n\n```{language}\n{body}```\n"
+
+
+def agent_reply(marker: str, seen: int) -> str:
+    """The scripted model of the provided agent, by marker and request number."""
+    if marker == "agent-pass-then-fail":  # a revision is needed: the first test detects nothing
+        return fence("python", PASSING_TEST if seen == 1 else FAILING_TEST)
+    if marker == "agent-fail":
+        return fence("python", FAILING_TEST)
+    if marker == "agent-repair":  # the test, a diff that does not apply, the fix
+        return fence("python", FAILING_TEST) if seen == 1 else fence(
+            "diff", AGENT_FIX.replace("a - b", "a * b") if seen == 2 else AGENT_FIX)
+    if marker.startswith("agent-probe-"):
+        listener, upstream = marker.removeprefix("agent-probe-").split("-")
+        return fence("python", PROBE_TEST.format(listener=listener, upstream=upstream) if seen == 1 else FAILING_TEST)
+    raise AssertionError(f"no agent script for {marker!r}")
 
 
 def handler_for(script: Script) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:  # quiet: pytest shows what matters
             pass
+
+        def do_GET(self) -> None:  # the models list: what a client (or a probe) may ask first
+            assert self.path == "/v1/models", self.path
+            data = json.dumps({"object": "list", "data": [{"id": "agent-test", "object": "model"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
         def do_POST(self) -> None:
             assert self.path == "/v1/chat/completions", self.path
@@ -83,6 +137,7 @@ def handler_for(script: Script) -> type[BaseHTTPRequestHandler]:
             marker = MARKER.search(prompt).group(1)
             with script.lock:
                 script.requests[marker] += 1
+                script.prompts.append(prompt)
                 seen = script.requests[marker]
                 script.authorization.add(self.headers.get("Authorization", ""))
                 script.in_flight += 1
