@@ -243,6 +243,32 @@ def generate(
 
 
 @app.command()
+def crossval(
+    config: Annotated[Path, typer.Argument(help="crossval config: agents, mode, caps, out (docs/generate.md)",
+                                           exists=True, dir_okay=False)],
+    store: Annotated[Path, typer.Option(help="store root", file_okay=False)],
+    backend: BackendOpt = "local",
+    workers: WorkersOpt = 1,
+    dask_address: DaskOpt = None,
+    work: WorkOpt = None,
+    unsafe_no_sandbox: Annotated[bool, typer.Option(help="run the agents and tests without isolation")] = False,
+) -> None:
+    """Heterogeneous synthesis and peer cross-validation: K agents' tests on each other's repairs."""
+    from testprism.flows.crossval import crossval_flow
+    from testprism.tasks.generate.crossval_config import load_crossval
+
+    chosen = load_crossval(config)
+    open_inputs(str(chosen.benchmark), str(store), (), backend, work or default_work_root(), trusted=False,
+                unsafe=unsafe_no_sandbox)
+    with _progress_bar():
+        summary = crossval_flow(config=str(config), store=str(store), backend=backend, workers=workers,
+                                dask_address=dask_address, work=str(work) if work else None, unsafe=unsafe_no_sandbox)
+    for round_, counts in summary.verdicts.items():
+        log.info("crossval round %s: %s", round_, ", ".join(f"{n} {v}" for v, n in counts.items()))
+    log.info("crossval: %d instances, %d merged suites in %s", summary.instances, summary.merged, summary.out)
+
+
+@app.command()
 def score(
     store: Annotated[Path, typer.Argument(help="store root")],
     benchmark: Annotated[Optional[Path], typer.Option(help="also measure coverage of the reference change")] = None,

@@ -22,7 +22,7 @@ from testprism.tasks.execution.batch import Batch, BatchSummary, ExecutionOption
 from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.generate.benchmark_out import write_generated
 from testprism.tasks.generate.generation import (Endpoint, GenerateJob, GenerationSpec, kept_suites, plan_generation,
-                                                 settled_generations)
+                                                 settled_generations, suite_folders)
 from testprism.tasks.generate.strategy import Caps, load_strategy
 from testprism.tasks.generate.task_folder import Mode
 from testprism.tasks.model.workdir import default_work_root
@@ -110,8 +110,8 @@ def generate_flow(
              inputs.isolation, model_url or "none")
     executed, outcomes = run_generations(specs, options, endpoint, place)
     target = Path(out) if out else bench.root
-    suites = write_generated(bench, inputs.store, configuration, kept_suites(specs, settled_generations(inputs.store)),
-                             target)
+    kept = kept_suites(specs, settled_generations(inputs.store))
+    suites = write_generated(bench, configuration, suite_folders(inputs.store, kept), target)
     log.info("generate %s: %d executed, outcomes %s; %d suites in %s", configuration, executed, outcomes or "{}",
              suites, target)
     return GenerateSummary(len(specs), len(specs) - executed, executed, outcomes, suites, str(target))

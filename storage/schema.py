@@ -274,6 +274,27 @@ GENERATIONS = pa.schema(
     ]
 )
 
+CROSSVAL_MATRIX = pa.schema(  # every test on buggy, reference and every agent's repair, per round
+    [
+        pa.field("instance_id", pa.string(), nullable=False),
+        pa.field("test", pa.string(), nullable=False),  # the agent (configuration) whose test ran
+        pa.field("state", pa.string(), nullable=False),  # buggy | reference | the agent whose repair it ran on
+        pa.field("outcome", pa.string(), nullable=False),
+        pa.field("round", pa.int32(), nullable=False),
+    ]
+)
+
+CROSSVAL_FLAGS = pa.schema(
+    [
+        pa.field("instance_id", pa.string(), nullable=False),
+        pa.field("test", pa.string(), nullable=False),
+        pa.field("round", pa.int32(), nullable=False),
+        pa.field("verdict", pa.string(), nullable=False),  # validated | over_restrictive | weak
+        pa.field("evidence", pa.string()),  # the state it disagreed on
+        pa.field("detail", pa.string()),
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "runs": RUNS,
     "panels": PANELS,
@@ -291,4 +312,6 @@ SCHEMAS: dict[str, pa.Schema] = {
     "coverage_summary": COVERAGE_SUMMARY,
     "flakes": FLAKES,
     "generations": GENERATIONS,
+    "crossval_matrix": CROSSVAL_MATRIX,
+    "crossval_flags": CROSSVAL_FLAGS,
 }

@@ -1,6 +1,6 @@
 """The generated suites as a benchmark `testprism replay` runs unchanged: `OUT/instances/`
 (the source benchmark's, hard-linked where the filesystem allows) and
-`OUT/suites/<configuration>/<instance>/` from the store's kept outputs.
+`OUT/suites/<configuration>/<instance>/` from the store's kept outputs (or crossval's merged suites).
 
 A configuration's folder is rebuilt whole from the store and swapped in, so a rerun (or a
 feedback round that replaced some suites) leaves exactly the suites the store says are
@@ -17,8 +17,6 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from testprism.storage import Store
-from testprism.tasks.generate.outputs import generated_folder
 from testprism.tasks.model.benchmark import Benchmark, BenchmarkError
 
 log = logging.getLogger(__name__)
@@ -37,10 +35,9 @@ def _link_tree(source: Path, target: Path) -> None:
     shutil.copytree(source, target, symlinks=True, copy_function=link)
 
 
-def write_generated(benchmark: Benchmark, store: Store, configuration: str, suites: Mapping[str, str],
-                    out: Path) -> int:
-    """Write `configuration`'s suites (`instance id → generation key` of the runs whose
-    suite is kept) into the benchmark folder `out`; how many."""
+def write_generated(benchmark: Benchmark, configuration: str, suites: Mapping[str, Path], out: Path) -> int:
+    """Write `configuration`'s suites (`instance id → suite folder`: a kept generation's, or
+    crossval's merged one) into the benchmark folder `out`; how many."""
     in_place = out.resolve() == benchmark.root.resolve()
     if not in_place:
         if out.exists() and any(out.iterdir()) and not (out / MARKER).exists():
@@ -55,8 +52,8 @@ def write_generated(benchmark: Benchmark, store: Store, configuration: str, suit
     staging = folder.parent / f".{configuration}.tmp-{uuid.uuid4().hex[:8]}"
     staging.mkdir(parents=True)
     try:
-        for instance_id, key in sorted(suites.items()):
-            shutil.copytree(generated_folder(store, key) / "suite", staging / instance_id)
+        for instance_id, source in sorted(suites.items()):
+            shutil.copytree(source, staging / instance_id)
         if folder.exists():
             trash = folder.parent / f".{configuration}.old-{uuid.uuid4().hex[:8]}"
             os.replace(folder, trash)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from testprism.storage import Store
 from testprism.tasks.execution.batch import Environments, ExecutionOptions, Job
-from testprism.tasks.generate.outputs import KeptOutputs, keep_outputs
+from testprism.tasks.generate.outputs import KeptOutputs, generated_folder, keep_outputs
 from testprism.tasks.generate.strategy import Caps, Strategy
 from testprism.tasks.generate.task_folder import Mode, TaskFolder, agent_command
 from testprism.tasks.model.benchmark import Benchmark, Instance
@@ -236,3 +236,8 @@ def kept_suites(specs: list[GenerationSpec], settled: dict[str, dict]) -> dict[s
     """`instance id → generation key` of the planned runs whose suite the store keeps."""
     return {s.instance.id: s.key for s in specs
             if s.key in settled and settled[s.key]["reason"] is None and settled[s.key]["suite_hash"]}
+
+
+def suite_folders(store: Store, kept: dict[str, str]) -> dict[str, Path]:
+    """`instance id → the kept suite's folder in the store`."""
+    return {instance_id: generated_folder(store, key) / "suite" for instance_id, key in kept.items()}

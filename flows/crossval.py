@@ -1,0 +1,125 @@
+"""The crossval flow (TestHelix: heterogeneous synthesis + peer cross-validation): K agents
+each write a test and a repair per instance; every test runs on buggy, reference and every
+repair; over-restrictive and weak tests are flagged, their agents asked again with the
+disagreeing repair and output (within what their first run left of the caps), and the
+validated tests of each instance merge into one suite.
+
+Thin wiring: generation, replay and verification batches are the existing flows' tasks;
+the rules are tasks/generate/crossval.py's.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+from prefect import flow
+
+from testprism.flows.collect import verify_batch
+from testprism.flows.generate import run_generations
+from testprism.flows.replay import replay_batch
+from testprism.flows.runner import Placement, open_inputs
+from testprism.storage import Store
+from testprism.tasks.collect.label import LABEL_POLICY
+from testprism.tasks.collect.verification import Verification, stored_keys, stored_rows
+from testprism.tasks.execution.batch import ExecutionOptions, batches
+from testprism.tasks.generate import crossval as pcv
+from testprism.tasks.generate.benchmark_out import write_generated
+from testprism.tasks.generate.crossval import kept_keys
+from testprism.tasks.generate.crossval_config import load_crossval
+from testprism.tasks.generate.generation import Endpoint, GenerationSpec, plan_generation, settled_generations
+from testprism.tasks.generate.strategy import load_strategy
+from testprism.tasks.model.workdir import default_work_root
+from testprism.tasks.replay.runs import RunSpec, finished_keys, pending_runs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CrossvalSummary:
+    instances: int
+    verdicts: dict[str, dict[str, int]]  #: round → verdict → tests
+    merged: int  #: instances with a merged suite
+    out: str
+
+
+def _run(specs: list[RunSpec], options: ExecutionOptions, place: Placement) -> None:
+    todo = pending_runs(specs, finished_keys(Store(options.store_root)))
+    if todo:
+        with place.task_runner() as runner:
+            for future in [runner.submit(replay_batch, {"batch": b, "options": options})
+                           for b in batches(todo, place.batch_target(len(todo)))]:
+                future.result()
+
+
+def _verify(checks: list[Verification], options: ExecutionOptions, place: Placement) -> dict[str, dict]:
+    store = Store(options.store_root)
+    done = stored_keys(store)
+    todo = [v for v in {v.key: v for v in checks}.values() if v.key not in done]
+    if todo:
+        with place.task_runner() as runner:
+            for future in [runner.submit(verify_batch, {"batch": b, "options": options})
+                           for b in batches(todo, place.batch_target(len(todo)))]:
+                future.result()
+    return stored_rows(store, [v.key for v in checks])
+
+
+@flow(name="crossval", log_prints=False)
+def crossval_flow(config: str, store: str, backend: str = "local", workers: int = 1, dask_address: str | None = None,
+                  work: str | None = None, unsafe: bool = False) -> CrossvalSummary:
+    chosen = load_crossval(Path(config))
+    place = Placement(workers, dask_address)
+    work_root = Path(work) if work else default_work_root()
+    inputs = open_inputs(str(chosen.benchmark), store, (), backend, work_root, trusted=False, unsafe=unsafe)
+    bench, target = inputs.benchmark, inputs.store
+    options = ExecutionOptions(backend=backend, work_root=work_root, store_root=Path(store),
+                               concurrency=place.concurrency(inputs.backend.default_concurrency()), unsafe=unsafe,
+                               replay_started=datetime.now(UTC))
+    endpoint = Endpoint(chosen.model_url, chosen.api_key_env) if chosen.model_url else None
+    specs: list[GenerationSpec] = []
+    for agent in chosen.agents:
+        strategy = load_strategy(agent.strategy).model_copy(update={"repair": True})
+        specs += plan_generation(bench, agent.name, agent.command, agent.mode or chosen.mode, strategy, chosen.caps,
+                                 agent.tools)
+    run_generations(specs, options, endpoint, place)
+    settled = settled_generations(target)
+    peers = pcv.peers_of(target, specs, kept_keys(specs, settled))
+    replay_options = options
+    check_options = replace(options, policy=LABEL_POLICY)
+    matrices, flag_tables, verdicts = [], [], {}
+    for round_ in range(chosen.feedback_rounds + 1):
+        runs = pcv.crossval_runs(peers, replay_options)
+        _run(runs, replay_options, place)
+        checks = pcv.repair_checks(peers, check_options)
+        labels = pcv.check_labels(bench.instances, checks, _verify(checks, check_options, place))
+        cells = pcv.matrix(runs, target.scan("runs").collect())
+        found = pcv.flags(cells, labels)
+        matrices.append(cells.drop("output").with_columns(pl.lit(round_, pl.Int32).alias("round")))
+        flag_tables.append(pcv.flag_table(found, round_))
+        verdicts[str(round_)] = {v.value: sum(f.verdict is v for f in found) for v in pcv.Verdict}
+        log.info("crossval round %d: %s", round_, ", ".join(f"{n} {v}" for v, n in verdicts[str(round_)].items()))
+        flagged = [f for f in found if f.verdict is not pcv.Verdict.VALIDATED]
+        if round_ == chosen.feedback_rounds or not flagged:
+            break
+        again = {(f.instance_id, f.test): pcv.asked_again(f, peers[f.instance_id], cells, settled, round_ + 1)
+                 for f in flagged}
+        run_generations(list(again.values()), options, endpoint, place)
+        settled = settled_generations(target)
+        peers = pcv.revised(target, peers, again, settled)
+    target.write_table("crossval_matrix", pl.concat(matrices).to_arrow())
+    target.write_table("crossval_flags", pl.concat(flag_tables).to_arrow())
+    for agent in chosen.agents:  # each agent's final suites, as a configuration of their own
+        write_generated(bench, agent.name, {i: g.suite.folder for i, group in peers.items() for g in group
+                                            if g.name == agent.name}, chosen.out)
+    validated = {(f.instance_id, f.test) for f in found if f.verdict is pcv.Verdict.VALIDATED}
+    with tempfile.TemporaryDirectory(dir=work_root) as staging:
+        merged = {i: Path(staging) / i for i, group in peers.items()
+                  if pcv.write_merged(group, {n for (j, n) in validated if j == i}, Path(staging) / i)}
+        write_generated(bench, chosen.merged, merged, chosen.out)
+    log.info("crossval: %d instances, %d with a merged suite (%s) in %s", len(peers), len(merged), chosen.merged,
+             chosen.out)
+    return CrossvalSummary(len(peers), verdicts, len(merged), str(chosen.out))
