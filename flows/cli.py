@@ -269,6 +269,20 @@ def crossval(
 
 
 @app.command()
+def select(
+    store: Annotated[Path, typer.Argument(help="store root, scored (`testprism score`)")],
+    by: Annotated[str, typer.Option(help="the per-instance metric: jvr, wdr, car or grr (docs/generate.md)")],
+    minimum: Annotated[float, typer.Option("--min", help="select where the metric is at least this, in [0, 1]")],
+    out: Annotated[Path, typer.Option(help="the demonstrations, one JSON object a line", dir_okay=False)],
+    configuration: Annotated[list[str], typer.Option(help="only these configurations (repeatable)")] = [],  # noqa: B006
+) -> None:
+    """Export the generated suites that meet a metric, with their trajectories, as fine-tuning demonstrations."""
+    from testprism.tasks.generate.selection import select_demonstrations
+
+    select_demonstrations(store, by, minimum, out, tuple(configuration))
+
+
+@app.command()
 def score(
     store: Annotated[Path, typer.Argument(help="store root")],
     benchmark: Annotated[Optional[Path], typer.Option(help="also measure coverage of the reference change")] = None,

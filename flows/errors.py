@@ -30,6 +30,7 @@ from typer.core import TyperGroup
 
 from testprism.storage import StoreError
 from testprism.tasks.model.benchmark import BenchmarkError
+from testprism.tasks.generate.selection import SelectionError
 from testprism.tasks.importing.recipe import RecipeError
 from testprism.tasks.sandbox.base import SandboxError, SandboxUnavailable, backend_class
 from testprism.tasks.importing.sources import SourceError
@@ -47,6 +48,7 @@ class ExitStatus(IntEnum):
 USER_ERRORS: dict[type[Exception], ExitStatus] = {
     BenchmarkError: ExitStatus.USAGE,
     RecipeError: ExitStatus.USAGE,
+    SelectionError: ExitStatus.USAGE,
     SourceError: ExitStatus.USAGE,
     StoreError: ExitStatus.USAGE,
     SandboxError: ExitStatus.UNAVAILABLE,  # SandboxUnavailable, or an engine that fails to answer

@@ -1,0 +1,138 @@
+"""`testprism select`: demonstrations chosen by a replayed metric, with their trajectories.
+
+The store is real: the two scripted generators (examples/generators/) write suites for a few
+bundled instances, the generated benchmark is replayed and scored, and the selection is
+checked against the store's own instance scores. from_reference's suites reject the buggy
+program and accept the reference (high GRR) but reject correct fixes written differently
+(CAR < 1): the case SWEPatchTest warns GRR selection about.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from testprism.flows.cli import app
+from testprism.storage import Store
+from testprism.tasks.generate.selection import INDICATORS, select_demonstrations
+from testprism.tasks.model.benchmark import BUNDLED
+
+GENERATORS = BUNDLED / "generators"
+INSTANCES = ["algokit__bisect-past-end", "calkit__merge-touching", "textkit__wrap-exact-width"]
+GENERATED = ("from-reference", "from-instruction")
+#: a hand-written suite replayed beside the generated ones: scored, but without a trajectory
+HANDWRITTEN = ("handwritten", "calkit__merge-touching")
+
+
+@dataclass(frozen=True)
+class Scored:
+    store: Path
+    out: Path  #: the benchmark of generated suites
+
+
+def invoke(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory: pytest.TempPathFactory, work_root: Path) -> Scored:
+    root = tmp_path_factory.mktemp("select")
+    store, out = root / "store", root / "out"
+    chosen = [arg for name in INSTANCES for arg in ("--instance", name)]
+    for configuration, generator, mode in (("from-reference", "from_reference.py", "testprism"),
+                                           ("from-instruction", "from_instruction.py", "plain")):
+        invoke("generate", str(BUNDLED), "--store", str(store), "--configuration", configuration,
+               "--command", f"python tmp/.task/tools/{generator}", "--tool", str(GENERATORS / generator),
+               "--mode", mode, "--out", str(out), "--work", str(work_root), *chosen)
+    shutil.copytree(BUNDLED / "suites" / "biased" / HANDWRITTEN[1], out / "suites" / HANDWRITTEN[0] / HANDWRITTEN[1])
+    invoke("replay", str(out), "--store", str(store), "--work", str(work_root))
+    invoke("score", str(store))
+    return Scored(store, out)
+
+
+def selected(scored: Scored, tmp_path: Path, by: str, minimum: float, *configurations: str) -> list[dict]:
+    target = tmp_path / f"{by}.jsonl"
+    invoke("select", str(scored.store), "--by", by, "--min", str(minimum), "--out", str(target),
+           *(arg for c in configurations for arg in ("--configuration", c)))
+    return [json.loads(line) for line in target.read_text().splitlines()]
+
+
+def expected(scored: Scored, by: str, minimum: float) -> set[tuple[str, str]]:
+    """What the store's instance scores say meets the criterion, generated suites only."""
+    scores = Store(scored.store).read_table("instance_scores")
+    return {(r["configuration"], r["instance_id"]) for r in scores.iter_rows(named=True)
+            if r["configuration"] in GENERATED and r["instance_id"] in INSTANCES and r[INDICATORS[by]] is not None
+            and r[INDICATORS[by]] >= minimum}
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox")
+def test_grr_selects_the_biased_suites_that_car_and_jvr_leave_out(scored, tmp_path):
+    by_grr = selected(scored, tmp_path, "grr", 1.0)
+    chosen = {(r["configuration"], r["instance_id"]) for r in by_grr}
+    assert chosen == expected(scored, "grr", 1.0)
+    assert {i for c, i in chosen if c == "from-reference"} == set(INSTANCES)  # biased: every one fails before, passes after
+    for by in ("car", "jvr"):
+        stricter = {(r["configuration"], r["instance_id"]) for r in selected(scored, tmp_path, by, 1.0)}
+        assert stricter == expected(scored, by, 1.0)
+        assert {i for c, i in chosen - stricter if c == "from-reference"}  # high GRR, CAR < 1: left out
+    for record in by_grr:
+        suite = scored.out / "suites" / record["configuration"] / record["instance_id"]
+        assert record["suite"] == {p.relative_to(suite).as_posix(): p.read_text() for p in sorted(suite.rglob("*"))
+                                   if p.is_file()}
+        assert record["metric"] == "grr" and record["value"] == record["indicators"]["f"] == 1.0
+        assert record["mode"] == ("testprism" if record["configuration"] == "from-reference" else "plain")
+        assert record["strategy"] and isinstance(record["strategy"], dict) and record["exit_code"] == 0
+        assert (scored.store / record["log"]).is_file() and record["repair"] is None
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox")
+def test_a_configuration_limits_the_export_and_an_unknown_one_is_refused(scored, tmp_path):
+    records = selected(scored, tmp_path, "wdr", 0.0, "from-instruction")
+    assert {r["configuration"] for r in records} <= {"from-instruction"}
+    assert {(r["configuration"], r["instance_id"]) for r in records} == {
+        k for k in expected(scored, "wdr", 0.0) if k[0] == "from-instruction"}
+    result = CliRunner().invoke(app, ["select", str(scored.store), "--by", "jvr", "--min", "0", "--out",
+                                      str(tmp_path / "x.jsonl"), "--configuration", "nope"])
+    assert result.exit_code == 2 and "field --configuration" in result.output and "nope" in result.output
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox")
+def test_a_scored_suite_without_a_generation_is_skipped_and_counted(scored, tmp_path):
+    summary = select_demonstrations(scored.store, "grr", 0.0, tmp_path / "all.jsonl")
+    records = [json.loads(line) for line in (tmp_path / "all.jsonl").read_text().splitlines()]
+    scores = Store(scored.store).read_table("instance_scores")
+    generated = {(c, folder.name) for c in GENERATED for folder in (scored.out / "suites" / c).iterdir()}
+    assert HANDWRITTEN in set(zip(scores["configuration"], scores["instance_id"]))
+    assert {(r["configuration"], r["instance_id"]) for r in records} == generated
+    assert summary.scored == scores.height and summary.selected == len(generated)
+    assert summary.without_trajectory == scores.height - len(generated)
+
+
+def test_a_store_without_scores_says_run_score_first(tmp_path):
+    Store(tmp_path / "store")
+    result = CliRunner().invoke(app, ["select", str(tmp_path / "store"), "--by", "jvr", "--min", "1",
+                                      "--out", str(tmp_path / "d.jsonl")])
+    assert result.exit_code == 2, result.output
+    assert "instance_scores" in result.output and "run `testprism score` first" in result.output
+    assert not (tmp_path / "d.jsonl").exists()
+
+
+@pytest.mark.parametrize(("option", "value", "field"), [("--by", "f1", "--by"), ("--min", "1.5", "--min"),
+                                                        ("--min", "-0.1", "--min")])
+def test_a_bad_criterion_names_its_option(tmp_path, option, value, field):
+    Store(tmp_path / "store")
+    args = {"--by": "jvr", "--min": "1", option: value}
+    result = CliRunner().invoke(app, ["select", str(tmp_path / "store"), *(a for k, v in args.items() for a in (k, v)),
+                                      "--out", str(tmp_path / "d.jsonl")])
+    assert result.exit_code == 2, result.output
+    assert f"field {field}" in result.output and value in result.output
