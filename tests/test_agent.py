@@ -25,7 +25,10 @@ from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.sandbox import ExecResult, Limits, RunRequest
 from testprism.tasks.sandbox.channel import Budget, ModelChannel
 from tests.chatserver import AGENT_FIX, AGENT_PROGRAM, FAILING_TEST, PASSING_TEST
-from tests.test_channel import backend, host_listener  # noqa: F401 (fixtures)
+from tests import test_channel
+
+#: the channel tests' fixtures: a backend per kind, a loopback listener on the host
+backend, host_listener = test_channel.backend, test_channel.host_listener
 
 AGENT = Path(__file__).resolve().parents[1] / "tasks" / "generate" / "agent.py"
 STRATEGY = {"rounds": 2, "agent_steps": 6, "repair_steps": 3, "context_tokens": 2000, "tool_output_chars": 2000,
