@@ -82,3 +82,9 @@ def test_crossval_flags_an_over_restrictive_and_a_weak_test_and_the_feedback_rou
     assert board["testhelix"]["jvr"] == 1.0  # the validated tests together accept every valid, reject every invalid
     scores = Store(store).read_table("instance_scores")
     assert set(scores["n_valid"]) == {4} and set(scores["n_invalid"]) == {5}  # repairs are never panel candidates
+
+    cli("report", str(store), "--out", str(tmp_path / "report.html"))
+    page = (tmp_path / "report.html").read_text()
+    section = page[page.index('<section id="crossval">'):]
+    assert "over_restrictive" in section and "<h3>synth__0000</h3>" in section
+    assert "rejects good&#x27;s repair" in section  # the why, beside the matrix

@@ -50,6 +50,8 @@ class ReportData:
     coverage_summary: pl.DataFrame | None
     audit: pl.DataFrame
     funnel: pl.DataFrame | None  #: the newest run of each flow that keeps a funnel (curate, collect)
+    crossval_matrix: pl.DataFrame | None  #: crossval's runs: test × state per instance and round
+    crossval_flags: pl.DataFrame | None  #: crossval's verdict of every test, per round
     patches: dict[tuple[str, str], PatchText]  # (instance_id, candidate_id or "reference")
     patch_origin: str  # where the diffs came from, said in the report
 
@@ -180,6 +182,8 @@ def load_report_data(store_root: Path | str, benchmark_root: Path | str | None =
         coverage_summary=_optional_table(store, "coverage_summary"),
         audit=audit,
         funnel=newest_funnels(store),
+        crossval_matrix=_optional_table(store, "crossval_matrix"),
+        crossval_flags=_optional_table(store, "crossval_flags"),
         patches=patches,
         patch_origin=origin,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Iterable, Sequence
 
 LABELS: dict[str, str] = {
     "grr": "GRR", "car": "CAR", "wdr": "WDR", "f1": "F1", "ct_car": "CT-CAR", "ct_wdr": "CT-WDR",
@@ -33,3 +34,10 @@ def p_value(value: float | None) -> str:
     if not defined(value):
         return "—"
     return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], css: str = "") -> str:
+    """A table from already-escaped cells."""
+    head = "".join(f"<th>{h}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'

@@ -22,7 +22,7 @@ import os
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -32,7 +32,8 @@ import polars as pl
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.report.charts import RADAR_METRICS, Point, bars_svg, colours_of, radar_svg, scatter_svg
 from testprism.tasks.report.data import ReportData, load_report_data
-from testprism.tasks.report.formatting import LABELS, defined, esc, num, p_value
+from testprism.tasks.report.crossval import crossval_section
+from testprism.tasks.report.formatting import LABELS, defined, esc, num, p_value, table
 from testprism.tasks.score.coverage.summary import summarise
 
 log = logging.getLogger(__name__)
@@ -69,13 +70,6 @@ def _ordered(board: pl.DataFrame) -> pl.DataFrame:
     return board.sort(["jvr", "configuration"], descending=[True, False], nulls_last=True)
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[str]], css: str = "") -> str:
-    """A table from already-escaped cells."""
-    head = "".join(f"<th>{h}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
 def _with_interval(row: dict, metric: str) -> str:
     value = num(row.get(metric))
     lo, hi = row.get(f"{metric}_lo"), row.get(f"{metric}_hi")
@@ -103,7 +97,7 @@ def _leaderboard_section(data: ReportData, counts: dict[str, dict[str, int]]) ->
         '<p>Point estimates with 95% percentile intervals of a paired, source-stratified bootstrap; '
         'best JVR first. P(first) is the share of bootstrap replicates in which the configuration has '
         'the highest JVR (ties split). Each configuration links to its disagreement audit.</p>'
-        + _table(header, rows, "leaderboard") + "</section>"
+        + table(header, rows, "leaderboard") + "</section>"
     )
 
 
@@ -143,8 +137,8 @@ def _comparisons_section(data: ReportData) -> str:
          esc(r["other_only"]), p_value(r["mcnemar_p"]), p_value(r["mcnemar_p_holm"])]
         for r in data.comparisons.sort("delta_jvr", "configuration", nulls_last=True).iter_rows(named=True)
     ]
-    table = _table(["configuration", "leader", "ΔJVR (leader − it) [95%]", "leader only", "it only", "McNemar p",
-                    "Holm p"], rows)
+    compared = table(["configuration", "leader", "ΔJVR (leader − it) [95%]", "leader only", "it only",
+                      "McNemar p", "Holm p"], rows)
     stability = ""
     if data.rank_stability is not None:
         srows = [[esc(r["configuration"]), esc(r["point_rank"]), num(r["rank_stability"], 3),
@@ -152,12 +146,12 @@ def _comparisons_section(data: ReportData) -> str:
                  for r in data.rank_stability.sort("point_rank", "configuration").iter_rows(named=True)]
         stability = ("<h3>Rank stability</h3><p>Share of bootstrap replicates that keep each configuration's rank, "
                      "and its first-place probability.</p>"
-                     + _table(["configuration", "rank", "rank stability", "P(first)"], srows))
+                     + table(["configuration", "rank", "rank stability", "P(first)"], srows))
     return (
         '<section id="comparisons"><h2>Comparisons with the leader</h2>'
         '<p>Paired difference in JVR with its bootstrap interval; exact McNemar test on the instances where '
         'exactly one of the two is jointly valid, Holm-adjusted over the comparisons.</p>'
-        + table + stability + "</section>"
+        + compared + stability + "</section>"
     )
 
 
@@ -168,7 +162,7 @@ def _per_source_section(data: ReportData) -> str:
             + [num(r[m]) for m in LEADERBOARD_METRICS]
             for r in data.per_source.sort("source", "configuration").iter_rows(named=True)]
     return ('<section id="per-source"><h2>Per source</h2><p>Every metric within each source of instances.</p>'
-            + _table(["source", "configuration", "n"] + [LABELS[m] for m in LEADERBOARD_METRICS], rows)
+            + table(["source", "configuration", "n"] + [LABELS[m] for m in LEADERBOARD_METRICS], rows)
             + "</section>")
 
 
@@ -193,7 +187,7 @@ def _funnel_section(data: ReportData) -> str:
             rows.append([esc(r["stage"]), esc(r["unit"]), esc(r["retained"]), esc(r["excluded"]), num(r["rate"]),
                          esc(", ".join(f"{reason}: {n}" for reason, n in reasons.most_common()))])
         parts.append(f"<h3>{esc(flow)} <code>{esc(stages['flow_run'][0])}</code></h3>"
-                     + _table(["stage", "unit", "retained", "excluded", "rate", "why"], rows))
+                     + table(["stage", "unit", "retained", "excluded", "rate", "why"], rows))
     return "".join(parts) + "</section>"
 
 
@@ -217,7 +211,7 @@ def _coverage_section(data: ReportData) -> str:
         ]
 
     rows = [cells(r) for r in data.coverage_summary.sort("configuration").iter_rows(named=True)] + [cells(pooled)]
-    summary = _table(["configuration", "n", "mean ΔC", "mean EC", "JVR", "Spearman ΔC~S", "Pearson ΔC~S",
+    summary = table(["configuration", "n", "mean ΔC", "mean EC", "JVR", "Spearman ΔC~S", "Pearson ΔC~S",
                       "Spearman EC~S", "Pearson EC~S"], rows)
     def fraction(part: int | None, whole: int | None) -> str:
         return "" if whole is None else f' <span class="ci">{part}/{whole}</span>'
@@ -231,7 +225,7 @@ def _coverage_section(data: ReportData) -> str:
             num(r["ec"]) + fraction(r["entered_functions"], r["changed_functions"]),
             num(r["s"], 0), esc(r["reason"] or ""), f"<code>{esc(missed)}</code>",
         ])
-    detail = _table(["configuration", "instance", "ΔC", "EC", "S", "reason", "missed (never executed / entered)"],
+    detail = table(["configuration", "instance", "ΔC", "EC", "S", "reason", "missed (never executed / entered)"],
                     detail_rows)
     return (
         head + "<p>ΔC: the lines the reference adds or changes that the suite executes, over those lines. EC: the "
@@ -401,12 +395,14 @@ def render_report(data: ReportData, *, generated_at: datetime | None = None, max
         _per_source_section(data),
         _funnel_section(data),
         _coverage_section(data),
+        crossval_section(data),
         _audit_section(data, max_findings),
         _patches_section(data, max_findings),
     ]
     nav = "".join(f'<a href="#{target}">{title}</a>' for target, title in (
         ("leaderboard", "Leaderboard"), ("charts", "Charts"), ("comparisons", "Comparisons"),
-        ("per-source", "Per source"), ("funnel", "Funnel"), ("coverage", "Coverage"), ("audit", "Audit")))
+        ("per-source", "Per source"), ("funnel", "Funnel"), ("coverage", "Coverage"), *((("crossval", "Cross-validation"),) if data.crossval_flags is not None else ()),
+        ("audit", "Audit")))
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
