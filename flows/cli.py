@@ -475,11 +475,22 @@ def demo(
     workers: WorkersOpt = 1,
     work: WorkOpt = None,
 ) -> None:
-    """Replay and score the bundled benchmark (trusted code: runs even without bubblewrap)."""
+    """Generate suites with the bundled scripted generators, then replay, score and report the
+    bundled benchmark with them (trusted code: runs even without bubblewrap)."""
     start = time.monotonic()
+    from testprism.flows.generate import generate_flow
     from testprism.flows.report import report_flow
+    from testprism.tasks.generate.task_folder import Mode
 
+    generated = out / "generated-benchmark"  # beside the store's own generated/ (what runs left)
+    for name, mode in (("from-reference", Mode.TESTPRISM), ("from-instruction", Mode.PLAIN)):
+        tool = BUNDLED / "generators" / f"{name.replace('-', '_')}.py"
+        with _progress_bar():
+            generate_flow(benchmark=str(BUNDLED), store=str(out), configuration=name, mode=mode, tools=[str(tool)],
+                          command=f"python tmp/.task/tools/{tool.name}", out=str(generated), backend=backend,
+                          workers=workers, work=str(work) if work else None, trusted=True)
     _replay(BUNDLED, out, [], backend, workers, None, work, 300.0, True, False)
+    _replay(generated, out, [], backend, workers, None, work, 300.0, True, False)
     _score(out, BUNDLED, work, backend, trusted=True)
     report = report_flow(store=str(out), out=str(out / "report.html"), benchmark=str(BUNDLED))
     log.info("demo finished in %.1f s; store at %s, report at %s", time.monotonic() - start, out, report)

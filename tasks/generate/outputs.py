@@ -49,7 +49,7 @@ def _safe(name: str) -> tuple[str, ...] | None:
 def keep_outputs(store: Store, key: str, done: ExecResult, *, suite: bool) -> KeptOutputs:
     """Write the run's log, and (when `suite`) its suite and repair; what was kept."""
     final = generated_folder(store, key)
-    staging = final.parent / f".tmp-{uuid.uuid4().hex}"
+    staging = final.parent / f".staging-{uuid.uuid4().hex}"  # not the store's .tmp- parts, which it sweeps as files
     (staging / "suite").mkdir(parents=True)
     try:
         with gzip.open(staging / "log.gz", "wt", encoding="utf-8") as fh:
