@@ -283,6 +283,71 @@ def select(
 
 
 @app.command()
+def rsi(
+    benchmark: Annotated[Path, typer.Argument(help="benchmark folder to search on: curate's TRAINING split, never the test split")],
+    store: Annotated[Path, typer.Option(help="store root (the search's history: `searches`)", file_okay=False)],
+    command: Annotated[str, typer.Option(help="the agent's command, as for generate")],
+    rounds: Annotated[int, typer.Option(min=1, help="rounds in all, stored ones included (a rerun resumes)")],
+    space: Annotated[Optional[Path], typer.Option(
+        help="strategy.toml: [strategy], [bounds.<field>] low/high, [caps] (default: the built-in space)",
+        exists=True, dir_okay=False)] = None,
+    tool: Annotated[list[Path], typer.Option(help="a file placed at tmp/.task/tools/ (repeatable)", exists=True,
+                                             dir_okay=False)] = [],  # noqa: B006
+    mode: Annotated[str, typer.Option(help="plain: the instruction; testprism: and the reference fix")] = "plain",
+    proposer: Annotated[str, typer.Option(help="tpe: Optuna's TPE sampler; llm: a model over --model-url")] = "tpe",
+    model_url: Annotated[Optional[str], typer.Option(
+        help="the OpenAI-compatible base URL of the runs' channel and of the llm proposer")] = None,
+    api_key_env: Annotated[str, typer.Option(help="harness variable holding the endpoint's key")] = "OPENAI_API_KEY",
+    proposer_model: Annotated[Optional[str], typer.Option(
+        help="the llm proposer's model (default: the starting strategy's model)")] = None,
+    seed: Annotated[int, typer.Option(help="TPE's seed (round r samples with seed + r)")] = 0,
+    export: Annotated[Optional[Path], typer.Option(help="write the best strategy here (JSON, for generate --strategy)",
+                                                   dir_okay=False)] = None,
+    backend: BackendOpt = "local",
+    workers: WorkersOpt = 1,
+    dask_address: DaskOpt = None,
+    work: WorkOpt = None,
+    unsafe_no_sandbox: Annotated[bool, typer.Option(help="run the agent and suites without isolation")] = False,
+) -> None:
+    """Search generation strategies within the space's bounds under its fixed token caps; print the history."""
+    from testprism.flows.rsi import PROPOSERS, rsi_flow
+    from testprism.tasks.generate.search import table
+    from testprism.tasks.generate.strategy import load_space
+    from testprism.tasks.generate.task_folder import Mode
+
+    try:
+        chosen_mode = Mode(mode)
+    except ValueError:
+        raise typer.BadParameter(f"{mode!r}: one of {', '.join(m.value for m in Mode)}", param_hint="'--mode'") from None
+    if proposer not in PROPOSERS:
+        raise typer.BadParameter(f"{proposer!r}: one of {', '.join(PROPOSERS)}", param_hint="'--proposer'")
+    if proposer == "llm" and not model_url:
+        raise typer.BadParameter("the llm proposer needs --model-url", param_hint="'--proposer'")
+    load_space(space)
+    open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), trusted=False,
+                unsafe=unsafe_no_sandbox)
+    with _progress_bar():
+        summary = rsi_flow(
+            benchmark=str(benchmark), store=str(store), command=command, space=str(space) if space else None,
+            rounds=rounds, mode=chosen_mode, proposer=proposer, tools=[str(t) for t in tool], model_url=model_url,
+            api_key_env=api_key_env, proposer_model=proposer_model, seed=seed,
+            export_to=str(export) if export else None, backend=backend, workers=workers, dask_address=dask_address,
+            work=str(work) if work else None, unsafe=unsafe_no_sandbox)
+    rows = table(summary.rounds, summary.space)
+    history_table = Table(title=f"rsi {summary.search_id[:8]} ({store})")
+    for column in rows[0] if rows else ():
+        history_table.add_column(column, justify="left" if column in ("proposer", "status") else "right")
+    for rec in rows:
+        history_table.add_row(*("—" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
+                                for v in rec.values()))
+    out.print(history_table)
+    if summary.best is not None:
+        log.info("rsi: %d rounds run now, %d stored; best JSF %.3f in round %d%s", summary.executed,
+                 len(summary.rounds), summary.best.jsf, summary.best.round,
+                 f", exported to {summary.export}" if summary.export else "")
+
+
+@app.command()
 def score(
     store: Annotated[Path, typer.Argument(help="store root")],
     benchmark: Annotated[Optional[Path], typer.Option(help="also measure coverage of the reference change")] = None,

@@ -295,6 +295,28 @@ CROSSVAL_FLAGS = pa.schema(
     ]
 )
 
+SEARCHES = pa.schema(
+    [
+        pa.field("search_id", pa.string(), nullable=False),  # digest of the space, command, mode, tools, benchmark
+        pa.field("round", pa.int32(), nullable=False),  # from 1
+        pa.field("configuration", pa.string(), nullable=False),  # the round's generated suites: rsi-<id>-<round>
+        pa.field("proposer", pa.string(), nullable=False),  # start | tpe | llm | tpe-fallback
+        pa.field("strategy", pa.string(), nullable=False),  # the round's strategy, as JSON
+        pa.field("jsf", pa.float64()),  # mean joint indicator s over the instances; null when not run
+        pa.field("instances", pa.int32(), nullable=False),
+        pa.field("tokens", pa.int64(), nullable=False),  # channel-measured total_tokens the round spent
+        pa.field("requests", pa.int64(), nullable=False),
+        pa.field("cumulative_tokens", pa.int64(), nullable=False),  # this round and every earlier one
+        pa.field("run_tokens_cap", pa.int64(), nullable=False),  # the round's per-run token cap (lowered when cut)
+        pa.field("search_tokens_cap", pa.int64(), nullable=False),  # Caps.search_tokens: the whole search
+        pa.field("proposer_tokens", pa.int64(), nullable=False),  # the LLM proposer's own, outside the cap
+        pa.field("started_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("status", pa.string(), nullable=False),  # done | cut | stopped (tasks/generate/search.py)
+        pa.field("note", pa.string()),  # why cut, stopped or fallen back
+        pa.field("generation_keys", pa.list_(pa.string())),  # the round's runs (`generations`)
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "runs": RUNS,
     "panels": PANELS,
@@ -314,4 +336,5 @@ SCHEMAS: dict[str, pa.Schema] = {
     "generations": GENERATIONS,
     "crossval_matrix": CROSSVAL_MATRIX,
     "crossval_flags": CROSSVAL_FLAGS,
+    "searches": SEARCHES,
 }

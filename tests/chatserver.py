@@ -51,6 +51,8 @@ def respond(marker: str, seen: int) -> tuple[int, dict, float]:
         return 200, scored(int(marker.removeprefix("score-"))), 0.0
     if marker == "fenced":
         return 200, answer('```json\n{"score": 85, "rationale": "fenced"}\n```'), 0.0
+    if marker == "strategy":  # rsi's llm proposer (tests/test_rsi.py): a strategy in a fence, out of bounds
+        return 200, answer('Next:\n```json\n{"rounds": 99, "agent_steps": 7.4, "model": "other"}\n```'), 0.0
     if marker == "malformed":
         return 200, answer("These tests look fine to me."), 0.0
     if marker == "out-of-range":

@@ -78,6 +78,10 @@ class Caps(_Frozen):
     run_tokens: int = Field(200_000, gt=0)  #: tokens of one generation run, measured by the channel
     run_steps: int = Field(120, gt=0)  #: model calls of one run, measured by the channel
     search_tokens: int = Field(5_000_000, gt=0)  #: every run of an rsi search together
+    #: the most tokens one model reply may count: the headroom rsi keeps per run under
+    #: `search_tokens`, because the channel learns a reply's tokens only once it is back,
+    #: so a run may pass its own cap by its last reply (tasks/generate/search.py)
+    reply_tokens: int = Field(16_000, gt=0)
 
 
 class StrategySpace(_Frozen):

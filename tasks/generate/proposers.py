@@ -1,0 +1,118 @@
+"""Who proposes a search round's strategy: Optuna's TPE sampler over the space's bounds, or a
+model over the OpenAI-compatible API that reads the history and answers a strategy.
+
+Both are functions of the stored history, so a rerun proposes what the first run would
+have: TPE's study is rebuilt in memory from the history every round and seeded with the
+search's seed plus the round (a sampler's RNG carried across rounds would differ after a
+resume); the model is asked again (its answer may differ; what it answered is stored).
+The model is called by the harness, never from a sandbox; its tokens are recorded apart
+(`proposer_tokens`): the search's cap is the generation runs' budget.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import openai
+import optuna
+from optuna.distributions import IntDistribution
+from pydantic import ValidationError
+
+from testprism.tasks.generate.generation import Endpoint
+from testprism.tasks.generate.search import SearchRound
+from testprism.tasks.generate.strategy import Strategy, StrategySpace
+
+log = logging.getLogger(__name__)
+
+#: TPE's random rounds before it models the history; Optuna's default (10) is more than a
+#: search under a budget of a few rounds ever reaches (TestHelix's K = 3)
+STARTUP_ROUNDS = 3
+
+SYSTEM_PROMPT = (
+    "You tune the strategy of a test-generation agent. Each round, the agent wrote a test suite per task "
+    "under the strategy shown; JSF is the share of tasks whose suite failed the buggy program, passed the "
+    "reference fix, accepted every valid alternative fix and rejected every invalid one. Propose the next "
+    "strategy to try: higher JSF is better, and every strategy runs under the same fixed token caps.")
+
+
+@dataclass(frozen=True)
+class Proposal:
+    strategy: Strategy
+    proposer: str  #: tpe | llm | tpe-fallback
+    note: str | None = None  #: why the model's answer was not used
+    tokens: int = 0  #: the proposer's own tokens
+
+
+def _distributions(space: StrategySpace) -> dict[str, IntDistribution]:
+    return {name: IntDistribution(b.low, b.high) for name, b in sorted(space.bounds.items())}
+
+
+def propose_tpe(space: StrategySpace, rounds: Sequence[SearchRound], round_: int, seed: int) -> Strategy:
+    """TPE's next point, from a study holding every round that has a JSF."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    distributions = _distributions(space)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(
+        seed=seed + round_, n_startup_trials=STARTUP_ROUNDS))
+    for r in rounds:
+        if r.jsf is not None:
+            study.add_trial(optuna.trial.create_trial(
+                params={n: getattr(r.strategy, n) for n in distributions}, distributions=distributions, value=r.jsf))
+    return space.strategy.model_copy(update=study.ask(distributions).params)
+
+
+def clamp(space: StrategySpace, answer: dict) -> Strategy:
+    """The model's answer as a strategy: unknown and fixed fields ignored (the start's stay),
+    searched fields rounded and clamped into their bounds. Raises ValueError when a searched
+    field is not a number."""
+    values = {}
+    for name, bound in space.bounds.items():
+        if name in answer:
+            value = answer[name]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{name}: {value!r} is not a number")
+            values[name] = min(bound.high, max(bound.low, round(value)))
+    return space.strategy.model_copy(update=values)
+
+
+def _answer_object(content: str) -> dict:
+    """The JSON object of an answer, bare or inside prose or a code fence."""
+    start, end = content.find("{"), content.rfind("}")
+    if start < 0 or end < start:
+        raise ValueError("no JSON object in the answer")
+    data = json.loads(content[start:end + 1])
+    if not isinstance(data, dict):
+        raise ValueError("the answer is not a JSON object")
+    return data
+
+
+def messages(space: StrategySpace, rounds: Sequence[SearchRound]) -> list[dict[str, str]]:
+    """The history table (strategy, JSF, tokens per round) and the bounds."""
+    lines = "\n".join(json.dumps({"round": r.round, "strategy": r.strategy.model_dump(), "jsf": r.jsf,
+                                  "tokens": r.tokens}) for r in rounds if r.jsf is not None)
+    bounds = "\n".join(f"- {n}: integer in [{b.low}, {b.high}]" for n, b in sorted(space.bounds.items()))
+    user = (f"## History (one JSON object per round)\n\n{lines}\n\n## Fields you may change\n\n{bounds}\n\n"
+            "Answer with one JSON object holding those fields only.")
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def propose_llm(space: StrategySpace, rounds: Sequence[SearchRound], round_: int, seed: int, endpoint: Endpoint,
+                model: str, timeout_s: float = 120.0) -> Proposal:
+    """The model's strategy, clamped to the bounds; TPE's on an error or a malformed
+    answer (recorded as `tpe-fallback` with the reason), so one bad answer costs no round."""
+    client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key or "none", timeout=timeout_s,
+                           max_retries=2)
+    tokens = 0
+    try:
+        completion = client.chat.completions.create(model=model, messages=messages(space, rounds), temperature=0.0)
+        tokens = completion.usage.total_tokens if completion.usage else 0
+        content = completion.choices[0].message.content if completion.choices else None
+        if not content:
+            raise ValueError("the answer is empty")
+        return Proposal(clamp(space, _answer_object(content)), "llm", tokens=tokens)
+    except (openai.OpenAIError, ValueError, ValidationError) as exc:
+        note = f"{type(exc).__name__}: {exc}"
+        log.warning("rsi round %d: the model's proposal is unusable (%s); TPE proposes instead", round_, note)
+        return Proposal(propose_tpe(space, rounds, round_, seed), "tpe-fallback", note, tokens)

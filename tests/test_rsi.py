@@ -1,0 +1,136 @@
+"""`testprism rsi`: a strategy search that finds the strategy a designed generator rewards,
+resumes from its stored history, exports its best, and never spends more than its search
+cap, even with a generator that spends every token it is allowed; the budget rule and the
+proposers on their own."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from testprism.flows.cli import app
+from testprism.storage import Store
+from testprism.tasks.generate.generation import Endpoint
+from testprism.tasks.generate.proposers import propose_llm, propose_tpe
+from testprism.tasks.generate.search import RoundStatus, SearchRound, round_budget
+from testprism.tasks.generate.strategy import Bound, Caps, Strategy, StrategySpace, load_strategy
+from tests.synthbench import make_synthetic
+from tests.test_generate import GREEDY
+
+#: writes the strong suite (greps for "fixed": JSF 1) when its strategy allows 4 or more
+#: test-repair rounds, else the lax one (always passes: JSF 0)
+DESIGNED = r"""
+import json, pathlib
+rounds = json.loads(pathlib.Path("tmp/.task/strategy.json").read_text())["rounds"]
+body = "grep -q '^fixed' impl.txt\n" if rounds >= 4 else "exit 0\n"
+pathlib.Path("tmp/run_tests.sh").write_text(body)
+"""
+SPACE = "[strategy]\nrounds = 1\n[bounds.rounds]\nlow = 1\nhigh = 8\n"
+
+
+def cli(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def searches(store: Path) -> pl.DataFrame:
+    return Store(store).scan("searches").sort("round").collect()
+
+
+def rsi(tmp_path: Path, work_root: Path, code: str, space: str, rounds: int, *extra: str) -> str:
+    tool = tmp_path / "agent.py"
+    tool.write_text(code)
+    (tmp_path / "strategy.toml").write_text(space)
+    return cli("rsi", str(tmp_path / "bench"), "--store", str(tmp_path / "store"), "--command",
+               "python tmp/.task/tools/agent.py", "--tool", str(tool), "--space", str(tmp_path / "strategy.toml"),
+               "--rounds", str(rounds), "--export", str(tmp_path / "best.json"), "--work", str(work_root), *extra)
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox")
+@pytest.mark.timeout(900)
+def test_tpe_finds_the_rewarded_strategy_resumes_and_exports_the_best(tmp_path, work_root):
+    make_synthetic(tmp_path / "bench", 2, valid=2, invalid=2)
+    printed = rsi(tmp_path, work_root, DESIGNED, SPACE, 6)
+    rows = searches(tmp_path / "store")
+    assert rows["round"].to_list() == [1, 2, 3, 4, 5, 6]  # one row per round
+    assert rows["proposer"].to_list() == ["start"] + ["tpe"] * 5
+    jsf = rows["jsf"].to_list()
+    strategies = [json.loads(s) for s in rows["strategy"]]
+    assert jsf[0] == 0.0 and strategies[0]["rounds"] == 1  # the start: the lax suite
+    assert max(jsf) == 1.0 > jsf[0]  # found: a strategy of 4 rounds or more, the strong suite
+    assert all((j == 1.0) == (s["rounds"] >= 4) for j, s in zip(jsf, strategies))
+    assert all(1 <= s["rounds"] <= 8 for s in strategies)
+    best = rows.filter(pl.col("jsf") == 1.0).row(0, named=True)
+    assert load_strategy(tmp_path / "best.json") == Strategy.model_validate_json(best["strategy"])
+    assert "rsi " in printed and "jsf" in printed
+
+    again = rsi(tmp_path, work_root, DESIGNED, SPACE, 6)  # resumes after round 6: nothing to do
+    assert searches(tmp_path / "store").equals(rows)
+    assert "0 rounds run now, 6 stored" in " ".join(again.split())
+    rsi(tmp_path, work_root, DESIGNED, SPACE, 7)  # more rounds continue the search
+    assert searches(tmp_path / "store")["round"].to_list() == [1, 2, 3, 4, 5, 6, 7]
+    assert searches(tmp_path / "store").head(6).equals(rows)
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox")
+@pytest.mark.timeout(600)
+def test_a_greedy_generator_never_takes_the_search_past_its_cap(tmp_path, work_root, endpoint):
+    url, script = endpoint
+    make_synthetic(tmp_path / "bench", 2, valid=1, invalid=1)
+    # a wide field, so that no two rounds share a strategy (which would spend nothing); a reply costs 2
+    space = ("[bounds.context_tokens]\nlow = 2000\nhigh = 64000\n"
+             "[caps]\nrun_tokens = 10\nreply_tokens = 2\nsearch_tokens = 50\n")
+    rsi(tmp_path, work_root, GREEDY, space, 6, "--model-url", url)
+    rows = searches(tmp_path / "store")
+    spent = Store(tmp_path / "store").scan("generations").collect()["total_tokens"].sum()
+    assert spent == rows["cumulative_tokens"][-1] == script.total() * 2 <= 50  # as stored, as upstream saw it
+    assert rows["status"].to_list() == ["done", "done", "cut", "stopped"]
+    assert rows["tokens"].to_list() == [20, 20, 8, 0]  # 2 runs each spending all 10 tokens, then all of 3 (4)
+    assert rows["run_tokens_cap"].to_list()[:3] == [10, 10, 3]  # (50 - 40) // 2 - 2 of headroom
+    assert rows["jsf"].to_list()[:3] == [0.0, 0.0, 0.0]  # over budget: no suite kept
+
+
+def test_the_budget_admits_cuts_and_stops_a_round():
+    caps = Caps(run_tokens=100, reply_tokens=10, search_tokens=1_000)
+    assert round_budget(caps, 0, 4).status is RoundStatus.DONE  # 4 × 110 fits
+    cut = round_budget(caps, 700, 4)  # 300 left: 75 a run, 10 of them headroom
+    assert cut.status is RoundStatus.CUT and cut.caps.run_tokens == 65 and "100 to 65" in cut.note
+    assert round_budget(caps, 960, 4).status is RoundStatus.STOPPED  # 10 a run: all of it headroom
+
+
+def _round(n: int, rounds: int, jsf: float, model: str = "default") -> SearchRound:
+    return SearchRound("s", n, f"rsi-s-{n}", "tpe", Strategy(rounds=rounds, model=model), jsf, 2, 10, 1, 10 * n, 10,
+                       100, 0, datetime.now(UTC), RoundStatus.DONE, None, ())
+
+
+def test_tpe_proposes_within_bounds_the_same_way_after_a_resume():
+    space = StrategySpace(strategy=Strategy(rounds=1), bounds={"rounds": Bound(low=1, high=8),
+                                                               "agent_steps": Bound(low=5, high=40)})
+    past = [_round(n, r, float(r >= 4)) for n, r in enumerate([1, 6, 2, 7, 3], start=1)]
+    proposed = [propose_tpe(space, past, 6, seed=0) for _ in range(2)]
+    assert proposed[0] == proposed[1]  # a function of the history, seed and round
+    assert 1 <= proposed[0].rounds <= 8 and 5 <= proposed[0].agent_steps <= 40
+    assert proposed[0].model_dump(exclude={"rounds", "agent_steps"}) == space.strategy.model_dump(
+        exclude={"rounds", "agent_steps"})
+
+
+def test_the_llm_proposer_is_clamped_to_the_bounds_and_falls_back_to_tpe(endpoint):
+    url, script = endpoint
+    space = StrategySpace(strategy=Strategy(rounds=1), bounds={"rounds": Bound(low=1, high=8),
+                                                               "agent_steps": Bound(low=5, high=40)})
+    asked = propose_llm(space, [_round(1, 1, 0.0, model="[[script:strategy]]")], 2, 0, Endpoint(url, None), "m")
+    assert asked.proposer == "llm" and asked.note is None and asked.tokens == 2
+    assert (asked.strategy.rounds, asked.strategy.agent_steps) == (8, 7)  # 99 clamped, 7.4 rounded
+    assert asked.strategy.model == "default"  # not a searched field: the start's
+    fallback = propose_llm(space, [_round(1, 1, 0.0, model="[[script:malformed]]")], 2, 0, Endpoint(url, None), "m")
+    assert fallback.proposer == "tpe-fallback" and "no JSON object" in fallback.note
+    assert 1 <= fallback.strategy.rounds <= 8
+    assert script.total() == 2
