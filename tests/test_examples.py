@@ -26,16 +26,22 @@ def test_bundled_benchmark_has_the_testprism_panel_shape():
 
 @pytest.mark.slow
 @pytest.mark.requires("sandbox")  # the demo's runs must be isolated by bubblewrap, not merely trusted
-@pytest.mark.timeout(1800)  # 528 sandbox runs, their confirmations, coverage and the report
+@pytest.mark.timeout(1800)  # 24 generation runs, 792 sandbox runs, their confirmations, coverage, report
 def test_demo_orders_configurations_as_designed(tmp_path, work_root):
     out = tmp_path / "demo"
     result = CliRunner().invoke(app, ["demo", "--out", str(out), "--work", str(work_root)])
     assert result.exit_code == 0, result.output
     board = pl.read_parquet(out / "scores" / "leaderboard.parquet")
-    best = {m: board.sort(m, descending=True)["configuration"][0] for m in ("jvr",)}
-    worst = {m: board.sort(m)["configuration"][0] for m in ("car", "wdr", "grr")}
+    written = board.filter(pl.col("configuration").is_in(["strong", "weak", "biased", "broken"]))
+    best = {m: written.sort(m, descending=True)["configuration"][0] for m in ("jvr",)}
+    worst = {m: written.sort(m)["configuration"][0] for m in ("car", "wdr", "grr")}
     assert best["jvr"] == "strong"
     assert worst == {"car": "biased", "wdr": "weak", "grr": "broken"}
+    # the generated ones, as their generators make them: biased (reproduces, rejects correct
+    # fixes written differently) and weak (accepts correct fixes, and wrong ones too)
+    generated = {r["configuration"]: r for r in board.iter_rows(named=True) if r["configuration"].startswith("from-")}
+    assert generated["from-reference"]["grr"] > 0.9 and generated["from-reference"]["car"] < 0.1
+    assert generated["from-instruction"]["car"] == 1.0 and generated["from-instruction"]["wdr"] < 0.1
     runs = pl.read_parquet(out / "runs" / "*.parquet")
-    assert runs.height == 4 * 12 * 11 and (runs["isolation"] == "bubblewrap").all()
+    assert runs.height == 6 * 12 * 11 and (runs["isolation"] == "bubblewrap").all()
     assert "leaderboard" in result.output
