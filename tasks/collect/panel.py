@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ast
 import logging
-import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -41,6 +40,7 @@ from apted import APTED
 from unidiff import PatchedFile
 
 from testprism.tasks.model import patches, toml_writer
+from testprism.tasks.model.folder_swap import swap_in
 from testprism.tasks.model.benchmark import Benchmark, Instance, load_benchmark
 from testprism.tasks.collect.candidate import CandidatePatch, tokens
 from testprism.tasks.model.hashing import digest
@@ -346,11 +346,7 @@ def write_panel_benchmark(benchmark: Benchmark, choices: Sequence[PanelChoice], 
         (staging / MARKER).write_text(f"written by testprism collect from {benchmark.root}\n")
         if kept:
             load_benchmark(staging)
-        if out.exists():
-            trash = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-            os.replace(out, trash)
-            shutil.rmtree(trash)
-        os.replace(staging, out)
+        swap_in(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     log.info("wrote %d panel instances to %s", len(kept), out)

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from testprism.tasks.model.benchmark import Benchmark, BenchmarkError
+from testprism.tasks.model.folder_swap import swap_in
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +55,7 @@ def write_generated(benchmark: Benchmark, configuration: str, suites: Mapping[st
     try:
         for instance_id, source in sorted(suites.items()):
             shutil.copytree(source, staging / instance_id)
-        if folder.exists():
-            trash = folder.parent / f".{configuration}.old-{uuid.uuid4().hex[:8]}"
-            os.replace(folder, trash)
-            shutil.rmtree(trash)
-        os.replace(staging, folder)
+        swap_in(staging, folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     log.info("wrote %d generated suites of %s to %s", len(suites), configuration, folder)

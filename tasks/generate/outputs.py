@@ -12,13 +12,13 @@ under a temporary name and renamed, so a reader never sees half of one.
 from __future__ import annotations
 
 import gzip
-import os
 import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from testprism.storage import Store
+from testprism.tasks.model.folder_swap import swap_in
 from testprism.tasks.model.hashing import digest, tree_digest
 from testprism.tasks.sandbox.base import ExecResult
 
@@ -75,9 +75,7 @@ def keep_outputs(store: Store, key: str, done: ExecResult, *, suite: bool) -> Ke
                 repair_hash = digest("repair", outputs.program_diff)
         if not tests:
             shutil.rmtree(staging / "suite")
-        if final.exists():  # a twin, or an earlier attempt of the same key: the newest wins
-            shutil.rmtree(final)
-        os.replace(staging, final)
+        swap_in(staging, final)  # over an earlier attempt of the same key: the newest wins
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     suite_hash = tree_digest(final / "suite") if tests else None
