@@ -159,3 +159,26 @@ def test_the_strategy_reaches_the_run_as_its_json(tmp_path, work_root):
     assert seen == {**Strategy().model_dump(), "rounds": 5, "agent_steps": 12, "model": "local-7b"}
     row = generated(tmp_path / "store").row(0, named=True)
     assert json.loads(row["strategy"])["rounds"] == 5
+
+
+HEALER = ("import pathlib\npathlib.Path('tmp/run_tests.sh').write_text(\"grep -q '^fixed' impl.txt\\n\")\n"
+          "pathlib.Path('impl.txt').write_text('fixed by the agent\\n')\n")
+
+
+@pytest.mark.requires("docker")
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_a_test_and_a_repair_come_back_from_either_backend(tmp_path, work_root, backend):
+    """Heterogeneous synthesis's two outputs, under bubblewrap and in a container alike."""
+    bench = make_synthetic(tmp_path / "bench", 1)
+    tool = tmp_path / "healer.py"
+    tool.write_text(HEALER)
+    store = tmp_path / "store"
+    cli("generate", str(bench), "--store", str(store), "--configuration", "healer", "--backend", backend,
+        "--tool", str(tool), "--command", "python tmp/.task/tools/healer.py", "--out", str(tmp_path / "out"),
+        "--work", str(work_root))
+    row = generated(store).row(0, named=True)
+    assert row["reason"] is None and row["backend"] == backend and row["repair_hash"]
+    repair = (store / "generated" / row["generation_key"] / "repair.diff").read_text()
+    assert "-bug" in repair and "+fixed by the agent" in repair
+    suite = tmp_path / "out" / "suites" / "healer" / "synth__0000" / "run_tests.sh"
+    assert suite.read_text() == "grep -q '^fixed' impl.txt\n"
