@@ -182,3 +182,30 @@ def test_a_test_and_a_repair_come_back_from_either_backend(tmp_path, work_root, 
     assert "-bug" in repair and "+fixed by the agent" in repair
     suite = tmp_path / "out" / "suites" / "healer" / "synth__0000" / "run_tests.sh"
     assert suite.read_text() == "grep -q '^fixed' impl.txt\n"
+
+
+def test_testprism_agent_as_the_command_writes_a_suite_that_replays(tmp_path, work_root, endpoint):
+    """The provided agent through generate: `testprism agent` runs in the sandbox (its one
+    file placed in the task folder), reaches the loopback model only through the channel,
+    and the suite it leaves fails on the buggy program and passes on the reference."""
+    from tests.chatserver import AGENT_FIX, AGENT_PROGRAM
+
+    url, script = endpoint
+    bench = make_synthetic(tmp_path / "bench", 1, valid=0, invalid=0)
+    instance = bench / "instances" / "synth__0000"
+    (instance / "program" / "impl.txt").unlink()
+    (instance / "program" / "calc.py").write_text(AGENT_PROGRAM)
+    (instance / "instruction.md").write_text("`add` in calc.py subtracts. [[script:agent-fail]]\n")
+    (instance / "reference.diff").write_text(AGENT_FIX)
+    toml = (instance / "instance.toml").read_text().replace("packages = []\n", "")  # the default: with pytest
+    (instance / "instance.toml").write_text(toml)
+    store, out = tmp_path / "store", tmp_path / "out"
+    cli("generate", str(bench), "--store", str(store), "--configuration", "agent", "--command", "testprism agent",
+        "--model-url", url, "--out", str(out), "--work", str(work_root), "--instance", "synth__0000")
+    row = generated(store).row(0, named=True)
+    assert row["reason"] is None and row["requests"] == 1 == row["reported_steps"] and script.total() == 1
+    suite = out / "suites" / "agent" / "synth__0000"
+    assert sorted(p.name for p in suite.iterdir()) == ["run_tests.sh", "test_generated.py"]
+    cli("replay", str(out), "--store", str(store), "--work", str(work_root), "--configuration", "agent")
+    runs = {r["state"]: r["outcome"] for r in Store(store).scan("runs").collect().iter_rows(named=True)}
+    assert runs == {"buggy": "F", "reference": "P"}
