@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -112,8 +113,14 @@ def api(env: dict[str, str], path: str, body: dict | None = None) -> dict | list
     request = urllib.request.Request(f"{url}{path}", data=None if body is None else json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"},
                                      method="GET" if body is None else "POST")
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        return json.loads(answer.read())
+    for attempt in range(6):
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                return json.loads(answer.read())
+        except urllib.error.HTTPError as exc:  # a busy server (its database locked) answers 503: ask again
+            if exc.code != 503 or attempt == 5:
+                raise
+            time.sleep(2 * (attempt + 1))
 
 
 def prefect(env: dict[str, str], *args: str) -> str:
