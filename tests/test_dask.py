@@ -192,14 +192,14 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_its_runs_are_redone(tmp_pat
             env={**os.environ, "PYTHONPATH": os.getcwd()}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
         deadline = time.monotonic() + 600
-        while not list((store / "runs").glob("*.parquet")) and replay.poll() is None and time.monotonic() < deadline:
+        while not list((store / "runs").glob("part-*.parquet")) and replay.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
-        stored_before = {p.name for p in (store / "runs").glob("*.parquet")}
+        stored_before = {p.name for p in (store / "runs").glob("part-*.parquet")}
         assert stored_before, "no batch stored anything before the replay ended"
         os.killpg(procs[0].pid, signal.SIGKILL)
         output, _ = replay.communicate(timeout=600)
     assert replay.returncode == 0, output[-3000:]
-    assert stored_before <= {p.name for p in (store / "runs").glob("*.parquet")}
+    assert stored_before <= {p.name for p in (store / "runs").glob("part-*.parquet")}
     runs = Store(store).scan("runs").collect()
     assert runs["run_key"].n_unique() == instances * 2 * 11
     assert runs.height == runs["run_key"].n_unique()  # nothing run twice
