@@ -51,9 +51,8 @@ class EnvironmentSpec(_Model):
     python: str = Field("3.11", pattern=r"^3\.\d+$")
     packages: tuple[str, ...] = ("pytest>=8,<10",)
 
-    @cached_property
+    @property
     def key(self) -> str:
-        """Computed once per spec: every run of the instance asks for it (run_spec)."""
         return digest("env", self.python, *sorted(self.packages))
 
 
