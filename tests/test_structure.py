@@ -66,6 +66,7 @@ def _valid_trees(instance: Instance, tmp_path: Path) -> dict[str, TreeNode]:
     return trees
 
 
+@pytest.mark.slow  # ~12 s of pure-Python APTED
 def test_python_distances_on_the_bundled_benchmark_are_unchanged(tmp_path):
     bench = load_benchmark(EXAMPLES)
     found = {}
