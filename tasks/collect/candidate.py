@@ -36,7 +36,7 @@ from scipy import sparse
 from unidiff import Hunk, PatchedFile
 from unidiff.errors import UnidiffParseError
 
-from testprism.tasks.model import patches
+from testprism.tasks.model import patches, syntax
 from testprism.tasks.model.benchmark import Benchmark
 from testprism.tasks.model.funnel import Excluded
 from testprism.tasks.model.hashing import digest
@@ -204,18 +204,32 @@ def patch_key(patch: str) -> str:
     return digest("patch", patch)
 
 
-def tokens(text: str) -> list[str]:
-    """Words (identifiers, keywords, numbers) and single punctuation characters, whatever
-    the language; single characters so that layout (`])` against `] )`) changes nothing."""
+def tokens(text: str, language: syntax.Language | None = None) -> list[str]:
+    """The tokens of a piece of code, so that layout (`])` against `] )`) changes nothing.
+    In a language with a tree-sitter grammar: its leaves (identifiers, keywords, operators,
+    literals whole), comments left out. Otherwise (Python, unknown files): words
+    (identifiers, keywords, numbers) and single punctuation characters."""
+    if language is not None and language.grammar is not None:
+        return syntax.tokens(language, text)
     return _TOKEN.findall(text)
 
 
 def changed_tokens(patch: str, sign: str) -> Counter[str]:
-    """Token counts of the added (`sign` "+") or removed ("-") lines of a normalised patch."""
+    """Token counts of the added (`sign` "+") or removed ("-") lines of a normalised patch.
+    Each line is tokenized on its own, but for a file with a grammar, whose changed lines
+    are read together as one fragment: a comment or a string may span lines."""
     counts: Counter[str] = Counter()
-    for line in patch.splitlines():
-        if line.startswith(sign) and not line.startswith(("+++ ", "--- ")):
-            counts.update(tokens(line[1:]))
+    language: syntax.Language | None = None
+    fragment: list[str] = []
+    for line in [*patch.splitlines(), "diff --git"]:
+        if line.startswith("diff --git"):  # the normalised form starts every file with it
+            counts.update(tokens("\n".join(fragment), language))
+            language, fragment = syntax.language_of(line.rsplit(" b/", 1)[-1]), []
+        elif line.startswith(sign) and not line.startswith(("+++ ", "--- ")):
+            if language is None or language.grammar is None:
+                counts.update(tokens(line[1:]))
+            else:
+                fragment.append(line[1:])
     return counts
 
 

@@ -10,9 +10,11 @@ Two shapes (DESIGN.md, collect):
 AST distance of two candidates: each becomes one tree, `patch → file:<path> → unit`, where
 the units are the functions (methods, or module-level statements outside any function)
 that the patch changes, taken from the file *after* the patch, as Python ASTs (node labels:
-the node type, plus the name, attribute or constant it holds; load/store contexts dropped).
-A file that is not Python or does not parse contributes a flat list of its added lines'
-tokens instead. The distance is the tree edit distance (APTED, unit costs) divided by the
+the node type, plus the name, attribute or constant it holds; load/store contexts dropped),
+or for Go, JavaScript, TypeScript and Java as tree-sitter trees (tasks/model/syntax.py:
+named nodes labelled by type, plus the identifier or literal a leaf holds or the operator an
+expression applies; comments dropped). A file of another language, or one that does not
+parse, contributes a flat list of its added lines' tokens instead. The distance is the tree edit distance (APTED, unit costs) divided by the
 larger tree's size, capped at 1: 0 for the same code, 1 for nothing in common.
 
 Pure-Python APTED is cubic (two 340-node trees take ~10 s), so statements that appear
@@ -36,10 +38,11 @@ from functools import cache
 from itertools import combinations
 from pathlib import Path
 
+import tree_sitter
 from apted import APTED
 from unidiff import PatchedFile
 
-from testprism.tasks.model import patches, toml_writer
+from testprism.tasks.model import patches, syntax, toml_writer
 from testprism.tasks.model.folder_swap import swap_in
 from testprism.tasks.model.benchmark import Benchmark, Instance, load_benchmark
 from testprism.tasks.collect.candidate import CandidatePatch, tokens
@@ -138,20 +141,71 @@ def _unit(body: Sequence[ast.stmt], line: int) -> ast.stmt | None:
     return None
 
 
-def _file_tree(patched: PatchedFile, text: str) -> TreeNode:
-    path = patched.path
-    if path.endswith(".py"):
+def _ts_label(node: tree_sitter.Node) -> str:
+    """As `_label`: the node type, plus the identifier or literal a leaf holds, or the
+    operator an expression applies (tree-sitter keeps `<` against `<=` in an unnamed child)."""
+    operator = node.child_by_field_name("operator")
+    if operator is not None:
+        return f"{node.type}:{syntax.text(operator)}"
+    if not node.named_children:
+        return f"{node.type}:{syntax.text(node)[:40]}"
+    return node.type
+
+
+def _ts_convert(language: syntax.Language, node: tree_sitter.Node) -> TreeNode:
+    """A tree-sitter subtree as a TreeNode: named nodes only (keywords and punctuation are
+    implied by the node type), comments dropped, literals as one leaf."""
+    if node.type in language.literals:
+        return TreeNode(f"{node.type}:{syntax.text(node)[:40]}", (), language.is_statement(node))
+    children = tuple(_ts_convert(language, c) for c in node.named_children if c.type not in language.comments)
+    return TreeNode(_ts_label(node), children, language.is_statement(node))
+
+
+def _ts_unit(language: syntax.Language, parent: tree_sitter.Node, line: int) -> tree_sitter.Node | None:
+    """As `_unit`: the top-level function or statement holding `line`, a method of the
+    class holding it (`export class …` looked through)."""
+    for node in parent.named_children:
+        if node.type in language.comments or not syntax.first_line(node) <= line <= syntax.last_line(node):
+            continue
+        declared = node.child_by_field_name("declaration")
+        if declared is not None and (declared.type in language.classes or language.is_function(declared)):
+            node = declared
+        body = node.child_by_field_name("body")
+        if node.type in language.classes and body is not None:
+            return _ts_unit(language, body, line) or node
+        return node
+    return None
+
+
+def _units(patched: PatchedFile, text: str, language: syntax.Language | None) -> tuple[TreeNode, ...] | None:
+    """The trees of the units a file diff changes, None when its language has no reader
+    here or the file does not parse after the patch."""
+    changed = sorted(patches.changed_lines(patched, removals="previous-or-hunk-start"))
+    if language is syntax.PYTHON:
         try:
             module = ast.parse(text)
         except (SyntaxError, ValueError):
-            log.debug("%s does not parse after the patch: token fallback", path)
-        else:
-            changed = sorted(patches.changed_lines(patched, removals="previous-or-hunk-start"))
-            units = {id(u): u for u in (_unit(module.body, n) for n in changed) if u}
-            ordered = sorted(units.values(), key=_start)
-            return TreeNode(f"file:{path}", tuple(_convert(u) for u in ordered))
+            return None
+        units = {id(u): u for u in (_unit(module.body, n) for n in changed) if u}
+        return tuple(_convert(u) for u in sorted(units.values(), key=_start))
+    if language is None or language.grammar is None:
+        return None
+    root = syntax.parse(language, text)
+    if root.has_error:
+        return None
+    found = {u.start_byte: u for u in (_ts_unit(language, root, n) for n in changed) if u}
+    return tuple(_ts_convert(language, found[start]) for start in sorted(found))
+
+
+def _file_tree(patched: PatchedFile, text: str) -> TreeNode:
+    path = patched.path
+    language = syntax.language_of(path)
+    units = _units(patched, text, language)
+    if units is not None:
+        return TreeNode(f"file:{path}", units)
+    log.debug("%s: no syntax tree after the patch: token fallback", path)
     added = "\n".join(line.value for hunk in patched for line in hunk if line.line_type == "+")
-    return TreeNode(f"file:{path}", tuple(TreeNode(f"tok:{t}") for t in tokens(added)))
+    return TreeNode(f"file:{path}", tuple(TreeNode(f"tok:{t}") for t in tokens(added, language)))
 
 
 def patch_tree(patch: str, read: Callable[[str], str | None]) -> TreeNode:

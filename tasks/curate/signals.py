@@ -5,8 +5,10 @@
   still a one-line fix);
 - **test count**: the test functions of the official tests, read from the syntax tree of
   each test file as the checks patch leaves it (Python: pytest's rule, `test*` functions at
-  module level and `test*` methods of `Test*` classes or `unittest.TestCase` subclasses);
-  for other languages a documented pattern per file extension (`TEST_PATTERNS`);
+  module level and `test*` methods of `Test*` classes or `unittest.TestCase` subclasses;
+  Go, JavaScript, TypeScript, Java: their test rule on the tree-sitter tree,
+  tasks/model/syntax.py); for other languages a documented pattern per file extension
+  (`TEST_PATTERNS`);
 - **test density**: tests / max(1, files the reference modifies).
 
 Plain functions of the diffs and the program: nothing runs.
@@ -23,7 +25,7 @@ from pathlib import Path, PurePosixPath
 
 from unidiff import PatchedFile, PatchSet
 
-from testprism.tasks.model import patches
+from testprism.tasks.model import patches, syntax
 from testprism.tasks.model.benchmark import Instance
 from testprism.tasks.model.pytest_ids import find_test_functions
 from testprism.tasks.model.state import apply_patch
@@ -38,13 +40,10 @@ COMMENT_PREFIXES: dict[str, tuple[str, ...]] = {
     ".cs": ("//", "/*", "*"), ".kt": ("//", "/*", "*"), ".swift": ("//", "/*", "*"), ".php": ("//", "#", "/*", "*"),
 }
 
-#: Test functions in files that are not Python: one match of the pattern is one test.
+#: Test functions in files of languages without a syntax record's test rule: one match of
+#: the pattern is one test.
 TEST_PATTERNS: dict[str, re.Pattern[str]] = {
-    ".js": re.compile(r"^\s*(?:it|test)(?:\.\w+)?\s*\(", re.M),
-    ".ts": re.compile(r"^\s*(?:it|test)(?:\.\w+)?\s*\(", re.M),
-    ".go": re.compile(r"^func\s+Test\w*\s*\(", re.M),
     ".rs": re.compile(r"^\s*#\[(?:tokio::)?test\]", re.M),
-    ".java": re.compile(r"^\s*@(?:Test|ParameterizedTest)\b", re.M),
     ".kt": re.compile(r"^\s*@Test\b", re.M),
     ".rb": re.compile(r"^\s*(?:it\s+['\"]|def\s+test_)", re.M),
     ".cs": re.compile(r"^\s*\[(?:Test|Fact|Theory|TestMethod)\b", re.M),
@@ -86,15 +85,18 @@ def python_tests(source: str) -> int:
 
 
 def tests_in(path: str, source: str) -> int:
-    """Test functions in one file of the official tests (0 for a file no rule reads)."""
-    suffix = PurePosixPath(path).suffix
-    if suffix == ".py":
+    """Test functions in one file of the official tests (0 for a file no rule reads, and for
+    one that does not parse: a count from half a file would be a wrong one)."""
+    language = syntax.language_of(path)
+    if language is not None and (language is syntax.PYTHON or language.tests is not None):
+        if not language.test_file(path):
+            return 0
         try:
-            return python_tests(source)
+            return len(find_test_functions(source, language.name))
         except (SyntaxError, ValueError) as exc:
             log.warning("%s: not parseable (%s); its tests are not counted", path, exc)
             return 0
-    pattern = TEST_PATTERNS.get(suffix)
+    pattern = TEST_PATTERNS.get(PurePosixPath(path).suffix)
     return len(pattern.findall(source)) if pattern else 0
 
 

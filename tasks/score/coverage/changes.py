@@ -13,6 +13,13 @@ file's syntax tree (ast), so it does not depend on what the run managed to repor
   never imported, so none of its lines ran;
 - a changed function is the innermost `def` holding a changed line; it is entered if any
   line of its body ran.
+
+Go, JavaScript, TypeScript and Java files are read the same way from their tree-sitter
+trees (tasks/model/syntax.py): a code line is one holding a token that is not a comment,
+its statement the smallest one holding it (a compound statement's header up to its first
+inner statement), its function the innermost named function or method (`Type.method`,
+`Class.method`). The coverage collector reports Python only (`MEASURED_LANGUAGES`): other
+files are left out of ΔC and EC, not measured, never counted as missed.
 """
 
 from __future__ import annotations
@@ -24,10 +31,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import tree_sitter
 
-from testprism.tasks.model import patches
+from testprism.tasks.model import patches, syntax
 
 log = logging.getLogger(__name__)
+
+#: The languages whose executed lines the coverage collector (coverage.py) reports.
+MEASURED_LANGUAGES = frozenset({syntax.PYTHON.name})
 
 
 @dataclass(frozen=True)
@@ -52,11 +63,12 @@ class ChangedFile:
 
 
 def changed_lines(reference: bytes) -> dict[str, set[int]]:
-    """Per Python file the reference leaves behind, the target-side lines it adds, plus one
-    stand-in line per pure deletion (the next context line, else the previous one)."""
+    """Per file of a measured language the reference leaves behind, the target-side lines it
+    adds, plus one stand-in line per pure deletion (the next context line, else the previous one)."""
     changed: dict[str, set[int]] = {}
     for patched in patches.parse(reference):
-        if patched.is_removed_file or not patched.path.endswith(".py"):
+        language = syntax.language_of(patched.path)
+        if patched.is_removed_file or language is None or language.name not in MEASURED_LANGUAGES:
             continue
         changed.setdefault(patched.path, set()).update(patches.changed_lines(patched, removals="following"))
     return {path: lines for path, lines in changed.items() if lines}
@@ -118,11 +130,54 @@ def _is_code(text: str) -> bool:
     return bool(stripped) and not stripped.startswith("#")
 
 
+def _ts_spans(language: syntax.Language, root: tree_sitter.Node) -> Iterator[range]:
+    """As `_spans`: each statement's lines, a statement holding statements up to the line
+    before its first inner one (`if x {` … `}`: its header line)."""
+    for node in syntax.walk(root):
+        if language.is_statement(node):
+            start = syntax.first_line(node)
+            inner = next((n for n in syntax.walk(node) if n is not node and language.is_statement(n)
+                          and syntax.first_line(n) > start), None)
+            end = syntax.first_line(inner) if inner is not None else syntax.last_line(node) + 1
+            yield range(start, end)
+
+
+def _ts_code_lines(language: syntax.Language, root: tree_sitter.Node) -> set[int]:
+    """Lines holding a token that is not a comment (a brace alone counts: it is code)."""
+    return {line for leaf in syntax.leaves(language, root)
+            for line in range(syntax.first_line(leaf), syntax.last_line(leaf) + 1)}
+
+
+def _analyse_tree_sitter(path: str, language: syntax.Language, source: bytes, lines: Iterable[int]) -> ChangedFile:
+    root = syntax.parse(language, source)
+    code_lines = _ts_code_lines(language, root)
+    code = sorted(n for n in set(lines) if n in code_lines)
+    if root.has_error:
+        log.warning("%s: not parseable here; counting changed lines one by one", path)
+        return ChangedFile(path, {n: range(n, n + 1) for n in code}, ())
+    spans = sorted(_ts_spans(language, root), key=len)
+    mapped = {n: span for n in code if (span := next((s for s in spans if n in s), None)) is not None}
+    units = sorted(syntax.units(language, root), key=lambda u: len(u.lines))
+    functions = {}
+    for n in code:
+        unit = next((u for u in units if n in u.lines), None)
+        if unit is not None:
+            functions[(unit.name, unit.line)] = ChangedFunction(unit.name, unit.line, unit.body)
+    return ChangedFile(path, mapped, tuple(sorted(functions.values(), key=lambda f: f.line)))
+
+
 def analyse_file(path: str, source: bytes, lines: Iterable[int]) -> ChangedFile:
     """Map the changed lines of one reference file to statements and functions.
 
     A file the host's parser cannot read (syntax newer than this Python, or Python 2)
-    falls back to one statement per changed code line and no functions."""
+    falls back to one statement per changed code line and no functions. Files of a
+    language with a tree-sitter grammar are read from its tree; any other file has no
+    statements and no functions here."""
+    language = syntax.language_of(path)
+    if language is None or (language is not syntax.PYTHON and language.grammar is None):
+        return ChangedFile(path, {}, ())
+    if language is not syntax.PYTHON:
+        return _analyse_tree_sitter(path, language, source, lines)
     text = source.decode("utf-8", errors="replace").splitlines()
     code = sorted(n for n in set(lines) if 0 < n <= len(text) and _is_code(text[n - 1]))
     try:

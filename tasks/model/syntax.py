@@ -1,0 +1,310 @@
+"""The syntax of a language: the one place that knows how each language's code is shaped.
+
+Panels (AST distance), near duplicates (tokens), coverage (changed functions and code
+lines) and curation (test counts) all read code structure. Python is read with `ast`, whose
+behaviour the bundled benchmark's numbers depend on; every other language with a
+`Language` record here is read with its tree-sitter grammar. A file of a language without a
+grammar is not measured by these readers (each caller says what it does instead).
+
+A language is a record in `LANGUAGES`: its file extensions, its grammar, and which node types
+are functions, classes, statements, literals and comments, plus its test rule. Adding a
+language is adding a record.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import PurePosixPath
+
+import tree_sitter
+import tree_sitter_go
+import tree_sitter_java
+import tree_sitter_javascript
+import tree_sitter_typescript
+
+TestFunction = tuple[str, int, int]
+"""(qualified name, first line, last line), 1-based and inclusive, as pytest_ids reports them."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A named function or method: `name` is qualified by its enclosing types (`Type.method`),
+    `lines` is its whole extent (annotations included), `body` the lines of its body."""
+
+    name: str
+    line: int
+    lines: range
+    body: range
+
+
+@dataclass(frozen=True)
+class Language:
+    """How one language's code is read. `grammar` is None for Python (read with `ast`)."""
+
+    name: str
+    extensions: tuple[str, ...]
+    grammar: Callable[[], object] | None = None
+    functions: frozenset[str] = frozenset()  #: named functions and methods
+    classes: frozenset[str] = frozenset()  #: types whose methods are named `Type.method`
+    statements: frozenset[str] = frozenset()  #: statements beyond the `*_statement` types
+    literals: frozenset[str] = frozenset()  #: nodes read as one token (strings keep their spaces)
+    comments: frozenset[str] = frozenset({"comment"})
+    #: the test functions of a parsed file (None: the language has no test rule here)
+    tests: Callable[[tree_sitter.Node], Iterator[TestFunction]] | None = None
+    #: the files the language's test runner reads tests from
+    test_file: Callable[[str], bool] = field(default=lambda path: True)
+
+    def is_statement(self, node: tree_sitter.Node) -> bool:
+        return node.type.endswith("_statement") or node.type in self.statements
+
+    def is_function(self, node: tree_sitter.Node) -> bool:
+        return node.type in self.functions
+
+
+@cache
+def parser(language: Language) -> tree_sitter.Parser:
+    """The tree-sitter parser of a language with a grammar (loaded once per process)."""
+    if language.grammar is None:
+        raise ValueError(f"{language.name} has no tree-sitter grammar here")
+    return tree_sitter.Parser(tree_sitter.Language(language.grammar()))
+
+
+def parse(language: Language, source: str | bytes) -> tree_sitter.Node:
+    """The root of `source`'s tree. tree-sitter always returns one: callers that need a
+    whole program check `root.has_error`."""
+    data = source.encode("utf-8") if isinstance(source, str) else source
+    return parser(language).parse(data).root_node
+
+
+def text(node: tree_sitter.Node) -> str:
+    return (node.text or b"").decode("utf-8", errors="replace")
+
+
+def first_line(node: tree_sitter.Node) -> int:
+    return node.start_point.row + 1
+
+
+def last_line(node: tree_sitter.Node) -> int:
+    """The node's last line; a node ending at column 0 (a trailing newline) ends the line before."""
+    end = node.end_point
+    return max(end.row if end.column == 0 else end.row + 1, first_line(node))
+
+
+def walk(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
+    """Every node under `node`, `node` first, in source order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+def leaves(language: Language, node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
+    """The tokens of a tree in source order: leaves and literals whole, comments left out."""
+    if node.type in language.comments:
+        return
+    if node.child_count == 0 or node.type in language.literals:
+        if node.end_byte > node.start_byte:
+            yield node
+        return
+    for child in node.children:
+        yield from leaves(language, child)
+
+
+def tokens(language: Language, source: str) -> list[str]:
+    """The token texts of a piece of code (a whole file or the lines a patch adds: tree-sitter
+    reads fragments too), so that layout and comments change nothing."""
+    return [text(leaf) for leaf in leaves(language, parse(language, source))]
+
+
+# -- names -----------------------------------------------------------------------------------
+
+
+def _name(node: tree_sitter.Node) -> str | None:
+    """A function's or type's own name: its `name` field, a Go method's receiver type
+    prefixed, an anonymous function's variable (`const f = () => …`)."""
+    name = node.child_by_field_name("name")
+    if name is None and node.parent is not None and node.parent.type in ("variable_declarator", "pair"):
+        name = node.parent.child_by_field_name("name") or node.parent.child_by_field_name("key")
+    if name is None:
+        return None
+    receiver = node.child_by_field_name("receiver")
+    if receiver is not None:
+        types = [text(n) for n in walk(receiver) if n.type == "type_identifier"]
+        if types:
+            return f"{types[0]}.{text(name)}"
+    return text(name)
+
+
+def _body_line(language: Language, function: tree_sitter.Node) -> int:
+    """Where a function's body starts: its first statement's line (as Python's `body[0]`: the
+    line of the opening brace did not run anything), the body's own line when it is empty."""
+    body = function.child_by_field_name("body") or function
+    inner = [c for c in body.named_children if c.type not in language.comments]
+    return first_line(inner[0]) if inner else first_line(body)
+
+
+def units(language: Language, root: tree_sitter.Node) -> Iterator[Unit]:
+    """Every named function and method, qualified by its enclosing classes and functions."""
+
+    def visit(node: tree_sitter.Node, prefix: str) -> Iterator[Unit]:
+        for child in node.children:
+            inner = prefix
+            if language.is_function(child) or child.type in language.classes:
+                name = _name(child)
+                if name is not None:
+                    inner = f"{prefix}{name}."
+                    if language.is_function(child):
+                        yield Unit(f"{prefix}{name}", first_line(child), range(first_line(child), last_line(child) + 1),
+                                   range(_body_line(language, child), last_line(child) + 1))
+            yield from visit(child, inner)
+
+    yield from visit(root, "")
+
+
+# -- test rules ------------------------------------------------------------------------------
+
+_GO_TEST = re.compile(r"Test(?![a-z])")
+
+
+def _go_tests(root: tree_sitter.Node) -> Iterator[TestFunction]:
+    """`go test`'s rule: top-level `func TestX(t *testing.T)`, X not starting in lower case."""
+    for node in root.children:
+        name = node.child_by_field_name("name")
+        params = node.child_by_field_name("parameters")
+        if (node.type == "function_declaration" and name is not None and params is not None
+                and _GO_TEST.match(text(name)) and re.fullmatch(r"\(\s*\w+\s+\*testing\.T\s*\)", text(params))):
+            yield text(name), first_line(node), last_line(node)
+
+
+_JS_TEST_CALLEES = {"test", "it"}
+_JS_GROUP_CALLEES = {"describe"}
+
+
+def _js_callee(call: tree_sitter.Node) -> str | None:
+    """The base name of a test-framework call: `it(…)`, `test.only(…)`, `test.each(t)(…)`."""
+    function = call.child_by_field_name("function")
+    while function is not None:
+        if function.type == "identifier":
+            return text(function)
+        if function.type == "member_expression":
+            function = function.child_by_field_name("object")
+        elif function.type == "call_expression":
+            function = function.child_by_field_name("function")
+        else:
+            return None
+    return None
+
+
+def _js_title(call: tree_sitter.Node) -> str | None:
+    arguments = call.child_by_field_name("arguments")
+    first = arguments.named_children[0] if arguments is not None and arguments.named_children else None
+    if first is None or first.type not in ("string", "template_string"):
+        return None
+    return text(first)[1:-1]
+
+
+def _js_tests(root: tree_sitter.Node) -> Iterator[TestFunction]:
+    """Jest/Mocha/Vitest's rule: `test(title, …)`/`it(title, …)` calls with a string title
+    (`.only`, `.skip`, `.each(table)` variants too), named through their `describe` blocks."""
+
+    def visit(node: tree_sitter.Node, prefix: str) -> Iterator[TestFunction]:
+        for child in node.named_children:
+            if child.type == "call_expression":
+                callee, title = _js_callee(child), _js_title(child)
+                if title is not None and callee in _JS_TEST_CALLEES:
+                    yield prefix + title, first_line(child), last_line(child)
+                    continue
+                if title is not None and callee in _JS_GROUP_CALLEES:
+                    yield from visit(child, f"{prefix}{title}::")
+                    continue
+            yield from visit(child, prefix)
+
+    yield from visit(root, "")
+
+
+_JAVA_TEST_ANNOTATIONS = {"Test", "ParameterizedTest"}
+
+
+def _java_tests(root: tree_sitter.Node) -> Iterator[TestFunction]:
+    """JUnit's rule: methods annotated `@Test` or `@ParameterizedTest` (any package),
+    named `Class::method` through their (nested) classes."""
+
+    def annotated(method: tree_sitter.Node) -> bool:
+        modifiers = next((c for c in method.children if c.type == "modifiers"), None)
+        names = [text(a.child_by_field_name("name")).rsplit(".", 1)[-1] for a in (modifiers.children if modifiers else ())
+                 if a.type in ("marker_annotation", "annotation") and a.child_by_field_name("name") is not None]
+        return any(n in _JAVA_TEST_ANNOTATIONS for n in names)
+
+    def visit(node: tree_sitter.Node, prefix: str) -> Iterator[TestFunction]:
+        for child in node.named_children:
+            name = child.child_by_field_name("name")
+            if child.type == "method_declaration" and name is not None and annotated(child):
+                yield prefix + text(name), first_line(child), last_line(child)
+            elif child.type in JAVA.classes and name is not None:
+                yield from visit(child, f"{prefix}{text(name)}::")
+            else:
+                yield from visit(child, prefix)
+
+    yield from visit(root, "")
+
+
+# -- the records -----------------------------------------------------------------------------
+
+PYTHON = Language("python", (".py",))
+GO = Language(
+    "go", (".go",), tree_sitter_go.language,
+    functions=frozenset({"function_declaration", "method_declaration"}),
+    statements=frozenset({"short_var_declaration", "var_declaration", "const_declaration", "type_declaration",
+                          "function_declaration", "method_declaration", "import_declaration"}),
+    literals=frozenset({"interpreted_string_literal", "raw_string_literal", "rune_literal"}),
+    tests=_go_tests, test_file=lambda path: path.endswith("_test.go"),
+)
+JAVASCRIPT = Language(
+    "javascript", (".js", ".mjs", ".cjs", ".jsx"), tree_sitter_javascript.language,
+    functions=frozenset({"function_declaration", "generator_function_declaration", "method_definition",
+                         "function_expression", "arrow_function"}),
+    classes=frozenset({"class_declaration", "class"}),
+    statements=frozenset({"lexical_declaration", "variable_declaration", "function_declaration",
+                          "generator_function_declaration", "class_declaration", "method_definition",
+                          "field_definition"}),
+    literals=frozenset({"string", "template_string", "regex"}),
+    tests=_js_tests,
+)
+TYPESCRIPT = replace(
+    JAVASCRIPT, name="typescript", extensions=(".ts", ".mts", ".cts"), grammar=tree_sitter_typescript.language_typescript,
+    classes=JAVASCRIPT.classes | {"abstract_class_declaration", "interface_declaration"},
+    statements=JAVASCRIPT.statements | {"abstract_class_declaration", "interface_declaration", "type_alias_declaration",
+                                        "enum_declaration", "public_field_definition"},
+)
+TSX = replace(TYPESCRIPT, name="tsx", extensions=(".tsx",), grammar=tree_sitter_typescript.language_tsx)
+JAVA = Language(
+    "java", (".java",), tree_sitter_java.language,
+    functions=frozenset({"method_declaration", "constructor_declaration"}),
+    classes=frozenset({"class_declaration", "interface_declaration", "enum_declaration", "record_declaration"}),
+    statements=frozenset({"local_variable_declaration", "field_declaration", "method_declaration",
+                          "constructor_declaration", "class_declaration", "interface_declaration",
+                          "enum_declaration", "record_declaration", "import_declaration", "package_declaration"}),
+    literals=frozenset({"string_literal", "character_literal", "text_block"}),
+    comments=frozenset({"line_comment", "block_comment"}),
+    tests=_java_tests,
+)
+
+LANGUAGES: dict[str, Language] = {lang.name: lang for lang in (PYTHON, GO, JAVASCRIPT, TYPESCRIPT, TSX, JAVA)}
+_BY_EXTENSION = {ext: lang for lang in LANGUAGES.values() for ext in lang.extensions}
+
+
+def language_of(path: str) -> Language | None:
+    """The language of a file, by its extension (None: no record reads it)."""
+    return _BY_EXTENSION.get(PurePosixPath(path).suffix)
+
+
+def named(name: str) -> Language:
+    """The record of a language name as instances give it (`instance.spec.language`)."""
+    try:
+        return LANGUAGES[name]
+    except KeyError:
+        raise ValueError(f"no syntax record for language {name!r} (known: {', '.join(sorted(LANGUAGES))})") from None
