@@ -20,7 +20,7 @@ from unidiff.errors import UnidiffParseError
 
 from testprism.tasks.model import patches
 from testprism.tasks.model.hashing import digest, tree_digest, tree_files
-from testprism.tasks.model.languages import LANGUAGES
+from testprism.tasks.model.syntax import LANGUAGES
 from testprism.tasks.model.outcome import Reason
 
 log = logging.getLogger(__name__)
