@@ -149,7 +149,7 @@ def code_lines(text: str, quotes: str, raw: str = "") -> set[int]:
     return found
 
 
-def _changed_code(tree: Path, reference: bytes, keep: "re.Pattern[str]", quotes: str,
+def _changed_code(tree: Path, reference: bytes, keep: re.Pattern[str], quotes: str,
                   raw: str = "") -> tuple[ChangedFile, ...]:
     """The code lines the reference adds (plus a stand-in per pure deletion, as for
     Python: changes.changed_lines) in the files whose path `keep` matches; one statement
