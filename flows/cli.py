@@ -136,8 +136,9 @@ def _replay(benchmark: Path, store: Path, configurations: list[str], backend: st
             patch_fuzz=patch_fuzz,
         )
     log.info(
-        "replay: %d planned, %d already stored, %d executed; outcomes %s; isolation: %s",
+        "replay: %d planned, %d already stored, %d executed; outcomes %s; isolation: %s; %d state builds",
         summary.planned, summary.skipped, summary.executed, summary.outcomes or "{}", summary.isolation,
+        summary.builds,
     )
 
 

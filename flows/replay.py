@@ -36,6 +36,8 @@ class ReplaySummary:
     executed: int
     outcomes: dict[str, int]
     isolation: str
+    #: state build steps run (once per state: a state built by an earlier replay is not counted)
+    builds: int = 0
 
 
 @task(name="replay-batch", retries=0, cache_policy=NO_CACHE)
@@ -87,7 +89,7 @@ def replay_flow(
     sink = progress.current()
     sink.start(len(todo), "replay")
     sink.advance(unrunnable)
-    executed = 0
+    executed = builds = 0
     if runnable:
         groups = batches(runnable, place.batch_target(len(runnable)))
         with place.task_runner() as runner:
@@ -96,6 +98,7 @@ def replay_flow(
                 summary = future.result()
                 sink.advance(futures[future])
                 executed += summary.executed
+                builds += summary.builds
                 for key, n in summary.outcomes.items():
                     outcomes[key] = outcomes.get(key, 0) + n
-    return ReplaySummary(len(specs), len(specs) - len(todo), executed, outcomes, inputs.isolation)
+    return ReplaySummary(len(specs), len(specs) - len(todo), executed, outcomes, inputs.isolation, builds)

@@ -3,10 +3,11 @@ tmp folders are private to root), a Docker engine for the docker backend's tests
 one place that decides what a test does when an optional component is missing.
 
 Optional components (`COMPONENTS`): `sandbox` (bubblewrap that can create its namespaces,
-and a Python 3.11 the sandbox's uid can run), `docker` (an engine that answers) and
-`chromium` (the report's rendering tests). A test asks for one with
+and a Python 3.11 the sandbox's uid can run), `docker` (an engine that answers),
+`chromium` (the report's rendering tests) and `toolchains` (go, gotestsum and node, which
+the Go and JavaScript instances replay on). A test asks for one with
 `@pytest.mark.requires("sandbox")` or the `require` fixture (`require("chromium")`).
-Missing, it FAILS when `TESTPRISM_REQUIRE_<NAME>` is set (make test sets all three, after
+Missing, it FAILS when `TESTPRISM_REQUIRE_<NAME>` is set (make test sets all four, after
 .ci/setup has installed them) and skips, naming that variable, when it is not (bare pytest)."""
 
 from __future__ import annotations
@@ -66,10 +67,20 @@ def _chromium_problem() -> str | None:
     return None if chromium_binary() else "neither chromium nor chromium-browser is on PATH (apt-get install chromium)"
 
 
+#: the host toolchains the Go and JavaScript tests replay on (the local backend's)
+TOOLCHAINS = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs"}
+
+
+def _toolchains_problem() -> str | None:
+    missing = [f"{tool} (apt-get install {package})" for tool, package in TOOLCHAINS.items() if not shutil.which(tool)]
+    return f"not on PATH: {', '.join(missing)}" if missing else None
+
+
 COMPONENTS = {
     "sandbox": Component("TESTPRISM_REQUIRE_SANDBOX", _sandbox_problem),
     "docker": Component("TESTPRISM_REQUIRE_DOCKER", _docker_problem),
     "chromium": Component("TESTPRISM_REQUIRE_CHROMIUM", _chromium_problem),
+    "toolchains": Component("TESTPRISM_REQUIRE_TOOLCHAINS", _toolchains_problem),
 }
 
 

@@ -5,7 +5,6 @@ without a toolchain is not measured."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -17,7 +16,7 @@ import pytest
 
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.workdir import WorkPaths
-from testprism.tasks.score.coverage import probe
+from testprism.tasks.score.coverage.probe import measure_coverage
 from testprism.tasks.score.coverage.changes import parse_go_profile, parse_v8_report, score_changes, v8_executed
 from testprism.tasks.score.coverage.instrument import COMMAND
 from testprism.tasks.score.coverage.toolchains import (
@@ -28,9 +27,9 @@ from testprism.tasks.score.coverage.toolchains import (
     toolchain_for,
 )
 from tests.benchfixture import CHECKS, diff, make_benchmark
+from tests.langfixture import GO_RUN, JS_RUN, make_language_benchmark
 
-needs_go = pytest.mark.skipif(not (shutil.which("go") and shutil.which("gotestsum")), reason="needs go and gotestsum")
-needs_node = pytest.mark.skipif(not shutil.which("node"), reason="needs node")
+needs_go = needs_node = pytest.mark.requires("toolchains")
 
 CALC_GO = textwrap.dedent('''\
     package calc
@@ -285,15 +284,56 @@ def test_each_language_has_its_toolchain_or_none():
 
 @pytest.mark.requires("sandbox")
 @pytest.mark.parametrize("language", ["java", "typescript"])
-def test_an_unmeasured_language_gives_null_with_a_reason(tmp_path, work_root, monkeypatch, language):
-    """Until the benchmark's language field takes these, the instance is widened in memory."""
+def test_an_unmeasured_language_gives_null_with_a_reason(tmp_path, work_root, language):
     bench = make_benchmark(tmp_path / "bench", {"strong": {"test_median.py": CHECKS}})
-    benchmark = load_benchmark(bench)
-    widened = {key: dataclasses.replace(inst, spec=inst.spec.model_copy(update={"language": language}))
-               for key, inst in benchmark.instances.items()}
-    monkeypatch.setattr(probe, "load_benchmark", lambda *args: dataclasses.replace(benchmark, instances=widened))
-    frame = probe.measure_coverage(bench, tmp_path / "store", work_root, "local")
+    toml = bench / "instances" / "mini__median-even" / "instance.toml"
+    toml.write_text(toml.read_text().replace('source = "mini"\n', f'source = "mini"\nlanguage = "{language}"\n'))
+    assert load_benchmark(bench).instances["mini__median-even"].spec.language == language
+    frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
     assert frame.height == 1
     for row in frame.iter_rows(named=True):
         assert row["delta_c"] is None and row["ec"] is None and row["changed_lines"] is None
         assert row["reason"] == "not_measured" and row["exit_code"] is None
+
+
+GO_WEAK = '''\
+package tmp_test
+
+import (
+	"testing"
+
+	"example.com/calc/calc"
+)
+
+func TestInside(t *testing.T) {
+	if got := calc.Clamp(3, 0, 5); got != 3 {
+		t.Fatalf("got %d", got)
+	}
+}
+'''
+JS_WEAK = '''\
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { clamp } = require('../src/clamp.js');
+
+test('below', () => { assert.equal(clamp(-1, 0, 5), 0); });  // returns before line 6's test
+'''
+
+
+@pytest.mark.requires("sandbox", "toolchains")
+def test_measure_coverage_of_go_and_javascript_instances_under_local(tmp_path, work_root):
+    """The whole pass on the tiny Go instance (with its build step) and the JavaScript one:
+    the strong suites reach the reference's changed line, the weak ones never do (a line
+    whose `if` ran but not its `return` counts as run in JavaScript: hence `clamp(-1, ...)`)."""
+    bench = make_language_benchmark(tmp_path / "bench")
+    write_tree(bench / "suites" / "weak", {"go__clamp/clamp_test.go": GO_WEAK, "go__clamp/run_tests.sh": GO_RUN,
+                                           "js__clamp/clamp.test.js": JS_WEAK, "js__clamp/run_tests.sh": JS_RUN})
+    frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
+    rows = {(r["configuration"], r["instance_id"]): r for r in frame.iter_rows(named=True)}
+    assert set(rows) == {(c, i) for c in ("strong", "weak") for i in ("go__clamp", "js__clamp")}
+    assert all(r["reason"] is None and r["changed_lines"] == 1 and r["ec"] is None for r in rows.values())
+    assert rows[("strong", "go__clamp")]["delta_c"] == 1.0 and rows[("strong", "js__clamp")]["delta_c"] == 1.0
+    assert rows[("weak", "go__clamp")]["missed_lines"] == ["calc/calc.go:9"]
+    assert rows[("weak", "js__clamp")]["missed_lines"] == ["src/clamp.js:6"]
+    assert rows[("weak", "go__clamp")]["delta_c"] == 0.0 and rows[("weak", "js__clamp")]["delta_c"] == 0.0

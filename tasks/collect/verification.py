@@ -26,9 +26,10 @@ from testprism.tasks.model import patches
 from testprism.tasks.model.benchmark import Candidate, Instance
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.sandbox.nofollow import UnsafeTarget, remove_entry, write_file
-from testprism.tasks.model.outcome import Reason
+from testprism.tasks.model.outcome import Reason, Verdict
 from testprism.tasks.execution import batch
 from testprism.tasks.execution.batch import Environments, ExecutionOptions, Job
+from testprism.tasks.execution.build import built_tree
 from testprism.tasks.sandbox.base import RunRequest, SandboxBackend
 from testprism.tasks.model.state import DEFAULT_FUZZ, PatchResult, State, apply_patch, states_of
 from testprism.tasks.execution.verdict import RunResult, failed
@@ -154,10 +155,16 @@ class VerifyJob(Job[Verification, RunResult]):
         assert built.checks is not None
         if not built.checks.applied:
             return RunResult(failed(Reason.CHECKS_PATCH_FAILED, built.checks.message), method)
+        tree = built.tree
+        if unit.instance.spec.build is not None:
+            made = built_tree(unit.instance, tree, environments, options.work, options.limits)
+            if isinstance(made, Verdict):
+                return RunResult(made, method)
+            tree = made
         # an environment that cannot be had is infrastructure or a failed build: not a verdict on the state
         verdict = environments.judged(unit.instance.spec.environment, options, check_ids(unit.instance),
                                       lambda environment: RunRequest(
-            tree=built.tree, suite_folder=None, suite_files=(), command=unit.instance.spec.checks.command,
+            tree=tree, suite_folder=None, suite_files=(), command=unit.instance.spec.checks.command,
             environment=environment, limits=options.limits, patch_fuzz=options.policy.patch_fuzz,
         ))
         log.debug("verified %s %s (repeat %d): %s %s", unit.instance.id, unit.state.name, unit.repeat,

@@ -21,7 +21,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -34,7 +34,7 @@ from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason, Verdict
 from testprism.tasks.model.workdir import WorkPaths
-from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, SandboxError, backend_class
+from testprism.tasks.sandbox.base import ExecResult, Limits, RunRequest, SandboxBackend, SandboxError, backend_class
 from testprism.tasks.sandbox.environment import EnvironmentBuildError
 
 log = logging.getLogger(__name__)
@@ -101,6 +101,8 @@ class Environments:
         self._done: dict[str, Path | EnvironmentBuildError] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
+        #: state build steps this batch ran (tasks/execution/build.py): once per state
+        self.builds = 0
 
     def prepare(self, spec: EnvironmentSpec) -> Path | EnvironmentBuildError:
         """The environment's handle, or why it cannot be built. SandboxError (the sandbox
@@ -135,7 +137,17 @@ class Environments:
         if isinstance(environment, Verdict):
             return environment
         made = request(environment)
-        return judge(lambda: self.backend.run(made), options.policy, selected)
+        return judge(lambda: self.run(spec, made), options.policy, selected)
+
+    def run(self, spec: EnvironmentSpec, request: RunRequest) -> ExecResult:
+        """One run in `spec`'s environment: its `variables` set under the request's own."""
+        if spec.variables:
+            request = replace(request, env={**dict(spec.variables), **request.env})
+        return self.backend.run(request)
+
+    def count_build(self) -> None:
+        with self._lock:
+            self.builds += 1
 
 
 U = TypeVar("U")
@@ -181,6 +193,8 @@ class BatchSummary:
     executed: int = 0
     reused: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
+    #: state build steps run (once per state and work area; 0 where no instance has one)
+    builds: int = 0
 
 
 def open_backend(options: ExecutionOptions) -> SandboxBackend:
@@ -224,4 +238,5 @@ def execute(job: Job[U, R], units: Sequence[U], options: ExecutionOptions) -> Ba
     finally:
         flush()
         backend.close()
+    summary.builds = environments.builds
     return summary

@@ -26,13 +26,14 @@ from pathlib import Path
 
 from testprism.storage import Store
 from testprism.tasks.execution.batch import Environments, ExecutionOptions, Job
+from testprism.tasks.execution.build import state_tree
 from testprism.tasks.generate.outputs import KeptOutputs, generated_folder, keep_outputs
 from testprism.tasks.generate.strategy import Caps, Strategy
 from testprism.tasks.generate.task_folder import Mode, TaskFolder, agent_command
 from testprism.tasks.model.benchmark import Benchmark, Instance
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import RETRYABLE, Reason, Verdict
-from testprism.tasks.model.state import materialise, states_of
+from testprism.tasks.model.state import states_of
 from testprism.tasks.model.workdir import workspace_prefix
 from testprism.tasks.sandbox.base import ExecResult, Limits, RunRequest, SandboxBackend, SandboxError
 from testprism.tasks.sandbox.channel import Budget, ModelChannel, Usage
@@ -114,7 +115,9 @@ class GenerateJob(Job[GenerationSpec, GenerationResult]):
         if isinstance(environment, Verdict):
             return GenerationResult(environment.reason, None, 0.0, NO_USAGE, {}, None)
         buggy = states_of(unit.instance)[0]
-        tree = materialise(unit.instance, buggy, options.work, options.policy.patch_fuzz)
+        tree = state_tree(unit.instance, buggy, environments, options.work, options.limits, options.policy.patch_fuzz)
+        if isinstance(tree, Verdict):
+            return GenerationResult(tree.reason, None, 0.0, NO_USAGE, {}, None)
         limits = Limits(timeout_s=unit.caps.wall_clock_s, output_bytes=options.limits.output_bytes,
                         tail_bytes=options.limits.output_bytes, memory_mb=options.limits.memory_mb,
                         processes=options.limits.processes)
@@ -129,7 +132,7 @@ class GenerateJob(Job[GenerationSpec, GenerationResult]):
                                      command=agent_command(unit.command), environment=environment, limits=limits,
                                      channel=channel.socket_path if channel else None, keep_outputs=True)
                 try:
-                    done = environments.backend.run(request)
+                    done = environments.run(unit.instance.spec.environment, request)
                 except SandboxError as exc:
                     log.warning("generation %s on %s: sandbox failed: %s", unit.configuration, unit.instance.id, exc)
                     return GenerationResult(Reason.SANDBOX_ERROR, None, (datetime.now() - started).total_seconds(),

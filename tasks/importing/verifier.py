@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from testprism.tasks.execution.batch import Environments
+from testprism.tasks.execution.build import state_tree
 from testprism.tasks.execution.junit import parse_junit, select
 from testprism.tasks.model.benchmark import Instance
-from testprism.tasks.model.state import materialise, states_of
+from testprism.tasks.model.outcome import Verdict
+from testprism.tasks.model.state import states_of
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, SuiteNotInstalled
 
@@ -30,15 +33,19 @@ class Verifier:
 
     def problems(self, instance: Instance) -> list[str]:
         spec = instance.spec.checks
+        environments = Environments(self.backend)
         environment = self.backend.prepare(instance.spec.environment)
         found: list[str] = []
         for state in (s for s in states_of(instance) if s.kind in ("buggy", "reference")):
-            tree = materialise(instance, state, self.work)
+            tree = state_tree(instance, state, environments, self.work, self.limits)
+            if isinstance(tree, Verdict):
+                found.append(f"{state.name}: {tree.reason}: {tree.output_tail[-300:]}")
+                continue
             if not tree.patch.applied:
                 found.append(f"{state.name}: the patch does not apply: {tree.patch.message[-300:]}")
                 continue
             try:  # the checks patch applied as every patch is (tasks/sandbox/workspace.py)
-                result = self.backend.run(RunRequest(
+                result = environments.run(instance.spec.environment, RunRequest(
                     tree=tree.tree, suite_folder=None, suite_files=(), command=spec.command,
                     environment=environment, limits=self.limits, suite_patch=instance.checks_patch,
                 ))

@@ -15,11 +15,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from unidiff.errors import UnidiffParseError
 
 from testprism.tasks.model import patches
 from testprism.tasks.model.hashing import digest, tree_digest, tree_files
+from testprism.tasks.model.languages import LANGUAGES
 from testprism.tasks.model.outcome import Reason
 
 log = logging.getLogger(__name__)
@@ -46,14 +47,80 @@ class _Model(BaseModel):
 
 
 class EnvironmentSpec(_Model):
-    """What a state runs in. Its hash is part of every run key."""
+    """What a state runs in. Its hash is part of every run key.
 
-    python: str = Field("3.11", pattern=r"^3\.\d+$")
+    Three recipes, which may be combined: a Python version plus pip packages (a virtualenv,
+    built once per key by either backend); a `dockerfile` the docker backend builds `FROM`
+    its bootstrapped base image (system packages, toolchains: Go, Node.js, a JDK); and
+    `toolchains`, the host commands the local backend, which cannot build a Dockerfile,
+    checks for instead. `variables` are set for the build step and every run on both."""
+
+    python: str | None = Field("3.11", pattern=r"^3\.\d+$")
     packages: tuple[str, ...] = ("pytest>=8,<10",)
+    #: relative to the instance folder, inside the benchmark; its folder is the build context
+    dockerfile: str | None = None
+    toolchains: tuple[str, ...] = ()
+    variables: tuple[tuple[str, str], ...] = ()
+    #: the Dockerfile's build context (its folder) and that folder's content hash, set by
+    #: the loader: the content, not the path, goes into the key
+    _context: Path | None = PrivateAttr(None)
+    _context_hash: str = PrivateAttr("")
+
+    @field_validator("toolchains")
+    @classmethod
+    def _command_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
+                raise ValueError(f"{name!r} is not a command name")
+        return value
+
+    @field_validator("variables", mode="before")
+    @classmethod
+    def _table(cls, value: object) -> object:
+        """TOML gives a table; kept as sorted pairs so that the spec stays hashable."""
+        if isinstance(value, dict):
+            for name, text in value.items():
+                if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name.startswith("TESTPRISM_"):
+                    raise ValueError(f"{name!r} is not a variable an environment may set")
+                if not isinstance(text, str):
+                    raise ValueError(f"{name}: the value must be a string")
+            return tuple(sorted(value.items()))
+        return value
 
     @property
     def key(self) -> str:
-        return digest("env", self.python, *sorted(self.packages))
+        """A Python-only recipe keeps the key it always had (stores keyed by it stay valid);
+        each other part is added only when set."""
+        parts = ["env", self.python or "none", *sorted(self.packages)]
+        if self.dockerfile is not None:
+            parts += ["dockerfile", self._context_hash or self.dockerfile]
+        if self.toolchains:
+            parts += ["toolchains", *sorted(self.toolchains)]
+        if self.variables:
+            parts += ["variables", *(f"{k}={v}" for k, v in self.variables)]
+        return digest(*parts)
+
+    @property
+    def context(self) -> Path | None:
+        """The Dockerfile's folder on this host (None without a Dockerfile)."""
+        return self._context
+
+    def bound(self, dockerfile: Path) -> EnvironmentSpec:
+        """This spec with its Dockerfile found at `dockerfile` (the loader's step)."""
+        copy = self.model_copy()
+        copy._context = dockerfile.parent
+        copy._context_hash = tree_digest(dockerfile.parent)
+        return copy
+
+
+class BuildSpec(_Model):
+    """A build that runs once per state, when its tree is materialised, inside the sandbox
+    with the environment read-only (`pip install --no-deps --prefix`, `python setup.py
+    build_ext --inplace`, `go build ./...`). What it writes in the tree is kept with the
+    state's tree, so every run of that state starts from the built tree."""
+
+    command: str = Field(min_length=1)
+    timeout_s: float = Field(1800.0, gt=0)
 
 
 class ProgramSpec(_Model):
@@ -79,12 +146,30 @@ class CandidateSpec(_Model):
 class InstanceSpec(_Model):
     id: str = Field(pattern=NAME)
     source: str = Field(pattern=NAME)
-    language: Literal["python"] = "python"
+    language: str = "python"
     summary: str = ""
     program: ProgramSpec = ProgramSpec()
     environment: EnvironmentSpec = EnvironmentSpec()
+    build: BuildSpec | None = None
     checks: ChecksSpec
     candidates: tuple[CandidateSpec, ...] = ()
+
+    @field_validator("language")
+    @classmethod
+    def _known_language(cls, value: str) -> str:
+        if value not in LANGUAGES:
+            raise ValueError(f"{value!r} is not a language testprism knows; one of {', '.join(LANGUAGES)}")
+        return value
+
+    @model_validator(mode="after")
+    def _no_python_by_default(self) -> InstanceSpec:
+        """Another language's environment has no virtualenv unless it asks for one: the
+        Python defaults apply only when the instance is Python or names a version."""
+        env = self.environment
+        if self.language != "python" and "python" not in env.model_fields_set:
+            packages = env.packages if "packages" in env.model_fields_set else ()
+            object.__setattr__(self, "environment", env.model_copy(update={"python": None, "packages": packages}))
+        return self
 
     @field_validator("candidates")
     @classmethod
@@ -239,6 +324,19 @@ def _inside(folder: Path, rel: str, path: Path, field: str) -> Path:
     return target
 
 
+def _dockerfile(folder: Path, spec: InstanceSpec, toml_path: Path) -> Path:
+    """The instance's Dockerfile: relative to its folder, inside the benchmark (instances
+    of one benchmark share `environments/<name>/Dockerfile`), a regular file."""
+    rel = spec.environment.dockerfile or ""
+    root = folder.parent.parent if folder.parent.name == "instances" else folder
+    path = folder / rel
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise BenchmarkError(toml_path, "environment.dockerfile", f"{rel!r} points outside the benchmark {root}")
+    if path.is_symlink() or not path.is_file():
+        raise BenchmarkError(toml_path, "environment.dockerfile", f"{path} is not a file")
+    return path.resolve()
+
+
 def load_instance(folder: Path) -> Instance:
     """Load and validate one instance folder."""
     toml_path = folder / "instance.toml"
@@ -248,6 +346,8 @@ def load_instance(folder: Path) -> Instance:
     program = _inside(folder, spec.program.path, toml_path, "program.path")
     if not program.is_dir():
         raise BenchmarkError(toml_path, "program.path", f"{program} is not a folder")
+    if spec.environment.dockerfile is not None:
+        spec = spec.model_copy(update={"environment": spec.environment.bound(_dockerfile(folder, spec, toml_path))})
     if not (folder / "instruction.md").is_file():
         raise BenchmarkError(folder / "instruction.md", "(file)", "missing")
     reference = read_patch(folder / "reference.diff", "reference")

@@ -32,6 +32,7 @@ class Reason(StrEnum):
     SANDBOX_ERROR = "sandbox_error"  #: the sandbox could not start or broke (infrastructure)
     OUTPUT_LIMIT = "output_limit"  #: the run wrote more than the output bound; it was killed
     ENVIRONMENT_FAILED = "environment_failed"  #: the instance's environment could not be built
+    BUILD_FAILED = "build_failed"  #: the state's build step (`[build]`) failed, timed out or left an unsafe tree
     # -- the suite ---------------------------------------------------------------------------
     MISSING_SUITE = "missing_suite"  #: the configuration has no suite for this instance
     INVALID_SUITE = "invalid_suite"  #: the suite package was rejected when loaded (e.g. symlinks)
@@ -88,7 +89,7 @@ class Reason(StrEnum):
 
 #: What any sandboxed run can end in without a verdict of its own.
 RUN_FAILURES = frozenset({Reason.TIMEOUT, Reason.PATCH_FAILED, Reason.UNSTABLE, Reason.SANDBOX_ERROR,
-                          Reason.OUTPUT_LIMIT, Reason.ENVIRONMENT_FAILED})
+                          Reason.OUTPUT_LIMIT, Reason.ENVIRONMENT_FAILED, Reason.BUILD_FAILED})
 #: The `runs` dataset (and the report's `not_run`).
 RUN_REASONS = RUN_FAILURES | {Reason.MISSING_SUITE, Reason.INVALID_SUITE, Reason.SUITE_NOT_INSTALLED, Reason.NOT_RUN}
 #: The `verifications` dataset.
@@ -117,6 +118,7 @@ PANEL_REASONS = frozenset({Reason.TOO_FEW_VALID, Reason.TOO_FEW_INVALID, Reason.
 AUDIT_REASONS = frozenset({Reason.MALFORMED_ANSWER, Reason.JUDGE_REFUSED, Reason.JUDGE_FAILED})
 #: The `generations` dataset: null is "its suite is kept".
 GENERATION_REASONS = frozenset({Reason.TIMEOUT, Reason.OUTPUT_LIMIT, Reason.SANDBOX_ERROR, Reason.ENVIRONMENT_FAILED,
+                                Reason.BUILD_FAILED,
                                 Reason.OVER_BUDGET, Reason.AGENT_FAILED, Reason.NO_SUITE})
 
 #: Reasons that come from infrastructure, not from the suite: retried, never final verdicts.

@@ -52,8 +52,12 @@ class State:
 def states_of(instance: Instance) -> list[State]:
     """Buggy, reference and every candidate of an instance, with their content hashes."""
 
+    build = instance.spec.build
+    # A built tree is another tree: the build's command and environment are part of the state.
+    built = () if build is None else ("build", build.command, instance.spec.environment.key)
+
     def make(kind: str, patch: bytes | None, cid: str | None = None, label: str | None = None) -> State:
-        return State(instance.id, kind, cid, label, patch, digest("state", instance.program_hash, patch or b""))
+        return State(instance.id, kind, cid, label, patch, digest("state", instance.program_hash, patch or b"", *built))
 
     return [make("buggy", None), make("reference", instance.reference)] + [
         make("candidate", c.patch, c.id, c.label) for c in instance.candidates

@@ -18,11 +18,12 @@ import pyarrow as pa
 
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.execution.batch import BatchSummary, Environments, ExecutionOptions, Job, execute
+from testprism.tasks.execution.build import state_tree
 from testprism.tasks.execution.verdict import RunResult, failed
 from testprism.tasks.model.benchmark import Benchmark, Instance, Suite
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import DETERMINISTIC, RETRYABLE, RUN_REASONS, Outcome, Reason, Verdict
-from testprism.tasks.model.state import State, materialise, states_of
+from testprism.tasks.model.state import State, states_of
 from testprism.tasks.sandbox.base import RunRequest, SandboxBackend
 
 log = logging.getLogger(__name__)
@@ -126,7 +127,10 @@ class ReplayJob(Job[RunSpec, RunResult]):
         return unit.content_key
 
     def attempt(self, unit: RunSpec, environments: Environments, options: ExecutionOptions) -> RunResult:
-        tree = materialise(unit.instance, unit.state, options.work, options.policy.patch_fuzz)
+        tree = state_tree(unit.instance, unit.state, environments, options.work, options.limits,
+                          options.policy.patch_fuzz)
+        if isinstance(tree, Verdict):
+            return RunResult(tree, "none")
         if not tree.patch.applied:
             return RunResult(failed(Reason.PATCH_FAILED, tree.patch.message), tree.patch.method)
         suite = unit.suite

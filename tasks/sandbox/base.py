@@ -90,6 +90,9 @@ class RunRequest:
     channel: Path | None = None
     #: read back what the run left (`ExecResult.outputs`): a generation run's suite and patch
     keep_outputs: bool = False
+    #: copy the program folder the run left to this new host path (links kept as links,
+    #: never followed): a state's build step (tasks/execution/build.py)
+    export_tree: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Local environments: one virtualenv per environment key, built once and shared by every
-instance and candidate with that key."""
+instance and candidate with that key; for an environment without a Python, an empty folder
+whose `bin/` stands first on PATH, and the host toolchains it names, checked."""
 
 from __future__ import annotations
 
@@ -53,10 +54,37 @@ def find_interpreter(version: str, need_world_readable: bool) -> Path:
     )
 
 
+def check_toolchains(spec: EnvironmentSpec) -> None:
+    """The host commands a local run of `spec` needs (`toolchains`), all on this host's
+    PATH, or one error naming every missing one and how to get it. The local backend runs
+    on the host's own toolchains: it cannot build a Dockerfile."""
+    missing = [name for name in spec.toolchains if shutil.which(name) is None]
+    if missing:
+        hints = ", ".join(f"{name} (Debian: apt install {DEBIAN_PACKAGES.get(name, name)})" for name in missing)
+        raise EnvironmentBuildError(f"environment.toolchains: not on this host: {hints}; or use --backend docker")
+    if spec.dockerfile is not None and spec.python is None and not spec.toolchains:
+        raise EnvironmentBuildError(
+            f"environment.dockerfile: the local backend cannot build {spec.dockerfile}; list the host commands "
+            "its runs need in environment.toolchains, or use --backend docker"
+        )
+
+
+#: the Debian package that gives a toolchain command, for check_toolchains' hint
+DEBIAN_PACKAGES = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs", "npm": "npm",
+                   "java": "default-jdk-headless", "javac": "default-jdk-headless", "mvn": "maven",
+                   "gradle": "gradle", "cargo": "cargo", "tsc": "node-typescript"}
+
+
 def build_environment(spec: EnvironmentSpec, work: WorkPaths, need_world_readable: bool) -> Path:
-    """Build (once) the virtualenv of an environment key; returns its folder."""
+    """Build (once) the virtualenv of an environment key; returns its folder. Without a
+    Python, the folder is an empty prefix (`bin/` first on PATH, nothing in it): runs use
+    the host's toolchains, checked first."""
+    check_toolchains(spec)
+    if spec.python is None:
+        return build_once(work.environment(spec.key), lambda target: (target / "bare" / "bin").mkdir(parents=True)) / "bare"
 
     def build(target: Path) -> None:
+        assert spec.python is not None
         interpreter = find_interpreter(spec.python, need_world_readable)
         venv = target / "venv"
         log.info("building environment %s with %s: %s", spec.key, interpreter, ", ".join(spec.packages))

@@ -45,7 +45,7 @@ from testprism.tasks.sandbox.base import (
 from testprism.tasks.sandbox.model_access import SANDBOX_SOCKET, channel_env, sandbox_command
 from testprism.tasks.sandbox.outputs import outputs_from_folder
 from testprism.tasks.sandbox.process import Unkillable, run_bounded
-from testprism.tasks.sandbox.workspace import fill_workspace, read_junit
+from testprism.tasks.sandbox.workspace import export_program, fill_workspace, read_junit
 from testprism.tasks.model.workdir import WorkPaths, orphaned_workspaces, workspace_prefix
 
 log = logging.getLogger(__name__)
@@ -215,6 +215,8 @@ class LocalBackend(SandboxBackend):
                                timeout_s=request.limits.timeout_s, output_bytes=request.limits.output_bytes,
                                tail_bytes=request.limits.tail_bytes)
             exit_code = done.exit_code
+        if request.export_tree is not None and not (done.timed_out or done.output_exceeded):
+            export_program(ws, request.export_tree)
         return ExecResult(
             exit_code=exit_code,
             duration_s=done.duration_s,

@@ -70,6 +70,16 @@ def _hand_over(ws: Path, uid: int | None) -> None:
     os.utime(ws, times)
 
 
+def export_program(ws: Path, target: Path) -> None:
+    """Copy the `program/` a run left to the new host folder `target`: links are copied as
+    links (copytree with symlinks=True follows none), and a `program` the run replaced by a
+    link is refused, so nothing outside the workspace is ever read."""
+    program = ws / "program"
+    if program.is_symlink() or not program.is_dir():
+        raise UnsafeTarget(f"{program} is no longer a folder")
+    shutil.copytree(program, target, symlinks=True)
+
+
 def read_junit(ws: Path) -> bytes | None:
     """The JUnit XML a run left at `ws/out/junit.xml`, if that is a regular file reached
     without a link (the run owns `out/` and may have swapped it, or the file, for one)."""

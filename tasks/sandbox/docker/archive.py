@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from testprism.tasks.sandbox.base import RunRequest, SandboxError
 from testprism.tasks.sandbox.docker.engine import _errors, api_client
 from testprism.tasks.sandbox.outputs import RunOutputs, outputs_from_tar, program_unreadable
+from testprism.tasks.sandbox.nofollow import UnsafeTarget
 from testprism.tasks.sandbox.workspace import fill_workspace
 
 if TYPE_CHECKING:
@@ -99,3 +100,30 @@ def _fetch_outputs(container: str, tree: Path) -> RunOutputs:
             return outputs_from_tar(stream, "program", tree)
         except tarfile.TarError as exc:
             raise SandboxError(f"docker: the archive of a run's program/ is unreadable: {exc}") from exc
+
+
+def _fetch_program(container: str, target: Path) -> None:
+    """Archive mode's `export_tree`: the run's `program/` from the engine's tar stream,
+    extracted into the new folder `target` under tarfile's `data` filter, which refuses
+    links that point outside it, absolute names and device files (UnsafeTarget)."""
+    errors = _errors()
+    with contextlib.closing(api_client()) as api:
+        try:
+            stream, info = api.get_archive(container, f"{WORKSPACE}/program")
+        except errors.NotFound as exc:
+            raise UnsafeTarget("the run's program/ is gone") from exc
+        if info.get("linkTarget"):
+            raise UnsafeTarget("the run replaced program/ by a link")
+        with tempfile.TemporaryFile() as buffer:
+            for chunk in stream:
+                buffer.write(chunk)
+            buffer.seek(0)
+            staging = Path(tempfile.mkdtemp(prefix="export-", dir=target.parent))
+            try:
+                with tarfile.open(fileobj=buffer, mode="r") as tar:
+                    tar.extractall(staging, filter="data")
+                (staging / "program").rename(target)
+            except (tarfile.TarError, OSError) as exc:
+                raise UnsafeTarget(f"the run's program/ cannot be copied back: {exc}") from exc
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)

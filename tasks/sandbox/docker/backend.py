@@ -57,6 +57,7 @@ from testprism.tasks.sandbox.docker.engine import (
 )
 from testprism.tasks.sandbox.docker.environment_image import (
     ENV_ROOT,
+    build_dockerfile_image,
     build_environment_image,
     environment_image_key,
     environment_tag,
@@ -157,7 +158,13 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
         with key_lock, locked(self.work.root / "docker" / f"{key}.lock"):
             api = self._api()
             if not self._image_exists(api, environment_tag(key)):
-                build_environment_image(api, self.base_name, base, environment, key)
+                if environment.dockerfile is None:
+                    build_environment_image(api, self.base_name, base, environment, key)
+                elif environment.python is None:
+                    build_dockerfile_image(api, self.base_name, environment, environment_tag(key))
+                else:  # the Dockerfile's image, then the virtualenv on top of it
+                    below = build_dockerfile_image(api, self.base_name, environment, environment_tag(key) + "-system")
+                    build_environment_image(api, environment_tag(key) + "-system", below, environment, key)
         handle = Path(ENV_ROOT / key)
         self._handles[environment.key] = handle
         self._specs[key] = environment

@@ -42,9 +42,10 @@ def _run_env(request: RunRequest) -> dict[str, str]:
 def _own_container(request: RunRequest) -> bool:
     """Whether a run needs a container made for it, neither pre-started nor reused: a
     generation run's (the channel's socket is bound when the container is created; its
-    outputs are read before the container goes). One per instance, minutes long: what a
-    pre-start saves does not matter there."""
-    return request.channel is not None or request.keep_outputs
+    outputs are read before the container goes), and a state's build step (its tree is
+    copied back). One per instance or state, often minutes long: what a pre-start saves
+    does not matter there."""
+    return request.channel is not None or request.keep_outputs or request.export_tree is not None
 
 
 def _merged(command: str) -> list[str]:

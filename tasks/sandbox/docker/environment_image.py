@@ -1,7 +1,8 @@
-"""Environment images: the base image plus a virtualenv at `/opt/testprism/envs/<key>`
-with the environment's packages, built once (the only step with network) and tagged
+"""Environment images: the base image, the environment's Dockerfile built `FROM` it when it
+has one, plus a virtualenv at `/opt/testprism/envs/<key>` with the environment's packages
+when it names a Python; built once (the only steps with network) and tagged
 `testprism-env:<key>`, where the key hashes the base image's layers and the
-EnvironmentSpec."""
+EnvironmentSpec (a Dockerfile's whole build context by content)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,34 @@ def _pip_settings() -> tuple[list[str], list[str]]:
             mounts.add(path)
     exports = [f"export {name}={shlex.quote(value)}" for name, value in sorted(settings.items())]
     return exports, sorted(mounts)
+
+
+def build_dockerfile_image(api: APIClient, base_name: str, spec: EnvironmentSpec, tag: str) -> dict:
+    """Build the environment's Dockerfile with its folder as the context and `BASE` = the
+    base image (the Dockerfile starts `ARG BASE` / `FROM ${BASE}`), networked like every
+    environment build (host network: the package registries this machine reaches), never
+    pulling: there is no registry. Tagged `tag`; returns the image's inspection."""
+    errors = _errors()
+    assert spec.context is not None and spec.dockerfile is not None
+    labels = {LABEL: "1", "testprism.kind": "environment", "testprism.environment": spec.key,
+              "testprism.python": spec.python or "", "testprism.packages": json.dumps(list(spec.packages)),
+              "testprism.base": base_name, "testprism.recipe": RECIPE}
+    log.info("building docker image %s from %s", tag, spec.context / PurePosixPath(spec.dockerfile).name)
+    tail: list[str] = []
+    try:
+        for chunk in api.build(path=str(spec.context), dockerfile=PurePosixPath(spec.dockerfile).name, tag=tag,
+                               buildargs={"BASE": base_name}, network_mode="host", pull=False, rm=True,
+                               forcerm=True, labels=labels, decode=True, timeout=BUILD_TIMEOUT_S):
+            if "error" in chunk:
+                tail.append(str(chunk["error"]))
+                raise EnvironmentBuildError(f"environment.dockerfile: {spec.dockerfile} does not build:\n"
+                                            + "".join(tail)[-3000:])
+            tail = (tail + [str(chunk.get("stream", ""))])[-80:]
+        return api.inspect_image(tag)
+    except errors.BuildError as exc:
+        raise EnvironmentBuildError(f"environment.dockerfile: {spec.dockerfile} does not build: {exc}") from exc
+    except errors.APIError as exc:
+        raise SandboxError(f"docker: the build of {spec.dockerfile} broke: {exc}") from exc
 
 
 def build_environment_image(api: APIClient, base_name: str, base: dict, spec: EnvironmentSpec, key: str) -> None:

@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from testprism.tasks.sandbox.base import ExecResult, RunRequest, SandboxError
-from testprism.tasks.sandbox.docker.archive import WORKSPACE, _fetch_junit, _fetch_outputs, workspace_archive
+from testprism.tasks.sandbox.docker.archive import (
+    WORKSPACE,
+    _fetch_junit,
+    _fetch_outputs,
+    _fetch_program,
+    workspace_archive,
+)
 from testprism.tasks.sandbox.docker.containers import (
     STOP_GRACE_S,
     _merged,
@@ -35,7 +41,7 @@ from testprism.tasks.sandbox.docker.engine import _errors, api_client
 from testprism.tasks.sandbox.docker.pump import _Pump
 from testprism.tasks.sandbox.model_access import sandbox_command
 from testprism.tasks.sandbox.outputs import outputs_from_folder
-from testprism.tasks.sandbox.workspace import fill_workspace, read_junit
+from testprism.tasks.sandbox.workspace import export_program, fill_workspace, read_junit
 
 if TYPE_CHECKING:
     from docker import APIClient
@@ -127,6 +133,11 @@ class _FreshRuns(_RunContainers):
             junit = None
             if not (timed_out or pump.exceeded):
                 junit = read_junit(box.ws) if box.ws is not None else _fetch_junit(api, container)
+            if request.export_tree is not None and not (timed_out or pump.exceeded):
+                if box.ws is not None:
+                    export_program(box.ws, request.export_tree)
+                else:
+                    _fetch_program(container, request.export_tree)
             outputs = None
             if request.keep_outputs:
                 outputs = (outputs_from_folder(box.ws / "program", request.tree) if box.ws is not None

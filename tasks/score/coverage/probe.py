@@ -33,6 +33,7 @@ from testprism.tasks.sandbox.base import (
     backend_class,
 )
 from testprism.tasks.execution.batch import Environments, ExecutionOptions, Job, execute
+from testprism.tasks.execution.build import state_tree
 from testprism.tasks.execution.verdict import MESSAGE_TAIL, Attempts
 from testprism.tasks.model.outcome import Reason, Verdict
 from testprism.tasks.model.state import State, materialise, states_of
@@ -115,8 +116,11 @@ def measure_one(spec: CoverageSpec, changes: tuple[ChangedFile, ...], environmen
     if spec.unrunnable is not None:
         return Measured(score_changes(changes, {}), spec.unrunnable)
     assert spec.suite is not None
-    tree = materialise(spec.instance, spec.reference, options.work)
-    environment = environments.ready(toolchain.environment(spec.instance.spec.environment))
+    tree = state_tree(spec.instance, spec.reference, environments, options.work, options.limits)
+    if isinstance(tree, Verdict):
+        return Measured(None, tree.reason)
+    coverage_spec = toolchain.environment(spec.instance.spec.environment)
+    environment = environments.ready(coverage_spec)
     if isinstance(environment, Verdict):
         log.error("%s: coverage environment: %s", spec.instance.id, environment.output_tail)
         return Measured(None, Reason.ENVIRONMENT_FAILED)
@@ -126,7 +130,7 @@ def measure_one(spec: CoverageSpec, changes: tuple[ChangedFile, ...], environmen
         limits=options.limits, suite_patch=spec.suite.patch,
     )
     try:
-        result = Attempts(lambda: environments.backend.run(request), options.policy.infra_retries)()
+        result = Attempts(lambda: environments.run(coverage_spec, request), options.policy.infra_retries)()
     except SuiteNotInstalled as exc:
         log.error("%s/%s: coverage run: %s", spec.configuration, spec.instance.id, exc)
         return Measured(None, Reason.SUITE_NOT_INSTALLED)

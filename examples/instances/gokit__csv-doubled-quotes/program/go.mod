@@ -1,0 +1,3 @@
+module example.com/textio
+
+go 1.19

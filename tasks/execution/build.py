@@ -1,0 +1,99 @@
+"""A state's build step (`[build]` of instance.toml): run once per state, when its tree is
+materialised, never once per run.
+
+Many real repositories must be built before their tests run (compiled extensions, an
+installed package that subprocesses import, `go build`). The build runs in the sandbox like
+any run — the state's tree copied into a fresh workspace, the environment read-only, no
+network, the build's own time limit — and the program folder it leaves is copied back
+(links as links, never followed) as the state's built tree, next to the unbuilt one in the
+work area. Every run of the state then starts from a copy of the built tree.
+
+A build that exits non-zero, times out or leaves an unsafe tree is a fact of the state:
+recorded once with the build's output, and every run of the state is `E`/`build_failed`
+(never a rejection). A sandbox that broke while building is infrastructure: nothing is
+kept, so the next run tries again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from testprism.tasks.execution.batch import Environments
+from testprism.tasks.execution.verdict import MESSAGE_TAIL, failed
+from testprism.tasks.model.benchmark import Instance
+from testprism.tasks.model.hashing import digest
+from testprism.tasks.model.outcome import Reason, Verdict
+from testprism.tasks.model.state import DEFAULT_FUZZ, State, StateTree, materialise
+from testprism.tasks.model.workdir import WorkPaths, build_once
+from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxError
+from testprism.tasks.sandbox.nofollow import UnsafeTarget
+
+log = logging.getLogger(__name__)
+
+BUILD_RECORD = "build.json"
+
+
+@dataclass(frozen=True)
+class BuildRecord:
+    """What a state's build did: kept beside the built tree, read by every later run."""
+
+    ok: bool
+    exit_code: int | None
+    duration_s: float
+    message: str
+
+
+def state_tree(instance: Instance, state: State, environments: Environments, work: WorkPaths, limits: Limits,
+               fuzz: int = DEFAULT_FUZZ) -> StateTree | Verdict:
+    """The tree a run of `state` starts from: the patched tree, built once when the
+    instance has a build step; or the `E` verdict of a state whose build failed or whose
+    environment cannot be had. A patch that did not apply is returned as it is: the caller
+    records that (`patch_failed`)."""
+    tree = materialise(instance, state, work, fuzz)
+    if instance.spec.build is None or not tree.patch.applied:
+        return tree
+    built = built_tree(instance, tree.tree, environments, work, limits)
+    return built if isinstance(built, Verdict) else StateTree(built, tree.patch)
+
+
+def built_tree(instance: Instance, tree: Path, environments: Environments, work: WorkPaths,
+               limits: Limits) -> Path | Verdict:
+    """`tree` (a materialised tree of the work area: a state's, or a state's with the
+    official checks over it) after the instance's build step, built once; or why not."""
+    build = instance.spec.build
+    assert build is not None
+    environment = environments.ready(instance.spec.environment)
+    if isinstance(environment, Verdict):
+        return environment
+
+    def run_build(target: Path) -> None:
+        request = RunRequest(
+            tree=tree, suite_folder=None, suite_files=(), command=build.command, environment=environment,
+            limits=replace(limits, timeout_s=build.timeout_s), export_tree=target / "tree",
+        )
+        try:
+            result = environments.run(instance.spec.environment, request)
+            ok = result.exit_code == 0 and not result.timed_out and not result.output_exceeded
+            why = ("timed out" if result.timed_out else "wrote past the output bound" if result.output_exceeded
+                   else f"exited {result.exit_code}")
+            record = BuildRecord(ok, result.exit_code, result.duration_s,
+                                 "" if ok else f"build step {why}: {result.output_tail[-MESSAGE_TAIL:]}")
+        except UnsafeTarget as exc:
+            record = BuildRecord(False, None, 0.0, f"build step left a tree that cannot be kept: {exc}")
+        environments.count_build()
+        log.info("built a tree of %s in %.1f s%s", instance.id, record.duration_s, "" if record.ok else " (failed)")
+        (target / BUILD_RECORD).write_text(json.dumps(record.__dict__))
+
+    # The tree's folder name is its content key in the work area (tasks/model/state.py).
+    key = digest("built", tree.parent.name, build.command, instance.spec.environment.key, limits.key)
+    try:
+        folder = build_once(work.state(instance.id, key), run_build)
+    except SandboxError as exc:  # infrastructure: nothing kept, the next run builds again
+        return failed(Reason.SANDBOX_ERROR, f"build step: {exc}", attempts=1)
+    record = BuildRecord(**json.loads((folder / BUILD_RECORD).read_text()))
+    if not record.ok:
+        return failed(Reason.BUILD_FAILED, record.message, attempts=0)
+    return folder / "tree"

@@ -1,0 +1,158 @@
+"""Beyond Python: instances in Go and JavaScript, environments from a Dockerfile (docker) or
+the host's toolchains (local), a build step run once per state, and per-test results from
+each toolchain's JUnit XML. The same instances replayed under both backends give the same
+outcomes."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import polars as pl
+import pytest
+
+from testprism.flows.replay import replay_flow
+from testprism.storage import Store
+from testprism.tasks.execution.junit import parse_junit, select
+from testprism.tasks.model.benchmark import BenchmarkError, load_benchmark
+from testprism.tasks.model.workdir import WorkPaths
+from testprism.tasks.sandbox.environment import EnvironmentBuildError, build_environment
+from tests.langfixture import make_language_benchmark
+
+EXPECTED = {  # (instance, state) -> outcome of the `strong` suite
+    ("go__clamp", "buggy"): "F", ("go__clamp", "reference"): "P",
+    ("go__clamp", "valid"): "P", ("go__clamp", "invalid"): "F",
+    ("js__clamp", "buggy"): "F", ("js__clamp", "reference"): "P",
+    ("js__clamp", "valid"): "P", ("js__clamp", "invalid"): "F",
+}
+
+
+def _outcomes(store) -> dict[tuple[str, str], str]:
+    runs = Store(store).scan("runs").collect()
+    return {(r["instance_id"], r["candidate_id"] or r["state"]): r["outcome"] for r in runs.iter_rows(named=True)}
+
+
+def test_languages_and_environments_load(tmp_path):
+    bench = load_benchmark(make_language_benchmark(tmp_path / "bench"))
+    go, js = bench.instances["go__clamp"], bench.instances["js__clamp"]
+    assert (go.spec.language, js.spec.language) == ("go", "javascript")
+    assert go.spec.environment.python is None and go.spec.environment.packages == ()  # no virtualenv by default
+    assert go.spec.environment.context == (tmp_path / "bench" / "environments" / "go").resolve()
+    assert go.spec.build is not None and js.spec.build is None
+    # the Dockerfile's content is in the key, not its path: editing it makes a new environment
+    before = go.spec.environment.key
+    dockerfile = tmp_path / "bench" / "environments" / "go" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "RUN true\n")
+    assert load_benchmark(tmp_path / "bench").instances["go__clamp"].spec.environment.key != before
+
+
+@pytest.mark.parametrize("edit, field, message", [
+    (lambda t: t.replace('language = "go"', 'language = "cobol"'), "language", "not a language testprism knows"),
+    (lambda t: t.replace("../../environments/go/Dockerfile", "../../../Dockerfile"), "environment.dockerfile",
+     "points outside the benchmark"),
+    (lambda t: t.replace("../../environments/go/Dockerfile", "../../environments/go/Nope"), "environment.dockerfile",
+     "is not a file"),
+    (lambda t: t.replace('toolchains = ["go", "gotestsum"]', 'toolchains = ["go; rm -rf /"]'),
+     "environment.toolchains", "not a command name"),
+    (lambda t: t.replace("[build]\n", '[build]\ntimeout = 3\n'), "build.timeout", "Extra inputs are not permitted"),
+])
+def test_bad_multilanguage_fields_name_file_and_field(tmp_path, edit, field, message):
+    root = make_language_benchmark(tmp_path / "bench")
+    toml = root / "instances" / "go__clamp" / "instance.toml"
+    toml.write_text(edit(toml.read_text()))
+    with pytest.raises(BenchmarkError) as caught:
+        load_benchmark(root)
+    assert caught.value.path == toml and caught.value.field == field and message in str(caught.value)
+
+
+def test_variables_are_checked(tmp_path):
+    root = make_language_benchmark(tmp_path / "bench")
+    toml = root / "instances" / "go__clamp" / "instance.toml"
+    toml.write_text(toml.read_text().replace("[environment]\n", '[environment]\nvariables = { TESTPRISM_JUNIT = "/x" }\n'))
+    with pytest.raises(BenchmarkError, match="environment.variables"):
+        load_benchmark(root)
+
+
+def test_local_names_every_missing_toolchain(tmp_path, monkeypatch):
+    bench = load_benchmark(make_language_benchmark(tmp_path / "bench"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(EnvironmentBuildError) as caught:
+        build_environment(bench.instances["go__clamp"].spec.environment, WorkPaths(tmp_path / "work"), False)
+    assert "go (Debian: apt install golang-go)" in str(caught.value)
+    assert "gotestsum (Debian: apt install gotestsum)" in str(caught.value)
+
+
+def test_junit_ids_of_each_toolchain():
+    """Go's gotestsum (classname = import path, subtests as cases of their own), node's
+    runner (cases straight under <testsuites>, describe blocks nested), JUnit 5's console
+    launcher (methods named with their signature)."""
+    go = parse_junit(textwrap.dedent("""\
+        <testsuites><testsuite name="example.com/calc/calc" tests="3">
+        <testcase classname="example.com/calc/calc" name="TestClampInside"><failure message="Failed"/></testcase>
+        <testcase classname="example.com/calc/calc" name="TestClampInside/keeps"><failure message="Failed"/></testcase>
+        <testcase classname="example.com/calc/calc" name="TestClampHigh"/>
+        </testsuite></testsuites>""").encode())
+    assert select(go, ("TestClampHigh", "TestClampInside", "example.com/calc/calc::TestClampHigh", "TestClamp")) == {
+        "TestClampHigh": "passed", "TestClampInside": "failed", "example.com/calc/calc::TestClampHigh": "passed",
+        "TestClamp": "missing"}
+    node = parse_junit(textwrap.dedent("""\
+        <testsuites><testcase name="top" classname="test"/>
+        <testsuite name="inside"><testsuite name="deeper">
+        <testcase name="nested case" classname="test"><failure message="boom"/></testcase>
+        </testsuite></testsuite></testsuites>""").encode())
+    assert select(node, ("top", "nested case")) == {"top": "passed", "nested case": "failed"}
+    java = parse_junit(b'<testsuite><testcase classname="org.x.FooTest" name="bar()"/>'
+                       b'<testcase classname="org.x.FooTest" name="baz(int)"><failure/></testcase></testsuite>')
+    assert select(java, ("org.x.FooTest::bar", "baz", "ba")) == {"org.x.FooTest::bar": "passed", "baz": "failed",
+                                                                  "ba": "missing"}
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox", "toolchains")
+def test_go_and_js_replay_under_local_with_one_build_per_state(tmp_path, work_root):
+    bench = make_language_benchmark(tmp_path / "bench")
+    summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=str(work_root))
+    assert _outcomes(tmp_path / "store") == EXPECTED
+    # 4 Go states, each built once, though each of them ran twice (every F is confirmed)
+    assert summary.builds == 4
+    runs = Store(tmp_path / "store").scan("runs").collect()
+    assert (runs["isolation"] == "bubblewrap").all()
+    go_buggy = runs.filter((pl.col("instance_id") == "go__clamp") & (pl.col("state") == "buggy")).row(0, named=True)
+    assert {t["name"].rsplit("::", 1)[-1]: t["outcome"] for t in go_buggy["tests"]} == {
+        "TestBuiltTree": "passed", "TestAboveUpperBound": "failed", "TestAtUpperBound": "passed"}
+    # a second replay into another store reuses the built trees: no build runs again
+    again = replay_flow(benchmark=str(bench), store=str(tmp_path / "store2"), backend="local", work=str(work_root))
+    assert again.builds == 0 and _outcomes(tmp_path / "store2") == EXPECTED
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox", "toolchains")
+def test_a_failing_build_is_every_run_of_the_state_build_failed(tmp_path, work_root):
+    bench = make_language_benchmark(tmp_path / "bench")
+    shutil.rmtree(bench / "instances" / "js__clamp")
+    shutil.rmtree(bench / "suites" / "strong" / "js__clamp")
+    toml = bench / "instances" / "go__clamp" / "instance.toml"
+    # the build fails on the invalid candidate's tree alone
+    toml.write_text(toml.read_text().replace("go vet ./... && go build ./... && touch BUILT",
+                                             "grep -q 'hi - 1' calc/calc.go && exit 3; touch BUILT"))
+    summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=str(work_root))
+    runs = Store(tmp_path / "store").scan("runs").collect()
+    invalid = runs.filter(pl.col("candidate_id") == "invalid").row(0, named=True)
+    assert (invalid["outcome"], invalid["reason"]) == ("E", "build_failed")
+    assert "build step exited 3" in invalid["stdout_tail"]
+    assert _outcomes(tmp_path / "store")[("go__clamp", "reference")] == "P"
+    assert summary.builds == 4
+
+
+@pytest.mark.slow
+@pytest.mark.requires("docker", "sandbox", "toolchains")
+@pytest.mark.timeout(1200)
+def test_docker_builds_the_dockerfiles_and_agrees_with_local(tmp_path, work_root):
+    bench = make_language_benchmark(tmp_path / "bench")
+    local = replay_flow(benchmark=str(bench), store=str(tmp_path / "local"), backend="local", work=str(work_root))
+    docker = replay_flow(benchmark=str(bench), store=str(tmp_path / "docker"), backend="docker",
+                         work=str(tmp_path / "docker-work"))
+    assert _outcomes(tmp_path / "docker") == _outcomes(tmp_path / "local") == EXPECTED
+    assert local.builds == docker.builds == 4
+    runs = Store(tmp_path / "docker").scan("runs").collect()
+    assert set(runs["isolation"]) == {"container"}
