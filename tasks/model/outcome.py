@@ -43,6 +43,8 @@ class Reason(StrEnum):
     CHECKS_PATCH_FAILED = "checks_patch_failed"  #: the checks patch does not apply over the state
     # -- the coverage pass -----------------------------------------------------------------------
     NO_PYTHON_CHANGE = "no_python_change"  #: the reference changes no executable Python line nor function
+    NO_CODE_CHANGE = "no_code_change"  #: the reference changes no code line of its Go or JavaScript files
+    NOT_MEASURED = "not_measured"  #: coverage is not measured for the instance's language (Java, TypeScript...)
     COVERAGE_FAILED = "coverage_failed"  #: the run finished but left no readable coverage report
     # -- candidates: why one is not (or no longer) in its instance's pool ----------------------------
     DUPLICATE = "duplicate"  #: same normalised patch as `duplicate_of`; carries its label
@@ -95,7 +97,7 @@ VERIFICATION_REASONS = RUN_FAILURES | {Reason.CHECKS_PATCH_FAILED}
 #: `scores/coverage`: why a row has no measurement (null ΔC and EC), or is 0 without a run.
 COVERAGE_REASONS = (RUN_FAILURES - {Reason.UNSTABLE}) | {
     Reason.MISSING_SUITE, Reason.INVALID_SUITE, Reason.SUITE_NOT_INSTALLED, Reason.NO_PYTHON_CHANGE,
-    Reason.COVERAGE_FAILED}
+    Reason.NO_CODE_CHANGE, Reason.NOT_MEASURED, Reason.COVERAGE_FAILED}
 #: The `candidates` dataset: null is "in the pool, with its label".
 CANDIDATE_REASONS = VERIFICATION_REASONS | {Reason.DUPLICATE, Reason.SAME_AS_REFERENCE, Reason.NEAR_DUPLICATE,
                                             Reason.INSTANCE_QUARANTINED}

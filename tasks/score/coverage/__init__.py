@@ -22,8 +22,13 @@ the sandbox backends:
   `$TESTPRISM_JUNIT`: the one file every backend already brings back from the sandbox. The
   suite's own JUnit report is redirected next to the data; this pass needs no verdict.
 
-The pass in four files: `changes` (which lines and functions of the reference count, and
+Go and JavaScript are measured the same way with their own instrumentation (`toolchains`:
+cover profiles through GOFLAGS, V8 coverage through NODE_V8_COVERAGE); other languages are
+`not_measured`.
+
+The pass in five files: `changes` (which lines and functions of the reference count, and
 how a run's report scores them), `instrument` (the environment and helper files that put
-coverage.py in every process), `probe` (plan, run through the one executor, store) and
-`summary` (per configuration, against S_i).
+coverage.py in every process), `toolchains` (each language's instrumentation and report),
+`probe` (plan, run through the one executor, store) and `summary` (per configuration,
+against S_i).
 """

@@ -27,7 +27,8 @@ from __future__ import annotations
 import ast
 import json
 import logging
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -241,6 +242,123 @@ def parse_report(data: bytes) -> dict[str, MeasuredFile]:
         statements = frozenset(int(n) for n in entry["statements"])
         measured[path] = MeasuredFile(statements, statements - frozenset(int(n) for n in entry["missing"]))
     return measured
+
+
+_GO_BLOCK = re.compile(r"(?P<file>.+):(?P<l1>\d+)\.(?P<c1>\d+),(?P<l2>\d+)\.(?P<c2>\d+) (?P<statements>\d+) (?P<count>\d+)")
+
+
+def _repository_path(import_file: str, modules: Mapping[str, str]) -> str:
+    """`example.com/mod/pkg/a.go` → `pkg/a.go` (module `example.com/mod` at the root): the
+    longest module path it starts with, replaced by that module's folder. A name outside
+    every module is kept as it is (`score_changes` still matches it by suffix)."""
+    found = [m for m in modules if import_file.startswith(m + "/")]
+    if not found:
+        return import_file
+    module = max(found, key=len)
+    folder = modules[module]
+    rest = import_file[len(module) + 1:]
+    return f"{folder}/{rest}" if folder else rest
+
+
+def parse_go_profile(data: bytes, modules: Mapping[str, str]) -> dict[str, MeasuredFile]:
+    """A Go cover profile (`mode: set|count|atomic`, then `file:l1.c1,l2.c2 statements
+    count` per block) → measured files, named by repository path through `modules`
+    (module path → its folder in the repository, "" for the root).
+
+    A block's lines are statements when it holds any (an empty body's block holds none);
+    executed when its count is non-zero in any test binary (`-coverpkg` repeats every
+    block once per package tested). A block ending at column 1 does not reach its last
+    line. Raises ValueError on anything else: the profile is the run's, not trusted."""
+    text = data.decode("utf-8", errors="replace").splitlines()
+    if not text or not text[0].startswith("mode: "):
+        raise ValueError("not a Go cover profile")
+    statements: dict[str, set[int]] = {}
+    executed: dict[str, set[int]] = {}
+    for number, line in enumerate(text[1:], start=2):
+        block = _GO_BLOCK.fullmatch(line)
+        if block is None:
+            raise ValueError(f"cover profile line {number} is not a block: {line[:200]!r}")
+        path = _repository_path(block["file"], modules)
+        last = int(block["l2"]) - (int(block["c2"]) <= 1)
+        lines = range(int(block["l1"]), max(int(block["l1"]), last) + 1)
+        statements.setdefault(path, set())
+        executed.setdefault(path, set())
+        if int(block["statements"]):
+            statements[path].update(lines)
+            if int(block["count"]):
+                executed[path].update(lines)
+    return {path: MeasuredFile(frozenset(statements[path]), frozenset(executed[path])) for path in statements}
+
+
+def _utf16_lines(text: str) -> tuple[list[int], list[bool]]:
+    """Per UTF-16 code unit of `text` (V8's offsets), its line number and whether it is
+    blank (whitespace); a character outside the BMP takes two units."""
+    lines: list[int] = []
+    blank: list[bool] = []
+    line = 1
+    for char in text:
+        width = 2 if ord(char) > 0xFFFF else 1
+        lines.extend([line] * width)
+        blank.extend([char.isspace()] * width)
+        if char == "\n":
+            line += 1
+    return lines, blank
+
+
+def v8_executed(source: str, scripts: list) -> MeasuredFile:
+    """V8 block coverage of one file (one list of functions per process that loaded it) →
+    its lines. Every line with a non-blank character is a statement (V8 covers the whole
+    script); a line ran when one of its non-blank characters has a non-zero count, the
+    count at an offset being that of the innermost range holding it (ranges nest, so
+    painting them outer first leaves the innermost count).
+
+    Offsets only mean lines in the file as it is here: a script whose extent is not the
+    file's length was transformed before V8 saw it (a loader, babel-jest, a transpiler),
+    and is refused (ValueError) rather than mapped onto the wrong lines. Node strips a
+    leading BOM from CommonJS modules: such a file is matched without it."""
+    if source.startswith("\ufeff"):
+        source = source[1:]
+    line_of, blank = _utf16_lines(source)
+    length = len(line_of)
+    statements = frozenset(line_of[i] for i in range(length) if not blank[i])
+    executed: set[int] = set()
+    for functions in scripts:
+        ranges = []
+        try:
+            for function in functions:
+                for r in function["ranges"]:
+                    ranges.append((int(r["startOffset"]), int(r["endOffset"]), int(r["count"])))
+        except (TypeError, KeyError, ValueError) as exc:
+            raise ValueError(f"not V8 coverage: {exc!r}") from exc
+        if max((end for _, end, _ in ranges), default=None) != length or min(s for s, _, _ in ranges) != 0:
+            raise ValueError(f"V8 saw a script of another extent than the file's {length} characters: transformed")
+        counts = [0] * length
+        for start, end, count in sorted(ranges, key=lambda r: (r[0], -r[1])):
+            start, end = max(0, start), min(length, end)
+            if start < end:
+                counts[start:end] = [count] * (end - start)
+        executed.update(line_of[i] for i in range(length) if counts[i] and not blank[i])
+    return MeasuredFile(statements, frozenset(executed))
+
+
+def parse_v8_report(data: bytes, sources: Mapping[str, str]) -> dict[str, MeasuredFile]:
+    """The JavaScript collector's report (`{"data_files": n, "files": {path: [functions
+    per process]}, "error": ...}`) → measured files, read against `sources` (each changed
+    file's text in the reference tree; a path not there is ignored). Raises ValueError when
+    the report is unreadable, says the data could not be read, or no Node process wrote
+    coverage at all (the suite ran no Node: nothing was measured, which is not 0)."""
+    try:
+        report = json.loads(data)
+    except ValueError as exc:
+        raise ValueError(f"not a testprism V8 coverage report: {exc}") from exc
+    if not isinstance(report, dict) or not isinstance(report.get("files"), dict):
+        raise ValueError("not a testprism V8 coverage report")
+    if report.get("error"):
+        raise ValueError(f"V8 coverage could not be read: {report['error']}")
+    if not report.get("data_files"):
+        raise ValueError("no Node process wrote V8 coverage")
+    return {path: v8_executed(sources[path], scripts) for path, scripts in report["files"].items()
+            if path in sources and isinstance(scripts, list)}
 
 
 def _measured(measured: dict[str, MeasuredFile], path: str) -> MeasuredFile | None:

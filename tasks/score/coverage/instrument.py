@@ -122,9 +122,14 @@ COMMAND = f"bash tmp/{HELPER_DIR}/run.sh"
 
 
 def coverage_suite(suite: Suite, changes: tuple[ChangedFile, ...], work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
-    """The suite's files plus the helper folder, built once in the work area; returns the
-    folder and the relative files a RunRequest copies under `tmp/`."""
-    helpers = _helper_files(suite.entry, changes)
+    """The suite's files plus the Python helper folder (`with_helpers`)."""
+    return with_helpers(suite, _helper_files(suite.entry, changes), work)
+
+
+def with_helpers(suite: Suite, helpers: dict[str, str], work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
+    """The suite's files plus `helpers` (relative path → text), built once in the work
+    area; returns the folder and the relative files a RunRequest copies under `tmp/`.
+    Every language's instrumentation travels this way (tasks/score/coverage/toolchains.py)."""
     key = digest("coverage-suite", suite.hash, *(part for item in sorted(helpers.items()) for part in item))
 
     def build(target: Path) -> None:

@@ -1,5 +1,7 @@
 """The coverage pass: one measurement per configuration × instance on the reference,
-run by the one executor (tasks/execution/batch.py), stored in `scores/coverage`.
+run by the one executor (tasks/execution/batch.py), stored in `scores/coverage`. How a
+run is instrumented and its report read depends on the instance's language
+(tasks/score/coverage/toolchains.py); a language without a toolchain is `not_measured`.
 
 Runs that could not measure (timeout, sandbox error, a failed patch or environment) leave
 ΔC and EC null with a `reason`; a configuration without a suite for the instance executed
@@ -37,14 +39,9 @@ from testprism.tasks.model.outcome import Reason, Verdict
 from testprism.tasks.model.state import State, materialise, states_of
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
-from testprism.tasks.score.coverage.changes import (
-    ChangedFile,
-    CoverageCounts,
-    analyse_reference,
-    parse_report,
-    score_changes,
-)
-from testprism.tasks.score.coverage.instrument import COMMAND, HELPERS_HASH, coverage_environment, coverage_suite
+from testprism.tasks.score.coverage.changes import ChangedFile, CoverageCounts, score_changes
+from testprism.tasks.score.coverage.instrument import COMMAND
+from testprism.tasks.score.coverage.toolchains import Toolchain, toolchain_for
 
 log = logging.getLogger(__name__)
 
@@ -69,11 +66,15 @@ def plan_coverage(benchmark: Benchmark, limits: Limits) -> list[CoverageSpec]:
     specs = []
     for instance in benchmark.instances.values():
         reference = next(s for s in states_of(instance) if s.kind == "reference")
-        environment = coverage_environment(instance.spec.environment).key
+        toolchain = toolchain_for(instance.spec.language)
+        if toolchain is None:
+            environment, helpers = instance.spec.environment.key, digest("not-measured", instance.spec.language)
+        else:
+            environment, helpers = toolchain.environment(instance.spec.environment).key, toolchain.helpers_hash
         for configuration in benchmark.configurations:
             suite, unrunnable = benchmark.suite_of(configuration, instance.id)
             suite_part = suite.hash if suite else digest(unrunnable or "", configuration)
-            key = digest("coverage", instance.id, suite_part, reference.hash, environment, limits.key, HELPERS_HASH)
+            key = digest("coverage", instance.id, suite_part, reference.hash, environment, limits.key, helpers)
             specs.append(CoverageSpec(key, configuration, instance, reference, suite, unrunnable))
     return specs
 
@@ -110,25 +111,26 @@ def _row(spec: CoverageSpec, measured: Measured) -> dict:
 
 
 def measure_one(spec: CoverageSpec, changes: tuple[ChangedFile, ...], environments: Environments,
-                options: ExecutionOptions) -> Measured:
-    """Measure one suite on its instance's reference."""
+                options: ExecutionOptions, toolchain: Toolchain) -> Measured:
+    """Measure one suite on its instance's reference, instrumented by `toolchain`."""
     if spec.unrunnable is not None:
         return Measured(score_changes(changes, {}), spec.unrunnable)
     assert spec.suite is not None
     tree = state_tree(spec.instance, spec.reference, environments, options.work, options.limits)
     if isinstance(tree, Verdict):
         return Measured(None, tree.reason)
-    environment = environments.ready(coverage_environment(spec.instance.spec.environment))
+    coverage_spec = toolchain.environment(spec.instance.spec.environment)
+    environment = environments.ready(coverage_spec)
     if isinstance(environment, Verdict):
         log.error("%s: coverage environment: %s", spec.instance.id, environment.output_tail)
         return Measured(None, Reason.ENVIRONMENT_FAILED)
-    folder, files = coverage_suite(spec.suite, changes, options.work)
+    folder, files = toolchain.suite(spec.suite, changes, tree.tree, options.work)
     request = RunRequest(
         tree=tree.tree, suite_folder=folder, suite_files=files, command=COMMAND, environment=environment,
         limits=options.limits, suite_patch=spec.suite.patch,
     )
     try:
-        result = Attempts(lambda: environments.run(spec.instance.spec.environment, request), options.policy.infra_retries)()
+        result = Attempts(lambda: environments.run(coverage_spec, request), options.policy.infra_retries)()
     except SuiteNotInstalled as exc:
         log.error("%s/%s: coverage run: %s", spec.configuration, spec.instance.id, exc)
         return Measured(None, Reason.SUITE_NOT_INSTALLED)
@@ -138,7 +140,7 @@ def measure_one(spec: CoverageSpec, changes: tuple[ChangedFile, ...], environmen
     if result.timed_out or result.output_exceeded:
         return Measured(None, Reason.TIMEOUT if result.timed_out else Reason.OUTPUT_LIMIT, result)
     try:
-        measured = parse_report(result.junit_xml or b"")
+        measured = toolchain.parse(result.junit_xml or b"", tree.tree, changes)
     except ValueError as exc:
         log.error("%s/%s: no coverage report (%s); output tail:\n%s", spec.configuration, spec.instance.id, exc,
                   result.output_tail[-MESSAGE_TAIL:])
@@ -146,12 +148,12 @@ def measure_one(spec: CoverageSpec, changes: tuple[ChangedFile, ...], environmen
     return Measured(score_changes(changes, measured), None, result)
 
 
-def _reference_changes(spec: CoverageSpec, work: WorkPaths) -> tuple[ChangedFile, ...] | None:
+def _reference_changes(spec: CoverageSpec, toolchain: Toolchain, work: WorkPaths) -> tuple[ChangedFile, ...] | None:
     """What the instance's reference changes, or None when its patch does not apply."""
     tree = materialise(spec.instance, spec.reference, work)
     if not tree.patch.applied:
         return None
-    return analyse_reference(tree.tree, spec.instance.reference)
+    return toolchain.analyse(tree.tree, spec.instance.reference)
 
 
 def _table(rows: Iterable[dict]) -> pl.DataFrame:
@@ -178,12 +180,15 @@ class CoverageJob(Job[CoverageSpec, Measured]):
         return unit.coverage_key
 
     def attempt(self, unit: CoverageSpec, environments: Environments, options: ExecutionOptions) -> Measured:
+        toolchain = toolchain_for(unit.instance.spec.language)
+        if toolchain is None:
+            return Measured(None, Reason.NOT_MEASURED)
         found = self._changes[unit.instance.id]
         if found is None:
             return Measured(None, Reason.PATCH_FAILED)
         if not found:
-            return Measured(None, Reason.NO_PYTHON_CHANGE)
-        return measure_one(unit, found, environments, options)
+            return Measured(None, toolchain.no_change)
+        return measure_one(unit, found, environments, options, toolchain)
 
     def row(self, unit: CoverageSpec, result: Measured, started: datetime, backend: SandboxBackend) -> dict:
         return _row(unit, result)
@@ -238,8 +243,9 @@ def measure_coverage(
              len({s.coverage_key for s in todo}))
     changes: dict[str, tuple[ChangedFile, ...] | None] = {}
     for spec in todo:
-        if spec.instance.id not in changes:
-            changes[spec.instance.id] = _reference_changes(spec, options.work)
+        toolchain = toolchain_for(spec.instance.spec.language)
+        if toolchain is not None and spec.instance.id not in changes:
+            changes[spec.instance.id] = _reference_changes(spec, toolchain, options.work)
     job = CoverageJob(options, specs, done, changes)
     execute(job, todo, options)
     job.write(store, [])  # the stored rows of plans that changed are dropped even when nothing ran

@@ -1,0 +1,334 @@
+"""How the coverage pass measures each language: which reference lines count, what the
+run is given to report what it executed, and how that report is read back.
+
+The probe (tasks/score/coverage/probe.py) asks `toolchain_for(instance.spec.language)`;
+a language without a toolchain (java, typescript, any other) is *not measured*: its rows
+keep ΔC and EC null with the reason `not_measured`, never a number measured on the wrong
+lines.
+
+- **python**: coverage.py in every process (tasks/score/coverage/instrument.py).
+- **go**: the suite runs `go test` (or `gotestsum -- ...`) itself; the helper sets
+  `GOFLAGS=-coverprofile=... -coverpkg=<module>/...`, which every `go test` of the run
+  picks up (`go help environment`: GOFLAGS flags apply to the commands that know them;
+  `go build` and `go vet` ignore these two). `-coverpkg` names the changed files' modules
+  rather than `./...`, so a suite running `go test` from a subfolder still instruments
+  the whole module. The profile's lines for the changed files come back at
+  $TESTPRISM_JUNIT. Go 1.19 writes one profile per `go test` command: a suite that runs
+  several keeps the last one's only.
+- **javascript**: `NODE_V8_COVERAGE` makes every Node process write V8's block coverage;
+  a small collector (`collect.cjs`: CommonJS whatever the package's `type`) keeps the
+  changed files' entries, and the harness turns V8's offsets into lines itself
+  (changes.parse_v8_report). Not c8: inside the sandbox it is not in the instance's
+  environment and the run has no network to fetch it; on the host it would open the
+  source files the run's own report names, as root, where the harness reads only the
+  reference tree it materialised. The harness checks that each script V8 saw has the
+  file's length, so code transformed on load (babel-jest, ts-node) is refused
+  (`coverage_failed`), not mapped onto wrong lines.
+
+For Go and JavaScript, which changed lines are code is told by the lexer here (neither
+blank nor only comments) and, where the run reported the file, by the report's own
+statements (Go: inside a cover block). Changed *functions* for these languages are not
+read yet (changes.py has Python's only), so their EC stays null.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from abc import ABC, abstractmethod
+from pathlib import Path, PurePosixPath
+
+from testprism.tasks.model import patches
+from testprism.tasks.model.benchmark import EnvironmentSpec, Suite
+from testprism.tasks.model.hashing import digest
+from testprism.tasks.model.outcome import Reason
+from testprism.tasks.model.workdir import WorkPaths
+
+from testprism.tasks.score.coverage.changes import (
+    ChangedFile,
+    MeasuredFile,
+    analyse_reference,
+    parse_go_profile,
+    parse_report,
+    parse_v8_report,
+)
+from testprism.tasks.score.coverage.instrument import HELPER_DIR, HELPERS_HASH, coverage_environment, coverage_suite, with_helpers
+
+log = logging.getLogger(__name__)
+
+
+class Toolchain(ABC):
+    """One language's instrumentation for the coverage pass."""
+
+    #: the reason of a row whose reference changes no line this toolchain measures
+    no_change: Reason = Reason.NO_CODE_CHANGE
+
+    @property
+    @abstractmethod
+    def helpers_hash(self) -> str:
+        """What the helper files are: part of every measurement's key."""
+
+    def environment(self, environment: EnvironmentSpec) -> EnvironmentSpec:
+        """The environment the coverage run needs (Go and Node bring their own coverage)."""
+        return environment
+
+    @abstractmethod
+    def analyse(self, tree: Path, reference: bytes) -> tuple[ChangedFile, ...]:
+        """What the reference changes, read from the materialised reference `tree`."""
+
+    @abstractmethod
+    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
+              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
+        """The suite's files plus this toolchain's helpers (instrument.with_helpers)."""
+
+    @abstractmethod
+    def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
+        """The run's report → measured files; ValueError when there is none to read."""
+
+
+class PythonToolchain(Toolchain):
+    """coverage.py in every Python process (instrument.py)."""
+
+    no_change = Reason.NO_PYTHON_CHANGE
+    helpers_hash = HELPERS_HASH
+
+    def environment(self, environment: EnvironmentSpec) -> EnvironmentSpec:
+        return coverage_environment(environment)
+
+    def analyse(self, tree: Path, reference: bytes) -> tuple[ChangedFile, ...]:
+        return analyse_reference(tree, reference)
+
+    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
+              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
+        return coverage_suite(suite, changes, work)
+
+    def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
+        return parse_report(report)
+
+
+def code_lines(text: str, quotes: str, raw: str = "") -> set[int]:
+    """The lines of C-like source (Go, JavaScript) holding something besides whitespace,
+    `//` and `/* */` comments. `quotes` open strings with backslash escapes (a newline ends
+    an unclosed one, except a template's), `raw` strings without (Go's backquotes): what
+    looks like a comment inside either is code. A regular expression literal holding
+    `/*` or `//` is misread: such a line is then taken for a comment."""
+    found: set[int] = set()
+    line, i, state = 1, 0, ""
+    multiline = raw + "`"
+    while i < len(text):
+        char = text[i]
+        if char == "\n":
+            line += 1
+            if state and state not in multiline and state != "*":
+                state = ""
+        elif state == "*":
+            if text.startswith("*/", i):
+                state, i = "", i + 2
+                continue
+        elif state:
+            found.add(line)
+            if char == "\\" and state not in raw:
+                line += text[i + 1:i + 2] == "\n"
+                i += 2
+                continue
+            if char == state:
+                state = ""
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+            continue
+        elif text.startswith("/*", i):
+            state, i = "*", i + 2
+            continue
+        elif char in quotes or char in raw:
+            state = char
+            found.add(line)
+        elif not char.isspace():
+            found.add(line)
+        i += 1
+    return found
+
+
+def _changed_code(tree: Path, reference: bytes, keep: re.Pattern[str], quotes: str,
+                  raw: str = "") -> tuple[ChangedFile, ...]:
+    """The code lines the reference adds (plus a stand-in per pure deletion, as for
+    Python: changes.changed_lines) in the files whose path `keep` matches; one statement
+    per line, no functions."""
+    changes = []
+    for patched in patches.parse(reference):
+        if patched.is_removed_file or not keep.search(patched.path):
+            continue
+        target = tree / patched.path
+        if not target.is_file():
+            log.warning("%s: changed by the reference but absent from its tree", patched.path)
+            continue
+        code = code_lines(target.read_bytes().decode("utf-8", errors="replace"), quotes, raw)
+        lines = sorted(patches.changed_lines(patched, removals="following") & code)
+        if lines:
+            changes.append(ChangedFile(patched.path, {n: range(n, n + 1) for n in lines}, ()))
+    return tuple(sorted(changes, key=lambda c: c.path))
+
+
+_RUNNER_HEAD = '''\
+#!/usr/bin/env bash
+# testprism coverage pass (tasks/score/coverage/toolchains.py): the suite's own entry, {what},
+# then the changed files' part of it at $TESTPRISM_JUNIT; the suite's JUnit report goes aside.
+set -u
+root="$PWD"
+here="$root/tmp/{helper}"
+report="$TESTPRISM_JUNIT"
+data="$(dirname "$report")/coverage"
+mkdir -p "$data"
+'''
+
+_GO_RUNNER = _RUNNER_HEAD.format(what="with a cover profile from every `go test`", helper=HELPER_DIR) + '''\
+case "$data" in *" "*) echo "testprism coverage: GOFLAGS cannot hold the path $data (a space)" >&2; exit 2;; esac
+(
+  export GOFLAGS="${GOFLAGS:+$GOFLAGS }-coverprofile=$data/cover.out -coverpkg=$(cat "$here/packages")"
+  export TESTPRISM_JUNIT="$data/junit.xml"
+  exec bash "$here/entry.sh"
+)
+status=$?
+if [ -f "$data/cover.out" ]; then
+  { head -n 1 "$data/cover.out"; grep -F -f "$here/files" "$data/cover.out"; } > "$report"
+fi
+exit "$status"
+'''
+
+_MODULE = re.compile(rb'^\s*module\s+"?([^"\s]+)"?', re.MULTILINE)
+
+
+def go_modules(tree: Path, paths: list[str]) -> dict[str, str]:
+    """Module path → its folder ("" for the root) for each of `paths`' nearest go.mod."""
+    modules: dict[str, str] = {}
+    for path in paths:
+        for folder in PurePosixPath(path).parents:
+            gomod = tree / folder / "go.mod"
+            if gomod.is_file():
+                found = _MODULE.search(gomod.read_bytes())
+                if found:
+                    modules[found.group(1).decode()] = "" if str(folder) == "." else str(folder)
+                break
+    return modules
+
+
+def _import_file(path: str, modules: dict[str, str]) -> str | None:
+    """`pkg/a.go` as the cover profile names it (`module/pkg/a.go`), None outside every module."""
+    owners = [(m, f) for m, f in modules.items() if not f or path.startswith(f + "/")]
+    if not owners:
+        return None
+    module, folder = max(owners, key=lambda owner: len(owner[1]))
+    return f"{module}/{path[len(folder) + 1:] if folder else path}"
+
+
+class GoToolchain(Toolchain):
+    """`go test` cover profiles through GOFLAGS."""
+
+    helpers_hash = digest("coverage-helpers-go", _GO_RUNNER)
+
+    def analyse(self, tree: Path, reference: bytes) -> tuple[ChangedFile, ...]:
+        """Changed .go files but tests (`_test.go`: not instrumented by `go test`) and
+        those outside any module (the profile could not name them)."""
+        found = _changed_code(tree, reference, re.compile(r"(?<!_test)\.go$"), "\"'", "`")
+        modules = go_modules(tree, [c.path for c in found])
+        for change in found:
+            if _import_file(change.path, modules) is None:
+                log.warning("%s: in no Go module (no go.mod above it): not measured", change.path)
+        return tuple(c for c in found if _import_file(c.path, modules) is not None)
+
+    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
+              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
+        modules = go_modules(tree, [c.path for c in changes])
+        names = sorted(name for c in changes if (name := _import_file(c.path, modules)) is not None)
+        return with_helpers(suite, {
+            f"{HELPER_DIR}/run.sh": _GO_RUNNER,
+            f"{HELPER_DIR}/entry.sh": suite.entry + "\n",
+            f"{HELPER_DIR}/packages": ",".join(f"{m}/..." for m in sorted(modules)) + "\n",
+            f"{HELPER_DIR}/files": "".join(f"{name}:\n" for name in names),
+        }, work)
+
+    def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
+        """No report: the run wrote no profile (no `go test` ran, or none built), which
+        measures nothing rather than 0."""
+        if not report:
+            raise ValueError("no Go cover profile: the suite ran no go test, or nothing built")
+        return parse_go_profile(report, go_modules(tree, [c.path for c in changes]))
+
+
+_JS_RUNNER = _RUNNER_HEAD.format(what="with V8 coverage from every Node process", helper=HELPER_DIR) + '''\
+(
+  export NODE_V8_COVERAGE="$data/v8"
+  export TESTPRISM_JUNIT="$data/junit.xml"
+  exec bash "$here/entry.sh"
+)
+status=$?
+node "$here/collect.cjs" "$report" "$data/v8" "$root" "$here/files"
+exit "$status"
+'''
+
+_JS_COLLECTOR = '''\
+'use strict';
+// testprism coverage pass: the changed files' V8 coverage, one list of functions per process.
+const fs = require('fs');
+const path = require('path');
+const { fileURLToPath } = require('url');
+
+const [report, data, root, list] = process.argv.slice(2);
+const wanted = new Set(fs.readFileSync(list, 'utf8').split('\\n').filter(Boolean));
+const roots = [path.resolve(root)];
+try { roots.push(fs.realpathSync(root)); } catch (e) { /* the plain root is enough */ }
+const out = { data_files: 0, files: {}, error: null };
+try {
+  const names = fs.existsSync(data) ? fs.readdirSync(data).filter((n) => n.endsWith('.json')).sort() : [];
+  for (const name of names) {
+    out.data_files += 1;
+    const parsed = JSON.parse(fs.readFileSync(path.join(data, name), 'utf8'));
+    for (const script of parsed.result || []) {
+      if (typeof script.url !== 'string' || !script.url.startsWith('file:')) continue;
+      const file = fileURLToPath(script.url);
+      const rel = roots.map((base) => path.relative(base, file).split(path.sep).join('/')).find((r) => wanted.has(r));
+      if (rel !== undefined) (out.files[rel] = out.files[rel] || []).push(script.functions);
+    }
+  }
+} catch (e) {
+  out.error = String(e);
+}
+fs.writeFileSync(report, JSON.stringify(out));
+'''
+
+_JS_FILES = re.compile(r"\.(js|mjs|cjs)$")
+
+
+class JavaScriptToolchain(Toolchain):
+    """V8 block coverage through NODE_V8_COVERAGE."""
+
+    helpers_hash = digest("coverage-helpers-javascript", _JS_RUNNER, _JS_COLLECTOR)
+
+    def analyse(self, tree: Path, reference: bytes) -> tuple[ChangedFile, ...]:
+        """Changed .js/.mjs/.cjs files (what Node runs untransformed)."""
+        return _changed_code(tree, reference, _JS_FILES, "\"'`")
+
+    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
+              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
+        return with_helpers(suite, {
+            f"{HELPER_DIR}/run.sh": _JS_RUNNER,
+            f"{HELPER_DIR}/entry.sh": suite.entry + "\n",
+            f"{HELPER_DIR}/collect.cjs": _JS_COLLECTOR,
+            f"{HELPER_DIR}/files": "".join(f"{c.path}\n" for c in changes),
+        }, work)
+
+    def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
+        sources = {c.path: (tree / c.path).read_bytes().decode("utf-8", errors="replace") for c in changes}
+        return parse_v8_report(report, sources)
+
+
+TOOLCHAINS: dict[str, Toolchain] = {
+    "python": PythonToolchain(),
+    "go": GoToolchain(),
+    "javascript": JavaScriptToolchain(),
+}
+
+
+def toolchain_for(language: str) -> Toolchain | None:
+    """The toolchain measuring `language`, None when coverage is not measured for it."""
+    return TOOLCHAINS.get(language)

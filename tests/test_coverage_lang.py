@@ -1,0 +1,339 @@
+"""ΔC beyond Python (tasks/score/coverage/toolchains.py): Go cover profiles and V8 coverage
+made on this host by gotestsum and `node --test`, read back against lines known to have run
+or not; the helper scripts of each toolchain run as the sandbox would run them; a language
+without a toolchain is not measured."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.model.workdir import WorkPaths
+from testprism.tasks.score.coverage.probe import measure_coverage
+from testprism.tasks.score.coverage.changes import parse_go_profile, parse_v8_report, score_changes, v8_executed
+from testprism.tasks.score.coverage.instrument import COMMAND
+from testprism.tasks.score.coverage.toolchains import (
+    GoToolchain,
+    JavaScriptToolchain,
+    code_lines,
+    go_modules,
+    toolchain_for,
+)
+from tests.benchfixture import CHECKS, diff, make_benchmark
+from tests.langfixture import GO_RUN, JS_RUN, make_language_benchmark
+
+needs_go = needs_node = pytest.mark.requires("toolchains")
+
+CALC_GO = textwrap.dedent('''\
+    package calc
+
+    // Abs returns |x|.
+    func Abs(x int) int {
+    	if x < 0 {
+    		return -x
+    	}
+    	return x
+    }
+
+    func Never() int {
+    	return 42
+    }
+    ''')
+CALC_GO_BEFORE = CALC_GO.replace("\tif x < 0 {\n\t\treturn -x\n\t}\n", "")
+TEXT_GO = textwrap.dedent('''\
+    package text
+
+    import "example.com/mini/calc"
+
+    func Shout(s string, n int) string {
+    	if calc.Abs(n) > 2 {
+    		return s + "!!!"
+    	}
+    	return s + "!"
+    }
+    ''')
+GO_TESTS = {
+    "calc/calc_test.go": 'package calc\n\nimport "testing"\n\nfunc TestAbs(t *testing.T) {\n'
+                         '\tif Abs(3) != 3 {\n\t\tt.Fatal("abs")\n\t}\n}\n',
+    "text/text_test.go": 'package text\n\nimport "testing"\n\nfunc TestShout(t *testing.T) {\n'
+                         '\tif Shout("a", 1) != "a!" {\n\t\tt.Fatal("shout")\n\t}\n}\n',
+}
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def go_module(root: Path) -> Path:
+    """Two tested packages (text calls calc) and one without tests."""
+    return write_tree(root, {"go.mod": "module example.com/mini\n\ngo 1.19\n", "calc/calc.go": CALC_GO,
+                             "text/text.go": TEXT_GO, "unused/unused.go": "package unused\n\nfunc Lonely() int {\n"
+                             "\treturn 1\n}\n", **GO_TESTS})
+
+
+def host_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The host's environment (go's caches under HOME) plus `extra`."""
+    return {**os.environ, "GOFLAGS": "", "GOPROXY": "off", **extra}
+
+
+@needs_go
+def test_go_profile_from_gotestsum_over_two_packages(tmp_path):
+    module = go_module(tmp_path / "mini")
+    profile = tmp_path / "out" / "cover.out"
+    profile.parent.mkdir()
+    flags = f"-coverprofile={profile} -coverpkg=example.com/mini/..."
+    done = subprocess.run(["gotestsum", "--", "./..."], cwd=module, env=host_env(tmp_path, GOFLAGS=flags),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    measured = parse_go_profile(profile.read_bytes(), go_modules(module, ["calc/calc.go"]))
+    assert set(measured) == {"calc/calc.go", "text/text.go", "unused/unused.go"}
+    calc = measured["calc/calc.go"]
+    # Abs(3) (calc's test) and Abs(1) (through text's test): the negative branch and Never never ran.
+    assert calc.executed == {4, 5, 8}
+    assert calc.statements == {4, 5, 6, 7, 8, 11, 12, 13}  # not the package clause or the comment
+    text = measured["text/text.go"]
+    assert text.executed == {5, 6, 9} and 7 in text.statements
+    assert measured["unused/unused.go"].executed == frozenset()
+
+
+def test_go_profile_names_files_by_repository_path_and_refuses_what_is_not_one():
+    profile = (b"mode: count\nexample.com/sub/pkg/a.go:3.10,5.1 2 7\nexample.com/sub/pkg/a.go:6.2,6.9 0 1\n"
+               b"other.org/x/b.go:1.1,2.3 1 0\n")
+    measured = parse_go_profile(profile, {"example.com/sub": "services/sub", "example.com": ""})
+    # A block ending at column 1 does not reach that line; a block of no statement is none.
+    assert measured["services/sub/pkg/a.go"].statements == {3, 4} == measured["services/sub/pkg/a.go"].executed
+    assert measured["other.org/x/b.go"].executed == frozenset()
+    with pytest.raises(ValueError):
+        parse_go_profile(b"<testsuite/>", {})
+    with pytest.raises(ValueError, match="line 2"):
+        parse_go_profile(b"mode: set\nrm -rf /\n", {})
+
+
+def test_go_modules_finds_the_nearest_go_mod(tmp_path):
+    write_tree(tmp_path, {"go.mod": "module example.com/top // root\n", "tools/go.mod": 'module "example.com/tools"\n'})
+    assert go_modules(tmp_path, ["a/b.go", "tools/x/y.go"]) == {"example.com/top": "", "example.com/tools": "tools"}
+
+
+def test_code_lines_skip_blank_lines_and_comments_not_strings():
+    go = 'package p\n\n// c\n/* a\n   b */ x := 1\ns := `raw // not\n/* a comment */`\nr := "\\"//"\n'
+    assert code_lines(go, "\"'", "`") == {1, 5, 6, 7, 8}
+    js = "const a = 1; // c\n/*\n * doc\n */\nconst t = `line\n\n// in a template`;\n  \nf('/*');\n"
+    assert code_lines(js, "\"'`") == {1, 5, 7, 9}  # a template's empty line holds nothing to run either
+
+
+CALC_JS = textwrap.dedent('''\
+    // calc
+    function abs(x) {
+      if (x < 0) {
+        return -x;
+      }
+      return x;
+    }
+
+    /* never
+       called */
+    function never() {
+      return 42;
+    }
+
+    module.exports = { abs, never };
+    ''')
+ESM_JS = textwrap.dedent('''\
+    export function twice(x) {
+      return x * 2;
+    }
+    export const unused = () => {
+      return 0;
+    };
+    ''')
+JS_TEST = textwrap.dedent('''\
+    const test = require('node:test');
+    const assert = require('node:assert');
+    const { abs } = require('../src/calc.js');
+    test('abs', async () => {
+      assert.strictEqual(abs(3), 3);
+      const { twice } = await import('../src/esm.mjs');
+      assert.strictEqual(twice(2), 4);
+    });
+    ''')
+
+
+def js_module(root: Path) -> Path:
+    return write_tree(root, {"package.json": '{"name": "mini", "version": "1.0.0", "type": "module"}\n',
+                             "src/calc.js": CALC_JS.replace("module.exports = { abs, never };",
+                                                            "export { abs, never };"),
+                             "src/calc.cjs": CALC_JS, "src/esm.mjs": ESM_JS,
+                             "test/calc.test.cjs": JS_TEST.replace("calc.js", "calc.cjs")})
+
+
+@needs_node
+def test_v8_coverage_from_node_test_to_lines(tmp_path):
+    module = js_module(tmp_path / "mini")
+    data = tmp_path / "v8"
+    done = subprocess.run(["node", "--test", "test/"], cwd=module, env=host_env(tmp_path, NODE_V8_COVERAGE=str(data)),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    scripts: dict[str, list] = {}
+    for name in data.glob("*.json"):
+        for script in json.loads(name.read_text())["result"]:
+            if script["url"].startswith(f"file://{module}/src/"):
+                scripts.setdefault(script["url"].rsplit("/", 1)[1], []).append(script["functions"])
+    assert set(scripts) == {"calc.cjs", "esm.mjs"}  # calc.js (ESM) was never loaded
+    calc = v8_executed(CALC_JS, scripts["calc.cjs"])
+    # abs(3): not the negative branch (4, and the brace closing it), never() not at all.
+    assert {2, 3, 6, 7, 15} <= calc.executed
+    assert calc.executed.isdisjoint({4, 5, 11, 12, 13})
+    assert {4, 5, 11, 12, 13} <= calc.statements and 8 not in calc.statements
+    esm = v8_executed(ESM_JS, scripts["esm.mjs"])
+    assert {1, 2, 3, 4} <= esm.executed and 5 not in esm.executed
+    # The same offsets on another text (a transformed script) are refused, not mapped.
+    with pytest.raises(ValueError, match="transformed"):
+        v8_executed(CALC_JS + "\n// more\n", scripts["calc.cjs"])
+    with pytest.raises(ValueError, match="no Node process"):
+        parse_v8_report(b'{"data_files": 0, "files": {}, "error": null}', {})
+
+
+def run_helpers(program: Path, folder: Path, files: tuple[str, ...], tmp_path: Path, **env: str):
+    """The helper scripts as a backend runs them: files under tmp/, COMMAND from the root,
+    the report at $TESTPRISM_JUNIT under out/."""
+    for rel in files:
+        (program / "tmp" / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(folder / rel, program / "tmp" / rel)
+    out = tmp_path / "out"
+    out.mkdir()
+    report = out / "junit.xml"
+    done = subprocess.run(["bash", "-c", COMMAND], cwd=program, capture_output=True, text=True, timeout=300,
+                          env=host_env(tmp_path, TESTPRISM_JUNIT=str(report), **env))
+    return done, report
+
+
+def suite_of(tmp_path: Path, entry: str):
+    bench = make_benchmark(tmp_path / "bench", {"s": {"run_tests.sh": entry}})
+    return load_benchmark(bench).suites[("s", "mini__median-even")]
+
+
+@needs_go
+def test_go_helpers_measure_the_suites_own_gotestsum(tmp_path):
+    program = go_module(tmp_path / "program")
+    reference = diff("calc/calc.go", CALC_GO_BEFORE, CALC_GO) + diff("calc/calc_test.go", "", GO_TESTS["calc/calc_test.go"])
+    toolchain = GoToolchain()
+    changes = toolchain.analyse(program, reference.encode())
+    assert [(c.path, sorted(c.lines)) for c in changes] == [("calc/calc.go", [5, 6, 7])]  # not the test file
+    suite = suite_of(tmp_path, 'gotestsum --junitfile "$TESTPRISM_JUNIT" -- ./...\n')
+    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
+    assert all(line.startswith(("mode:", "example.com/mini/calc/calc.go:")) for line in report.read_text().splitlines())
+    counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
+    # `if x < 0 {` ran, its body and closing brace did not.
+    assert (counts.covered_lines, counts.changed_lines) == (1, 3)
+    assert counts.missed_lines == ["calc/calc.go:6", "calc/calc.go:7"]
+    assert counts.ec is None  # no changed functions read for Go yet
+
+
+@needs_go
+def test_go_without_a_profile_is_not_a_zero(tmp_path):
+    program = go_module(tmp_path / "program")
+    toolchain = GoToolchain()
+    changes = toolchain.analyse(program, diff("calc/calc.go", CALC_GO_BEFORE, CALC_GO).encode())
+    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0 and not report.exists()
+    with pytest.raises(ValueError, match="no Go cover profile"):
+        toolchain.parse(b"", program, changes)
+
+
+@needs_node
+def test_javascript_helpers_measure_every_node_process(tmp_path):
+    program = js_module(tmp_path / "program")
+    reference = (diff("src/calc.cjs", CALC_JS.replace("  if (x < 0) {\n    return -x;\n  }\n", ""), CALC_JS)
+                 + diff("src/esm.mjs", "", ESM_JS) + diff("src/calc.js", "", CALC_JS))
+    toolchain = JavaScriptToolchain()
+    changes = toolchain.analyse(program, reference.encode())
+    assert {c.path: sorted(c.lines) for c in changes} == {"src/calc.cjs": [3, 4, 5], "src/esm.mjs": [1, 2, 3, 4, 5, 6],
+                                                         "src/calc.js": [2, 3, 4, 5, 6, 7, 11, 12, 13, 15]}
+    # node --test runs each test file in a child process: coverage comes from there.
+    folder, files = toolchain.suite(suite_of(tmp_path, "node --test test/\n"), changes, program,
+                                    WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
+    never_loaded = next(c for c in changes if c.path == "src/calc.js")
+    assert sorted(counts.missed_lines) == sorted(
+        ["src/calc.cjs:4", "src/calc.cjs:5", "src/esm.mjs:5"] + [f"src/calc.js:{n}" for n in never_loaded.lines])
+    assert counts.changed_lines == 19 and counts.covered_lines == 19 - 13
+    assert counts.ec is None
+
+
+def test_each_language_has_its_toolchain_or_none():
+    assert toolchain_for("python") is not None and toolchain_for("go") is not None
+    assert toolchain_for("javascript") is not None
+    assert toolchain_for("java") is None and toolchain_for("typescript") is None
+
+
+@pytest.mark.requires("sandbox")
+@pytest.mark.parametrize("language", ["java", "typescript"])
+def test_an_unmeasured_language_gives_null_with_a_reason(tmp_path, work_root, language):
+    bench = make_benchmark(tmp_path / "bench", {"strong": {"test_median.py": CHECKS}})
+    toml = bench / "instances" / "mini__median-even" / "instance.toml"
+    toml.write_text(toml.read_text().replace('source = "mini"\n', f'source = "mini"\nlanguage = "{language}"\n'))
+    assert load_benchmark(bench).instances["mini__median-even"].spec.language == language
+    frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
+    assert frame.height == 1
+    for row in frame.iter_rows(named=True):
+        assert row["delta_c"] is None and row["ec"] is None and row["changed_lines"] is None
+        assert row["reason"] == "not_measured" and row["exit_code"] is None
+
+
+GO_WEAK = '''\
+package tmp_test
+
+import (
+	"testing"
+
+	"example.com/calc/calc"
+)
+
+func TestInside(t *testing.T) {
+	if got := calc.Clamp(3, 0, 5); got != 3 {
+		t.Fatalf("got %d", got)
+	}
+}
+'''
+JS_WEAK = '''\
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { clamp } = require('../src/clamp.js');
+
+test('below', () => { assert.equal(clamp(-1, 0, 5), 0); });  // returns before line 6's test
+'''
+
+
+@pytest.mark.requires("sandbox", "toolchains")
+def test_measure_coverage_of_go_and_javascript_instances_under_local(tmp_path, work_root):
+    """The whole pass on the tiny Go instance (with its build step) and the JavaScript one:
+    the strong suites reach the reference's changed line, the weak ones never do (a line
+    whose `if` ran but not its `return` counts as run in JavaScript: hence `clamp(-1, ...)`)."""
+    bench = make_language_benchmark(tmp_path / "bench")
+    write_tree(bench / "suites" / "weak", {"go__clamp/clamp_test.go": GO_WEAK, "go__clamp/run_tests.sh": GO_RUN,
+                                           "js__clamp/clamp.test.js": JS_WEAK, "js__clamp/run_tests.sh": JS_RUN})
+    frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
+    rows = {(r["configuration"], r["instance_id"]): r for r in frame.iter_rows(named=True)}
+    assert set(rows) == {(c, i) for c in ("strong", "weak") for i in ("go__clamp", "js__clamp")}
+    assert all(r["reason"] is None and r["changed_lines"] == 1 and r["ec"] is None for r in rows.values())
+    assert rows[("strong", "go__clamp")]["delta_c"] == 1.0 and rows[("strong", "js__clamp")]["delta_c"] == 1.0
+    assert rows[("weak", "go__clamp")]["missed_lines"] == ["calc/calc.go:9"]
+    assert rows[("weak", "js__clamp")]["missed_lines"] == ["src/clamp.js:6"]
+    assert rows[("weak", "go__clamp")]["delta_c"] == 0.0 and rows[("weak", "js__clamp")]["delta_c"] == 0.0
