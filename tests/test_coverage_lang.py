@@ -22,7 +22,6 @@ from testprism.tasks.score.coverage.instrument import COMMAND
 from testprism.tasks.score.coverage.toolchains import (
     GoToolchain,
     JavaScriptToolchain,
-    code_lines,
     go_modules,
     toolchain_for,
 )
@@ -124,13 +123,6 @@ def test_go_modules_finds_the_nearest_go_mod(tmp_path):
     assert go_modules(tmp_path, ["a/b.go", "tools/x/y.go"]) == {"example.com/top": "", "example.com/tools": "tools"}
 
 
-def test_code_lines_skip_blank_lines_and_comments_not_strings():
-    go = 'package p\n\n// c\n/* a\n   b */ x := 1\ns := `raw // not\n/* a comment */`\nr := "\\"//"\n'
-    assert code_lines(go, "\"'", "`") == {1, 5, 6, 7, 8}
-    js = "const a = 1; // c\n/*\n * doc\n */\nconst t = `line\n\n// in a template`;\n  \nf('/*');\n"
-    assert code_lines(js, "\"'`") == {1, 5, 7, 9}  # a template's empty line holds nothing to run either
-
-
 CALC_JS = textwrap.dedent('''\
     // calc
     function abs(x) {
@@ -228,7 +220,8 @@ def test_go_helpers_measure_the_suites_own_gotestsum(tmp_path):
     reference = diff("calc/calc.go", CALC_GO_BEFORE, CALC_GO) + diff("calc/calc_test.go", "", GO_TESTS["calc/calc_test.go"])
     toolchain = GoToolchain()
     changes = toolchain.analyse(program, reference.encode())
-    assert [(c.path, sorted(c.lines)) for c in changes] == [("calc/calc.go", [5, 6, 7])]  # not the test file
+    # not the test file; a closing brace alone is no code line (tree-sitter: tasks/model/syntax.py)
+    assert [(c.path, sorted(c.lines)) for c in changes] == [("calc/calc.go", [5, 6])]
     suite = suite_of(tmp_path, 'gotestsum --junitfile "$TESTPRISM_JUNIT" -- ./...\n')
     folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
     done, report = run_helpers(program, folder, files, tmp_path)
@@ -237,9 +230,9 @@ def test_go_helpers_measure_the_suites_own_gotestsum(tmp_path):
     assert all(line.startswith(("mode:", "example.com/mini/calc/calc.go:")) for line in report.read_text().splitlines())
     counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
     # `if x < 0 {` ran, its body and closing brace did not.
-    assert (counts.covered_lines, counts.changed_lines) == (1, 3)
-    assert counts.missed_lines == ["calc/calc.go:6", "calc/calc.go:7"]
-    assert counts.ec is None  # no changed functions read for Go yet
+    assert (counts.covered_lines, counts.changed_lines) == (1, 2)
+    assert counts.missed_lines == ["calc/calc.go:6"]
+    assert (counts.entered_functions, counts.changed_functions, counts.ec) == (1, 1, 1.0)  # the function was entered
 
 
 @needs_go
@@ -261,8 +254,9 @@ def test_javascript_helpers_measure_every_node_process(tmp_path):
                  + diff("src/esm.mjs", "", ESM_JS) + diff("src/calc.js", "", CALC_JS))
     toolchain = JavaScriptToolchain()
     changes = toolchain.analyse(program, reference.encode())
-    assert {c.path: sorted(c.lines) for c in changes} == {"src/calc.cjs": [3, 4, 5], "src/esm.mjs": [1, 2, 3, 4, 5, 6],
-                                                         "src/calc.js": [2, 3, 4, 5, 6, 7, 11, 12, 13, 15]}
+    # code lines only: comments, blank lines and lone closing braces are none (tree-sitter)
+    assert {c.path: sorted(c.lines) for c in changes} == {"src/calc.cjs": [3, 4], "src/esm.mjs": [1, 2, 4, 5],
+                                                         "src/calc.js": [2, 3, 4, 6, 11, 12, 15]}
     # node --test runs each test file in a child process: coverage comes from there.
     folder, files = toolchain.suite(suite_of(tmp_path, "node --test test/\n"), changes, program,
                                     WorkPaths(tmp_path / "work"))
@@ -271,9 +265,12 @@ def test_javascript_helpers_measure_every_node_process(tmp_path):
     counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
     never_loaded = next(c for c in changes if c.path == "src/calc.js")
     assert sorted(counts.missed_lines) == sorted(
-        ["src/calc.cjs:4", "src/calc.cjs:5", "src/esm.mjs:5"] + [f"src/calc.js:{n}" for n in never_loaded.lines])
-    assert counts.changed_lines == 19 and counts.covered_lines == 19 - 13
-    assert counts.ec is None
+        ["src/calc.cjs:4", "src/esm.mjs:5"] + [f"src/calc.js:{n}" for n in never_loaded.lines])
+    assert counts.changed_lines == 13 and counts.covered_lines == 13 - 9
+    # entered: abs (calc.cjs) and twice; not the never-loaded file's nor `unused`, whose
+    # declaration line runs when the module loads but whose body never does
+    assert sorted(counts.missed_functions) == ["src/calc.js:abs", "src/calc.js:never", "src/esm.mjs:unused"]
+    assert (counts.entered_functions, counts.changed_functions) == (2, 5)
 
 
 def test_each_language_has_its_toolchain_or_none():
@@ -332,7 +329,7 @@ def test_measure_coverage_of_go_and_javascript_instances_under_local(tmp_path, w
     frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
     rows = {(r["configuration"], r["instance_id"]): r for r in frame.iter_rows(named=True)}
     assert set(rows) == {(c, i) for c in ("strong", "weak") for i in ("go__clamp", "js__clamp")}
-    assert all(r["reason"] is None and r["changed_lines"] == 1 and r["ec"] is None for r in rows.values())
+    assert all(r["reason"] is None and r["changed_lines"] == 1 and r["changed_functions"] == 1 for r in rows.values())
     assert rows[("strong", "go__clamp")]["delta_c"] == 1.0 and rows[("strong", "js__clamp")]["delta_c"] == 1.0
     assert rows[("weak", "go__clamp")]["missed_lines"] == ["calc/calc.go:9"]
     assert rows[("weak", "js__clamp")]["missed_lines"] == ["src/clamp.js:6"]

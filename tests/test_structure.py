@@ -259,13 +259,13 @@ class Range {
 #: (as Python's `else:`); a statement holding statements is its header up to the first one.
 @pytest.mark.parametrize("path, source, lines, functions", [
     ("clamp/range.go", GO_SAMPLE, {4: (4, 5), 6: (6, 8), 8: (8, 9), 9: (9, 10), 12: (12, 13)},
-     [("Range.Clamp", 6, range(8, 14))]),
+     [("Range.Clamp", 6, range(8, 13))]),
     ("src/range.js", JS_SAMPLE, {1: (1, 2), 2: (2, 4), 4: (4, 5), 5: (5, 6), 7: (7, 8), 10: (10, 11), 11: (11, 12)},
-     [("Range.clamp", 2, range(4, 9)), ("twice", 10, range(11, 13))]),
+     [("Range.clamp", 2, range(4, 8)), ("twice", 10, range(11, 12))]),
     ("src/range.ts", JS_SAMPLE, {1: (1, 2), 2: (2, 4), 4: (4, 5), 5: (5, 6), 7: (7, 8), 10: (10, 11), 11: (11, 12)},
-     [("Range.clamp", 2, range(4, 9)), ("twice", 10, range(11, 13))]),
+     [("Range.clamp", 2, range(4, 8)), ("twice", 10, range(11, 12))]),
     ("src/Range.java", JAVA_SAMPLE, {1: (1, 2), 2: (2, 3), 3: (3, 5), 5: (5, 6)},
-     [("Range.Inner.clamp", 3, range(5, 7))]),
+     [("Range.Inner.clamp", 3, range(5, 6))]),
 ])
 def test_changed_functions_and_code_lines_per_language(path, source, lines, functions):
     change = analyse_file(path, source, range(1, source.count(b"\n") + 1))
@@ -278,9 +278,10 @@ def test_changed_functions_and_code_lines_per_language(path, source, lines, func
 
 def test_a_file_of_a_language_without_grammar_is_not_measured():
     assert analyse_file("lib.rs", b"fn main() {\n    let x = 1;\n}\n", [1, 2, 3]) == ChangedFile("lib.rs", {}, ())
-    # ... and the coverage pass leaves tree-sitter languages out: coverage.py reports Python only
+    # ... and a toolchain measures its own files only: coverage.py's are the Python ones
     patch = diff("m.go", "package m\n", "package m\n\nvar X = 1\n") + diff("m.py", "x = 1\n", "x = 2\n")
     assert set(changed_lines(patch.encode())) == {"m.py"}
+    assert set(changed_lines(patch.encode(), lambda path: path.endswith(".go"))) == {"m.go"}
 
 
 @pytest.mark.parametrize("path, source, expected", [

@@ -139,12 +139,16 @@ def _name(node: tree_sitter.Node) -> str | None:
     return text(name)
 
 
-def _body_line(language: Language, function: tree_sitter.Node) -> int:
-    """Where a function's body starts: its first statement's line (as Python's `body[0]`: the
-    line of the opening brace did not run anything), the body's own line when it is empty."""
+def _body_lines(language: Language, function: tree_sitter.Node) -> range:
+    """A function's body: its first statement's line to its last statement's (as Python's
+    `body[0]` to its end: the lines of the braces run nothing of the function's own — the
+    closing `};` of `const f = () => {…};` belongs to the enclosing statement, which runs
+    when the module loads), the body's own lines when it is empty."""
     body = function.child_by_field_name("body") or function
     inner = [c for c in body.named_children if c.type not in language.comments]
-    return first_line(inner[0]) if inner else first_line(body)
+    if not inner:
+        return range(first_line(body), last_line(body) + 1)
+    return range(first_line(inner[0]), last_line(inner[-1]) + 1)
 
 
 def units(language: Language, root: tree_sitter.Node) -> Iterator[Unit]:
@@ -159,7 +163,7 @@ def units(language: Language, root: tree_sitter.Node) -> Iterator[Unit]:
                     inner = f"{prefix}{name}."
                     if language.is_function(child):
                         yield Unit(f"{prefix}{name}", first_line(child), range(first_line(child), last_line(child) + 1),
-                                   range(_body_line(language, child), last_line(child) + 1))
+                                   _body_lines(language, child))
             yield from visit(child, inner)
 
     yield from visit(root, "")

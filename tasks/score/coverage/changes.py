@@ -18,8 +18,10 @@ Go, JavaScript, TypeScript and Java files are read the same way from their tree-
 trees (tasks/model/syntax.py): a code line is one holding a token that is not a comment,
 its statement the smallest one holding it (a compound statement's header up to its first
 inner statement), its function the innermost named function or method (`Type.method`,
-`Class.method`). The coverage collector reports Python only (`MEASURED_LANGUAGES`): other
-files are left out of ΔC and EC, not measured, never counted as missed.
+`Class.method`). Which files count is the coverage toolchain's choice (`keep`:
+tasks/score/coverage/toolchains.py): coverage.py reports Python files, `go test` a module's
+non-test .go files, V8 the .js files Node ran; the others are left out of ΔC and EC, not
+measured, never counted as missed.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import ast
 import json
 import logging
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,8 +40,9 @@ from testprism.tasks.model import patches, syntax
 
 log = logging.getLogger(__name__)
 
-#: The languages whose executed lines the coverage collector (coverage.py) reports.
-MEASURED_LANGUAGES = frozenset({syntax.PYTHON.name})
+def is_python(path: str) -> bool:
+    """The files coverage.py measures (the Python toolchain's `keep`)."""
+    return syntax.language_of(path) is syntax.PYTHON
 
 
 @dataclass(frozen=True)
@@ -63,13 +66,14 @@ class ChangedFile:
     functions: tuple[ChangedFunction, ...]
 
 
-def changed_lines(reference: bytes) -> dict[str, set[int]]:
-    """Per file of a measured language the reference leaves behind, the target-side lines it
-    adds, plus one stand-in line per pure deletion (the next context line, else the previous one)."""
+def changed_lines(reference: bytes, keep: Callable[[str], bool] = is_python) -> dict[str, set[int]]:
+    """Per file the reference leaves behind that `keep` selects (a toolchain's files:
+    coverage.py reports Python files only, `go test` non-test .go files...), the
+    target-side lines it adds, plus one stand-in line per pure deletion (the next context
+    line, else the previous one)."""
     changed: dict[str, set[int]] = {}
     for patched in patches.parse(reference):
-        language = syntax.language_of(patched.path)
-        if patched.is_removed_file or language is None or language.name not in MEASURED_LANGUAGES:
+        if patched.is_removed_file or not keep(patched.path):
             continue
         changed.setdefault(patched.path, set()).update(patches.changed_lines(patched, removals="following"))
     return {path: lines for path, lines in changed.items() if lines}
@@ -203,10 +207,12 @@ def analyse_file(path: str, source: bytes, lines: Iterable[int]) -> ChangedFile:
     return ChangedFile(path, mapped, tuple(sorted(functions.values(), key=lambda f: f.line)))
 
 
-def analyse_reference(tree: Path, reference: bytes) -> tuple[ChangedFile, ...]:
-    """What the reference changes, read from the materialised reference tree."""
+def analyse_reference(tree: Path, reference: bytes, keep: Callable[[str], bool] = is_python) -> tuple[ChangedFile, ...]:
+    """What the reference changes in the files `keep` selects, read from the materialised
+    reference tree: code lines and functions, by `ast` for Python and by tree-sitter for
+    the other languages (analyse_file)."""
     changes = []
-    for path, lines in sorted(changed_lines(reference).items()):
+    for path, lines in sorted(changed_lines(reference, keep).items()):
         target = tree / path
         if not target.is_file():
             log.warning("%s: changed by the reference but absent from its tree", path)

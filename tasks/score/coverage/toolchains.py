@@ -38,7 +38,6 @@ import re
 from abc import ABC, abstractmethod
 from pathlib import Path, PurePosixPath
 
-from testprism.tasks.model import patches
 from testprism.tasks.model.benchmark import EnvironmentSpec, Suite
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason
@@ -106,69 +105,6 @@ class PythonToolchain(Toolchain):
         return parse_report(report)
 
 
-def code_lines(text: str, quotes: str, raw: str = "") -> set[int]:
-    """The lines of C-like source (Go, JavaScript) holding something besides whitespace,
-    `//` and `/* */` comments. `quotes` open strings with backslash escapes (a newline ends
-    an unclosed one, except a template's), `raw` strings without (Go's backquotes): what
-    looks like a comment inside either is code. A regular expression literal holding
-    `/*` or `//` is misread: such a line is then taken for a comment."""
-    found: set[int] = set()
-    line, i, state = 1, 0, ""
-    multiline = raw + "`"
-    while i < len(text):
-        char = text[i]
-        if char == "\n":
-            line += 1
-            if state and state not in multiline and state != "*":
-                state = ""
-        elif state == "*":
-            if text.startswith("*/", i):
-                state, i = "", i + 2
-                continue
-        elif state:
-            found.add(line)
-            if char == "\\" and state not in raw:
-                line += text[i + 1:i + 2] == "\n"
-                i += 2
-                continue
-            if char == state:
-                state = ""
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = len(text) if end < 0 else end
-            continue
-        elif text.startswith("/*", i):
-            state, i = "*", i + 2
-            continue
-        elif char in quotes or char in raw:
-            state = char
-            found.add(line)
-        elif not char.isspace():
-            found.add(line)
-        i += 1
-    return found
-
-
-def _changed_code(tree: Path, reference: bytes, keep: re.Pattern[str], quotes: str,
-                  raw: str = "") -> tuple[ChangedFile, ...]:
-    """The code lines the reference adds (plus a stand-in per pure deletion, as for
-    Python: changes.changed_lines) in the files whose path `keep` matches; one statement
-    per line, no functions."""
-    changes = []
-    for patched in patches.parse(reference):
-        if patched.is_removed_file or not keep.search(patched.path):
-            continue
-        target = tree / patched.path
-        if not target.is_file():
-            log.warning("%s: changed by the reference but absent from its tree", patched.path)
-            continue
-        code = code_lines(target.read_bytes().decode("utf-8", errors="replace"), quotes, raw)
-        lines = sorted(patches.changed_lines(patched, removals="following") & code)
-        if lines:
-            changes.append(ChangedFile(patched.path, {n: range(n, n + 1) for n in lines}, ()))
-    return tuple(sorted(changes, key=lambda c: c.path))
-
-
 _RUNNER_HEAD = '''\
 #!/usr/bin/env bash
 # testprism coverage pass (tasks/score/coverage/toolchains.py): the suite's own entry, {what},
@@ -229,7 +165,7 @@ class GoToolchain(Toolchain):
     def analyse(self, tree: Path, reference: bytes) -> tuple[ChangedFile, ...]:
         """Changed .go files but tests (`_test.go`: not instrumented by `go test`) and
         those outside any module (the profile could not name them)."""
-        found = _changed_code(tree, reference, re.compile(r"(?<!_test)\.go$"), "\"'", "`")
+        found = analyse_reference(tree, reference, lambda path: path.endswith(".go") and not path.endswith("_test.go"))
         modules = go_modules(tree, [c.path for c in found])
         for change in found:
             if _import_file(change.path, modules) is None:
@@ -306,7 +242,7 @@ class JavaScriptToolchain(Toolchain):
 
     def analyse(self, tree: Path, reference: bytes) -> tuple[ChangedFile, ...]:
         """Changed .js/.mjs/.cjs files (what Node runs untransformed)."""
-        return _changed_code(tree, reference, _JS_FILES, "\"'`")
+        return analyse_reference(tree, reference, lambda path: _JS_FILES.search(path) is not None)
 
     def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
               work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
