@@ -17,6 +17,7 @@ from testprism.tasks.execution.junit import parse_junit, select
 from testprism.tasks.model.benchmark import BenchmarkError, load_benchmark
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox.environment import EnvironmentBuildError, build_environment
+from tests.benchfixture import CHECKS, make_benchmark
 from tests.langfixture import make_language_benchmark
 
 EXPECTED = {  # (instance, state) -> outcome of the `strong` suite
@@ -156,3 +157,36 @@ def test_docker_builds_the_dockerfiles_and_agrees_with_local(tmp_path, work_root
     assert local.builds == docker.builds == 4
     runs = Store(tmp_path / "docker").scan("runs").collect()
     assert set(runs["isolation"]) == {"container"}
+
+
+def _with_build(bench, command: str) -> None:
+    toml = bench / "instances" / "mini__median-even" / "instance.toml"
+    text = toml.read_text().replace("\n[checks]", f'\n[build]\ncommand = "{command}"\ntimeout_s = 60\n\n[checks]', 1)
+    toml.write_text(text)
+
+
+@pytest.mark.requires("sandbox")
+def test_a_build_step_of_a_python_instance_is_what_runs_import(tmp_path, work_root):
+    """The build's output (here a module it writes) is in the tree every run starts from."""
+    suite = "from built import VALUE\n\n\ndef test_built():\n    assert VALUE == 42\n"
+    bench = make_benchmark(tmp_path / "bench", {"strong": {"test_built.py": suite}})
+    _with_build(bench, "echo VALUE = 42 > built.py")
+    summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=str(work_root))
+    assert set(_outcomes(tmp_path / "store").values()) == {"P"} and summary.builds == 4
+
+
+@pytest.mark.requires("sandbox")
+def test_a_build_that_turns_the_program_into_a_link_is_refused(tmp_path, work_root):
+    """A build is untrusted code on a candidate's tree: replacing `program/` by a link to a
+    host folder must not make the harness copy (or write) through it."""
+    bench = make_benchmark(tmp_path / "bench", {"strong": {"test_m.py": CHECKS}})
+    bait = tmp_path / "host-folder"
+    bait.mkdir()
+    (bait / "secret").write_text("host data")
+    bait.chmod(0o777)
+    _with_build(bench, f"cd .. && mv program moved && ln -s {bait} program")
+    replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=str(work_root))
+    runs = Store(tmp_path / "store").scan("runs").collect()
+    assert set(runs["reason"]) == {"build_failed"}
+    assert "cannot be kept" in runs["stdout_tail"][0]
+    assert [p.name for p in bait.iterdir()] == ["secret"]
