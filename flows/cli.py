@@ -730,10 +730,9 @@ def build(
                 handle = backend.prepare(spec)
             except (EnvironmentBuildError, SandboxError) as exc:
                 failed += 1
-                log.error("environment %s (python %s: %s): %s", spec.key, spec.python, ", ".join(spec.packages), exc)
+                log.error("environment %s (%s): %s", spec.key, spec.summary, exc)
                 continue
-            log.info("%s ready (python %s: %s)", environment_tag(handle.name), spec.python,
-                     ", ".join(spec.packages) or "no packages")
+            log.info("%s ready (%s)", environment_tag(handle.name), spec.summary)
     finally:
         backend.close()
     if failed:

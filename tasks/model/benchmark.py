@@ -101,6 +101,14 @@ class EnvironmentSpec(_Model):
         return digest(*parts)
 
     @property
+    def summary(self) -> str:
+        """One line for logs: what the environment is made of."""
+        parts = [f"python {self.python}: {', '.join(self.packages) or 'no packages'}"] if self.python else []
+        parts += [f"dockerfile {self.dockerfile}"] if self.dockerfile else []
+        parts += [f"toolchains {', '.join(self.toolchains)}"] if self.toolchains else []
+        return "; ".join(parts) or "host tools only"
+
+    @property
     def context(self) -> Path | None:
         """The Dockerfile's folder on this host (None without a Dockerfile)."""
         return self._context
