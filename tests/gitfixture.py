@@ -205,3 +205,137 @@ def build_git_fixture(root: Path, *, rich_checks: bool = False) -> GitFixture:
     return GitFixture(repos=repos, repo=repo, base_commit=base, head_commit=head, rows=rows, row=row,
                       recipes=recipes, predictions=predictions, reference=reference, test_patch=test_patch,
                       suite_patch=suite_patch, fail_to_pass=fail_to_pass, pass_to_pass=pass_to_pass)
+
+
+# -- SWE-bench Multilingual-shaped rows: a Go and a JavaScript repository -------------------
+
+GO_CALC = '''\
+package calc
+
+// Clamp limits x to [lo, hi].
+func Clamp(x, lo, hi int) int {
+	if x < lo {
+		return lo
+	}
+	if x > hi {
+		return hi
+	}
+	return x
+}
+'''
+GO_CALC_TESTS = '''\
+package calc
+
+import "testing"
+
+func TestClamp(t *testing.T) {
+	t.Run("high", func(t *testing.T) {
+		if got := Clamp(9, 0, 5); got != 5 {
+			t.Fatalf("Clamp(9, 0, 5) = %d", got)
+		}
+	})
+	t.Run("inside", func(t *testing.T) {
+		if got := Clamp(3, 0, 5); got != 3 {
+			t.Fatalf("Clamp(3, 0, 5) = %d", got)
+		}
+	})
+}
+
+func TestClampLow(t *testing.T) {
+	if got := Clamp(-4, 0, 5); got != 0 {
+		t.Fatalf("Clamp(-4, 0, 5) = %d", got)
+	}
+}
+'''
+JS_CLAMP = '''\
+'use strict';
+function clamp(x, lo, hi) {
+  if (x < lo) return lo;
+  if (x > hi) return hi;
+  return x;
+}
+module.exports = { clamp };
+'''
+JS_CLAMP_TESTS = '''\
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { clamp } = require('../src/clamp.js');
+
+test('clamps (above) the upper bound', () => { assert.equal(clamp(9, 0, 5), 5); });
+test('keeps values inside', () => { for (const x of [0, 3, 5]) assert.equal(clamp(x, 0, 5), x); });
+'''
+MULTILINGUAL = {
+    # language: (repo, program files at HEAD~, the buggy file and its bug, test file, F2P, P2P)
+    "go": ("acme/gocalc", {"go.mod": "module example.com/gocalc\n\ngo 1.19\n", "calc/calc.go": GO_CALC},
+           ("calc/calc.go", "return hi", "return lo"), ("calc/calc_test.go", GO_CALC_TESTS),
+           ["TestClamp/high"], ["TestClamp/inside", "TestClampLow"]),
+    "javascript": ("acme/jsclamp", {"package.json": '{"name": "jsclamp", "private": true}\n', "src/clamp.js": JS_CLAMP},
+                   ("src/clamp.js", "return hi;", "return lo;"), ("test/clamp.test.js", JS_CLAMP_TESTS),
+                   ["clamps (above) the upper bound"], ["keeps values inside"]),
+}
+MULTILINGUAL_RECIPES = {
+    "go": '''\
+[[recipe]]
+repo = "acme/gocalc"
+language = "go"
+dockerfile = "go.Dockerfile"
+toolchains = ["go", "gotestsum"]
+test_command = "gotestsum --junitfile $TESTPRISM_JUNIT -- -count=1 -run {tests} {test_dirs}"
+variables = { GOPROXY = "off", CGO_ENABLED = "0", GOFLAGS = "-mod=mod" }
+build = { command = "go vet ./...", timeout_s = 300 }
+''',
+    "javascript": '''\
+[[recipe]]
+repo = "acme/jsclamp"
+language = "javascript"
+dockerfile = "node.Dockerfile"
+toolchains = ["node"]
+test_command = "node --test --test-reporter=junit --test-reporter-destination=$TESTPRISM_JUNIT --test-name-pattern={tests} {test_files}"
+''',
+}
+
+
+@dataclass(frozen=True)
+class LanguageFixture:
+    language: str
+    repos: Path
+    row: dict
+    rows: Path
+    recipes: Path
+    dockerfile: Path
+
+
+def build_multilingual_fixture(root: Path, language: str) -> LanguageFixture:
+    """A repository of `language` with a bug introduced after its first commit, a
+    Multilingual-shaped row (FAIL_TO_PASS as Go subtests or JS titles, JSON-encoded), and a
+    recipe with a Dockerfile beside it."""
+    repo_name, files, (buggy, good, bad), (test_file, tests), f2p, p2p = MULTILINGUAL[language]
+    repos = root / "repos"
+    repo = repos / repo_name.replace("/", "__")
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    _commit(repo, {**files, "README.md": "# clamp\n"}, "initial")
+    base = _commit(repo, {buggy: files[buggy].replace(good, bad)}, "shorter clamp")
+    reference = _diff_of(repo, {buggy: files[buggy]})
+    (repo / test_file).parent.mkdir(parents=True, exist_ok=True)
+    (repo / test_file).write_text(tests)
+    _git(repo, "add", "-N", test_file)
+    test_patch = _git(repo, "diff")
+    _git(repo, "reset", "-q", "--", test_file)
+    (repo / test_file).unlink()
+    row = {
+        "repo": repo_name, "instance_id": f"{repo_name.replace('/', '__')}-7", "base_commit": base,
+        "patch": reference, "test_patch": test_patch, "problem_statement": "clamp returns lo above hi\n",
+        "hints_text": "", "created_at": "2025-01-01T00:00:00Z", "version": "1.0",
+        "FAIL_TO_PASS": json.dumps(f2p), "PASS_TO_PASS": json.dumps(p2p),
+    }
+    rows = root / "rows.jsonl"
+    rows.write_text(json.dumps(row) + "\n")
+    recipes = root / "recipes" / f"{language}.toml"
+    recipes.parent.mkdir()
+    recipes.write_text(MULTILINGUAL_RECIPES[language])
+    dockerfile = recipes.parent / ("go.Dockerfile" if language == "go" else "node.Dockerfile")
+    dockerfile.write_text("ARG BASE\nFROM ${BASE}\nRUN apt-get update && apt-get install -y --no-install-recommends "
+                          + ("golang-go gotestsum" if language == "go" else "nodejs") + "\n")
+    return LanguageFixture(language, repos, row, rows, recipes, dockerfile)

@@ -33,7 +33,8 @@ from testprism.tasks.importing.swebench import import_rows
 from testprism.tasks.importing.verifier import Verifier
 from testprism.tasks.model.patches import is_test_file
 from testprism.tasks.model.toml_writer import value as toml_list, value as toml_string
-from tests.gitfixture import INSTANCE_ID, SUITE_SELECTED, GitFixture, build_git_fixture
+from tests.gitfixture import (INSTANCE_ID, SUITE_SELECTED, GitFixture, LanguageFixture, build_git_fixture,
+                              build_multilingual_fixture)
 
 CONFIGURATION = "agent-x__model-1"
 
@@ -390,3 +391,128 @@ def test_verify_refuses_rows_whose_checks_do_not_reproduce(fx, tmp_path, work):
     [issue] = report.issues
     assert issue.instance_id == "acme__widgets-2" and issue.field == "FAIL_TO_PASS/PASS_TO_PASS"
     assert "test_slugify_lowercases passes before the reference" in issue.message
+
+
+# -- SWE-bench Multilingual rows ------------------------------------------------------------
+
+
+def import_language(lx: LanguageFixture, out: Path, rows: Path | None = None):
+    return import_rows(rows or lx.rows, out, load_recipes([lx.recipes]), ProgramSources.from_options(lx.repos, None),
+                       source="swe-bench-multilingual")
+
+
+@pytest.mark.parametrize(("language", "command"), [
+    ("go", "gotestsum --junitfile $TESTPRISM_JUNIT -- -count=1 -run 'TestClamp|TestClampLow' ./calc/"),
+    ("javascript", "node --test --test-reporter=junit --test-reporter-destination=$TESTPRISM_JUNIT "
+                   "--test-name-pattern='clamps \\(above\\) the upper bound|keeps values inside' test/clamp.test.js"),
+])
+def test_multilingual_row_becomes_an_instance_of_its_language(tmp_path, language, command):
+    lx = build_multilingual_fixture(tmp_path / "fixture", language)
+    out = tmp_path / "bench"
+    report = import_language(lx, out)
+    assert report.imported == [lx.row["instance_id"]] and not report.issues
+    instance = load_benchmark(out).instances[lx.row["instance_id"]]
+    spec = instance.spec
+    assert spec.language == language and spec.source == "swe-bench-multilingual"
+    env_name = lx.recipes.stem
+    copied = out / "environments" / env_name / "Dockerfile"
+    assert copied.read_bytes() == lx.dockerfile.read_bytes()
+    assert spec.environment.dockerfile == f"../../environments/{env_name}/Dockerfile"
+    assert spec.environment.context == copied.parent.resolve()
+    assert spec.environment.python is None and spec.environment.packages == ()  # no virtualenv
+    assert spec.environment.toolchains == tuple(tomllib.loads(lx.recipes.read_text())["recipe"][0]["toolchains"])
+    assert spec.checks.fail_to_pass == tuple(json.loads(lx.row["FAIL_TO_PASS"]))  # as given: Go subtests, JS titles
+    assert spec.checks.pass_to_pass == tuple(json.loads(lx.row["PASS_TO_PASS"]))
+    assert spec.checks.command == command
+    if language == "go":
+        assert spec.build is not None and spec.build.command == "go vet ./..." and spec.build.timeout_s == 300
+        assert dict(spec.environment.variables) == {"GOPROXY": "off", "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod"}
+    # A second row of the recipe shares the copy; a changed Dockerfile is refused, naming the recipe.
+    second = lx.row | {"instance_id": lx.row["instance_id"].replace("-7", "-8")}
+    assert import_language(lx, out, write_rows(tmp_path / "second.jsonl", [second])).imported == [second["instance_id"]]
+    lx.dockerfile.write_text(lx.dockerfile.read_text() + "RUN true\n")
+    third = lx.row | {"instance_id": lx.row["instance_id"].replace("-7", "-9")}
+    [issue] = import_language(lx, out, write_rows(tmp_path / "third.jsonl", [third])).issues
+    assert issue.field == "repo" and f"{lx.recipes}: field dockerfile" in issue.message
+    assert copied.read_text().count("RUN true") == 0 and not (out / "instances" / third["instance_id"]).exists()
+
+
+def test_multilingual_rows_without_their_recipe_are_refused(tmp_path):
+    go = build_multilingual_fixture(tmp_path / "go", "go")
+    js = build_multilingual_fixture(tmp_path / "js", "javascript")
+    # a Go row, a row naming another language than its recipe, a row of a repository with no recipe
+    rows = write_rows(tmp_path / "rows.jsonl", [go.row, go.row | {"instance_id": "acme__gocalc-2", "language": "java"},
+                                                js.row])
+    report = import_rows(rows, tmp_path / "bench", load_recipes([go.recipes]), ProgramSources.from_options(go.repos, None))
+    assert report.imported == [go.row["instance_id"]]
+    issues = {i.instance_id: i for i in report.issues}
+    assert issues["acme__gocalc-2"].field == "language"
+    assert f"{go.recipes}: field language" in issues["acme__gocalc-2"].message and "'go'" in issues["acme__gocalc-2"].message
+    assert issues[js.row["instance_id"]].field == "repo"
+    assert "no recipe for acme/jsclamp" in issues[js.row["instance_id"]].message
+    # A recipe whose language is wrong for the repository: its test files are not found, naming the field.
+    wrong = go.recipes.with_name("wrong.toml")
+    wrong.write_text(go.recipes.read_text().replace('language = "go"', 'language = "javascript"'))
+    [issue] = import_rows(go.rows, tmp_path / "bench2", load_recipes([wrong]),
+                          ProgramSources.from_options(go.repos, None)).issues
+    assert issue.field == "test_patch" and "touches no javascript test file" in issue.message
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ('[[recipe]]\nrepo = "a/b"\nlanguage = "cobol"\ntest_command = "make {tests}"\n', "recipe.0.language"),
+    ('[[recipe]]\nrepo = "a/b"\nlanguage = "go"\ntest_command = "go test ./..."\n', "recipe.0"),
+    ('[[recipe]]\nrepo = "a/b"\nlanguage = "go"\ntest_command = "go test {tests} {deselect}"\n', "recipe.0"),
+    ('[[recipe]]\nrepo = "a/b"\nlanguage = "go"\ntest_command = "go test -run {tests}"\ndockerfile = "none"\n',
+     "recipe.0.dockerfile"),
+    ('[[recipe]]\nrepo = "a/b"\nlanguage = "go"\ntest_command = "go test -run {tests}"\n'
+     'variables = { TESTPRISM_JUNIT = "x" }\n', "recipe.0.variables"),
+    ('[[recipe]]\nrepo = "a/b"\nlanguage = "go"\ntest_command = "go test -run {tests}"\nbuild = { timeout_s = 5 }\n',
+     "recipe.0.build.command"),
+])
+def test_multilingual_recipe_errors_name_file_and_field(tmp_path, text, field):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(RecipeError) as caught:
+        load_recipe_file(path)
+    assert caught.value.field == field and str(path) in str(caught.value)
+
+
+def test_two_recipes_may_not_share_an_environment_name_with_different_dockerfiles(tmp_path):
+    for name, content in (("a.Dockerfile", "ARG BASE\nFROM ${BASE}\n"), ("b.Dockerfile", "ARG BASE\nFROM ${BASE}\nRUN true\n")):
+        (tmp_path / name).write_text(content)
+    path = tmp_path / "two.toml"
+    path.write_text("".join(f'[[recipe]]\nrepo = "a/{r}"\nlanguage = "go"\ndockerfile = "{r}.Dockerfile"\n'
+                            'test_command = "go test -run {tests} ./..."\n' for r in "ab"))
+    with pytest.raises(RecipeError) as caught:
+        load_recipes([path])
+    assert caught.value.field == "recipe.1.name" and "'two'" in str(caught.value)
+    path.write_text(path.read_text().replace('repo = "a/b"', 'repo = "a/b"\nname = "b-env"'))
+    assert [r.environment_name(path) for r, _ in load_recipes([path]).recipes] == ["two", "b-env"]
+
+
+def test_bundled_multilingual_recipes_load():
+    recipes = Path(__file__).resolve().parents[1] / "examples" / "recipes"
+    book = load_recipes([recipes / "gin.toml", recipes / "express.toml"])
+    gin, gin_file = book.find("gin-gonic/gin", "1.9")
+    express, express_file = book.find("expressjs/express", "4.18")
+    assert (gin.language, express.language) == ("go", "javascript")
+    for recipe, path in ((gin, gin_file), (express, express_file)):
+        dockerfile = recipe.dockerfile_path(path)
+        assert dockerfile is not None and dockerfile.read_text().count("FROM ${BASE}") == 1
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox", "toolchains")
+@pytest.mark.parametrize("language", ["go", "javascript"])
+def test_imported_multilingual_checks_fail_on_buggy_and_pass_on_reference(tmp_path, work, language):
+    # --verify: the checks run on buggy and reference under the local backend (the toolchains,
+    # the build step, the {tests} pattern, JUnit matched to the row's ids as given)
+    lx = build_multilingual_fixture(tmp_path / "fixture", language)
+    broken = lx.row | {"instance_id": lx.row["instance_id"].replace("-7", "-2"),
+                       "PASS_TO_PASS": json.dumps([*json.loads(lx.row["PASS_TO_PASS"]), "TestNoSuchTest"])}
+    rows = write_rows(tmp_path / "rows.jsonl", [lx.row, broken])
+    report = import_rows(rows, tmp_path / "bench", load_recipes([lx.recipes]),
+                         ProgramSources.from_options(lx.repos, None), verifier=Verifier(LocalBackend(work), work))
+    assert report.imported == [lx.row["instance_id"]]
+    [issue] = report.issues
+    assert issue.field == "FAIL_TO_PASS/PASS_TO_PASS" and "TestNoSuchTest" in issue.message

@@ -1,5 +1,6 @@
 """The files of an imported instance (docs/benchmark-format.md): its checks under the recipe,
-instance.toml, origin.toml, the issue and the diffs as they apply to its program.
+instance.toml, origin.toml, the issue and the diffs as they apply to its program, and the
+recipe's Dockerfile, shared by the benchmark's instances as `environments/<name>/Dockerfile`.
 
 instance.toml is what the loader reads; origin.toml is provenance (the row, the program's
 origin, the recipe, which patches were rewritten) and the test command template that
@@ -9,16 +10,20 @@ writer, so that what tomllib reads back is what was meant.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from unidiff import PatchSet
 
-from testprism.tasks.importing.recipe import Recipe, fill_test_files
+from testprism.tasks.importing.recipe import TEST_DIRS, TEST_FILES, Recipe, fill_test_files
 from testprism.tasks.importing.rows import RowError, SweBenchRow
 from testprism.tasks.importing.sources import ProgramOrigin
 from testprism.tasks.model import toml_writer
 from testprism.tasks.model.patches import touched_test_files, with_final_newline
+
+ENVIRONMENTS = "environments"
 
 
 def summary_line(problem_statement: str, limit: int = 120) -> str:
@@ -43,23 +48,78 @@ class Checks:
 
 def checks_of(row: SweBenchRow, recipe: Recipe, test_patch: PatchSet) -> Checks:
     """The whole test files the test patch touches are run (SWE-bench's ids are cut at the
-    first space and may name nothing); the listed tests the recipe deselects are left out,
-    and a row with no FAIL_TO_PASS test left has nothing to decide its transition."""
-    files = touched_test_files(test_patch)
-    if not files:
-        raise RowError("test_patch", "touches no Python test file to run")
+    first space and may name nothing), or their folders, or the listed tests by name, as the
+    recipe's command says; the listed tests are kept as given, less those the recipe
+    deselects, and a row with no FAIL_TO_PASS test left has nothing to decide its transition."""
     template = recipe.command_template()
+    files = touched_test_files(test_patch, recipe.language)
+    if not files and (TEST_FILES in template or TEST_DIRS in template):
+        raise RowError("test_patch", f"touches no {recipe.language} test file to run")
     dropped = tuple(t for t in (*row.FAIL_TO_PASS, *row.PASS_TO_PASS) if recipe.deselects(t))
     f2p = tuple(t for t in row.FAIL_TO_PASS if t not in dropped)
     if not f2p:
         raise RowError("FAIL_TO_PASS", "every test is deselected by the recipe: nothing decides the transition")
     p2p = tuple(t for t in row.PASS_TO_PASS if t not in dropped)
-    return Checks(fill_test_files(template, files), template, f2p, p2p, dropped)
+    return Checks(fill_test_files(template, files, (*f2p, *p2p), recipe.language), template, f2p, p2p, dropped)
 
 
-def instance_toml(row: SweBenchRow, source: str, recipe: Recipe, checks: Checks) -> str:
-    """What the loader reads; its comments say where it came from and which tests were left out."""
-    env = recipe.environment
+@dataclass(frozen=True)
+class Dockerfile:
+    """The recipe's Dockerfile as the benchmark holds it: `rel` under the benchmark root."""
+
+    rel: str
+    content: bytes
+
+    @property
+    def from_instance(self) -> str:
+        """The path an instance's `environment.dockerfile` gives (instances/<id>/ → root)."""
+        return f"../../{self.rel}"
+
+
+def dockerfile_of(recipe: Recipe, recipe_file: Path, out: Path) -> Dockerfile | None:
+    """The recipe's Dockerfile, to be copied to `environments/<name>/Dockerfile`. One the
+    benchmark already holds with other content is refused: the instances imported with it
+    would silently get a new environment."""
+    path = recipe.dockerfile_path(recipe_file)
+    if path is None:
+        return None
+    found = Dockerfile(f"{ENVIRONMENTS}/{recipe.environment_name(recipe_file)}/Dockerfile", path.read_bytes())
+    present = out / found.rel
+    if present.is_file() and present.read_bytes() != found.content:
+        raise RowError("repo", f"{recipe_file}: field dockerfile: {path} differs from {present}, which instances "
+                               "imported before use; give the recipe another name (field name) or move the old one")
+    return found
+
+
+def publish_dockerfile(out: Path, dockerfile: Dockerfile) -> None:
+    """Put the Dockerfile in the benchmark before the instance that names it (written to a
+    temporary file and renamed, so a reader never sees half of it)."""
+    target = out / dockerfile.rel
+    if target.is_file():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".Dockerfile.")
+    with os.fdopen(handle, "wb") as stream:
+        stream.write(dockerfile.content)
+    os.replace(temporary, target)
+
+
+def instance_toml(row: SweBenchRow, source: str, recipe: Recipe, checks: Checks, dockerfile: Dockerfile | None) -> str:
+    """What the loader reads; its comments say where it came from and which tests were left out.
+    Only the environment fields the recipe sets are written, so that a Python recipe's
+    instance (and its environment key) is what it always was."""
+    env = recipe.environment(dockerfile.from_instance if dockerfile else None)
+    environment: dict[str, object] = {}
+    if env.python is not None:
+        environment |= {"python": env.python, "packages": list(env.packages)}
+    elif env.packages:
+        environment["packages"] = list(env.packages)
+    if env.dockerfile is not None:
+        environment["dockerfile"] = env.dockerfile
+    if env.toolchains:
+        environment["toolchains"] = list(env.toolchains)
+    if env.variables:
+        environment["variables"] = dict(env.variables)
     comments = [f"Imported by `testprism import swebench` from {row.repo} at {row.base_commit}"
                 f"{f' (version {row.version})' if row.version else ''}; provenance in origin.toml."]
     if checks.dropped:
@@ -67,16 +127,18 @@ def instance_toml(row: SweBenchRow, source: str, recipe: Recipe, checks: Checks)
     document = {
         "id": row.instance_id,
         "source": source,
-        "language": "python",
+        "language": recipe.language,
         "summary": summary_line(row.problem_statement),
         "program": {"path": "program"},
-        "environment": {"python": env.python, "packages": list(env.packages)},
-        "checks": {
-            "patch": "checks.diff",
-            "command": checks.command,
-            "fail_to_pass": list(checks.fail_to_pass),
-            "pass_to_pass": list(checks.pass_to_pass),
-        },
+        "environment": environment,
+    }
+    if recipe.build is not None:
+        document["build"] = {"command": recipe.build.command, "timeout_s": recipe.build.timeout_s}
+    document["checks"] = {
+        "patch": "checks.diff",
+        "command": checks.command,
+        "fail_to_pass": list(checks.fail_to_pass),
+        "pass_to_pass": list(checks.pass_to_pass),
     }
     return toml_writer.dumps(document, comments)
 
@@ -99,10 +161,16 @@ def origin_toml(row: SweBenchRow, origin: ProgramOrigin, recipe_file: Path, chec
 
 
 def write_instance(folder: Path, row: SweBenchRow, fitted: tuple[str, str], *, source: str, recipe: Recipe,
-                   recipe_file: Path, checks: Checks, origin: ProgramOrigin, record: str) -> None:
+                   recipe_file: Path, checks: Checks, origin: ProgramOrigin, record: str,
+                   dockerfile: Dockerfile | None = None) -> None:
     """Write the instance beside its program in `folder`: each diff as it applies to the
     program (`fitted`: reference, checks), the published text kept beside one that had to be
-    rewritten, the issue, instance.toml and origin.toml."""
+    rewritten, the issue, instance.toml and origin.toml; and the Dockerfile where the
+    instance finds it (`folder` is `<root>/instances/<id>` in the staging area too)."""
+    if dockerfile is not None:
+        staged_copy = folder.parent.parent / dockerfile.rel
+        staged_copy.parent.mkdir(parents=True, exist_ok=True)
+        staged_copy.write_bytes(dockerfile.content)
     rewritten: list[str] = []
     for name, published, text in (("reference", row.patch, fitted[0]), ("checks", row.test_patch, fitted[1])):
         (folder / f"{name}.diff").write_text(text, encoding="utf-8", errors="surrogateescape")
@@ -110,6 +178,6 @@ def write_instance(folder: Path, row: SweBenchRow, fitted: tuple[str, str], *, s
             (folder / f"{name}.published.diff").write_text(published, encoding="utf-8")
             rewritten.append(name)
     (folder / "instruction.md").write_text(with_final_newline(row.problem_statement), encoding="utf-8")
-    (folder / "instance.toml").write_text(instance_toml(row, source, recipe, checks), encoding="utf-8")
+    (folder / "instance.toml").write_text(instance_toml(row, source, recipe, checks, dockerfile), encoding="utf-8")
     (folder / "origin.toml").write_text(
         origin_toml(row, origin, recipe_file, checks, rewritten, record), encoding="utf-8")

@@ -8,17 +8,26 @@ a version range never touches code. A recipe file holds one or more `[[recipe]]`
 [[recipe]]
 repo = "sympy/sympy"                  # owner/name, as in a SWE-bench row's `repo`
 versions = ">=1.6,<1.12"              # PEP 440 specifiers over the row's `version`; "" = any
+language = "python"                   # the instances' language (python, go, javascript, ...)
 python = "3.11"                       # interpreter of the environment (TESTPRISM_PYTHON_311 overrides)
 packages = ["mpmath==1.3.0", "pytest>=8,<10"]
 setup = []                            # shell commands run from the program root before the tests
 test_command = "python -m pytest -p no:cacheprovider -rA {test_files} {deselect} --junitxml=$TESTPRISM_JUNIT"
-deselect = []                         # pytest node ids never run (network tests...)
-[recipe.env]                          # variables the commands run with
+deselect = []                         # tests never run (pytest node ids) or never deciding (others)
+[recipe.env]                          # variables folded into the commands as VAR=value prefixes
 PYTHONWARNINGS = "ignore::UserWarning"
 ```
 
-`{test_files}` is filled with the Python test files a test patch touches: whole files are run,
-never SWE-bench's test ids, which are cut at the first space and then name nothing.
+Another language names its environment as the benchmark format does (EnvironmentSpec): a
+`dockerfile` (relative to the recipe file; the importer copies it into the benchmark as
+`environments/<name>/Dockerfile`), `toolchains` for the local backend, `variables` of the
+build step and every run, and an optional `[recipe.build]` step run once per state.
+
+`{test_files}` is filled with the test files a test patch touches, of the recipe's language:
+whole files are run, never SWE-bench's test ids, which are cut at the first space and then
+name nothing. `{test_dirs}` is their folders as `./dir/` (Go's packages), and `{tests}` one
+shell word holding a regular expression that matches any of the row's tests (`go test -run`,
+`mocha --grep`): it selects what runs, never what decides, so matching more is harmless.
 """
 
 from __future__ import annotations
@@ -27,16 +36,21 @@ import re
 import shlex
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark import NAME, BuildSpec, EnvironmentSpec
+from testprism.tasks.model.syntax import LANGUAGES
 
 TEST_FILES = "{test_files}"
+TEST_DIRS = "{test_dirs}"
+TESTS = "{tests}"
 DESELECT = "{deselect}"
+#: what a regular expression of RE2 (Go), JavaScript or Python reads as syntax
+REGEX_SYNTAX = re.compile(r"([\\.^$|?*+()\[\]{}])")
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
@@ -55,12 +69,28 @@ class Recipe(BaseModel):
 
     repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
     versions: str = ""
-    python: str = Field("3.11", pattern=r"^3\.\d+$")
+    #: the folder of the copied Dockerfile, environments/<name>/ (default: the recipe file's stem)
+    name: str | None = Field(None, pattern=NAME)
+    language: str = "python"
+    #: None: no virtualenv; a Python recipe gets 3.11 when it names none
+    python: str | None = Field(None, pattern=r"^3\.\d+$")
     packages: tuple[str, ...] = ()
+    #: relative to the recipe file; copied into the benchmark by the importer
+    dockerfile: str | None = None
+    toolchains: tuple[str, ...] = ()
+    variables: dict[str, str] = {}
+    build: BuildSpec | None = None
     setup: tuple[str, ...] = ()
     test_command: str
     deselect: tuple[str, ...] = ()
     env: dict[str, str] = {}
+
+    @field_validator("language")
+    @classmethod
+    def _known_language(cls, value: str) -> str:
+        if value not in LANGUAGES:
+            raise ValueError(f"{value!r} is not a language testprism knows; one of {', '.join(LANGUAGES)}")
+        return value
 
     @field_validator("versions")
     @classmethod
@@ -71,20 +101,44 @@ class Recipe(BaseModel):
             raise ValueError(f"not a version range (PEP 440 specifiers such as '>=1.6,<1.12'): {exc}") from exc
         return value
 
-    @field_validator("env")
+    @field_validator("env", "variables")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
         for name in value:
             if not re.match(ENV_NAME, name):
                 raise ValueError(f"{name!r} is not a shell variable name")
+            if name.startswith("TESTPRISM_"):
+                raise ValueError(f"{name!r}: TESTPRISM_ variables are the harness's own")
+        return value
+
+    @field_validator("toolchains")
+    @classmethod
+    def _command_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
+                raise ValueError(f"{name!r} is not a command name")
         return value
 
     @model_validator(mode="after")
     def _placeholders(self) -> Recipe:
-        if TEST_FILES not in self.test_command:
-            raise ValueError(f"test_command must hold {TEST_FILES}: the test files of a patch go there")
-        if self.deselect and DESELECT not in self.test_command:
-            raise ValueError(f"deselect is given but test_command has no {DESELECT} placeholder to receive it")
+        """Python runs whole test files (pytest); another language's command may name the
+        files, their folders or the tests, but must name something of the row, or every
+        row of the repository would run the same command. `{deselect}` renders pytest
+        options, so only a Python command can receive it."""
+        if self.language == "python":
+            if TEST_FILES not in self.test_command:
+                raise ValueError(f"test_command must hold {TEST_FILES}: the test files of a patch go there")
+            if self.deselect and DESELECT not in self.test_command:
+                raise ValueError(f"deselect is given but test_command has no {DESELECT} placeholder to receive it")
+            if self.python is None:
+                object.__setattr__(self, "python", "3.11")
+            return self
+        if not any(p in self.test_command for p in (TEST_FILES, TEST_DIRS, TESTS)):
+            raise ValueError(f"test_command must hold {TEST_FILES}, {TEST_DIRS} or {TESTS}: "
+                             "what the row's test patch touches goes there")
+        if DESELECT in self.test_command:
+            raise ValueError(f"{DESELECT} renders pytest's --deselect options: a {self.language} command cannot "
+                             f"take it (deselected tests are left out of {TESTS} and of the checks)")
         return self
 
     def covers(self, repo: str, version: str) -> bool:
@@ -99,12 +153,21 @@ class Recipe(BaseModel):
         except InvalidVersion:
             return False
 
-    @property
-    def environment(self) -> EnvironmentSpec:
-        return EnvironmentSpec(python=self.python, packages=self.packages)
+    def environment_name(self, recipe_file: Path) -> str:
+        """The folder of the benchmark's `environments/` that receives the Dockerfile."""
+        return self.name or recipe_file.stem
+
+    def dockerfile_path(self, recipe_file: Path) -> Path | None:
+        """The Dockerfile on this host: `dockerfile` is relative to the recipe file."""
+        return None if self.dockerfile is None else recipe_file.parent / self.dockerfile
+
+    def environment(self, dockerfile: str | None = None) -> EnvironmentSpec:
+        """The instance's environment; `dockerfile` is where the instance finds the copy."""
+        return EnvironmentSpec(python=self.python, packages=self.packages, dockerfile=dockerfile,
+                               toolchains=self.toolchains, variables=self.variables)
 
     def command_template(self) -> str:
-        """The whole shell command with `{test_files}` still open: environment variables as
+        """The whole shell command with its placeholders still open: environment variables as
         `VAR=value` prefixes of every command, setup commands first, deselected tests folded
         in as `--deselect` options. This form fits today's `[checks] command`."""
         prefix = "".join(f"{name}={shlex.quote(value)} " for name, value in sorted(self.env.items()))
@@ -123,9 +186,30 @@ class Recipe(BaseModel):
         return False
 
 
-def fill_test_files(template: str, files: list[str]) -> str:
-    """The command that runs these test files (paths relative to the program root)."""
-    return template.replace(TEST_FILES, " ".join(shlex.quote(f) for f in files))
+def test_names(test_ids: tuple[str, ...] | list[str], language: str) -> list[str]:
+    """The names a test runner selects by: without a `classname::` part, and for Go the
+    top-level function (`go test -run` splits its pattern at `/` into one per subtest level,
+    and `-run TestFoo` runs every subtest of TestFoo)."""
+    names: list[str] = []
+    for test_id in test_ids:
+        name = test_id.rsplit("::", 1)[-1]
+        if language == "go":
+            name = name.split("/", 1)[0]
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def fill_test_files(template: str, files: list[str], tests: tuple[str, ...] | list[str] = (),
+                    language: str = "python") -> str:
+    """The command that runs these test files (paths relative to the program root): their
+    folders for `{test_dirs}`, and for `{tests}` an alternation of the tests' names, each
+    escaped so that a title is matched literally."""
+    dirs = sorted({"./" + (str(PurePosixPath(f).parent) + "/").removeprefix("./") for f in files})
+    pattern = "|".join(REGEX_SYNTAX.sub(r"\\\1", name) for name in test_names(tests, language))
+    return (template.replace(TEST_FILES, " ".join(shlex.quote(f) for f in files))
+            .replace(TEST_DIRS, " ".join(shlex.quote(d) for d in dirs))
+            .replace(TESTS, shlex.quote(pattern)))
 
 
 class NoRecipe(LookupError):
@@ -173,11 +257,16 @@ def load_recipe_file(path: Path) -> list[Recipe]:
     recipes: list[Recipe] = []
     for i, table in enumerate(tables):
         try:
-            recipes.append(Recipe.model_validate(table))
+            recipe = Recipe.model_validate(table)
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"])
             raise RecipeError(path, f"recipe.{i}.{field}" if field else f"recipe.{i}", first["msg"]) from exc
+        dockerfile = recipe.dockerfile_path(path)
+        if dockerfile is not None and (dockerfile.is_symlink() or not dockerfile.is_file()):
+            raise RecipeError(path, f"recipe.{i}.dockerfile",
+                              f"{dockerfile} is not a file (the path is relative to the recipe file)")
+        recipes.append(recipe)
     return recipes
 
 
@@ -194,4 +283,23 @@ def load_recipes(paths: list[Path]) -> RecipeBook:
             files.append(path)
     if not files:
         raise RecipeError("--recipes", "(option)", "no recipe file given")
-    return RecipeBook(tuple((recipe, path) for path in files for recipe in load_recipe_file(path)))
+    recipes: list[tuple[Recipe, Path]] = []
+    claimed: dict[str, tuple[bytes, Path]] = {}
+    for path in files:
+        for index, recipe in enumerate(load_recipe_file(path)):
+            _claim_environment(claimed, recipe, path, index)
+            recipes.append((recipe, path))
+    return RecipeBook(tuple(recipes))
+
+
+def _claim_environment(claimed: dict[str, tuple[bytes, Path]], recipe: Recipe, path: Path, index: int) -> None:
+    """Two recipes whose Dockerfiles differ must not land in one `environments/<name>/`:
+    the second would change the environment of the instances the first imported."""
+    dockerfile = recipe.dockerfile_path(path)
+    if dockerfile is None:
+        return
+    name, content = recipe.environment_name(path), dockerfile.read_bytes()
+    first = claimed.setdefault(name, (content, path))
+    if first[0] != content:
+        raise RecipeError(path, f"recipe.{index}.name", f"environment {name!r} already holds another Dockerfile "
+                                                        f"(a recipe of {first[1]}): give this recipe its own name")

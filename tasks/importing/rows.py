@@ -135,6 +135,8 @@ class SweBenchRow(BaseModel):
     FAIL_TO_PASS: tuple[str, ...] = Field(min_length=1)
     PASS_TO_PASS: tuple[str, ...]
     version: str = ""
+    #: when the row names one (some multilingual copies do), it must be its recipe's
+    language: str = ""
     problem_statement: str = Field(min_length=1)  # hints_text is left out: comments often hold the fix
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")

@@ -19,11 +19,14 @@ def staged(root: Path, final: Path, *, overwrite: bool) -> Iterator[Path]:
     """A fresh folder to build `final` in. Renamed into place when the block ends normally,
     removed when it raises, so a reader never sees a half-written folder. The staging area
     lies beside instances/ and suites/ (same file system, so the rename is atomic), where
-    the loader never looks."""
+    the loader never looks; in it, `final` keeps its path under `root`, so that what the
+    folder names beside itself (an instance's `../../environments/<name>/Dockerfile`) can
+    be written and checked there too."""
     area = root / STAGING
     area.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(dir=area))
-    target = scratch / final.name
+    target = scratch / final.relative_to(root)
+    target.parent.mkdir(parents=True, exist_ok=True)
     try:
         yield target
         final.parent.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from testprism.tasks.importing.fitting import fit_patches
-from testprism.tasks.importing.instance_writer import checks_of, write_instance
+from testprism.tasks.importing.instance_writer import checks_of, dockerfile_of, publish_dockerfile, write_instance
 from testprism.tasks.importing.recipe import NoRecipe, RecipeBook
 from testprism.tasks.importing.rows import ImportReport, Issue, Record, RowError, SweBenchRow, read_records, validation_field
 from testprism.tasks.importing.sources import ProgramSources
@@ -47,6 +47,10 @@ def import_row(record: Record, out: Path, recipes: RecipeBook, sources: ProgramS
         recipe, recipe_file = recipes.find(row.repo, row.version)
     except NoRecipe as exc:
         raise RowError(exc.field, str(exc)) from exc
+    if row.language and row.language != recipe.language:
+        raise RowError("language", f"the row says {row.language!r}, but its recipe ({recipe_file}: field "
+                                   f"language) says {recipe.language!r}")
+    dockerfile = dockerfile_of(recipe, recipe_file, out)
     parse_field(row.patch, "patch")
     checks = checks_of(row, recipe, parse_field(row.test_patch, "test_patch"))
     origin = sources.locate(row)
@@ -55,7 +59,7 @@ def import_row(record: Record, out: Path, recipes: RecipeBook, sources: ProgramS
         fitted = fit_patches(folder / "program", with_final_newline(row.patch), with_final_newline(row.test_patch),
                              fuzz)
         write_instance(folder, row, fitted, source=source, recipe=recipe, recipe_file=recipe_file, checks=checks,
-                       origin=origin, record=record.label)
+                       origin=origin, record=record.label, dockerfile=dockerfile)
         try:
             instance = load_instance(folder)
         except BenchmarkError as exc:
@@ -65,6 +69,8 @@ def import_row(record: Record, out: Path, recipes: RecipeBook, sources: ProgramS
             if problems:
                 raise RowError("FAIL_TO_PASS/PASS_TO_PASS", "the checks do not reproduce on "
                                f"{origin.describe(row)}: " + "; ".join(problems[:5]))
+        if dockerfile is not None:
+            publish_dockerfile(out, dockerfile)
     log.info("imported %s from %s", row.instance_id, origin.describe(row))
     return "imported"
 

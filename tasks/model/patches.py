@@ -23,6 +23,8 @@ from typing import Literal
 from unidiff import PatchedFile, PatchSet
 from unidiff.errors import UnidiffParseError
 
+from testprism.tasks.model.syntax import named
+
 Removals = Literal["following", "previous", "previous-or-hunk-start"]
 """What line of the patched file stands for removed lines (added lines always count as
 their own target-side numbers):
@@ -106,11 +108,28 @@ def touched_files(patch: PatchSet) -> set[str]:
     return names
 
 
-def is_test_file(path: str) -> bool:
-    """Whether pytest would take `path` for a test module: `test_*.py`, `*_test.py`,
-    `tests.py`, or any module under a `tests`/`test` folder. Helpers a test patch also edits
-    (sympy's `testing/quality_unicode.py`, a conftest.py) are not run as tests."""
+#: folders of a test tree whose files are data or helpers, not tests (express's test/fixtures,
+#: mocha's test/support)
+NOT_TEST_FOLDERS = frozenset({"fixtures", "fixture", "support", "helpers", "testdata"})
+
+
+def is_test_file(path: str, language: str = "python") -> bool:
+    """Whether `path` holds tests of `language`. Python: what pytest would take for a test
+    module: `test_*.py`, `*_test.py`, `tests.py`, or any module under a `tests`/`test`
+    folder; helpers a test patch also edits (sympy's `testing/quality_unicode.py`, a
+    conftest.py) are not run as tests. Another language: a file of its extensions that its
+    syntax record's test rule accepts (Go's `*_test.go`) and that is named as a test
+    (`*.test.js`, `*.spec.ts`, `FooTest.java`) or lies in a test folder outside fixtures."""
     name = PurePosixPath(path)
+    if language != "python":
+        record = named(language)
+        if name.suffix not in record.extensions or not record.test_file(path):
+            return False
+        if any(part in NOT_TEST_FOLDERS for part in name.parts[:-1]):
+            return False
+        stem = name.name.split(".")[0]
+        marked = ".test." in name.name or ".spec." in name.name or stem.endswith(("_test", "Test", "Tests"))
+        return marked or any(part in ("test", "tests", "__tests__", "spec") for part in name.parts[:-1])
     if name.suffix != ".py" or name.name in ("conftest.py", "__init__.py"):
         return False
     if name.name.startswith("test_") or name.stem.endswith("_test") or name.name == "tests.py":
@@ -118,9 +137,9 @@ def is_test_file(path: str) -> bool:
     return any(part in ("tests", "test") for part in name.parts[:-1])
 
 
-def touched_test_files(patch: PatchSet) -> list[str]:
-    """The test files a test patch adds or edits (deleted ones cannot run)."""
-    return sorted({p.path for p in patch if not p.is_removed_file and is_test_file(p.path)})
+def touched_test_files(patch: PatchSet, language: str = "python") -> list[str]:
+    """The test files of `language` a test patch adds or edits (deleted ones cannot run)."""
+    return sorted({p.path for p in patch if not p.is_removed_file and is_test_file(p.path, language)})
 
 
 def changed_lines(patched: PatchedFile, removals: Removals) -> set[int]:
