@@ -42,8 +42,14 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from testprism.tasks.model.benchmark import NAME, BuildSpec, EnvironmentSpec
-from testprism.tasks.model.syntax import LANGUAGES
+from testprism.tasks.model.benchmark import (
+    NAME,
+    BuildSpec,
+    EnvironmentSpec,
+    command_names,
+    known_language,
+    variable_names,
+)
 
 TEST_FILES = "{test_files}"
 TEST_DIRS = "{test_dirs}"
@@ -51,7 +57,6 @@ TESTS = "{tests}"
 DESELECT = "{deselect}"
 #: what a regular expression of RE2 (Go), JavaScript or Python reads as syntax
 REGEX_SYNTAX = re.compile(r"([\\.^$|?*+()\[\]{}])")
-ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
 class RecipeError(ValueError):
@@ -85,12 +90,8 @@ class Recipe(BaseModel):
     deselect: tuple[str, ...] = ()
     env: dict[str, str] = {}
 
-    @field_validator("language")
-    @classmethod
-    def _known_language(cls, value: str) -> str:
-        if value not in LANGUAGES:
-            raise ValueError(f"{value!r} is not a language testprism knows; one of {', '.join(LANGUAGES)}")
-        return value
+    _known_language = field_validator("language")(known_language)
+    _command_names = field_validator("toolchains")(command_names)
 
     @field_validator("versions")
     @classmethod
@@ -104,19 +105,7 @@ class Recipe(BaseModel):
     @field_validator("env", "variables")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for name in value:
-            if not re.match(ENV_NAME, name):
-                raise ValueError(f"{name!r} is not a shell variable name")
-            if name.startswith("TESTPRISM_"):
-                raise ValueError(f"{name!r}: TESTPRISM_ variables are the harness's own")
-        return value
-
-    @field_validator("toolchains")
-    @classmethod
-    def _command_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for name in value:
-            if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
-                raise ValueError(f"{name!r} is not a command name")
+        variable_names(value)
         return value
 
     @model_validator(mode="after")

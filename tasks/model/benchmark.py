@@ -13,6 +13,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
@@ -46,6 +47,28 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def known_language(value: str) -> str:
+    """A language of syntax.LANGUAGES (instances' and recipes' `language`)."""
+    if value not in LANGUAGES:
+        raise ValueError(f"{value!r} is not a language testprism knows; one of {', '.join(LANGUAGES)}")
+    return value
+
+
+def command_names(value: tuple[str, ...]) -> tuple[str, ...]:
+    """Host commands (`toolchains`): plain names, looked up on PATH, never a shell line."""
+    for name in value:
+        if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
+            raise ValueError(f"{name!r} is not a command name")
+    return value
+
+
+def variable_names(names: Iterable[str]) -> None:
+    """Variables an environment (or a recipe) may set: shell names, not the harness's own."""
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name.startswith("TESTPRISM_"):
+            raise ValueError(f"{name!r} is not a variable an environment may set")
+
+
 class EnvironmentSpec(_Model):
     """What a state runs in. Its hash is part of every run key.
 
@@ -66,22 +89,15 @@ class EnvironmentSpec(_Model):
     _context: Path | None = PrivateAttr(None)
     _context_hash: str = PrivateAttr("")
 
-    @field_validator("toolchains")
-    @classmethod
-    def _command_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for name in value:
-            if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
-                raise ValueError(f"{name!r} is not a command name")
-        return value
+    _command_names = field_validator("toolchains")(command_names)
 
     @field_validator("variables", mode="before")
     @classmethod
     def _table(cls, value: object) -> object:
         """TOML gives a table; kept as sorted pairs so that the spec stays hashable."""
         if isinstance(value, dict):
+            variable_names(value)
             for name, text in value.items():
-                if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name.startswith("TESTPRISM_"):
-                    raise ValueError(f"{name!r} is not a variable an environment may set")
                 if not isinstance(text, str):
                     raise ValueError(f"{name}: the value must be a string")
             return tuple(sorted(value.items()))
@@ -162,12 +178,7 @@ class InstanceSpec(_Model):
     checks: ChecksSpec
     candidates: tuple[CandidateSpec, ...] = ()
 
-    @field_validator("language")
-    @classmethod
-    def _known_language(cls, value: str) -> str:
-        if value not in LANGUAGES:
-            raise ValueError(f"{value!r} is not a language testprism knows; one of {', '.join(LANGUAGES)}")
-        return value
+    _known_language = field_validator("language")(known_language)
 
     @model_validator(mode="after")
     def _no_python_by_default(self) -> InstanceSpec:
