@@ -39,10 +39,12 @@ AGENT_FILE = Path(__file__).with_name("agent.py")
 
 def agent_command(command: str) -> str:
     """`testprism agent ARGS` as it runs in the sandbox: the agent's one file, placed in the
-    task folder, under the environment's interpreter (testprism itself is not installed
-    there); any other command unchanged."""
+    task folder, under `python3` (testprism itself is not installed there): the environment's
+    interpreter when it has a virtualenv, else the system's (a Go or Node environment: the
+    host's /usr under local, the Debian base image's under docker, neither of which has a
+    bare `python`); any other command unchanged."""
     if command == AGENT_COMMAND or command.startswith(AGENT_COMMAND + " "):
-        return f"python {TASK_DIR}/agent.py" + command[len(AGENT_COMMAND):]
+        return f"python3 {TASK_DIR}/agent.py" + command[len(AGENT_COMMAND):]
     return command
 
 
