@@ -13,6 +13,10 @@ it:
 - `docker-cold`: the same without starting ahead (`prewarm=False`): create, start, wait,
   remove all on the run's path.
 - `docker-reused`: DockerBackend fast mode (one container kept, workspace reset).
+- `docker-allcpus` (only when asked for): `docker` with the CPU quota raised from its
+  default (1 CPU, TESTPRISM_DOCKER_CPUS) to every core, as `bare` and `local` have: how
+  much of a suite's docker overhead is the quota (a multi-threaded toolchain, Go's, is
+  throttled by it where a one-threaded pytest is not).
 - `swebench`: the SWE-bench harness's per-prediction steps (swebench/harness/
   run_evaluation.py run_instance): `containers.create` of an instance image (environment
   image + the program committed in /testbed) with `tail -f /dev/null`, start, copy the
@@ -32,9 +36,29 @@ imported beside this one in the same process and interleaved with them round by 
 a change's cost is measured side by side (its table row's overhead is against the same
 `bare`).
 
+`--instance` given several times measures several instances side by side, in the same
+rounds (each round runs every instance's modes, one after another): each instance has its
+own `bare`, and its overheads are against it. Then a last table compares the languages:
+each instance's local and docker overhead and its ratio to the (first) Python instance's
+(target for Go and JavaScript: docker ≤ 1.10 × Python's). With several instances the modes
+default to bare,local,docker.
+
+The state (the reference) is materialised and built through the real path
+(tasks/execution/build.py `state_tree`, an `Environments` over each backend): an instance
+with a `[build]` step is built once per state per work area (`--work`; 0 builds on a rerun
+with the same one), and every local and docker run starts from the built tree; the bench
+prints both counts. A run gets the environment's `variables` as `Environments.run` sets
+them. For a non-Python environment `bare`'s PATH has no venv; its variables are the
+instance's with the sandbox's `/workspace` read as the bare copy's folder. A built state's
+`bare` copy is the built tree with the build step run again in the copy (untimed: a Go
+build cache is keyed by the package's folder, and the sandbox's runs see the tree at
+/workspace/program), and the copy is restored, untimed, before each of its runs, so that
+every bare run, like every sandboxed one, starts from the state as built (not from a cache
+that holds the suite's own package compiled by the previous run).
+
 Run: `python bench/replay_overhead.py [--rounds 10 --block 5] [--benchmark examples --instance ID
---configuration strong] [--concurrency-sweep] [--against REV]` as root with a Docker engine
-(.ci/start-dockerd) and bubblewrap. Default suite: the bundled benchmark's
+[--instance ID ...] --configuration strong] [--concurrency-sweep] [--against REV]` as root with a
+Docker engine (.ci/start-dockerd) and bubblewrap. Default suite: the bundled benchmark's
 `calkit__merge-touching` / `strong` on the reference (a small pytest suite), else a
 built-in one-file program.
 """
@@ -56,7 +80,7 @@ import time
 import tomllib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -64,17 +88,20 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
-from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
+from testprism.tasks.execution.batch import Environments
+from testprism.tasks.execution.build import BUILD_RECORD, state_tree
+from testprism.tasks.model.benchmark import Benchmark, EnvironmentSpec, load_benchmark
 from testprism.tasks.sandbox.base import Limits, RunRequest
 from testprism.tasks.sandbox.docker.backend import DockerBackend
 from testprism.tasks.sandbox.docker.engine import api_client
 from testprism.tasks.sandbox.docker.environment_image import environment_tag
 from testprism.tasks.sandbox.local import LocalBackend
-from testprism.tasks.model.state import materialise, states_of
+from testprism.tasks.sandbox.workspace import fill_workspace
+from testprism.tasks.model.state import states_of
 from testprism.tasks.model.workdir import WorkPaths
 
 log = logging.getLogger("bench.replay_overhead")
-console = Console(width=max(100, Console().width))
+console = Console(width=max(140, Console().width))
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL_TARGET_RATIO, LOCAL_TARGET_MS = 0.10, 5.0
@@ -97,60 +124,117 @@ class Subject:
     program: Path
     environment: EnvironmentSpec
     label: str
+    id: str = "tiny"
+    language: str = "python"
+    build: str | None = None  #: the instance's build step, which `tree` is the output of
+
+    @property
+    def built(self) -> bool:
+        """Whether `tree` is a built tree of the work area (its build record beside it)."""
+        return (self.tree.parent / BUILD_RECORD).is_file()
 
 
-def subject(args: argparse.Namespace, work: WorkPaths, scratch: Path) -> Subject:
-    bench_root = Path(args.benchmark)
-    try:
-        bench = load_benchmark(bench_root, (args.configuration,))
-        instance = bench.instances[args.instance]
-        suite = bench.suites[(args.configuration, args.instance)]
-    except Exception as exc:  # noqa: BLE001 - any problem with the bundled one: use the tiny one
-        log.warning("cannot use %s/%s (%s): using the built-in one-file program", args.benchmark, args.instance, exc)
-        program, suite_dir = scratch / "tiny-program", scratch / "tiny-suite"
-        program.mkdir()
-        suite_dir.mkdir()
-        (program / "calc.py").write_text(TINY_PROGRAM)
-        (suite_dir / "test_calc.py").write_text(TINY_TEST)
-        (suite_dir / "run_tests.sh").write_text(TINY_RUN)
-        return Subject(program, suite_dir, ("run_tests.sh", "test_calc.py"), "bash tmp/run_tests.sh", b"", program,
-                       EnvironmentSpec(), "built-in tiny program")
+def tiny_subject(scratch: Path) -> Subject:
+    program, suite_dir = scratch / "tiny-program", scratch / "tiny-suite"
+    program.mkdir()
+    suite_dir.mkdir()
+    (program / "calc.py").write_text(TINY_PROGRAM)
+    (suite_dir / "test_calc.py").write_text(TINY_TEST)
+    (suite_dir / "run_tests.sh").write_text(TINY_RUN)
+    return Subject(program, suite_dir, ("run_tests.sh", "test_calc.py"), "bash tmp/run_tests.sh", b"", program,
+                   EnvironmentSpec(), "built-in tiny program")
+
+
+def subject(bench: Benchmark, instance_id: str, configuration: str, work: WorkPaths,
+            environments: list[Environments]) -> Subject:
+    """The reference state of `instance_id`, materialised and built (when it has a build
+    step) through `state_tree`, over each of `environments` in turn: the first one builds,
+    the others find the built tree in the work area."""
+    instance = bench.instances[instance_id]
+    suite = bench.suites[(configuration, instance_id)]
     state = next(s for s in states_of(instance) if s.kind == "reference")
-    tree = materialise(instance, state, work)
-    return Subject(tree.tree, suite.folder, suite.files, suite.entry, instance.reference, instance.program,
-                   instance.spec.environment, f"{instance.id} / {args.configuration} / reference")
+    trees = []
+    for environments_of in environments:
+        tree = state_tree(instance, state, environments_of, work, Limits())
+        if not hasattr(tree, "tree") or not tree.patch.applied:
+            raise RuntimeError(f"{instance_id}: the reference has no tree over {environments_of.backend.name}: {tree}")
+        trees.append(tree.tree)
+    if len(set(trees)) != 1:
+        raise RuntimeError(f"{instance_id}: the backends' Environments gave different trees: {trees}")
+    build = instance.spec.build.command if instance.spec.build is not None else None
+    return Subject(trees[0], suite.folder, suite.files, suite.entry, instance.reference, instance.program,
+                   instance.spec.environment, f"{instance.id} / {configuration} / reference", instance.id,
+                   instance.spec.language, build)
 
 
 # -- the modes ---------------------------------------------------------------------------------
 
 
+def bare_environment(subj: Subject, venv: Path, ws: Path) -> dict[str, str]:
+    """What `bare` runs with: the local backend's variables, the venv's bin first on PATH
+    only for a Python environment, and the environment's variables with the sandbox's
+    /workspace read as `ws`."""
+    path = f"{venv / 'bin'}:" if subj.environment.python is not None else ""
+    env = {"PATH": f"{path}/usr/local/bin:/usr/bin:/bin", "HOME": str(ws), "LANG": "C.UTF-8",
+           "PYTHONDONTWRITEBYTECODE": "1", "TESTPRISM_JUNIT": str(ws / "out" / "junit.xml")}
+    for name, value in subj.environment.variables:
+        env[name] = str(ws) + value[len("/workspace"):] if value.startswith("/workspace") else value
+    return env
+
+
 def bare_runner(subj: Subject, venv: Path, scratch: Path) -> Callable[[], int]:
-    ws = scratch / "bare"
-    shutil.copytree(subj.tree, ws / "program", symlinks=True)
+    ws = scratch / ("bare" if subj.id == "tiny" else f"bare-{subj.id}")
+    program = ws / "program"
+    ws.mkdir()
+    env = bare_environment(subj, venv, ws)
+    shutil.copytree(subj.tree, program, symlinks=True)
+    if subj.build is not None:  # the build step again, for this copy's own folder (module docstring)
+        start = time.perf_counter()
+        done = subprocess.run(["bash", "-c", subj.build], cwd=program, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{subj.id}: the build step failed in the bare copy: {done.stderr[-2000:]}")
+        log.info("%s: bare copy built for its own folder in %.1f s (untimed)", subj.id, time.perf_counter() - start)
     for rel in subj.suite_files:
-        dest = ws / "program" / "tmp" / rel
+        dest = program / "tmp" / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(subj.suite_folder / rel, dest)
     (ws / "out").mkdir()
-    env = {"PATH": f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", "HOME": str(ws), "LANG": "C.UTF-8",
-           "PYTHONDONTWRITEBYTECODE": "1", "TESTPRISM_JUNIT": str(ws / "out" / "junit.xml")}
 
     def run() -> int:
-        return subprocess.run(["bash", "-c", subj.command], cwd=ws / "program", env=env,
+        return subprocess.run(["bash", "-c", subj.command], cwd=program, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
 
+    if subj.build is not None:
+        pristine = ws / "pristine"
+        shutil.copytree(program, pristine, symlinks=True)
+
+        def restore() -> None:
+            shutil.rmtree(program)
+            shutil.copytree(pristine, program, symlinks=True)
+
+        run.before = restore  # type: ignore[attr-defined]  # untimed, before each run (measure)
     return run
 
 
+#: runs per runner name whose request's tree was a built tree (Subject.built)
+FROM_BUILT: dict[str, int] = {}
+
+
 def backend_runner(backend, subj: Subject, environment: Path, request_type: type = RunRequest,
-                   limits_type: type = Limits) -> Callable[[], int]:
-    """`backend.run` on the subject; the request and limits types are those of the
-    backend's own code (another revision's, for `--against`)."""
+                   limits_type: type = Limits, name: str = "") -> Callable[[], int]:
+    """`backend.run` on the subject, with the environment's variables as `Environments.run`
+    sets them; the request and limits types are those of the backend's own code (another
+    revision's, for `--against`)."""
+    variables = {"env": dict(subj.environment.variables)} if subj.environment.variables else {}
     request = request_type(tree=subj.tree, suite_folder=subj.suite_folder, suite_files=subj.suite_files,
-                           command=subj.command, environment=environment, limits=limits_type(timeout_s=300.0))
+                           command=subj.command, environment=environment, limits=limits_type(timeout_s=300.0),
+                           **variables)
+    built = subj.built
 
     def run() -> int:
         result = backend.run(request)
+        if built:
+            FROM_BUILT[name] = FROM_BUILT.get(name, 0) + 1
         return result.exit_code if result.exit_code is not None else -1
 
     return run
@@ -307,6 +391,8 @@ def measure(runners: dict[str, Callable[[], int]], rounds: int, block: int,
     times: dict[str, list[float]] = {name: [] for name in runners}
     per_round: dict[str, list[float]] = {name: [] for name in runners}
     for name, run in runners.items():  # warm-up: caches, images, imports
+        if getattr(run, "before", None) is not None:
+            run.before()  # type: ignore[attr-defined]
         code = run()
         log.info("warm-up %-16s exit %s", name, code)
     for k in range(rounds):
@@ -314,7 +400,10 @@ def measure(runners: dict[str, Callable[[], int]], rounds: int, block: int,
             if name in only_some and k >= only_some[name]:
                 continue
             these = []
+            before = getattr(run, "before", None)  # untimed preparation of each run (bare_runner)
             for _ in range(1 if name in only_some else block):
+                if before is not None:
+                    before()
                 start = time.perf_counter()
                 run()
                 these.append(time.perf_counter() - start)
@@ -330,10 +419,10 @@ def paired_overhead(per_round: dict[str, list[float]], name: str) -> float:
     return statistics.median(t - b for t, b in zip(per_round[name], per_round["bare"], strict=False))
 
 
-def report(times: dict[str, list[float]], per_round: dict[str, list[float]]) -> None:
+def report(times: dict[str, list[float]], per_round: dict[str, list[float]], title: str = "") -> None:
     bare = statistics.median(times["bare"])
     peer = paired_overhead(per_round, "swebench-lean") if "swebench-lean" in times else None
-    table = Table(title="per-run wall time (s), as the caller sees it")
+    table = Table(title="per-run wall time (s), as the caller sees it" + (f": {title}" if title else ""))
     for column in ("mode", "runs", "median", "p10", "p90", "min", "overhead", "min − bare min", "× bare", "÷ peer"):
         table.add_column(column, justify="left" if column == "mode" else "right", no_wrap=True)
     for name, values in times.items():
@@ -353,7 +442,8 @@ def report(times: dict[str, list[float]], per_round: dict[str, list[float]]) -> 
         local = paired_overhead(per_round, "local")
         budget = LOCAL_TARGET_RATIO * bare + LOCAL_TARGET_MS / 1000
         verdict = "met" if local <= budget else f"MISSED by {1000 * (local - budget):.0f} ms"
-        log.info("local overhead %.0f ms vs target %.0f ms (10%% of bare + 5 ms): %s", 1000 * local, 1000 * budget, verdict)
+        log.info("%slocal overhead %.0f ms vs target %.0f ms (10%% of bare + 5 ms): %s", f"{title}: " if title else "",
+                 1000 * local, 1000 * budget, verdict)
     for name in [n for n in times if "@" in n]:
         now = name.split("@", 1)[0]
         if now in times:
@@ -365,7 +455,77 @@ def report(times: dict[str, list[float]], per_round: dict[str, list[float]]) -> 
         if name in times:
             over = paired_overhead(per_round, name)
             verdict = "met" if over <= DOCKER_TARGET_S else f"MISSED by {1000 * (over - DOCKER_TARGET_S):.0f} ms"
-            log.info("%s overhead %.0f ms vs target 300 ms: %s", name, 1000 * over, verdict)
+            log.info("%s%s overhead %.0f ms vs target 300 ms: %s", f"{title}: " if title else "", name, 1000 * over, verdict)
+
+
+def tree_size(tree: Path) -> tuple[int, int]:
+    """Files (links included) and bytes of a tree, as a run's copy of it holds them."""
+    files = size = 0
+    for dirpath, _dirnames, filenames in os.walk(tree):
+        for name in filenames:
+            files += 1
+            size += os.lstat(os.path.join(dirpath, name)).st_size
+    return files, size
+
+
+def fill_cost(subj: Subject, environment: Path, scratch: Path, runs: int = 15) -> float:
+    """Median time of `fill_workspace` (the per-run copy of the state's tree and the
+    suite into a fresh workspace, every entry's owner and times set), which local and
+    docker (bind mode) runs both pay; measured after the rounds, alone."""
+    request = RunRequest(tree=subj.tree, suite_folder=subj.suite_folder, suite_files=subj.suite_files,
+                         command=subj.command, environment=environment, limits=Limits())
+    times = []
+    for k in range(runs):
+        ws = scratch / f"fill-{subj.id}-{k}"
+        ws.mkdir()
+        start = time.perf_counter()
+        fill_workspace(request, ws, 61_000)
+        times.append(time.perf_counter() - start)
+        shutil.rmtree(ws)
+    return statistics.median(times)
+
+
+def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]], times: dict[str, list[float]],
+                      fills: dict[str, float]) -> None:
+    """Each instance's local and docker overhead against the first Python instance's."""
+    python = next((s for s in subjects if s.language == "python"), None)
+
+    def over(subj: Subject, mode: str) -> float | None:
+        name = f"{subj.id}:{mode}"
+        if name not in per_round:
+            return None
+        return statistics.median(t - b for t, b in zip(per_round[name], per_round[f"{subj.id}:bare"], strict=False))
+
+    extra = [m for m in ("docker-allcpus",) if any(n.endswith(f":{m}") for n in per_round)]
+    table = Table(title="per-run overhead by language (overhead = median over rounds of mode − the instance's bare)")
+    for column in ("language", "instance", "bare", "local", "÷ py", "docker", "÷ py", "≤ 1.10", *extra,
+                   "files", "MB", "copy"):
+        table.add_column(column, justify="left" if column in ("language", "instance") else "right", no_wrap=True)
+    for subj in subjects:
+        cells = [subj.language, subj.id, f"{statistics.median(times[f'{subj.id}:bare']):.3f} s"]
+        verdict = "—"
+        for mode in ("local", "docker"):
+            mine = over(subj, mode)
+            ref = over(python, mode) if python is not None else None
+            cells.append("—" if mine is None else f"{mine * 1000:+.0f} ms")
+            ratio = mine / ref if mine is not None and ref else None
+            cells.append("—" if ratio is None else f"{ratio:.2f}")
+            if mode == "docker" and ratio is not None and subj is not python:
+                verdict = "met" if ratio <= 1.10 else "MISSED"
+        cells.append(verdict)
+        for mode in extra:
+            mine = over(subj, mode)
+            cells.append("—" if mine is None else f"{mine * 1000:+.0f} ms")
+        files, size = tree_size(subj.tree)
+        cells += [str(files), f"{size / 1e6:.1f}",
+                  f"{fills[subj.id] * 1000:.0f} ms" if subj.id in fills else "—"]
+        table.add_row(*cells)
+    console.print(table)
+    console.print("local, docker: overhead; ÷ py = overhead ÷ the Python instance's overhead of the same mode "
+                  "(target for docker ≤ 1.10); files, MB: the state's (built) tree, which every local and docker run "
+                  "copies; copy = median time of fill_workspace on it (copy, owner and times of every entry), measured "
+                  "alone after the rounds" + ("; docker-allcpus: docker's overhead with the CPU quota at every core"
+                                              if extra else ""))
 
 
 def concurrency_sweep(run: Callable[[], int], levels: list[int], runs: int) -> None:
@@ -396,72 +556,122 @@ def main() -> None:
     parser.add_argument("--block", type=int, default=5, help="runs of a mode back to back in each round")
     parser.add_argument("--shipped-rounds", type=int, default=3, help="rounds of swebench-shipped (15 s each)")
     parser.add_argument("--benchmark", default=str(ROOT / "examples"))
-    parser.add_argument("--instance", default="calkit__merge-touching")
+    parser.add_argument("--instance", action="append", default=None,
+                        help="an instance to measure (repeat it to measure several side by side; default: "
+                             "calkit__merge-touching)")
     parser.add_argument("--configuration", default="strong")
-    parser.add_argument("--modes", default="bare,local,docker,docker-cold,docker-reused,swebench-lean,swebench-shipped")
+    parser.add_argument("--modes", default=None,
+                        help="default: bare,local,docker,docker-cold,docker-reused,swebench-lean,swebench-shipped; "
+                             "with several instances bare,local,docker")
     parser.add_argument("--concurrency-sweep", action="store_true")
     parser.add_argument("--work", default=None, help="work area (default: a temporary one)")
     parser.add_argument("--against", default=None, metavar="REV",
                         help="also run the local and docker modes of git revision REV (as local@REV, docker@REV)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[RichHandler(console=console, show_path=False)])
+    instances = args.instance or ["calkit__merge-touching"]
+    several = len(instances) > 1
+    modes = (args.modes or ("bare,local,docker" if several else
+                            "bare,local,docker,docker-cold,docker-reused,swebench-lean,swebench-shipped")).split(",")
 
     base = Path("/var/tmp") if Path("/var/tmp").is_dir() else Path(tempfile.gettempdir())
     scratch = Path(tempfile.mkdtemp(prefix="testprism-bench-", dir=base))
     scratch.chmod(0o755)
     work = WorkPaths(Path(args.work) if args.work else scratch / "work")
     work.ensure()
-    modes = args.modes.split(",")
     backends = []
     try:
-        subj = subject(args, work, scratch)
         local = LocalBackend(work)
         backends.append(local)
-        local_env = local.prepare(subj.environment)
-        runners: dict[str, Callable[[], int]] = {}
-        if "bare" in modes:
-            runners["bare"] = bare_runner(subj, local_env, scratch)
-        if "local" in modes:
-            runners["local"] = backend_runner(local, subj, local_env)
         docker = DockerBackend(work, reuse=False)
         backends.append(docker)
-        docker_env = docker.prepare(subj.environment)
-        if "docker" in modes:
-            runners["docker"] = backend_runner(docker, subj, docker_env)
+        # The state's tree through the real path: an Environments over each backend (the
+        # docker one first: it builds the state, the local one finds it built).
+        over_docker, over_local = Environments(docker), Environments(local)
+        subjects: list[Subject] = []
+        try:
+            bench = load_benchmark(Path(args.benchmark), (args.configuration,))
+            for instance_id in instances:
+                subjects.append(subject(bench, instance_id, args.configuration, work, [over_docker, over_local]))
+        except Exception as exc:  # noqa: BLE001 - any problem with the bundled one: use the tiny one
+            if several:
+                raise
+            log.warning("cannot use %s/%s (%s): using the built-in one-file program", args.benchmark, instances[0], exc)
+            subjects = [tiny_subject(scratch)]
+        builds = over_docker.builds + over_local.builds
+        log.info("state builds run: %d (over docker %d, over local %d) for %d built state(s); expect one per built "
+                 "state per work area, 0 on a rerun with the same --work", builds, over_docker.builds,
+                 over_local.builds, sum(s.build is not None for s in subjects))
+        at_rev: dict[str, type] = {}
+        extra: dict[str, object] = {}
         if args.against:
             revision_package(args.against, scratch)
             at_rev = revision_classes(args.against, scratch)
             for name in ("local", "docker"):
                 if name in modes:
-                    made = at_rev[name](at_rev["WorkPaths"](work.root))
-                    backends.append(made)
-                    runners[f"{name}@{args.against}"] = backend_runner(
-                        made, subj, made.prepare(at_rev["EnvironmentSpec"](**subj.environment.model_dump())),
-                        at_rev["RunRequest"], at_rev["Limits"])
+                    extra[f"{name}@{args.against}"] = at_rev[name](at_rev["WorkPaths"](work.root))
         if "docker-cold" in modes:
-            cold = DockerBackend(work, reuse=False, prewarm=False)
-            backends.append(cold)
-            runners["docker-cold"] = backend_runner(cold, subj, cold.prepare(subj.environment))
+            extra["docker-cold"] = DockerBackend(work, reuse=False, prewarm=False)
         if "docker-reused" in modes:
-            reused = DockerBackend(work, reuse=True)
-            backends.append(reused)
-            runners["docker-reused"] = backend_runner(reused, subj, reused.prepare(subj.environment))
-        if any(m.startswith("swebench") for m in modes):
-            image = instance_image(subj, environment_tag(docker_env.name))
-            for name in ("swebench-lean", "swebench-shipped"):
-                if name in modes:
-                    runners[name] = swebench_runner(subj, image, str(docker_env), scratch, shipped=name.endswith("shipped"))
+            extra["docker-reused"] = DockerBackend(work, reuse=True)
+        if "docker-allcpus" in modes:  # a diagnosis: `docker` with the CPU quota at every core
+            extra["docker-allcpus"] = DockerBackend(work, reuse=False, cpus=float(os.cpu_count() or 1))
+        backends += list(extra.values())
+        runners: dict[str, Callable[[], int]] = {}
+        handles: dict[str, tuple[Path, Path]] = {}
+        for subj in subjects:
+            prefix = f"{subj.id}:" if several else ""
+            local_env = local.prepare(subj.environment)
+            docker_env = docker.prepare(subj.environment)  # the image is built here, before timing
+            handles[subj.id] = (local_env, docker_env)
+            if "bare" in modes:
+                runners[prefix + "bare"] = bare_runner(subj, local_env, scratch)
+            if "local" in modes:
+                runners[prefix + "local"] = backend_runner(local, subj, local_env, name=prefix + "local")
+            if "docker" in modes:
+                runners[prefix + "docker"] = backend_runner(docker, subj, docker_env, name=prefix + "docker")
+            for name, made in extra.items():
+                if "@" in name:
+                    runners[prefix + name] = backend_runner(
+                        made, subj, made.prepare(at_rev["EnvironmentSpec"](**subj.environment.model_dump())),
+                        at_rev["RunRequest"], at_rev["Limits"], name=prefix + name)
+                else:
+                    runners[prefix + name] = backend_runner(made, subj, made.prepare(subj.environment),
+                                                            name=prefix + name)
+            if any(m.startswith("swebench") for m in modes):
+                if subj.environment.python is None:
+                    log.warning("%s: no swebench modes (its eval script is Python's)", subj.id)
+                    continue
+                image = instance_image(subj, environment_tag(docker_env.name))
+                for name in ("swebench-lean", "swebench-shipped"):
+                    if name in modes:
+                        runners[prefix + name] = swebench_runner(subj, image, str(docker_env), scratch,
+                                                                 shipped=name.endswith("shipped"))
         load = os.getloadavg()
-        log.info("suite: %s; %d cores; load average %.1f %.1f %.1f; docker copy mode: %s",
-                 subj.label, os.cpu_count(), *load, docker.copy)
-        times, per_round = measure(runners, args.rounds, args.block, {"swebench-shipped": args.shipped_rounds})
+        log.info("suite%s: %s; %d cores; load average %.1f %.1f %.1f; docker copy mode: %s", "s" if several else "",
+                 "; ".join(s.label for s in subjects), os.cpu_count(), *load, docker.copy)
+        only_some = {name: args.shipped_rounds for name in runners if name.endswith("swebench-shipped")}
+        times, per_round = measure(runners, args.rounds, args.block, only_some)
         log.info("load average after: %.1f %.1f %.1f", *os.getloadavg())
-        report(times, per_round)
+        if several:
+            fills = {s.id: fill_cost(s, handles[s.id][0], scratch) for s in subjects}
+            for subj in subjects:
+                prefix = f"{subj.id}:"
+                mine = {n[len(prefix):]: v for n, v in times.items() if n.startswith(prefix)}
+                rounds = {n[len(prefix):]: v for n, v in per_round.items() if n.startswith(prefix)}
+                report(mine, rounds, title=f"{subj.id} ({subj.language})")
+            compare_languages(subjects, per_round, times, fills)
+        else:
+            report(times, per_round)
+        counted = {n: c for n, c in FROM_BUILT.items() if c}
+        log.info("state builds run: %d (over docker %d, over local %d); runs that started from a built tree: %d (%s)",
+                 over_docker.builds + over_local.builds, over_docker.builds, over_local.builds,
+                 sum(counted.values()), ", ".join(f"{n} {c}" for n, c in counted.items()) or "none")
         if args.concurrency_sweep:
             for name in ("docker", "docker-cold"):
-                if name in runners:
-                    log.info("throughput of %s", name)
-                    concurrency_sweep(runners[name], [1, 2, 3, 4], runs=24)
+                for full in [n for n in runners if n == name or n.endswith(f":{name}")]:
+                    log.info("throughput of %s", full)
+                    concurrency_sweep(runners[full], [1, 2, 3, 4], runs=24)
     finally:
         for backend in backends:
             backend.close()
