@@ -180,3 +180,63 @@ def test_score_tables_write_the_curves(tmp_path):
     assert set(stored["schedule"]) == {"random", "hardest"}
     assert stored["valid_diversity"].null_count() == stored.height
     assert curve(stored, "hardest", "B", "invalid_diversity")[2] == pytest.approx(0.25)
+
+
+# -- the report ------------------------------------------------------------------------------------
+
+
+def scored_curve_store(root: Path) -> Store:
+    """The hand-built store scored, its curves computed with the hand distances (all three schedules)."""
+    from testprism.tasks.score.scores import score_tables, write_scores
+
+    store = curve_store(root)
+    write_scores(store, score_tables(store, replicates=50, seed=1))
+    store.write_table("panel_curves", panel_curves(store, distances=hand_distances(store), seeds=50).to_arrow())
+    return store
+
+
+def test_report_draws_one_curve_chart_per_schedule(tmp_path):
+    from testprism.tasks.report.data import load_report_data
+    from testprism.tasks.report.html import render_report
+
+    html = render_report(load_report_data(scored_curve_store(tmp_path / "store").paths.root))
+    section = html[html.index('<section id="curves">'):]
+    section = section[:section.index("</section>")]
+    assert [s for s in ("random", "diversity", "hardest") if f'data-schedule="{s}"' in section] == \
+        ["random", "diversity", "hardest"]
+    assert section.count("<svg") == 6  # JVR and diversity per schedule
+    assert section.count('aria-label="JVR against panel size, Hardest first"') == 1
+    assert "A: JVR 0.500 at k = 1" in section and "A: JVR 0.000 at k = 2" in section  # hardest-first, by hand
+
+
+def test_report_without_a_diversity_schedule_says_why(tmp_path):
+    from testprism.tasks.report.data import load_report_data
+    from testprism.tasks.report.html import render_report
+    from testprism.tasks.score.scores import score_tables, write_scores
+
+    store = curve_store(tmp_path / "store", collected=False)
+    write_scores(store, score_tables(store, replicates=50, seed=1))
+    html = render_report(load_report_data(store.paths.root))
+    section = html[html.index('<section id="curves">'):html.index('<section id="comparisons">')]
+    assert section.count("<svg") == 2 and "Not computed" in section and section.count("Diversity unknown") == 2
+
+
+def test_curves_render_in_chromium(tmp_path, chromium_path):
+    from testprism.tasks.report.html import write_report
+    from tests.test_report import Chromium, problems
+
+    store = scored_curve_store(tmp_path / "store")
+    page = write_report(store.paths.root, tmp_path / "report.html")
+    browser = Chromium(chromium_path, tmp_path / "profile")
+    try:
+        session, events = browser.load(page.as_uri())
+        assert problems(events, page) == []
+        dom = browser.evaluate(session, """[...document.querySelectorAll('#curves figure.curve')].map(f => ({
+            schedule: f.dataset.schedule,
+            svgs: f.querySelectorAll('svg').length,
+            lines: f.querySelector('svg').querySelectorAll('polyline').length,
+            width: Math.round(f.querySelector('svg').getBoundingClientRect().width),
+        }))""")
+    finally:
+        browser.close()
+    assert dom == [{"schedule": s, "svgs": 2, "lines": 2, "width": 460} for s in ("random", "diversity", "hardest")]
