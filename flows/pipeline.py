@@ -62,7 +62,7 @@ def pipeline_flow(config: str = "examples/pipeline.toml", store: str | None = No
              replayed.executed, replayed.outcomes or "{}")
     board = score_flow(store=target, replicates=chosen.score.replicates, seed=chosen.score.seed,
                        benchmark=benchmark if chosen.score.coverage else None, work=work, backend=chosen.backend,
-                       trusted=chosen.replay_trusted, unsafe=chosen.unsafe)
+                       trusted=chosen.replay_trusted, unsafe=chosen.unsafe, panel_benchmark=benchmark)
     log.info("score: %d configurations on the leaderboard", board.height)
     report = report_flow(store=target, out=str(chosen.report_out), benchmark=benchmark)
     log.info("pipeline done: store %s, report %s", target, report)

@@ -35,11 +35,14 @@ def score_flow(
     backend: str = "local",
     trusted: bool = False,
     unsafe: bool = False,
+    panel_benchmark: str | None = None,
 ) -> pl.DataFrame:
     """Score a store; with `benchmark`, also measure the suites' coverage of the reference
-    change (ΔC, EC) and its correlation with joint validation."""
+    change (ΔC, EC) and its correlation with joint validation. The panel-size curves read the
+    valid candidates' patches from `panel_benchmark` (default: `benchmark`); nothing is run
+    for them."""
     target = scorable_store(store)
-    tables = score_tables(target, replicates, seed)
+    tables = score_tables(target, replicates, seed, panel_benchmark or benchmark)
     if benchmark:
         coverage = coverage_task(benchmark, store, work, backend, trusted, unsafe)
         tables["coverage_summary"] = coverage_summary(coverage, tables["instance_scores"])

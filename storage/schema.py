@@ -317,6 +317,20 @@ SEARCHES = pa.schema(
     ]
 )
 
+#: Panel-size curves (tasks/score/curves.py): JVR and panel diversity when only the first k
+#: valid and k invalid candidates of each pool count, under three orders of addition.
+PANEL_CURVES = pa.schema(
+    [
+        pa.field("configuration", pa.string(), nullable=False),
+        pa.field("schedule", pa.string(), nullable=False),  # random | diversity | hardest
+        pa.field("k", pa.int32(), nullable=False),  # from 1; each side capped at its pool's size
+        pa.field("jvr", pa.float64(), nullable=False),  # random: the mean over the seeds
+        pa.field("valid_diversity", pa.float64()),  # mean pairwise AST distance of the k valid; null: unknown
+        pa.field("invalid_diversity", pa.float64()),  # mean pairwise Jaccard of failed checks; lower: more diverse
+        pa.field("n_instances", pa.int32(), nullable=False),
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "runs": RUNS,
     "panels": PANELS,
@@ -337,4 +351,5 @@ SCHEMAS: dict[str, pa.Schema] = {
     "crossval_matrix": CROSSVAL_MATRIX,
     "crossval_flags": CROSSVAL_FLAGS,
     "searches": SEARCHES,
+    "panel_curves": PANEL_CURVES,
 }

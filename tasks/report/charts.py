@@ -153,3 +153,50 @@ def bars_svg(rows: Sequence[Point], label: str, colours: dict[str, str]) -> str:
                              'class="ci"/>')
         parts.append(f'<text x="{width - right + 6}" y="{y + row_h / 2 + 4:.1f}" class="tick">{esc(num(row.x))}</text>')
     return _svg(width, height, "".join(parts), f"{label} per configuration")
+
+
+def lines_svg(series: dict[str, Sequence[tuple[int, float | None]]], x_label: str, y_label: str,
+              colours: dict[str, str], *, height: int = 300, dashed: frozenset[str] = frozenset(),
+              label: str = "") -> str:
+    """Rates on [0, 1] against k = 1 … K, one line per series (a gap where a value is
+    undefined), with a legend above the plot."""
+    columns = 2 if max((len(name) for name in series), default=0) > 14 else 3  # legend entries per row
+    width, left, right, top, bottom = 460, 56, 16, 22 + 14 * ((len(series) + columns - 1) // columns), 44
+    plot_w, plot_h = width - left - right, height - top - bottom
+    k_max = max((k for points in series.values() for k, _ in points), default=1)
+
+    def sx(k: float) -> float:
+        return left + (0.5 if k_max == 1 else (k - 1) / (k_max - 1)) * plot_w
+
+    def sy(v: float) -> float:
+        return top + (1 - v) * plot_h
+
+    parts = [f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" class="frame"/>']
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(f'<line x1="{left}" y1="{sy(tick):.1f}" x2="{left + plot_w}" y2="{sy(tick):.1f}" class="grid"/>')
+        parts.append(f'<text x="{left - 6}" y="{sy(tick) + 4:.1f}" text-anchor="end" class="tick">{tick:g}</text>')
+    step = max(1, math.ceil(k_max / 10))
+    for k in range(1, k_max + 1, step):
+        parts.append(f'<text x="{sx(k):.1f}" y="{top + plot_h + 16}" text-anchor="middle" class="tick">{k}</text>')
+    parts.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle" '
+                 f'class="label">{esc(x_label)}</text>')
+    parts.append(f'<text x="14" y="{top + plot_h / 2:.1f}" text-anchor="middle" class="label" '
+                 f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">{esc(y_label)}</text>')
+    for i, (name, points) in enumerate(series.items()):
+        colour = colours.get(name, PALETTE[-1])
+        dash = ' stroke-dasharray="5 3"' if name in dashed else ""
+        lx, ly = left + (i % columns) * (plot_w / columns), 14 + 14 * (i // columns)
+        parts.append(f'<line x1="{lx:.1f}" y1="{ly - 4}" x2="{lx + 16:.1f}" y2="{ly - 4}" stroke="{colour}" '
+                     f'stroke-width="2"{dash}/><text x="{lx + 20:.1f}" y="{ly}" class="label">{esc(name)}</text>')
+        segment: list[str] = []
+        for k, value in [*points, (0, None)]:
+            if defined(value):
+                segment.append(f"{sx(k):.1f},{sy(value):.1f}")
+                parts.append(f'<circle cx="{sx(k):.1f}" cy="{sy(value):.1f}" r="2.5" fill="{colour}"><title>'
+                             f'{esc(f"{name}: {y_label} {num(value)} at k = {k}")}</title></circle>')
+                continue
+            if len(segment) > 1:
+                parts.append(f'<polyline points="{" ".join(segment)}" fill="none" stroke="{colour}" '
+                             f'stroke-width="2"{dash}/>')
+            segment = []
+    return _svg(width, height, "".join(parts), label or f"{y_label} against {x_label}")

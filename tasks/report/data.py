@@ -52,6 +52,7 @@ class ReportData:
     funnel: pl.DataFrame | None  #: the newest run of each flow that keeps a funnel (curate, collect)
     crossval_matrix: pl.DataFrame | None  #: crossval's runs: test × state per instance and round
     crossval_flags: pl.DataFrame | None  #: crossval's verdict of every test, per round
+    panel_curves: pl.DataFrame | None  #: JVR and diversity at panel size k (tasks/score/curves.py)
     patches: dict[tuple[str, str], PatchText]  # (instance_id, candidate_id or "reference")
     patch_origin: str  # where the diffs came from, said in the report
 
@@ -184,6 +185,7 @@ def load_report_data(store_root: Path | str, benchmark_root: Path | str | None =
         funnel=newest_funnels(store),
         crossval_matrix=_optional_table(store, "crossval_matrix"),
         crossval_flags=_optional_table(store, "crossval_flags"),
+        panel_curves=_optional_table(store, "panel_curves"),
         patches=patches,
         patch_origin=origin,
     )

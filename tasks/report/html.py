@@ -30,7 +30,8 @@ from pathlib import Path
 import polars as pl
 
 from testprism.tasks.model.hashing import digest
-from testprism.tasks.report.charts import RADAR_METRICS, Point, bars_svg, colours_of, radar_svg, scatter_svg
+from testprism.tasks.report.charts import (RADAR_METRICS, Point, bars_svg, colours_of, lines_svg, radar_svg,
+                                          scatter_svg)
 from testprism.tasks.report.data import ReportData, load_report_data
 from testprism.tasks.report.crossval import crossval_section
 from testprism.tasks.report.formatting import LABELS, defined, esc, num, p_value, table
@@ -126,6 +127,54 @@ def _charts_section(data: ReportData, colours: dict[str, str]) -> str:
         '<h3>JVR with 95% intervals</h3>'
         f'<figure>{bars_svg(bars, "JVR", colours)}</figure></section>'
     )
+
+
+SCHEDULE_TITLES = {
+    "random": "Random order (mean over seeds)",
+    "diversity": "Diversity first",
+    "hardest": "Hardest first",
+}
+VALID_DIVERSITY, INVALID_DIVERSITY = "valid: mean AST distance", "invalid: mean Jaccard"
+
+
+def _diversity_at(rows: pl.DataFrame, column: str) -> list[tuple[int, float | None]]:
+    """Per k, the mean over configurations; undefined if any configuration's is (their
+    instances are the same, so they agree unless one of them is unknown)."""
+    per_k = rows.group_by("k").agg(value=pl.col(column).mean(), unknown=pl.col(column).null_count()).sort("k")
+    return [(k, None if unknown else value) for k, value, unknown in per_k.iter_rows()]
+
+
+def _curves_section(data: ReportData, colours: dict[str, str]) -> str:
+    head = '<section id="curves"><h2>Panel-size curves</h2>'
+    curves = data.panel_curves
+    if curves is None or curves.is_empty():
+        return head + "<p>No panel-size curves in this store: score it again (see docs/report.md).</p></section>"
+    order = [c for c in colours if c in set(curves["configuration"])]
+    figures = []
+    for schedule, title in SCHEDULE_TITLES.items():
+        rows = curves.filter(pl.col("schedule") == schedule)
+        if rows.is_empty():
+            figures.append(f'<figure class="curve" data-schedule="{schedule}"><figcaption>{esc(title)}</figcaption>'
+                           "<p>Not computed: the candidates' distances are unknown (pass the benchmark to "
+                           "<code>testprism score</code> for valid patches; collect's failed checks for invalid "
+                           "ones).</p></figure>")
+            continue
+        series = {name: list(rows.filter(pl.col("configuration") == name).sort("k").select("k", "jvr").iter_rows())
+                  for name in order}
+        diversity = {VALID_DIVERSITY: _diversity_at(rows, "valid_diversity"),
+                     INVALID_DIVERSITY: _diversity_at(rows, "invalid_diversity")}
+        known = any(v is not None for points in diversity.values() for _, v in points)
+        small = (lines_svg(diversity, "k", "diversity", {VALID_DIVERSITY: "#333333", INVALID_DIVERSITY: "#999999"},
+                           height=190, dashed=frozenset({INVALID_DIVERSITY}), label=f"panel diversity, {title}")
+                 if known else "<p>Diversity unknown (no patches or failed checks for these pools).</p>")
+        figures.append(f'<figure class="curve" data-schedule="{schedule}"><figcaption>{esc(title)}</figcaption>'
+                       f'{lines_svg(series, "k (valid and invalid candidates each)", "JVR", colours, label=f"JVR against panel size, {title}")}'
+                       f"{small}</figure>")
+    return (head + "<p>JVR when only the first k valid and the first k invalid candidates of each pool count "
+            "(each side capped at its pool), from the stored runs; at the largest k it is the leaderboard's "
+            "JVR. Below each: the panel's mean pairwise AST distance among the valid candidates (higher is more "
+            "diverse) and mean pairwise Jaccard of the invalid ones' failed checks (dashed; lower is more "
+            'diverse).</p><div class="scatters">' + "".join(figures) + "</div></section>")
 
 
 def _comparisons_section(data: ReportData) -> str:
@@ -391,6 +440,7 @@ def render_report(data: ReportData, *, generated_at: datetime | None = None, max
     sections = [
         _leaderboard_section(data, counts),
         _charts_section(data, colours),
+        _curves_section(data, colours),
         _comparisons_section(data),
         _per_source_section(data),
         _funnel_section(data),
@@ -400,7 +450,7 @@ def render_report(data: ReportData, *, generated_at: datetime | None = None, max
         _patches_section(data, max_findings),
     ]
     nav = "".join(f'<a href="#{target}">{title}</a>' for target, title in (
-        ("leaderboard", "Leaderboard"), ("charts", "Charts"), ("comparisons", "Comparisons"),
+        ("leaderboard", "Leaderboard"), ("charts", "Charts"), ("curves", "Curves"), ("comparisons", "Comparisons"),
         ("per-source", "Per source"), ("funnel", "Funnel"), ("coverage", "Coverage"), *((("crossval", "Cross-validation"),) if data.crossval_flags is not None else ()),
         ("audit", "Audit")))
     return (

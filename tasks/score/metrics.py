@@ -49,13 +49,14 @@ def pools(store: Store) -> pl.LazyFrame:
     return suites.join(sizes, on="instance_id")
 
 
-def instance_scores(store: Store) -> pl.DataFrame:
-    """Per configuration × instance: f, a, r, s and the pool sizes.
+def instance_scores(store: Store, runs: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per configuration × instance: f, a, r, s and the pool sizes (`runs`: `latest_runs`,
+    when the caller already has it).
 
     Counts over the runs only (no grid of expected runs is materialised): a missing run
     adds to no count, so it acts as `E` while its pool size stays in the denominator."""
     outcome, state, label = pl.col("outcome"), pl.col("state"), pl.col("label")
-    counts = latest_runs(store).lazy().group_by("configuration", "instance_id").agg(
+    counts = (latest_runs(store) if runs is None else runs).lazy().group_by("configuration", "instance_id").agg(
         buggy_f=((state == "buggy") & (outcome == "F")).sum(),
         reference_p=((state == "reference") & (outcome == "P")).sum(),
         valid_p=((label == "valid") & (outcome == "P")).sum(),

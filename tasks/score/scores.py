@@ -10,7 +10,8 @@ from __future__ import annotations
 import polars as pl
 
 from testprism.storage import Store, StoreError
-from testprism.tasks.score.metrics import flake_table, instance_scores
+from testprism.tasks.score.curves import panel_curves, panel_distances
+from testprism.tasks.score.metrics import flake_table, instance_scores, latest_runs
 from testprism.tasks.score.statistics import bootstrap_statistics, leaderboard_from_instance_scores, per_source_table
 
 
@@ -26,10 +27,13 @@ def scorable_store(store: str) -> Store:
     return target
 
 
-def score_tables(store: Store, replicates: int, seed: int) -> dict[str, pl.DataFrame]:
+def score_tables(store: Store, replicates: int, seed: int, benchmark: str | None = None) -> dict[str, pl.DataFrame]:
     """Per-instance indicators, the leaderboard with its bootstrap intervals, paired
-    comparisons, rank stability, per-source tables and flakes."""
-    scores = instance_scores(store)
+    comparisons, rank stability, per-source tables, flakes and panel-size curves
+    (`benchmark`: the folder the store was replayed from, read for the valid candidates'
+    patches; without it the curves' valid diversity is null)."""
+    runs = latest_runs(store)
+    scores = instance_scores(store, runs)
     if scores.is_empty():
         raise StoreError(f"{store.paths.root}: field suites: no suite is for an instance of the panels; "
                          "replay the benchmark the panels came from")
@@ -42,6 +46,7 @@ def score_tables(store: Store, replicates: int, seed: int) -> dict[str, pl.DataF
         "comparisons": stats.comparisons,
         "rank_stability": stats.rank_stability,
         "flakes": flake_table(store),
+        "panel_curves": panel_curves(store, scores, runs, panel_distances(store, benchmark)),
     }
 
 
