@@ -69,10 +69,14 @@ def built_tree(instance: Instance, tree: Path, environments: Environments, work:
     if isinstance(environment, Verdict):
         return environment
 
+    # The build's own limits: the runs' but for its time limit, so passes whose runs differ
+    # only in their timeout (replay, the coverage pass) share one built tree.
+    build_limits = replace(limits, timeout_s=build.timeout_s)
+
     def run_build(target: Path) -> None:
         request = RunRequest(
             tree=tree, suite_folder=None, suite_files=(), command=build.command, environment=environment,
-            limits=replace(limits, timeout_s=build.timeout_s), export_tree=target / "tree",
+            limits=build_limits, export_tree=target / "tree",
         )
         try:
             result = environments.run(instance.spec.environment, request)
@@ -88,7 +92,7 @@ def built_tree(instance: Instance, tree: Path, environments: Environments, work:
         (target / BUILD_RECORD).write_text(json.dumps(record.__dict__))
 
     # The tree's folder name is its content key in the work area (tasks/model/state.py).
-    key = digest("built", tree.parent.name, build.command, instance.spec.environment.key, limits.key)
+    key = digest("built", tree.parent.name, build.command, instance.spec.environment.key, build_limits.key)
     try:
         folder = build_once(work.state(instance.id, key), run_build)
     except SandboxError as exc:  # infrastructure: nothing kept, the next run builds again
