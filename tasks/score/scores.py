@@ -11,7 +11,7 @@ import polars as pl
 
 from testprism.storage import Store, StoreError
 from testprism.tasks.score.metrics import flake_table, instance_scores
-from testprism.tasks.score.statistics import bootstrap_statistics, leaderboard_from_instance_scores, per_source_table
+from testprism.tasks.score.statistics import bootstrap_statistics, leaderboard_from_instance_scores
 
 
 def scorable_store(store: str) -> Store:
@@ -28,7 +28,8 @@ def scorable_store(store: str) -> Store:
 
 def score_tables(store: Store, replicates: int, seed: int) -> dict[str, pl.DataFrame]:
     """Per-instance indicators, the leaderboard with its bootstrap intervals, paired
-    comparisons, rank stability, per-source tables and flakes."""
+    comparisons, rank stability, per-source tables with their intervals, each source's
+    JVR leader, distinguishability and flakes: every interval from one resample."""
     scores = instance_scores(store)
     if scores.is_empty():
         raise StoreError(f"{store.paths.root}: field suites: no suite is for an instance of the panels; "
@@ -38,7 +39,9 @@ def score_tables(store: Store, replicates: int, seed: int) -> dict[str, pl.DataF
     return {
         "instance_scores": scores,
         "leaderboard": board,
-        "per_source": per_source_table(scores),
+        "per_source": stats.per_source,
+        "per_source_leaders": stats.per_source_leaders,
+        "distinguishability": stats.distinguishability,
         "comparisons": stats.comparisons,
         "rank_stability": stats.rank_stability,
         "flakes": flake_table(store),

@@ -5,12 +5,17 @@ instance indicators of DESIGN.md "Metrics" (`f`, `a`, `r`, `s`) and the instance
 `source`. Every configuration must score the same instances (a paired design); that is
 what makes the comparisons paired and lets one resample serve every configuration.
 
-Every number here comes from one function, `_metrics_from_weights`: a metric is a ratio
+Every number here comes from one function, `_metrics_from_sums`: a metric is a ratio
 sum(w · value) / sum(w · mask) over instances, so a weight matrix with one row per
 "view" of the instances computes all of them at once. Weights of all ones give the
 leaderboard, one indicator row per source gives the per-source table, and a
 (replicates x instances) matrix of resample counts gives the bootstrap, all through the
 same code, with no Python loop over replicates.
+
+The bootstrap's sums are taken one source at a time (the resample counts restricted to a
+source's instances): those are the per-source replicates, and their sum over sources is
+the leaderboard's replicate, so per-source intervals come from the very same resampled
+instances as the leaderboard's, for no more arithmetic than the leaderboard alone.
 
 Reproducibility contract of the bootstrap (tests re-derive the draws from it): instances
 are ordered by (source, instance_id); for each source in sorted order, one call
@@ -34,11 +39,23 @@ logger = logging.getLogger(__name__)
 METRICS: tuple[str, ...] = ("grr", "car", "wdr", "f1", "ct_car", "ct_wdr", "ct_f1", "jvr")
 """Leaderboard metrics, in column order."""
 
+DISTINGUISHABILITY = "distinguishability"
+"""Mean over instances with at least one (valid, invalid) pair of d, the share of those
+pairs the suite separates (accepts the valid, rejects the invalid). Not a leaderboard
+column: it has its own table (`distinguishability_table`)."""
+
+PER_SOURCE_LEADER_METRICS: tuple[str, ...] = ("jvr", "grr", "car", "wdr")
+"""What `per_source_leaders` reports of each source's JVR leader (SWEPatchTest, Table 9)."""
+
 # Per-instance components whose weighted sums make every metric. `a_pool` (`r_pool`) is 1
 # where the instance has a valid (invalid) candidate: the denominator of CAR and CT-CAR
 # (WDR and CT-WDR); `a_complete` (`r_complete`) is 1 where a = 1 (r = 1), the numerator
-# of CT-CAR (CT-WDR). GRR and JVR divide by the weight total instead.
-_COMPONENTS: tuple[str, ...] = ("f", "a", "a_pool", "a_complete", "r", "r_pool", "r_complete", "s")
+# of CT-CAR (CT-WDR). GRR and JVR divide by the weight total instead. `d` is the share of
+# (valid, invalid) pairs separated and `d_pool` is 1 where the instance has a pair.
+_COMPONENTS: tuple[str, ...] = (
+    "f", "a", "a_pool", "a_complete", "r", "r_pool", "r_complete", "s", "d", "d_pool"
+)
+_ALL_METRICS: tuple[str, ...] = (*METRICS, DISTINGUISHABILITY)
 _REQUIRED_COLUMNS: tuple[str, ...] = ("configuration", "instance_id", "source", "f", "a", "r", "s")
 _PAIRED_DESIGN = (
     "instance_scores must hold exactly one row per (configuration, instance), "
@@ -66,14 +83,17 @@ def _score_table(instance_scores: pl.DataFrame) -> _ScoreTable:
 
     Nulls in `a` and `r` become a zero value with a zero mask, so an instance without a
     valid (invalid) candidate drops out of CAR's (WDR's) denominator but still counts in
-    GRR and JVR, as DESIGN.md requires.
+    GRR and JVR, as DESIGN.md requires. `d` (optional: `metrics.instance_scores` writes it
+    from the run counts) is a · r when absent: valid accepted × invalid rejected over
+    n_valid × n_invalid; null (no pair) when either pool is empty.
     """
     missing = [c for c in _REQUIRED_COLUMNS if c not in instance_scores.columns]
     if missing:
         raise ValueError(f"instance_scores lacks columns {missing}")
     if instance_scores.height == 0:
         raise ValueError("instance_scores is empty")
-    frame = instance_scores.select(_REQUIRED_COLUMNS).sort("configuration", "source", "instance_id")
+    given = [*_REQUIRED_COLUMNS, *(["d"] if "d" in instance_scores.columns else [])]
+    frame = instance_scores.select(given).sort("configuration", "source", "instance_id")
     if (
         frame.select(pl.col("configuration", "instance_id", "source").null_count())
         .sum_horizontal()
@@ -84,7 +104,9 @@ def _score_table(instance_scores: pl.DataFrame) -> _ScoreTable:
         values = frame[column]
         if values.null_count() or not values.is_in([0.0, 1.0]).all():
             raise ValueError(f"column {column!r} must be 0 or 1 on every row")
-    for column in ("a", "r"):
+    if "d" not in frame.columns:
+        frame = frame.with_columns(d=pl.col("a") * pl.col("r"))
+    for column in ("a", "r", "d"):
         values = frame[column].drop_nulls()
         if values.is_nan().any() or (values < 0).any() or (values > 1).any():
             raise ValueError(f"column {column!r} must be null or within [0, 1]")
@@ -116,6 +138,8 @@ def _score_table(instance_scores: pl.DataFrame) -> _ScoreTable:
         "r_pool": matrix(pl.col("r").is_not_null()),
         "r_complete": matrix(pl.col("r").fill_null(0.0) == 1.0),
         "s": matrix(pl.col("s")),
+        "d": matrix(pl.col("d").fill_null(0.0)),
+        "d_pool": matrix(pl.col("d").is_not_null()),
     }
     return _ScoreTable(
         configurations=configurations,
@@ -139,19 +163,20 @@ def _harmonic_mean(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(total == 0.0, 0.0, mean)
 
 
-def _metrics_from_weights(table: _ScoreTable, weights: np.ndarray) -> dict[str, np.ndarray]:
-    """Every metric for every configuration under each row of `weights`.
+def _component_sums(components: np.ndarray, weights: np.ndarray, n_configurations: int) -> np.ndarray:
+    """(views x len(_COMPONENTS) x configurations): weighted sums of every component."""
+    return (weights @ components).reshape(weights.shape[0], len(_COMPONENTS), n_configurations)
 
-    `weights` is (views x instances): how many times each instance counts in each view.
-    Returns metric name → (views x configurations), NaN where the denominator is empty.
-    This is the only place metrics are defined, so point estimates, per-source values
-    and bootstrap replicates cannot drift apart.
+
+def _metrics_from_sums(sums: np.ndarray, total: np.ndarray) -> dict[str, np.ndarray]:
+    """Every metric for every configuration from component sums.
+
+    `sums` is (views x len(_COMPONENTS) x configurations), `total` (views,) the weight of
+    each view. Returns metric name → (views x configurations), NaN where the denominator
+    is empty. This is the only place metrics are defined, so point estimates, per-source
+    values and bootstrap replicates cannot drift apart.
     """
-    n_configurations = len(table.configurations)
-    sums = (weights @ table.components).reshape(
-        weights.shape[0], len(_COMPONENTS), n_configurations
-    )
-    total = np.broadcast_to(weights.sum(axis=1)[:, None], (weights.shape[0], n_configurations))
+    total = np.broadcast_to(total[:, None], sums[:, 0, :].shape)
     part = {name: sums[:, index, :] for index, name in enumerate(_COMPONENTS)}
     metrics = {
         "grr": _ratio(part["f"], total),
@@ -160,10 +185,21 @@ def _metrics_from_weights(table: _ScoreTable, weights: np.ndarray) -> dict[str, 
         "ct_car": _ratio(part["a_complete"], part["a_pool"]),
         "ct_wdr": _ratio(part["r_complete"], part["r_pool"]),
         "jvr": _ratio(part["s"], total),
+        DISTINGUISHABILITY: _ratio(part["d"], part["d_pool"]),
     }
     metrics["f1"] = _harmonic_mean(metrics["car"], metrics["wdr"])
     metrics["ct_f1"] = _harmonic_mean(metrics["ct_car"], metrics["ct_wdr"])
-    return {name: metrics[name] for name in METRICS}
+    return {name: metrics[name] for name in _ALL_METRICS}
+
+
+def _metrics_from_weights(table: _ScoreTable, weights: np.ndarray) -> dict[str, np.ndarray]:
+    """Every metric for every configuration under each row of `weights`.
+
+    `weights` is (views x instances): how many times each instance counts in each view.
+    Returns metric name → (views x configurations), NaN where the denominator is empty.
+    """
+    sums = _component_sums(table.components, weights, len(table.configurations))
+    return _metrics_from_sums(sums, weights.sum(axis=1))
 
 
 def _resample_counts(sources: np.ndarray, replicates: int, seed: int) -> np.ndarray:
@@ -198,11 +234,62 @@ def _point_metrics(table: _ScoreTable) -> dict[str, np.ndarray]:
     }
 
 
-def _bootstrap_metrics(table: _ScoreTable, replicates: int, seed: int) -> dict[str, np.ndarray]:
-    """Metric name → (replicates x configurations) over the seeded stratified resample."""
+@dataclass(frozen=True)
+class _Replicates:
+    """Metrics over one seeded stratified resample: name → array.
+
+    `overall` is (replicates x configurations), the leaderboard's replicates;
+    `per_source` is (replicates x sources x configurations), source k's view being the
+    same resample restricted to k's instances (sources in sorted order)."""
+
+    overall: dict[str, np.ndarray]
+    per_source: dict[str, np.ndarray]
+
+
+def _source_blocks(sources: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted source names, the position of each one's first instance, and its size."""
+    return np.unique(sources, return_index=True, return_counts=True)
+
+
+def _bootstrap(table: _ScoreTable, replicates: int, seed: int) -> _Replicates:
+    """Every metric over the seeded stratified resample, overall and within each source.
+
+    The sums are taken source by source (the resample counts of that source's columns
+    against its instances' components); the leaderboard's sums are their total, so the
+    per-source views cost nothing beyond the leaderboard's own product.
+    """
     if replicates < 1:
         raise ValueError(f"replicates must be at least 1, got {replicates}")
-    return _metrics_from_weights(table, _resample_counts(table.sources, replicates, seed))
+    counts = _resample_counts(table.sources, replicates, seed)
+    n_configurations = len(table.configurations)
+    _, starts, sizes = _source_blocks(table.sources)
+    blocks = np.stack(
+        [
+            _component_sums(
+                table.components[start : start + size],
+                counts[:, start : start + size],
+                n_configurations,
+            )
+            for start, size in zip(starts, sizes, strict=True)
+        ],
+        axis=1,
+    )  # (replicates, sources, components, configurations)
+    overall = _metrics_from_sums(blocks.sum(axis=1), counts.sum(axis=1))
+    # Within a source every replicate keeps the source's size: that is its weight total.
+    within = _metrics_from_sums(
+        blocks.reshape(replicates * sizes.size, len(_COMPONENTS), n_configurations),
+        np.tile(sizes.astype(np.float64), replicates),
+    )
+    per_source = {
+        name: values.reshape(replicates, sizes.size, n_configurations)
+        for name, values in within.items()
+    }
+    return _Replicates(overall=overall, per_source=per_source)
+
+
+def _bootstrap_metrics(table: _ScoreTable, replicates: int, seed: int) -> dict[str, np.ndarray]:
+    """Metric name → (replicates x configurations) over the seeded stratified resample."""
+    return _bootstrap(table, replicates, seed).overall
 
 
 def _percentile_interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
@@ -326,30 +413,99 @@ def leaderboard_from_instance_scores(instance_scores: pl.DataFrame) -> pl.DataFr
         {
             "configuration": table.configurations,
             "n_instances": [table.sources.size] * len(table.configurations),
-            **metrics,
+            **{name: metrics[name] for name in METRICS},
         }
     )
 
 
-def per_source_table(instance_scores: pl.DataFrame) -> pl.DataFrame:
-    """Every metric within each source: `source, configuration, n_instances, <METRICS>`.
-
-    One indicator weight row per source, so within-source values use the leaderboard's
-    definitions exactly. Sorted by source, then configuration.
-    """
-    table = _score_table(instance_scores)
-    names = np.unique(table.sources)
+def _per_source(table: _ScoreTable, resample: _Replicates, level: float) -> pl.DataFrame:
+    """The `per_source_table` from the per-source views of one resample."""
+    names, _, sizes = _source_blocks(table.sources)
     weights = (table.sources[None, :] == names[:, None]).astype(np.float64)
     metrics = _metrics_from_weights(table, weights)
     n_configurations = len(table.configurations)
+    columns: dict[str, object] = {
+        "source": np.repeat(names, n_configurations).tolist(),
+        "configuration": table.configurations * names.size,
+        "n_instances": np.repeat(sizes.astype(np.int64), n_configurations),
+        **{name: metrics[name].ravel() for name in METRICS},
+    }
+    for name in METRICS:
+        samples = resample.per_source[name].reshape(-1, names.size * n_configurations)
+        columns[f"{name}_lo"], columns[f"{name}_hi"] = _percentile_interval(samples, level)
+    return _frame(columns)
+
+
+def per_source_table(
+    instance_scores: pl.DataFrame,
+    replicates: int = 10_000,
+    seed: int = 42,
+    level: float = 0.95,
+) -> pl.DataFrame:
+    """Every metric within each source, with its interval:
+    `source, configuration, n_instances, <METRICS>, <metric>_lo, <metric>_hi`.
+
+    One indicator weight row per source, so within-source values use the leaderboard's
+    definitions exactly. The intervals come from the leaderboard's resample (same seed,
+    same draws), restricted to the source's instances: the stratified resample draws each
+    source's instances on its own, so within a source it is a bootstrap of that source.
+    Sorted by source, then configuration.
+    """
+    table = _score_table(instance_scores)
+    return _per_source(table, _bootstrap(table, replicates, seed), level)
+
+
+def per_source_leaders(per_source: pl.DataFrame) -> pl.DataFrame:
+    """Per source, its JVR leader with the leader's component rates (SWEPatchTest, Table 9):
+    `source, n_instances, configuration, jvr, jvr_lo, jvr_hi, grr, car, wdr`.
+
+    `per_source` is a `per_source_table`. The leader has the highest JVR within the
+    source, ties broken by configuration name, as the leaderboard's ranking and
+    `compare_to_leader` break them. Sorted by source.
+    """
+    columns = ["source", "n_instances", "configuration", "jvr", "jvr_lo", "jvr_hi", "grr", "car", "wdr"]
+    return (
+        per_source.sort(["source", "jvr", "configuration"], descending=[False, True, False], nulls_last=True)
+        .group_by("source", maintain_order=True)
+        .first()
+        .select(columns)
+    )
+
+
+def _distinguishability(table: _ScoreTable, resample: _Replicates, level: float) -> pl.DataFrame:
+    """The `distinguishability_table` from point values and one resample's replicates."""
+    point = _point_metrics(table)[DISTINGUISHABILITY]
+    lower, upper = _percentile_interval(resample.overall[DISTINGUISHABILITY], level)
     return _frame(
         {
-            "source": np.repeat(names, n_configurations).tolist(),
-            "configuration": table.configurations * names.size,
-            "n_instances": np.repeat(weights.sum(axis=1).astype(np.int64), n_configurations),
-            **{name: values.ravel() for name, values in metrics.items()},
+            "configuration": table.configurations,
+            "n_with_pairs": table.component("d_pool").sum(axis=0).astype(np.int64),
+            DISTINGUISHABILITY: point,
+            f"{DISTINGUISHABILITY}_lo": lower,
+            f"{DISTINGUISHABILITY}_hi": upper,
         }
     )
+
+
+def distinguishability_table(
+    instance_scores: pl.DataFrame,
+    replicates: int = 10_000,
+    seed: int = 42,
+    level: float = 0.95,
+) -> pl.DataFrame:
+    """How well each configuration's suites tell valid from invalid candidates (R2E-Gym):
+    `configuration, n_with_pairs, distinguishability, distinguishability_lo, _hi`.
+
+    Per instance, d = (valid accepted × invalid rejected) / (n_valid × n_invalid): the
+    share of (valid, invalid) candidate pairs the suite separates, counted from the runs
+    (a pair with an `E` or missing run is not separated; the released pools are the
+    denominators). `distinguishability` is the mean of d over the `n_with_pairs`
+    instances that have both a valid and an invalid candidate (null without any), with
+    its percentile interval from the leaderboard's resample (same seed, same draws).
+    Sorted by configuration.
+    """
+    table = _score_table(instance_scores)
+    return _distinguishability(table, _bootstrap(table, replicates, seed), level)
 
 
 @dataclass(frozen=True)
@@ -359,6 +515,9 @@ class BootstrapStatistics:
     intervals: pl.DataFrame
     comparisons: pl.DataFrame
     rank_stability: pl.DataFrame
+    per_source: pl.DataFrame
+    per_source_leaders: pl.DataFrame
+    distinguishability: pl.DataFrame
 
 
 def bootstrap_statistics(
@@ -367,19 +526,26 @@ def bootstrap_statistics(
     seed: int = 42,
     level: float = 0.95,
 ) -> BootstrapStatistics:
-    """Intervals, comparisons with the leader and rank stability from a single resample.
+    """Intervals, comparisons with the leader, rank stability, per-source tables and
+    distinguishability from a single resample.
 
-    The same tables as `bootstrap_intervals`, `compare_to_leader` and `rank_stability`
-    with the same seed, for the price of one: the resample and the metrics over it are
-    the bulk of the work, and the leaderboard reports all three.
+    The same tables as `bootstrap_intervals`, `compare_to_leader`, `rank_stability`,
+    `per_source_table`, `per_source_leaders` and `distinguishability_table` with the same
+    seed, for the price of one: the resample and the metrics over it are the bulk of the
+    work, and the leaderboard reports all of them.
     """
     table = _score_table(instance_scores)
     jvr = _point_metrics(table)["jvr"]
-    samples = _bootstrap_metrics(table, replicates, seed)
+    resample = _bootstrap(table, replicates, seed)
+    samples = resample.overall
+    per_source = _per_source(table, resample, level)
     return BootstrapStatistics(
         intervals=_intervals(table, samples, level),
         comparisons=_comparisons(table, jvr, samples["jvr"], level),
         rank_stability=_rank_stability(table, jvr, samples["jvr"]),
+        per_source=per_source,
+        per_source_leaders=per_source_leaders(per_source),
+        distinguishability=_distinguishability(table, resample, level),
     )
 
 
