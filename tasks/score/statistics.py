@@ -202,28 +202,32 @@ def _metrics_from_weights(table: _ScoreTable, weights: np.ndarray) -> dict[str, 
     return _metrics_from_sums(sums, weights.sum(axis=1))
 
 
-def _resample_counts(sources: np.ndarray, replicates: int, seed: int) -> np.ndarray:
-    """(replicates x instances) counts of a source-stratified resample with replacement.
+def _resample_blocks(sources: np.ndarray, replicates: int, seed: int) -> list[np.ndarray]:
+    """Per source (sorted order), the (replicates x n_source) counts of its instances in a
+    source-stratified resample with replacement; contiguous, for the sums' products.
 
     `sources` must be sorted (instances grouped by source), as `_score_table` leaves
     them. Each source draws its own positions, so a source keeps its size in every
     replicate and no instance stands in for another source's instance.
     """
     rng = np.random.default_rng(seed)
-    _, starts, sizes = np.unique(sources, return_index=True, return_counts=True)
-    counts = np.empty((replicates, sources.size), dtype=np.float64)
+    _, sizes = np.unique(sources, return_counts=True)
     row_offsets = np.arange(replicates)[:, None]
-    for start, size in zip(starts, sizes, strict=True):
+    blocks = []
+    for size in sizes:
         positions = rng.integers(0, size, size=(replicates, size))
         flat = np.bincount((positions + row_offsets * size).ravel(), minlength=replicates * size)
-        counts[:, start : start + size] = flat.reshape(replicates, size)
+        blocks.append(flat.reshape(replicates, size).astype(np.float64))
     logger.debug(
-        "resampled %d replicates of %d instances in %d sources",
-        replicates,
-        sources.size,
-        starts.size,
+        "resampled %d replicates of %d instances in %d sources", replicates, sources.size, sizes.size
     )
-    return counts
+    return blocks
+
+
+def _resample_counts(sources: np.ndarray, replicates: int, seed: int) -> np.ndarray:
+    """(replicates x instances) counts of a source-stratified resample with replacement:
+    `_resample_blocks` side by side, in the instances' order."""
+    return np.hstack(_resample_blocks(sources, replicates, seed))
 
 
 def _point_metrics(table: _ScoreTable) -> dict[str, np.ndarray]:
@@ -260,21 +264,17 @@ def _bootstrap(table: _ScoreTable, replicates: int, seed: int) -> _Replicates:
     """
     if replicates < 1:
         raise ValueError(f"replicates must be at least 1, got {replicates}")
-    counts = _resample_counts(table.sources, replicates, seed)
     n_configurations = len(table.configurations)
     _, starts, sizes = _source_blocks(table.sources)
-    blocks = np.stack(
-        [
-            _component_sums(
-                table.components[start : start + size],
-                counts[:, start : start + size],
-                n_configurations,
-            )
-            for start, size in zip(starts, sizes, strict=True)
-        ],
-        axis=1,
-    )  # (replicates, sources, components, configurations)
-    overall = _metrics_from_sums(blocks.sum(axis=1), counts.sum(axis=1))
+    width = table.components.shape[1]
+    blocks = np.empty((replicates, sizes.size, width))
+    for index, (counts, start, size) in enumerate(
+        zip(_resample_blocks(table.sources, replicates, seed), starts, sizes, strict=True)
+    ):
+        np.matmul(counts, table.components[start : start + size], out=blocks[:, index, :])
+    blocks = blocks.reshape(replicates, sizes.size, len(_COMPONENTS), n_configurations)
+    # Stratified: every replicate holds each source's size, so its weight total is theirs.
+    overall = _metrics_from_sums(blocks.sum(axis=1), np.full(replicates, float(sizes.sum())))
     # Within a source every replicate keeps the source's size: that is its weight total.
     within = _metrics_from_sums(
         blocks.reshape(replicates * sizes.size, len(_COMPONENTS), n_configurations),
