@@ -2,7 +2,8 @@
 
 Each phase runs in a fresh process so its peak RSS is its own: (1) metrics — runs →
 per-instance indicators → leaderboard, the work of `testprism score` before statistics;
-(2) the full statistics of P4 (every CI, comparisons, rank stability, 10,000 replicates);
+(2) the full statistics of P4 (every CI, comparisons, rank stability, per-source intervals and
+leaders, distinguishability: one resample of 10,000 replicates);
 side by side in the same run, (3) a naive baseline: the same per-instance indicators by a
 Python loop over the rows, the way a harness script would do it.
 

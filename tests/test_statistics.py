@@ -510,3 +510,22 @@ def test_unpaired_design_is_refused() -> None:
     )
     with pytest.raises(ValueError, match="same instances"):
         bootstrap_intervals(moved, replicates=10)
+
+
+def test_docs_worked_example_of_per_source_and_distinguishability() -> None:
+    """docs/report.md, "Per-source tables and distinguishability"."""
+    frame = scores(
+        [
+            ("c", "i1", "x", 1.0, 0.5, 2 / 3, 0.0),
+            ("c", "i2", "x", 1.0, 1.0, 1.0, 1.0),
+            ("c", "i3", "y", 1.0, 1.0, None, 1.0),
+        ]
+    )
+    stats = bootstrap_statistics(frame, replicates=200)
+    row = stats.distinguishability.row(0, named=True)
+    assert (row["n_with_pairs"], row["distinguishability"]) == (2, pytest.approx(2 / 3))
+    x = row_of(stats.per_source, source="x", configuration="c")
+    y = row_of(stats.per_source, source="y", configuration="c")
+    assert (x["jvr"], x["car"], x["wdr"]) == pytest.approx((1 / 2, 3 / 4, 5 / 6))
+    assert (y["jvr"], y["car"], y["wdr"]) == (1.0, 1.0, None)
+    assert stats.per_source_leaders["configuration"].to_list() == ["c", "c"]

@@ -2,7 +2,8 @@
 
 What it holds (docs/report.md): the leaderboard with 95% intervals, a radar per
 configuration, CAR vs WDR and CT-CAR vs CT-WDR scatter plots, JVR bars with interval
-whiskers, paired comparisons, per-source tables, coverage (ΔC, EC and their correlation
+whiskers, paired comparisons, per-source tables (each source's JVR leader, every metric with its
+interval), distinguishability, coverage (ΔC, EC and their correlation
 with JVR), and the disagreement audit: per configuration and instance, the valid candidates
 its suite rejected and the invalid ones it accepted, with the failing tests, their messages
 and the candidate's diff.

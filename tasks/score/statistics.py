@@ -22,7 +22,8 @@ are ordered by (source, instance_id); for each source in sorted order, one call
 `rng.integers(0, n_source, size=(replicates, n_source))` on
 `numpy.random.default_rng(seed)` gives that source's resampled positions. So the same seed
 gives the same replicates in `bootstrap_statistics`, `bootstrap_intervals`,
-`compare_to_leader` and `rank_stability`, and their results describe the same resamples.
+`compare_to_leader`, `rank_stability`, `per_source_table` and `distinguishability_table`,
+and their results describe the same resamples.
 """
 
 from __future__ import annotations
