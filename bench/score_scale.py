@@ -2,7 +2,8 @@
 
 Each phase runs in a fresh process so its peak RSS is its own: (1) metrics — runs →
 per-instance indicators → leaderboard, the work of `testprism score` before statistics;
-(2) the full statistics of P4 (every CI, comparisons, rank stability, 10,000 replicates);
+(2) the full statistics of P4 (every CI, comparisons, rank stability, per-source intervals and
+leaders, distinguishability: one resample of 10,000 replicates);
 (3) the panel-size curves (tasks/score/curves.py: 20 random seeds and hardest-first; the
 synthetic store keeps no patches nor failed checks, so diversity is null and the
 diversity-first schedule is not computed); (4) the score step together: runs, indicators,
@@ -58,15 +59,14 @@ rows = curves.height
 from testprism.storage import Store
 from testprism.tasks.score.curves import panel_curves
 from testprism.tasks.score.metrics import instance_scores, latest_runs
-from testprism.tasks.score.statistics import bootstrap_statistics, per_source_table
-start = time.perf_counter()  # runs → indicators → curves → per-source table and intervals, in one process
+from testprism.tasks.score.statistics import bootstrap_statistics
+start = time.perf_counter()  # runs → indicators → curves → per-source tables and every interval, in one process
 store = Store(STORE)
 runs = latest_runs(store)
 scores = instance_scores(store, runs)
 curves = panel_curves(store, scores, runs)
-per_source = per_source_table(scores)
-stats = bootstrap_statistics(scores, replicates=10_000)
-rows = curves.height + per_source.height + stats.intervals.height
+stats = bootstrap_statistics(scores, replicates=10_000)  # per-source intervals and leaders from the same resample
+rows = curves.height + stats.per_source.height + stats.intervals.height
 """,
     "naive_loop": """
 import pyarrow.dataset as ds

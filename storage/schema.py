@@ -72,6 +72,7 @@ INSTANCE_SCORES = pa.schema(
         pa.field("a", pa.float64()),
         pa.field("r", pa.float64()),
         pa.field("s", pa.float64(), nullable=False),
+        pa.field("d", pa.float64()),  # share of (valid, invalid) pairs separated; null without a pair
         pa.field("n_valid", pa.int32(), nullable=False),
         pa.field("n_invalid", pa.int32(), nullable=False),
     ]
@@ -89,6 +90,18 @@ PER_SOURCE = pa.schema(
     [pa.field("source", pa.string(), nullable=False), pa.field("configuration", pa.string(), nullable=False),
      pa.field("n_instances", pa.int64(), nullable=False)]
     + [pa.field(m, pa.float64()) for m in METRICS]
+    + [pa.field(f"{m}_{end}", pa.float64()) for m in METRICS for end in ("lo", "hi")]
+)
+
+PER_SOURCE_LEADERS = pa.schema(
+    [pa.field("source", pa.string(), nullable=False), pa.field("n_instances", pa.int64(), nullable=False),
+     pa.field("configuration", pa.string(), nullable=False)]
+    + [pa.field(m, pa.float64()) for m in ("jvr", "jvr_lo", "jvr_hi", "grr", "car", "wdr")]
+)
+
+DISTINGUISHABILITY = pa.schema(
+    [pa.field("configuration", pa.string(), nullable=False), pa.field("n_with_pairs", pa.int64(), nullable=False)]
+    + [pa.field(c, pa.float64()) for c in ("distinguishability", "distinguishability_lo", "distinguishability_hi")]
 )
 
 COMPARISONS = pa.schema(
@@ -338,6 +351,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     "instance_scores": INSTANCE_SCORES,
     "leaderboard": LEADERBOARD,
     "per_source": PER_SOURCE,
+    "per_source_leaders": PER_SOURCE_LEADERS,
+    "distinguishability": DISTINGUISHABILITY,
     "comparisons": COMPARISONS,
     "rank_stability": RANK_STABILITY,
     "verifications": VERIFICATIONS,

@@ -11,7 +11,7 @@ import pytest
 
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.score.metrics import instance_scores
-from testprism.tasks.score.statistics import leaderboard_from_instance_scores
+from testprism.tasks.score.statistics import distinguishability_table, leaderboard_from_instance_scores
 
 
 def build_store(tmp_path, instances: dict[str, dict], outcomes: dict[tuple[str, str, str], str]) -> Store:
@@ -119,3 +119,28 @@ def test_newest_row_wins_when_a_run_was_redone(tmp_path):
         outcome=pl.lit("P"), reason=pl.lit(None, pl.String), started_at=pl.col("started_at") + pl.duration(hours=1))
     store.append("runs", redo.to_arrow())
     assert board_of(store)["k"]["car"] == 1.0
+
+
+def test_distinguishability_counts_separated_pairs_from_the_runs(tmp_path):
+    # i1: 2 valid, 3 invalid. The suite accepts v1 (v2 is E), rejects x1 and x2, accepts
+    # x3: 1 × 2 of the 2 × 3 pairs are separated. i2 has no invalid candidate: no pair.
+    # i3: v1's run is missing, so none of its pairs is separated (missing counts as E).
+    pools = {
+        "i1": {"valid": ["v1", "v2"], "invalid": ["x1", "x2", "x3"]},
+        "i2": {"valid": ["v1"], "invalid": []},
+        "i3": {"valid": ["v1"], "invalid": ["x1"]},
+    }
+    out = {
+        ("k", "i1", "buggy"): "F", ("k", "i1", "reference"): "P", ("k", "i1", "v1"): "P", ("k", "i1", "v2"): "E",
+        ("k", "i1", "x1"): "F", ("k", "i1", "x2"): "F", ("k", "i1", "x3"): "P",
+        ("k", "i2", "buggy"): "F", ("k", "i2", "reference"): "P", ("k", "i2", "v1"): "P",
+        ("k", "i3", "buggy"): "F", ("k", "i3", "reference"): "P", ("k", "i3", "x1"): "F",
+    }
+    scores = instance_scores(build_store(tmp_path, pools, out))
+    d = dict(zip(scores["instance_id"], scores["d"], strict=True))
+    assert d["i1"] == pytest.approx(2 / 6)
+    assert d["i2"] is None
+    assert d["i3"] == 0.0
+    row = distinguishability_table(scores, replicates=200).row(0, named=True)
+    assert row["n_with_pairs"] == 2
+    assert row["distinguishability"] == pytest.approx((2 / 6 + 0.0) / 2)

@@ -30,7 +30,7 @@ from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.report.charts import Point, bars_svg, radar_svg, scatter_svg
 from testprism.tasks.report.data import audit_frame, load_report_data
 from testprism.tasks.report.html import anchor, render_report, write_report
-from testprism.tasks.score.statistics import bootstrap_statistics, leaderboard_from_instance_scores, per_source_table
+from testprism.tasks.score.scores import score_tables, write_scores
 from tests.benchfixture import CHECKS, WEAK, make_benchmark
 
 
@@ -43,12 +43,7 @@ HOSTILE = '</pre><script>alert("x")</script><img src="https://evil.example/x.png
 
 def score(store: Store, replicates: int = 200) -> None:
     """The score flow's tables, without Prefect (flows/score.py does the same)."""
-    scores = instance_scores(store)
-    stats = bootstrap_statistics(scores, replicates=replicates, seed=42)
-    board = leaderboard_from_instance_scores(scores).join(stats.intervals, on="configuration", how="left")
-    for name, table in {"instance_scores": scores, "leaderboard": board, "per_source": per_source_table(scores),
-                        "comparisons": stats.comparisons, "rank_stability": stats.rank_stability}.items():
-        store.write_table(name, table.to_arrow())
+    write_scores(store, score_tables(store, replicates, seed=42))
 
 
 def case(name: str, outcome: str, message: str = "") -> dict:
@@ -195,6 +190,69 @@ def test_report_shows_the_newest_funnel_of_each_flow(tmp_path):
     assert "new-run" in section and "old-run" not in section
     assert "bounds" in section and "too_few_tests: 2" in section and "not_sampled: 1" in section
     assert "<script>" not in section
+
+
+def section_of(html: str, section_id: str) -> str:
+    start = html.index(f'<section id="{section_id}"')
+    return html[start:html.index("</section>", start)]
+
+
+def test_report_shows_per_source_leaders_intervals_and_distinguishability(tmp_path):
+    store = hand_made_store(tmp_path / "store")
+    # By hand: src-a is i1, where only strong is jointly valid; src-b is i2, where strong
+    # and biased both are (JVR 1) and the tie goes to the name first in order: biased.
+    leaders = store.read_table("per_source_leaders")
+    assert leaders.select("source", "n_instances", "configuration", "jvr").rows() == [
+        ("src-a", 1, "strong", 1.0), ("src-b", 1, "biased", 1.0)]
+    html = render_report(load_report_data(store.paths.root))
+    per_source = section_of(html, "per-source")
+    leader_rows = cells(per_source, "per-source-leaders")
+    assert [r[:3] for r in leader_rows] == [["src-a", "1", "strong"], ["src-b", "1", "biased"]]
+    assert leader_rows[0][3] == "1.000[1.000, 1.000]"  # one instance: the interval is the point
+    metric_rows = cells(per_source, "per-source")
+    assert len(metric_rows) == 6  # 2 sources × 3 configurations
+    weak_a = next(r for r in metric_rows if r[:2] == ["src-a", "weak"])
+    assert weak_a[3:6] == ["1.000[1.000, 1.000]", "1.000[1.000, 1.000]", "0.000[0.000, 0.000]"]  # GRR CAR WDR
+    # Distinguishability, by hand: strong separates every pair (1); biased rejects v1 of
+    # i1's (v1, v2) × (x1): 1/2, and all of i2's: 0.75; weak accepts x1 and has no run of
+    # x2: 0.
+    separated = {r["configuration"]: r["distinguishability"] for r in store.read_table("distinguishability").to_dicts()}
+    assert separated == pytest.approx({"strong": 1.0, "biased": 0.75, "weak": 0.0})
+    board = section_of(html, "leaderboard")
+    assert "<th>Dist.</th>" in board
+    dist = {r[0]: r[10] for r in cells(board, "leaderboard")}
+    assert dist["biased"].startswith("0.750[") and dist["strong"].startswith("1.000[")
+
+
+def cells(html: str, css: str) -> list[list[str]]:
+    """The body rows (cell texts) of the first table of class `css` in `html`."""
+    parser = Cells(css)
+    parser.feed(html)
+    return [row for row in parser.rows if row]
+
+
+class Cells(HTMLParser):
+    """The text of every cell, row by row, of the first table with a given class."""
+
+    def __init__(self, css: str) -> None:
+        super().__init__()
+        self.css, self.depth, self.rows, self.inside = css, 0, [], False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table" and dict(attrs).get("class") == self.css and not self.rows:
+            self.inside = True
+        elif self.inside and tag == "tr":
+            self.rows.append([])
+        elif self.inside and tag == "td":
+            self.rows[-1].append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self.inside = False
+
+    def handle_data(self, data: str) -> None:
+        if self.inside and self.rows and self.rows[-1]:
+            self.rows[-1][-1] += data
 
 
 class Tags(HTMLParser):

@@ -16,9 +16,11 @@ from testprism.tasks.score.statistics import (
     bootstrap_intervals,
     bootstrap_statistics,
     compare_to_leader,
+    distinguishability_table,
     holm_adjust,
     leaderboard_from_instance_scores,
     mcnemar_exact,
+    per_source_leaders,
     per_source_table,
     rank_stability,
 )
@@ -99,8 +101,9 @@ def test_f1_is_zero_when_both_rates_are_zero() -> None:
 
 
 def test_per_source_table_uses_each_source_alone() -> None:
-    table = per_source_table(HAND)
-    assert table.columns == ["source", "configuration", "n_instances", *METRICS]
+    table = per_source_table(HAND, replicates=50)
+    intervals = [f"{m}_{end}" for m in METRICS for end in ("lo", "hi")]
+    assert sorted(table.columns) == sorted(["source", "configuration", "n_instances", *METRICS, *intervals])
     assert table.select("source", "configuration").rows() == [
         ("x", "alpha"),
         ("x", "beta"),
@@ -335,11 +338,122 @@ def test_comparisons_and_ranks_match_slow_reference() -> None:
         assert row["rank_stability"] == pytest.approx(same_rank / replicates, abs=1e-12)
 
 
-def test_bootstrap_statistics_is_the_three_tables_of_one_resample() -> None:
+def test_bootstrap_statistics_is_the_tables_of_one_resample() -> None:
     combined = bootstrap_statistics(SMALL, replicates=200, seed=9, level=0.8)
     assert combined.intervals.equals(bootstrap_intervals(SMALL, replicates=200, seed=9, level=0.8))
     assert combined.comparisons.equals(compare_to_leader(SMALL, replicates=200, seed=9, level=0.8))
     assert combined.rank_stability.equals(rank_stability(SMALL, replicates=200, seed=9))
+    per_source = per_source_table(SMALL, replicates=200, seed=9, level=0.8)
+    assert combined.per_source.equals(per_source)
+    assert combined.per_source_leaders.equals(per_source_leaders(per_source))
+    assert combined.distinguishability.equals(
+        distinguishability_table(SMALL, replicates=200, seed=9, level=0.8)
+    )
+
+
+# --- per-source intervals, per-source leaders, distinguishability --------------------
+
+
+def test_per_source_intervals_match_slow_reference_on_the_same_draws() -> None:
+    """Within a source, the interval is that of the leaderboard's own draws of that
+    source's instances (`slow_replicates`' contract), not of a second resample."""
+    replicates, seed, level = 300, 11, 0.9
+    fast = per_source_table(SMALL, replicates=replicates, seed=seed, level=level)
+    rng = np.random.default_rng(seed)
+    by_source: dict[str, list[str]] = {}
+    for source, instance_id in sorted(SMALL.select("source", "instance_id").unique().rows()):
+        by_source.setdefault(source, []).append(instance_id)
+    draws = {
+        source: rng.integers(0, len(ids), size=(replicates, len(ids)))
+        for source, ids in by_source.items()
+    }
+    rows = {(row["configuration"], row["instance_id"]): row for row in SMALL.iter_rows(named=True)}
+    checked = 0
+    for source, ids in by_source.items():
+        for configuration in ("m1", "m2", "m3"):
+            samples = [
+                slow_metrics([rows[(configuration, ids[k])] for k in draws[source][b]])
+                for b in range(replicates)
+            ]
+            row = row_of(fast, source=source, configuration=configuration)
+            for name in METRICS:
+                lower, upper = slow_interval([sample[name] for sample in samples], level)
+                assert row[f"{name}_lo"] == pytest.approx(lower, abs=1e-12), (source, configuration, name)
+                assert row[f"{name}_hi"] == pytest.approx(upper, abs=1e-12), (source, configuration, name)
+                checked += lower is not None
+    assert checked > 50
+
+
+def test_per_source_intervals_contain_the_per_source_point() -> None:
+    table = per_source_table(SMALL, replicates=2_000, seed=4)
+    contained = 0
+    for row in table.iter_rows(named=True):
+        for name in METRICS:
+            if row[name] is None:
+                assert row[f"{name}_lo"] is None or row[f"{name}_hi"] is not None
+                continue
+            assert row[f"{name}_lo"] <= row[name] <= row[f"{name}_hi"], (row["source"], row["configuration"], name)
+            contained += 1
+    assert contained > 50
+    # The intervals are not degenerate: some source has spread.
+    assert (table["grr_hi"] - table["grr_lo"]).max() > 0
+
+
+def test_one_source_gives_the_leaderboard_intervals() -> None:
+    one = SMALL.with_columns(source=pl.lit("only"))
+    board = bootstrap_intervals(one, replicates=500, seed=8)
+    per_source = per_source_table(one, replicates=500, seed=8)
+    assert per_source["configuration"].to_list() == board["configuration"].to_list()
+    columns = [f"{m}_{end}" for m in METRICS for end in ("lo", "hi")]
+    assert per_source.select(columns).equals(board.select(columns))
+    points = leaderboard_from_instance_scores(one)
+    assert per_source.select(METRICS).equals(points.select(METRICS))
+
+
+def test_per_source_leader_by_jvr_with_ties_broken_by_name() -> None:
+    # Source x (3 instances): s of alpha 1,1,0; beta 1,1,0; gamma 1,0,0 → alpha and beta
+    # tie at 2/3, alpha wins by name. Source y (2 instances): gamma 1,1 leads.
+    s = {"alpha": [1, 1, 0, 0, 0], "beta": [1, 1, 0, 1, 0], "gamma": [1, 0, 0, 1, 1]}
+    a = {"alpha": [1.0, 1.0, 0.5, 0.0, 0.5], "beta": [1.0, 1.0, 0.0, 1.0, 0.0], "gamma": [1.0, 0.0, 0.0, 1.0, 1.0]}
+    frame = scores(
+        (configuration, f"i{k}", "x" if k < 3 else "y", 1.0, a[configuration][k], 1.0 if s[configuration][k] else 0.5,
+         float(s[configuration][k]))
+        for configuration in s
+        for k in range(5)
+    )
+    leaders = per_source_leaders(per_source_table(frame, replicates=300, seed=1))
+    assert leaders.columns == ["source", "n_instances", "configuration", "jvr", "jvr_lo", "jvr_hi", "grr", "car", "wdr"]
+    assert leaders.select("source", "n_instances", "configuration").rows() == [("x", 3, "alpha"), ("y", 2, "gamma")]
+    x, y = leaders.row(0, named=True), leaders.row(1, named=True)
+    assert (x["jvr"], x["grr"], x["car"], x["wdr"]) == pytest.approx((2 / 3, 1.0, 2.5 / 3, 2.5 / 3))
+    assert (y["jvr"], y["grr"], y["car"], y["wdr"]) == pytest.approx((1.0, 1.0, 1.0, 1.0))
+    assert x["jvr_lo"] <= x["jvr"] <= x["jvr_hi"] and x["jvr_lo"] < x["jvr_hi"]
+    assert y["jvr_lo"] == y["jvr_hi"] == 1.0
+
+
+def test_distinguishability_mean_of_pair_shares_with_interval() -> None:
+    # d given per instance (as metrics.instance_scores writes it): i3 has no pair (null).
+    frame = scores(
+        [
+            ("c", "i1", "x", 1.0, 0.5, 2 / 3, 0.0),
+            ("c", "i2", "x", 1.0, 1.0, 1.0, 1.0),
+            ("c", "i3", "y", 1.0, None, 1.0, 1.0),
+            ("c", "i4", "y", 0.0, 0.25, 0.0, 0.0),
+        ]
+    ).with_columns(d=pl.Series([2 / 6, 1.0, None, 0.0]))
+    table = distinguishability_table(frame, replicates=1_000, seed=3)
+    row = table.row(0, named=True)
+    assert row["n_with_pairs"] == 3
+    assert row["distinguishability"] == pytest.approx((2 / 6 + 1.0 + 0.0) / 3)
+    assert 0.0 <= row["distinguishability_lo"] < row["distinguishability"] < row["distinguishability_hi"] <= 1.0
+    # Without a `d` column it is a · r, the same share (counts over pool sizes).
+    assert distinguishability_table(frame.drop("d"), replicates=1_000, seed=3).equals(table)
+
+
+def test_distinguishability_is_null_without_any_pair() -> None:
+    frame = scores([("c", "i1", "x", 1.0, None, 1.0, 1.0), ("c", "i2", "x", 1.0, 1.0, None, 1.0)])
+    row = distinguishability_table(frame, replicates=50).row(0, named=True)
+    assert (row["n_with_pairs"], row["distinguishability"], row["distinguishability_lo"]) == (0, None, None)
 
 
 def test_compare_to_leader_counts_discordant_instances() -> None:
@@ -396,3 +510,22 @@ def test_unpaired_design_is_refused() -> None:
     )
     with pytest.raises(ValueError, match="same instances"):
         bootstrap_intervals(moved, replicates=10)
+
+
+def test_docs_worked_example_of_per_source_and_distinguishability() -> None:
+    """docs/report.md, "Per-source tables and distinguishability"."""
+    frame = scores(
+        [
+            ("c", "i1", "x", 1.0, 0.5, 2 / 3, 0.0),
+            ("c", "i2", "x", 1.0, 1.0, 1.0, 1.0),
+            ("c", "i3", "y", 1.0, 1.0, None, 1.0),
+        ]
+    )
+    stats = bootstrap_statistics(frame, replicates=200)
+    row = stats.distinguishability.row(0, named=True)
+    assert (row["n_with_pairs"], row["distinguishability"]) == (2, pytest.approx(2 / 3))
+    x = row_of(stats.per_source, source="x", configuration="c")
+    y = row_of(stats.per_source, source="y", configuration="c")
+    assert (x["jvr"], x["car"], x["wdr"]) == pytest.approx((1 / 2, 3 / 4, 5 / 6))
+    assert (y["jvr"], y["car"], y["wdr"]) == (1.0, 1.0, None)
+    assert stats.per_source_leaders["configuration"].to_list() == ["c", "c"]

@@ -44,6 +44,8 @@ class ReportData:
     leaderboard: pl.DataFrame
     instance_scores: pl.DataFrame
     per_source: pl.DataFrame | None
+    per_source_leaders: pl.DataFrame | None  #: each source's JVR leader (None for stores scored before it)
+    distinguishability: pl.DataFrame | None  #: per configuration (None for stores scored before it)
     comparisons: pl.DataFrame | None
     rank_stability: pl.DataFrame | None
     coverage: pl.DataFrame | None
@@ -177,6 +179,8 @@ def load_report_data(store_root: Path | str, benchmark_root: Path | str | None =
         leaderboard=store.read_table("leaderboard"),
         instance_scores=store.read_table("instance_scores"),
         per_source=_optional_table(store, "per_source"),
+        per_source_leaders=_optional_table(store, "per_source_leaders"),
+        distinguishability=_optional_table(store, "distinguishability"),
         comparisons=_optional_table(store, "comparisons"),
         rank_stability=_optional_table(store, "rank_stability"),
         coverage=_optional_table(store, "coverage"),

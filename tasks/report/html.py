@@ -2,7 +2,8 @@
 
 What it holds (docs/report.md): the leaderboard with 95% intervals, a radar per
 configuration, CAR vs WDR and CT-CAR vs CT-WDR scatter plots, JVR bars with interval
-whiskers, paired comparisons, per-source tables, coverage (ΔC, EC and their correlation
+whiskers, paired comparisons, per-source tables (each source's JVR leader, every metric with its
+interval), distinguishability, coverage (ΔC, EC and their correlation
 with JVR), and the disagreement audit: per configuration and instance, the valid candidates
 its suite rejected and the invalid ones it accepted, with the failing tests, their messages
 and the candidate's diff.
@@ -83,7 +84,11 @@ def _leaderboard_section(data: ReportData, counts: dict[str, dict[str, int]]) ->
     stability = {}
     if data.rank_stability is not None:
         stability = {r["configuration"]: r for r in data.rank_stability.iter_rows(named=True)}
-    header = ["configuration", "n"] + [LABELS[m] for m in LEADERBOARD_METRICS] + ["P(first)", "audit"]
+    separated = {}
+    if data.distinguishability is not None:
+        separated = {r["configuration"]: r for r in data.distinguishability.iter_rows(named=True)}
+    extra = ["Dist."] if separated else []
+    header = ["configuration", "n"] + [LABELS[m] for m in LEADERBOARD_METRICS] + extra + ["P(first)", "audit"]
     rows = []
     for row in _ordered(data.leaderboard).iter_rows(named=True):
         name = row["configuration"]
@@ -92,13 +97,17 @@ def _leaderboard_section(data: ReportData, counts: dict[str, dict[str, int]]) ->
                  f'{found.get("invalid_accepted", 0)} invalid accepted</a>')
         rows.append([f'<a href="#{esc(anchor("audit", name))}">{esc(name)}</a>', esc(row["n_instances"])]
                     + [_with_interval(row, m) for m in LEADERBOARD_METRICS]
+                    + ([_with_interval(separated.get(name, {}), "distinguishability")] if separated else [])
                     + [num(stability.get(name, {}).get("first_place_probability"), 2), audit])
     return (
         '<section id="leaderboard"><h2>Leaderboard</h2>'
         '<p>Point estimates with 95% percentile intervals of a paired, source-stratified bootstrap; '
         'best JVR first. P(first) is the share of bootstrap replicates in which the configuration has '
-        'the highest JVR (ties split). Each configuration links to its disagreement audit.</p>'
-        + table(header, rows, "leaderboard") + "</section>"
+        'the highest JVR (ties split). Each configuration links to its disagreement audit.'
+        + (' Dist. (distinguishability) is the share of (valid, invalid) candidate pairs the suite separates '
+           '(accepts the valid one, rejects the invalid one), averaged over the instances that have such a pair.'
+           if separated else '')
+        + '</p>' + table(header, rows, "leaderboard") + "</section>"
     )
 
 
@@ -204,14 +213,29 @@ def _comparisons_section(data: ReportData) -> str:
     )
 
 
+def _per_source_leaders_html(data: ReportData) -> str:
+    """Each source's JVR leader with its component rates (SWEPatchTest's Table 9)."""
+    if data.per_source_leaders is None or data.per_source_leaders.is_empty():
+        return ""
+    rows = [[esc(r["source"]), esc(r["n_instances"]), esc(r["configuration"]), _with_interval(r, "jvr"),
+             num(r["grr"]), num(r["car"]), num(r["wdr"])]
+            for r in data.per_source_leaders.sort("source").iter_rows(named=True)]
+    return ('<h3 id="per-source-leaders">Leader of each source</h3><p>The configuration with the highest JVR within '
+            "each source (ties broken by name, as on the leaderboard), with its 95% interval and the rates behind it."
+            "</p>" + table(["source", "n", "leader", "JVR", "GRR", "CAR", "WDR"], rows, "per-source-leaders"))
+
+
 def _per_source_section(data: ReportData) -> str:
     if data.per_source is None or data.per_source.is_empty():
         return ""
     rows = [[esc(r["source"]), esc(r["configuration"]), esc(r["n_instances"])]
-            + [num(r[m]) for m in LEADERBOARD_METRICS]
+            + [_with_interval(r, m) for m in LEADERBOARD_METRICS]
             for r in data.per_source.sort("source", "configuration").iter_rows(named=True)]
-    return ('<section id="per-source"><h2>Per source</h2><p>Every metric within each source of instances.</p>'
-            + table(["source", "configuration", "n"] + [LABELS[m] for m in LEADERBOARD_METRICS], rows)
+    return ('<section id="per-source"><h2>Per source</h2>' + _per_source_leaders_html(data)
+            + "<h3>Every metric within each source</h3><p>95% percentile intervals from the leaderboard's own "
+            "bootstrap replicates, restricted to the source's instances (the resample is stratified by source, so "
+            "within a source it is a bootstrap of that source).</p>"
+            + table(["source", "configuration", "n"] + [LABELS[m] for m in LEADERBOARD_METRICS], rows, "per-source")
             + "</section>")
 
 

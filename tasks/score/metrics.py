@@ -50,11 +50,14 @@ def pools(store: Store) -> pl.LazyFrame:
 
 
 def instance_scores(store: Store, runs: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Per configuration × instance: f, a, r, s and the pool sizes (`runs`: `latest_runs`,
+    """Per configuration × instance: f, a, r, s, d and the pool sizes (`runs`: `latest_runs`,
     when the caller already has it).
 
     Counts over the runs only (no grid of expected runs is materialised): a missing run
-    adds to no count, so it acts as `E` while its pool size stays in the denominator."""
+    adds to no count, so it acts as `E` while its pool size stays in the denominator.
+    d, the share of (valid, invalid) candidate pairs the suite separates (accepts the
+    valid one, rejects the invalid one), is a product of counts, no pair is enumerated:
+    (valid `P`) × (invalid `F`) / (n_valid × n_invalid), null when either pool is empty."""
     outcome, state, label = pl.col("outcome"), pl.col("state"), pl.col("label")
     counts = (latest_runs(store) if runs is None else runs).lazy().group_by("configuration", "instance_id").agg(
         buggy_f=((state == "buggy") & (outcome == "F")).sum(),
@@ -72,6 +75,9 @@ def instance_scores(store: Store, runs: pl.DataFrame | None = None) -> pl.DataFr
             f=((pl.col("buggy_f") > 0) & (pl.col("reference_p") > 0)).cast(pl.Float64),
             a=pl.when(nv > 0).then(pl.col("valid_p") / nv),
             r=pl.when(ni > 0).then(pl.col("invalid_f") / ni),
+            d=pl.when((nv > 0) & (ni > 0)).then(
+                pl.col("valid_p").cast(pl.Float64) * pl.col("invalid_f") / (nv.cast(pl.Float64) * ni)
+            ),
             missing=2 + nv + ni - pl.col("present"),
         )
         .with_columns(s=pl.col("f") * (pl.col("valid_p") == nv).cast(pl.Float64) * (pl.col("invalid_f") == ni).cast(pl.Float64))
@@ -81,7 +87,7 @@ def instance_scores(store: Store, runs: pl.DataFrame | None = None) -> pl.DataFr
     missing = int(scores["missing"].sum())
     if missing:
         log.warning("%d expected runs are not in the store: counted as unresolved (E)", missing)
-    return scores.select("configuration", "instance_id", "source", "f", "a", "r", "s", "n_valid", "n_invalid")
+    return scores.select("configuration", "instance_id", "source", "f", "a", "r", "s", "d", "n_valid", "n_invalid")
 
 
 def flake_table(store: Store) -> pl.DataFrame:

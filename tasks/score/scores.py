@@ -12,7 +12,7 @@ import polars as pl
 from testprism.storage import Store, StoreError
 from testprism.tasks.score.curves import panel_curves, panel_distances
 from testprism.tasks.score.metrics import flake_table, instance_scores, latest_runs
-from testprism.tasks.score.statistics import bootstrap_statistics, leaderboard_from_instance_scores, per_source_table
+from testprism.tasks.score.statistics import bootstrap_statistics, leaderboard_from_instance_scores
 
 
 def scorable_store(store: str) -> Store:
@@ -29,9 +29,10 @@ def scorable_store(store: str) -> Store:
 
 def score_tables(store: Store, replicates: int, seed: int, benchmark: str | None = None) -> dict[str, pl.DataFrame]:
     """Per-instance indicators, the leaderboard with its bootstrap intervals, paired
-    comparisons, rank stability, per-source tables, flakes and panel-size curves
-    (`benchmark`: the folder the store was replayed from, read for the valid candidates'
-    patches; without it the curves' valid diversity is null)."""
+    comparisons, rank stability, per-source tables with their intervals, each source's
+    JVR leader, distinguishability, flakes (every interval from one resample) and panel-size
+    curves (`benchmark`: the folder the store was replayed from, read for the valid
+    candidates' patches; without it the curves' valid diversity is null)."""
     runs = latest_runs(store)
     scores = instance_scores(store, runs)
     if scores.is_empty():
@@ -42,7 +43,9 @@ def score_tables(store: Store, replicates: int, seed: int, benchmark: str | None
     return {
         "instance_scores": scores,
         "leaderboard": board,
-        "per_source": per_source_table(scores),
+        "per_source": stats.per_source,
+        "per_source_leaders": stats.per_source_leaders,
+        "distinguishability": stats.distinguishability,
         "comparisons": stats.comparisons,
         "rank_stability": stats.rank_stability,
         "flakes": flake_table(store),

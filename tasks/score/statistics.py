@@ -5,19 +5,25 @@ instance indicators of DESIGN.md "Metrics" (`f`, `a`, `r`, `s`) and the instance
 `source`. Every configuration must score the same instances (a paired design); that is
 what makes the comparisons paired and lets one resample serve every configuration.
 
-Every number here comes from one function, `_metrics_from_weights`: a metric is a ratio
+Every number here comes from one function, `_metrics_from_sums`: a metric is a ratio
 sum(w · value) / sum(w · mask) over instances, so a weight matrix with one row per
 "view" of the instances computes all of them at once. Weights of all ones give the
 leaderboard, one indicator row per source gives the per-source table, and a
 (replicates x instances) matrix of resample counts gives the bootstrap, all through the
 same code, with no Python loop over replicates.
 
+The bootstrap's sums are taken one source at a time (the resample counts restricted to a
+source's instances): those are the per-source replicates, and their sum over sources is
+the leaderboard's replicate, so per-source intervals come from the very same resampled
+instances as the leaderboard's, for no more arithmetic than the leaderboard alone.
+
 Reproducibility contract of the bootstrap (tests re-derive the draws from it): instances
 are ordered by (source, instance_id); for each source in sorted order, one call
 `rng.integers(0, n_source, size=(replicates, n_source))` on
 `numpy.random.default_rng(seed)` gives that source's resampled positions. So the same seed
 gives the same replicates in `bootstrap_statistics`, `bootstrap_intervals`,
-`compare_to_leader` and `rank_stability`, and their results describe the same resamples.
+`compare_to_leader`, `rank_stability`, `per_source_table` and `distinguishability_table`,
+and their results describe the same resamples.
 """
 
 from __future__ import annotations
@@ -34,11 +40,23 @@ logger = logging.getLogger(__name__)
 METRICS: tuple[str, ...] = ("grr", "car", "wdr", "f1", "ct_car", "ct_wdr", "ct_f1", "jvr")
 """Leaderboard metrics, in column order."""
 
+DISTINGUISHABILITY = "distinguishability"
+"""Mean over instances with at least one (valid, invalid) pair of d, the share of those
+pairs the suite separates (accepts the valid, rejects the invalid). Not a leaderboard
+column: it has its own table (`distinguishability_table`)."""
+
+PER_SOURCE_LEADER_METRICS: tuple[str, ...] = ("jvr", "grr", "car", "wdr")
+"""What `per_source_leaders` reports of each source's JVR leader (SWEPatchTest, Table 9)."""
+
 # Per-instance components whose weighted sums make every metric. `a_pool` (`r_pool`) is 1
 # where the instance has a valid (invalid) candidate: the denominator of CAR and CT-CAR
 # (WDR and CT-WDR); `a_complete` (`r_complete`) is 1 where a = 1 (r = 1), the numerator
-# of CT-CAR (CT-WDR). GRR and JVR divide by the weight total instead.
-_COMPONENTS: tuple[str, ...] = ("f", "a", "a_pool", "a_complete", "r", "r_pool", "r_complete", "s")
+# of CT-CAR (CT-WDR). GRR and JVR divide by the weight total instead. `d` is the share of
+# (valid, invalid) pairs separated and `d_pool` is 1 where the instance has a pair.
+_COMPONENTS: tuple[str, ...] = (
+    "f", "a", "a_pool", "a_complete", "r", "r_pool", "r_complete", "s", "d", "d_pool"
+)
+_ALL_METRICS: tuple[str, ...] = (*METRICS, DISTINGUISHABILITY)
 _REQUIRED_COLUMNS: tuple[str, ...] = ("configuration", "instance_id", "source", "f", "a", "r", "s")
 _PAIRED_DESIGN = (
     "instance_scores must hold exactly one row per (configuration, instance), "
@@ -66,14 +84,17 @@ def _score_table(instance_scores: pl.DataFrame) -> _ScoreTable:
 
     Nulls in `a` and `r` become a zero value with a zero mask, so an instance without a
     valid (invalid) candidate drops out of CAR's (WDR's) denominator but still counts in
-    GRR and JVR, as DESIGN.md requires.
+    GRR and JVR, as DESIGN.md requires. `d` (optional: `metrics.instance_scores` writes it
+    from the run counts) is a · r when absent: valid accepted × invalid rejected over
+    n_valid × n_invalid; null (no pair) when either pool is empty.
     """
     missing = [c for c in _REQUIRED_COLUMNS if c not in instance_scores.columns]
     if missing:
         raise ValueError(f"instance_scores lacks columns {missing}")
     if instance_scores.height == 0:
         raise ValueError("instance_scores is empty")
-    frame = instance_scores.select(_REQUIRED_COLUMNS).sort("configuration", "source", "instance_id")
+    given = [*_REQUIRED_COLUMNS, *(["d"] if "d" in instance_scores.columns else [])]
+    frame = instance_scores.select(given).sort("configuration", "source", "instance_id")
     if (
         frame.select(pl.col("configuration", "instance_id", "source").null_count())
         .sum_horizontal()
@@ -84,7 +105,9 @@ def _score_table(instance_scores: pl.DataFrame) -> _ScoreTable:
         values = frame[column]
         if values.null_count() or not values.is_in([0.0, 1.0]).all():
             raise ValueError(f"column {column!r} must be 0 or 1 on every row")
-    for column in ("a", "r"):
+    if "d" not in frame.columns:
+        frame = frame.with_columns(d=pl.col("a") * pl.col("r"))
+    for column in ("a", "r", "d"):
         values = frame[column].drop_nulls()
         if values.is_nan().any() or (values < 0).any() or (values > 1).any():
             raise ValueError(f"column {column!r} must be null or within [0, 1]")
@@ -116,6 +139,8 @@ def _score_table(instance_scores: pl.DataFrame) -> _ScoreTable:
         "r_pool": matrix(pl.col("r").is_not_null()),
         "r_complete": matrix(pl.col("r").fill_null(0.0) == 1.0),
         "s": matrix(pl.col("s")),
+        "d": matrix(pl.col("d").fill_null(0.0)),
+        "d_pool": matrix(pl.col("d").is_not_null()),
     }
     return _ScoreTable(
         configurations=configurations,
@@ -139,19 +164,20 @@ def _harmonic_mean(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(total == 0.0, 0.0, mean)
 
 
-def _metrics_from_weights(table: _ScoreTable, weights: np.ndarray) -> dict[str, np.ndarray]:
-    """Every metric for every configuration under each row of `weights`.
+def _component_sums(components: np.ndarray, weights: np.ndarray, n_configurations: int) -> np.ndarray:
+    """(views x len(_COMPONENTS) x configurations): weighted sums of every component."""
+    return (weights @ components).reshape(weights.shape[0], len(_COMPONENTS), n_configurations)
 
-    `weights` is (views x instances): how many times each instance counts in each view.
-    Returns metric name → (views x configurations), NaN where the denominator is empty.
-    This is the only place metrics are defined, so point estimates, per-source values
-    and bootstrap replicates cannot drift apart.
+
+def _metrics_from_sums(sums: np.ndarray, total: np.ndarray) -> dict[str, np.ndarray]:
+    """Every metric for every configuration from component sums.
+
+    `sums` is (views x len(_COMPONENTS) x configurations), `total` (views,) the weight of
+    each view. Returns metric name → (views x configurations), NaN where the denominator
+    is empty. This is the only place metrics are defined, so point estimates, per-source
+    values and bootstrap replicates cannot drift apart.
     """
-    n_configurations = len(table.configurations)
-    sums = (weights @ table.components).reshape(
-        weights.shape[0], len(_COMPONENTS), n_configurations
-    )
-    total = np.broadcast_to(weights.sum(axis=1)[:, None], (weights.shape[0], n_configurations))
+    total = np.broadcast_to(total[:, None], sums[:, 0, :].shape)
     part = {name: sums[:, index, :] for index, name in enumerate(_COMPONENTS)}
     metrics = {
         "grr": _ratio(part["f"], total),
@@ -160,34 +186,49 @@ def _metrics_from_weights(table: _ScoreTable, weights: np.ndarray) -> dict[str, 
         "ct_car": _ratio(part["a_complete"], part["a_pool"]),
         "ct_wdr": _ratio(part["r_complete"], part["r_pool"]),
         "jvr": _ratio(part["s"], total),
+        DISTINGUISHABILITY: _ratio(part["d"], part["d_pool"]),
     }
     metrics["f1"] = _harmonic_mean(metrics["car"], metrics["wdr"])
     metrics["ct_f1"] = _harmonic_mean(metrics["ct_car"], metrics["ct_wdr"])
-    return {name: metrics[name] for name in METRICS}
+    return {name: metrics[name] for name in _ALL_METRICS}
 
 
-def _resample_counts(sources: np.ndarray, replicates: int, seed: int) -> np.ndarray:
-    """(replicates x instances) counts of a source-stratified resample with replacement.
+def _metrics_from_weights(table: _ScoreTable, weights: np.ndarray) -> dict[str, np.ndarray]:
+    """Every metric for every configuration under each row of `weights`.
+
+    `weights` is (views x instances): how many times each instance counts in each view.
+    Returns metric name → (views x configurations), NaN where the denominator is empty.
+    """
+    sums = _component_sums(table.components, weights, len(table.configurations))
+    return _metrics_from_sums(sums, weights.sum(axis=1))
+
+
+def _resample_blocks(sources: np.ndarray, replicates: int, seed: int) -> list[np.ndarray]:
+    """Per source (sorted order), the (replicates x n_source) counts of its instances in a
+    source-stratified resample with replacement; contiguous, for the sums' products.
 
     `sources` must be sorted (instances grouped by source), as `_score_table` leaves
     them. Each source draws its own positions, so a source keeps its size in every
     replicate and no instance stands in for another source's instance.
     """
     rng = np.random.default_rng(seed)
-    _, starts, sizes = np.unique(sources, return_index=True, return_counts=True)
-    counts = np.empty((replicates, sources.size), dtype=np.float64)
+    _, sizes = np.unique(sources, return_counts=True)
     row_offsets = np.arange(replicates)[:, None]
-    for start, size in zip(starts, sizes, strict=True):
+    blocks = []
+    for size in sizes:
         positions = rng.integers(0, size, size=(replicates, size))
         flat = np.bincount((positions + row_offsets * size).ravel(), minlength=replicates * size)
-        counts[:, start : start + size] = flat.reshape(replicates, size)
+        blocks.append(flat.reshape(replicates, size).astype(np.float64))
     logger.debug(
-        "resampled %d replicates of %d instances in %d sources",
-        replicates,
-        sources.size,
-        starts.size,
+        "resampled %d replicates of %d instances in %d sources", replicates, sources.size, sizes.size
     )
-    return counts
+    return blocks
+
+
+def _resample_counts(sources: np.ndarray, replicates: int, seed: int) -> np.ndarray:
+    """(replicates x instances) counts of a source-stratified resample with replacement:
+    `_resample_blocks` side by side, in the instances' order."""
+    return np.hstack(_resample_blocks(sources, replicates, seed))
 
 
 def _point_metrics(table: _ScoreTable) -> dict[str, np.ndarray]:
@@ -198,11 +239,58 @@ def _point_metrics(table: _ScoreTable) -> dict[str, np.ndarray]:
     }
 
 
-def _bootstrap_metrics(table: _ScoreTable, replicates: int, seed: int) -> dict[str, np.ndarray]:
-    """Metric name → (replicates x configurations) over the seeded stratified resample."""
+@dataclass(frozen=True)
+class _Replicates:
+    """Metrics over one seeded stratified resample: name → array.
+
+    `overall` is (replicates x configurations), the leaderboard's replicates;
+    `per_source` is (replicates x sources x configurations), source k's view being the
+    same resample restricted to k's instances (sources in sorted order)."""
+
+    overall: dict[str, np.ndarray]
+    per_source: dict[str, np.ndarray]
+
+
+def _source_blocks(sources: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted source names, the position of each one's first instance, and its size."""
+    return np.unique(sources, return_index=True, return_counts=True)
+
+
+def _bootstrap(table: _ScoreTable, replicates: int, seed: int) -> _Replicates:
+    """Every metric over the seeded stratified resample, overall and within each source.
+
+    The sums are taken source by source (the resample counts of that source's columns
+    against its instances' components); the leaderboard's sums are their total, so the
+    per-source views cost nothing beyond the leaderboard's own product.
+    """
     if replicates < 1:
         raise ValueError(f"replicates must be at least 1, got {replicates}")
-    return _metrics_from_weights(table, _resample_counts(table.sources, replicates, seed))
+    n_configurations = len(table.configurations)
+    _, starts, sizes = _source_blocks(table.sources)
+    width = table.components.shape[1]
+    blocks = np.empty((replicates, sizes.size, width))
+    for index, (counts, start, size) in enumerate(
+        zip(_resample_blocks(table.sources, replicates, seed), starts, sizes, strict=True)
+    ):
+        np.matmul(counts, table.components[start : start + size], out=blocks[:, index, :])
+    blocks = blocks.reshape(replicates, sizes.size, len(_COMPONENTS), n_configurations)
+    # Stratified: every replicate holds each source's size, so its weight total is theirs.
+    overall = _metrics_from_sums(blocks.sum(axis=1), np.full(replicates, float(sizes.sum())))
+    # Within a source every replicate keeps the source's size: that is its weight total.
+    within = _metrics_from_sums(
+        blocks.reshape(replicates * sizes.size, len(_COMPONENTS), n_configurations),
+        np.tile(sizes.astype(np.float64), replicates),
+    )
+    per_source = {
+        name: values.reshape(replicates, sizes.size, n_configurations)
+        for name, values in within.items()
+    }
+    return _Replicates(overall=overall, per_source=per_source)
+
+
+def _bootstrap_metrics(table: _ScoreTable, replicates: int, seed: int) -> dict[str, np.ndarray]:
+    """Metric name → (replicates x configurations) over the seeded stratified resample."""
+    return _bootstrap(table, replicates, seed).overall
 
 
 def _percentile_interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
@@ -326,30 +414,99 @@ def leaderboard_from_instance_scores(instance_scores: pl.DataFrame) -> pl.DataFr
         {
             "configuration": table.configurations,
             "n_instances": [table.sources.size] * len(table.configurations),
-            **metrics,
+            **{name: metrics[name] for name in METRICS},
         }
     )
 
 
-def per_source_table(instance_scores: pl.DataFrame) -> pl.DataFrame:
-    """Every metric within each source: `source, configuration, n_instances, <METRICS>`.
-
-    One indicator weight row per source, so within-source values use the leaderboard's
-    definitions exactly. Sorted by source, then configuration.
-    """
-    table = _score_table(instance_scores)
-    names = np.unique(table.sources)
+def _per_source(table: _ScoreTable, resample: _Replicates, level: float) -> pl.DataFrame:
+    """The `per_source_table` from the per-source views of one resample."""
+    names, _, sizes = _source_blocks(table.sources)
     weights = (table.sources[None, :] == names[:, None]).astype(np.float64)
     metrics = _metrics_from_weights(table, weights)
     n_configurations = len(table.configurations)
+    columns: dict[str, object] = {
+        "source": np.repeat(names, n_configurations).tolist(),
+        "configuration": table.configurations * names.size,
+        "n_instances": np.repeat(sizes.astype(np.int64), n_configurations),
+        **{name: metrics[name].ravel() for name in METRICS},
+    }
+    for name in METRICS:
+        samples = resample.per_source[name].reshape(-1, names.size * n_configurations)
+        columns[f"{name}_lo"], columns[f"{name}_hi"] = _percentile_interval(samples, level)
+    return _frame(columns)
+
+
+def per_source_table(
+    instance_scores: pl.DataFrame,
+    replicates: int = 10_000,
+    seed: int = 42,
+    level: float = 0.95,
+) -> pl.DataFrame:
+    """Every metric within each source, with its interval:
+    `source, configuration, n_instances, <METRICS>, <metric>_lo, <metric>_hi`.
+
+    One indicator weight row per source, so within-source values use the leaderboard's
+    definitions exactly. The intervals come from the leaderboard's resample (same seed,
+    same draws), restricted to the source's instances: the stratified resample draws each
+    source's instances on its own, so within a source it is a bootstrap of that source.
+    Sorted by source, then configuration.
+    """
+    table = _score_table(instance_scores)
+    return _per_source(table, _bootstrap(table, replicates, seed), level)
+
+
+def per_source_leaders(per_source: pl.DataFrame) -> pl.DataFrame:
+    """Per source, its JVR leader with the leader's component rates (SWEPatchTest, Table 9):
+    `source, n_instances, configuration, jvr, jvr_lo, jvr_hi, grr, car, wdr`.
+
+    `per_source` is a `per_source_table`. The leader has the highest JVR within the
+    source, ties broken by configuration name, as the leaderboard's ranking and
+    `compare_to_leader` break them. Sorted by source.
+    """
+    columns = ["source", "n_instances", "configuration", "jvr", "jvr_lo", "jvr_hi", "grr", "car", "wdr"]
+    return (
+        per_source.sort(["source", "jvr", "configuration"], descending=[False, True, False], nulls_last=True)
+        .group_by("source", maintain_order=True)
+        .first()
+        .select(columns)
+    )
+
+
+def _distinguishability(table: _ScoreTable, resample: _Replicates, level: float) -> pl.DataFrame:
+    """The `distinguishability_table` from point values and one resample's replicates."""
+    point = _point_metrics(table)[DISTINGUISHABILITY]
+    lower, upper = _percentile_interval(resample.overall[DISTINGUISHABILITY], level)
     return _frame(
         {
-            "source": np.repeat(names, n_configurations).tolist(),
-            "configuration": table.configurations * names.size,
-            "n_instances": np.repeat(weights.sum(axis=1).astype(np.int64), n_configurations),
-            **{name: values.ravel() for name, values in metrics.items()},
+            "configuration": table.configurations,
+            "n_with_pairs": table.component("d_pool").sum(axis=0).astype(np.int64),
+            DISTINGUISHABILITY: point,
+            f"{DISTINGUISHABILITY}_lo": lower,
+            f"{DISTINGUISHABILITY}_hi": upper,
         }
     )
+
+
+def distinguishability_table(
+    instance_scores: pl.DataFrame,
+    replicates: int = 10_000,
+    seed: int = 42,
+    level: float = 0.95,
+) -> pl.DataFrame:
+    """How well each configuration's suites tell valid from invalid candidates (R2E-Gym):
+    `configuration, n_with_pairs, distinguishability, distinguishability_lo, _hi`.
+
+    Per instance, d = (valid accepted × invalid rejected) / (n_valid × n_invalid): the
+    share of (valid, invalid) candidate pairs the suite separates, counted from the runs
+    (a pair with an `E` or missing run is not separated; the released pools are the
+    denominators). `distinguishability` is the mean of d over the `n_with_pairs`
+    instances that have both a valid and an invalid candidate (null without any), with
+    its percentile interval from the leaderboard's resample (same seed, same draws).
+    Sorted by configuration.
+    """
+    table = _score_table(instance_scores)
+    return _distinguishability(table, _bootstrap(table, replicates, seed), level)
 
 
 @dataclass(frozen=True)
@@ -359,6 +516,9 @@ class BootstrapStatistics:
     intervals: pl.DataFrame
     comparisons: pl.DataFrame
     rank_stability: pl.DataFrame
+    per_source: pl.DataFrame
+    per_source_leaders: pl.DataFrame
+    distinguishability: pl.DataFrame
 
 
 def bootstrap_statistics(
@@ -367,19 +527,26 @@ def bootstrap_statistics(
     seed: int = 42,
     level: float = 0.95,
 ) -> BootstrapStatistics:
-    """Intervals, comparisons with the leader and rank stability from a single resample.
+    """Intervals, comparisons with the leader, rank stability, per-source tables and
+    distinguishability from a single resample.
 
-    The same tables as `bootstrap_intervals`, `compare_to_leader` and `rank_stability`
-    with the same seed, for the price of one: the resample and the metrics over it are
-    the bulk of the work, and the leaderboard reports all three.
+    The same tables as `bootstrap_intervals`, `compare_to_leader`, `rank_stability`,
+    `per_source_table`, `per_source_leaders` and `distinguishability_table` with the same
+    seed, for the price of one: the resample and the metrics over it are the bulk of the
+    work, and the leaderboard reports all of them.
     """
     table = _score_table(instance_scores)
     jvr = _point_metrics(table)["jvr"]
-    samples = _bootstrap_metrics(table, replicates, seed)
+    resample = _bootstrap(table, replicates, seed)
+    samples = resample.overall
+    per_source = _per_source(table, resample, level)
     return BootstrapStatistics(
         intervals=_intervals(table, samples, level),
         comparisons=_comparisons(table, jvr, samples["jvr"], level),
         rank_stability=_rank_stability(table, jvr, samples["jvr"]),
+        per_source=per_source,
+        per_source_leaders=per_source_leaders(per_source),
+        distinguishability=_distinguishability(table, resample, level),
     )
 
 
