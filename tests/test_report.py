@@ -24,7 +24,6 @@ from testprism.storage import SCHEMAS, Store, StoreError
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.score.coverage.probe import measure_coverage
 from testprism.tasks.score.coverage.summary import coverage_summary
-from testprism.tasks.score.metrics import instance_scores
 from testprism.tasks.replay.runs import execute_batch, finished_keys, pending_runs, plan, record_plan, unrunnable_rows
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.report.charts import Point, bars_svg, radar_svg, scatter_svg
@@ -476,8 +475,10 @@ def test_report_renders_in_chromium_without_console_errors(tmp_path, chromium):
             .every(a => document.getElementById(a.getAttribute('href').slice(1)) !== null),
         hostileText: document.body.textContent.includes('<script>alert("x")</script>'),
     })""")
-    assert dom == {"scripts": 0, "images": 0, "svgs": 3 + 2 + 1, "rejected": ["v1"], "accepted": ["x1"],
-                   "links": True, "diffLinks": True, "hostileText": True}  # svgs: radars, scatter plots, bars
+    assert dom == {"scripts": 0, "images": 0, "svgs": 3 + 2 + 1 + 2, "rejected": ["v1"], "accepted": ["x1"],
+                   "links": True, "diffLinks": True, "hostileText": True}
+    # svgs: radars, scatter plots, bars, and the random and hardest-first panel-size curves
+    # (the store has no patches nor failed checks: no diversity-first schedule)
 
 
 # -- end to end on real replays ----------------------------------------------------------------------
