@@ -37,11 +37,12 @@ def score_flow(
     unsafe: bool = False,
 ) -> pl.DataFrame:
     """Score a store; with `benchmark`, also measure the suites' coverage of the reference
-    change (ΔC, EC) and its correlation with joint validation."""
+    change (ΔC, EC), its correlation with joint validation, and place every S_i = 0 in the
+    failure taxonomy from it and the benchmark's diffs."""
     target = scorable_store(store)
-    tables = score_tables(target, replicates, seed)
-    if benchmark:
-        coverage = coverage_task(benchmark, store, work, backend, trusted, unsafe)
+    coverage = coverage_task(benchmark, store, work, backend, trusted, unsafe) if benchmark else None
+    tables = score_tables(target, replicates, seed, benchmark)  # the taxonomy reads the coverage just written
+    if coverage is not None:
         tables["coverage_summary"] = coverage_summary(coverage, tables["instance_scores"])
     write_scores(target, tables)
     board = tables["leaderboard"]

@@ -7,10 +7,13 @@ written as a set, so a leaderboard never sits beside intervals of another scorin
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 
 from testprism.storage import Store, StoreError
 from testprism.tasks.score.metrics import flake_table, instance_scores
+from testprism.tasks.score.taxonomy import candidate_overlaps, failure_taxonomy, taxonomy_shares
 from testprism.tasks.score.statistics import bootstrap_statistics, leaderboard_from_instance_scores, per_source_table
 
 
@@ -26,15 +29,20 @@ def scorable_store(store: str) -> Store:
     return target
 
 
-def score_tables(store: Store, replicates: int, seed: int) -> dict[str, pl.DataFrame]:
+def score_tables(store: Store, replicates: int, seed: int, benchmark: Path | str | None = None) -> dict[str, pl.DataFrame]:
     """Per-instance indicators, the leaderboard with its bootstrap intervals, paired
-    comparisons, rank stability, per-source tables and flakes."""
+    comparisons, rank stability, per-source tables, flakes and the failure taxonomy of
+    every S_i = 0 (from `scores/coverage` when the coverage pass wrote it, and the
+    benchmark's diffs when `benchmark` is given: tasks/score/taxonomy.py)."""
     scores = instance_scores(store)
     if scores.is_empty():
         raise StoreError(f"{store.paths.root}: field suites: no suite is for an instance of the panels; "
                          "replay the benchmark the panels came from")
     stats = bootstrap_statistics(scores, replicates=replicates, seed=seed)
     board = leaderboard_from_instance_scores(scores).join(stats.intervals, on="configuration", how="left")
+    coverage = store.read_table("coverage") if store.paths.score_table("coverage").is_file() else None
+    overlaps = candidate_overlaps(benchmark, scores["instance_id"].unique().to_list()) if benchmark else None
+    taxonomy = failure_taxonomy(store, scores, coverage, overlaps)
     return {
         "instance_scores": scores,
         "leaderboard": board,
@@ -42,6 +50,8 @@ def score_tables(store: Store, replicates: int, seed: int) -> dict[str, pl.DataF
         "comparisons": stats.comparisons,
         "rank_stability": stats.rank_stability,
         "flakes": flake_table(store),
+        "failure_taxonomy": taxonomy,
+        "failure_taxonomy_shares": taxonomy_shares(taxonomy),
     }
 
 
