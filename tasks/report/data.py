@@ -54,6 +54,8 @@ class ReportData:
     crossval_flags: pl.DataFrame | None  #: crossval's verdict of every test, per round
     patches: dict[tuple[str, str], PatchText]  # (instance_id, candidate_id or "reference")
     patch_origin: str  # where the diffs came from, said in the report
+    failure_taxonomy: pl.DataFrame | None = None  #: scores/failure_taxonomy (tasks/score/taxonomy.py)
+    failure_taxonomy_shares: pl.DataFrame | None = None
 
 
 def audit_frame(store: Store) -> pl.DataFrame:
@@ -186,4 +188,6 @@ def load_report_data(store_root: Path | str, benchmark_root: Path | str | None =
         crossval_flags=_optional_table(store, "crossval_flags"),
         patches=patches,
         patch_origin=origin,
+        failure_taxonomy=_optional_table(store, "failure_taxonomy"),
+        failure_taxonomy_shares=_optional_table(store, "failure_taxonomy_shares"),
     )
