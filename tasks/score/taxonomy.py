@@ -166,71 +166,86 @@ def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.D
         .select(*keys, "finding", "outcome", "started_at")
         .collect()
     )
-    # the heavy columns, for the rejections only (their tests are the evidence)
-    rejected = found.filter(pl.col("finding").is_in(["reference_not_accepted", "valid_rejected"]))
     match = [*keys, "started_at", "outcome"]
-    details = (
-        store.scan("runs")
-        .select(*match, "reason", "exit_code", "tests", "stdout_tail")
-        .join(rejected.lazy().select(match), on=match, how="semi", nulls_equal=True)
-        .unique(keys, keep="any")
-        .collect()
-    )
-    runs = found.join(details.drop("started_at", "outcome"), on=keys, how="left", nulls_equal=True)
 
+    def details(rows: pl.DataFrame) -> pl.DataFrame:
+        """The heavy columns of the scored runs in `rows` (read for those only)."""
+        return (
+            store.scan("runs")
+            .select(*match, "reason", "exit_code", "tests", "stdout_tail")
+            .join(rows.lazy().select(match), on=match, how="semi", nulls_equal=True)
+            .unique(keys, keep="any")
+            .collect()
+            .drop("started_at", "outcome")
+        )
+
+    tests = pl.col("tests").fill_null([])
+    n_cases = tests.list.len()
+    own_error = _failing_case(tests, own_code=True)
+    completed = pl.col("reason").is_null()
+    f = pl.col("finding")
+
+    # 1. the reference's rejections: the suite's own error, an assertion, or no verdict
+    references = found.filter(f == "reference_not_accepted")
+    ref_kind = details(references).select(
+        *keys,
+        ref_kind=pl.when(own_error.is_not_null() | (completed & (n_cases == 0) & (pl.col("exit_code") != 0)))
+        .then(pl.lit("execution_logic_error"))
+        .when(completed).then(pl.lit("faulty_check"))
+        .otherwise(pl.lit("unresolved")),
+    )
+
+    # 2-3. the other disagreements, from coverage and the candidates' overlaps
     if coverage is None or coverage.is_empty():
         coverage = pl.DataFrame(schema={"configuration": pl.String, "instance_id": pl.String,
                                         "delta_c": pl.Float64, "missed_lines": pl.List(pl.String)})
-    runs = runs.join(coverage.select("configuration", "instance_id", "delta_c", "missed_lines"),
-                     on=["configuration", "instance_id"], how="left")
+    runs = (
+        found.join(ref_kind, on=keys, how="left", nulls_equal=True)
+        .join(coverage.select("configuration", "instance_id", "delta_c", "missed_lines"),
+              on=["configuration", "instance_id"], how="left")
+    )
     if overlaps is None:
         runs = runs.with_columns(overlap=pl.lit(None, dtype=pl.List(pl.String)))
     else:
         runs = runs.join(overlaps.select("instance_id", "candidate_id", "overlap"),
                          on=["instance_id", "candidate_id"], how="left")
-
-    tests = pl.col("tests").fill_null([])
-    n_cases = tests.list.len()
-    own_error = _failing_case(tests, own_code=True)
-    assertion = _failing_case(tests, own_code=False)
-    tail = pl.col("stdout_tail").fill_null("").str.slice(-EVIDENCE_CHARS)
-    completed = pl.col("reason").is_null()
-    exit_code = pl.col("exit_code").cast(pl.String).fill_null("?")
-    missed_here = pl.col("overlap").list.set_intersection(pl.col("missed_lines").fill_null([]))
     delta_c = pl.col("delta_c")
-    f = pl.col("finding")
     covered = delta_c.is_not_null()
-    gap_candidate = (f == "invalid_accepted") & covered & (pl.col("overlap").list.len() > 0)
-    cand = pl.coalesce(pl.col("candidate_id"), pl.col("state"))
-
+    accepted = (f == "invalid_accepted") & covered & (pl.col("overlap").list.len() > 0)
+    missed_here = pl.col("overlap").list.set_intersection(pl.col("missed_lines").fill_null([]))
     kind = (
-        pl.when((f == "reference_not_accepted") & own_error.is_not_null()).then(pl.lit("execution_logic_error"))
-        .when((f == "reference_not_accepted") & completed & (n_cases == 0) & (pl.col("exit_code") != 0))
-        .then(pl.lit("execution_logic_error"))
+        pl.when(f == "reference_not_accepted").then(pl.col("ref_kind"))
         .when((f == "buggy_not_rejected") & (delta_c == 0)).then(pl.lit("coverage_gap"))
-        .when(gap_candidate & (missed_here.list.len() > 0)).then(pl.lit("coverage_gap"))
-        .when(f.is_in(["reference_not_accepted", "valid_rejected"]) & completed).then(pl.lit("faulty_check"))
         .when((f == "buggy_not_rejected") & (delta_c > 0)).then(pl.lit("faulty_check"))
-        .when(gap_candidate).then(pl.lit("faulty_check"))
-        .when(f == "reference_not_accepted").then(pl.lit("unresolved"))  # E: timeout, sandbox...
+        .when(f == "valid_rejected").then(pl.lit("faulty_check"))
+        .when(accepted).then(pl.when(missed_here.list.len() > 0).then(pl.lit("coverage_gap"))
+                             .otherwise(pl.lit("faulty_check")))
         .otherwise(pl.lit("unclassified"))
     )
-    basis = (
-        pl.when(f.is_in(["reference_not_accepted", "valid_rejected"]))
-        .then(pl.when(~completed).then(pl.lit("run_reason")).when(n_cases > 0).then(pl.lit("junit"))
-              .otherwise(pl.lit("exit_code")))
-        .when(~covered).then(pl.lit("no_coverage"))
-        .when(f == "buggy_not_rejected").then(pl.lit("reference_delta_c"))
-        .when(pl.col("overlap").is_null()).then(pl.lit("no_diff"))
-        .otherwise(pl.lit("reference_coverage"))
+    rank = (pl.col("kind").replace_strict({k: i for i, k in enumerate(KINDS)}, return_dtype=pl.Int32) * 8
+            + f.replace_strict({k: i for i, k in enumerate(FINDINGS)}, return_dtype=pl.Int32))
+    cell = ["configuration", "instance_id"]
+    ranked = (
+        runs.lazy()
+        .with_columns(kind=kind)
+        .with_columns(rank=rank)
+        .filter(pl.col("rank") == pl.col("rank").min().over(cell))
+        .collect()
     )
+    picked = ranked.sort(*cell, "candidate_id", nulls_last=True).unique(cell, keep="first", maintain_order=True)
+
+    # the evidence, for the deciding runs only
+    rejections = picked.filter(f.is_in(["reference_not_accepted", "valid_rejected"]))
+    picked = picked.join(details(rejections), on=keys, how="left", nulls_equal=True)
+    assertion = _failing_case(tests, own_code=False)
+    tail = pl.col("stdout_tail").fill_null("").str.slice(-EVIDENCE_CHARS)
+    exit_code = pl.col("exit_code").cast(pl.String).fill_null("?")
     rejection = (
         pl.when(~completed).then(pl.concat_str(pl.lit("unresolved: "), pl.col("reason")))
         .when(own_error.is_not_null() & (pl.col("kind") == "execution_logic_error")).then(own_error)
         .when(n_cases == 0).then(pl.concat_str(pl.lit("no JUnit case, exit "), exit_code, pl.lit("; output: "), tail))
         .otherwise(pl.coalesce(assertion, own_error))
     )
-    overlap_text = pl.col("overlap").list.join(", ")
     evidence = (
         pl.when(f.is_in(["reference_not_accepted", "valid_rejected"])).then(rejection)
         .when(~covered).then(pl.lit("passed; coverage of the reference change is not measured"))
@@ -244,31 +259,28 @@ def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.D
             pl.lit("accepted; reference-changed lines it also changes, never executed on the reference: "),
             missed_here.list.join(", ")))
         .otherwise(pl.concat_str(pl.lit("accepted although the reference-changed lines it also changes were "
-                                        "executed on the reference: "), overlap_text))
+                                        "executed on the reference: "), pl.col("overlap").list.join(", ")))
     ).str.slice(0, 2 * EVIDENCE_CHARS)
-
-    order = (pl.col("kind").replace_strict({k: i for i, k in enumerate(KINDS)}, return_dtype=pl.Int8),
-             f.replace_strict({k: i for i, k in enumerate(FINDINGS)}, return_dtype=pl.Int8))
-    decided = (
-        runs.lazy()
-        .with_columns(kind=kind)
-        .with_columns(evidence_basis=basis, evidence=evidence, kind_order=order[0], finding_order=order[1],
-                      decided_by=cand)
-        .sort("configuration", "instance_id", "kind_order", "finding_order", "candidate_id", nulls_last=True)
-        .unique(["configuration", "instance_id"], keep="first", maintain_order=True)
-        .select("configuration", "instance_id", "kind", "finding", "state", "candidate_id", "evidence",
-                "evidence_basis")
+    basis = (
+        pl.when(f.is_in(["reference_not_accepted", "valid_rejected"]))
+        .then(pl.when(~completed).then(pl.lit("run_reason")).when(n_cases > 0).then(pl.lit("junit"))
+              .otherwise(pl.lit("exit_code")))
+        .when(~covered).then(pl.lit("no_coverage"))
+        .when(f == "buggy_not_rejected").then(pl.lit("reference_delta_c"))
+        .when(pl.col("overlap").is_null()).then(pl.lit("no_diff"))
+        .otherwise(pl.lit("reference_coverage"))
     )
-    scored = instance_scores.lazy().filter(pl.col("s") == 0).select("configuration", "instance_id", "source")
+    decided = picked.with_columns(evidence=evidence, evidence_basis=basis).select(
+        *cell, "kind", "finding", "state", "candidate_id", "evidence", "evidence_basis")
     table = (
-        scored.join(decided, on=["configuration", "instance_id"], how="left")
+        instance_scores.filter(pl.col("s") == 0).select(*cell, "source")
+        .join(decided, on=cell, how="left")
         .with_columns(
             kind=pl.col("kind").fill_null("unresolved"),
             evidence=pl.col("evidence").fill_null("no disagreement: unresolved (E) or missing runs"),
             evidence_basis=pl.col("evidence_basis").fill_null("run_reason"),
         )
-        .sort("configuration", "instance_id")
-        .collect()
+        .sort(*cell)
     )
     return _conform("failure_taxonomy", table)
 
