@@ -38,13 +38,15 @@ def score_flow(
     panel_benchmark: str | None = None,
 ) -> pl.DataFrame:
     """Score a store; with `benchmark`, also measure the suites' coverage of the reference
-    change (ΔC, EC) and its correlation with joint validation. The panel-size curves read the
-    valid candidates' patches from `panel_benchmark` (default: `benchmark`); nothing is run
-    for them."""
+    change (ΔC, EC), its correlation with joint validation, and place every S_i = 0 in the
+    failure taxonomy from it and the benchmark's diffs. The panel-size curves and the
+    taxonomy read patches from `panel_benchmark` (default: `benchmark`); nothing is run for
+    them."""
     target = scorable_store(store)
+    coverage = coverage_task(benchmark, store, work, backend, trusted, unsafe) if benchmark else None
+    # the taxonomy reads the coverage just written
     tables = score_tables(target, replicates, seed, panel_benchmark or benchmark)
-    if benchmark:
-        coverage = coverage_task(benchmark, store, work, backend, trusted, unsafe)
+    if coverage is not None:
         tables["coverage_summary"] = coverage_summary(coverage, tables["instance_scores"])
     write_scores(target, tables)
     board = tables["leaderboard"]

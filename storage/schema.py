@@ -248,6 +248,29 @@ COVERAGE_SUMMARY = pa.schema(
     ]
 )
 
+FAILURE_TAXONOMY = pa.schema(  # tasks/score/taxonomy.py; docs/report.md, "Failure taxonomy"
+    [
+        pa.field("configuration", pa.string(), nullable=False),
+        pa.field("instance_id", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),  # execution_logic_error | coverage_gap | faulty_check | unresolved | unclassified
+        pa.field("finding", pa.string()),  # the deciding run's disagreement (the audit's finding); null: none
+        pa.field("state", pa.string()),  # buggy | reference | candidate: the run that decided it
+        pa.field("candidate_id", pa.string()),
+        pa.field("evidence", pa.string(), nullable=False),  # failing case and message, or the lines (not) executed
+        pa.field("evidence_basis", pa.string(), nullable=False),  # junit | exit_code | run_reason | reference_delta_c | reference_coverage | no_coverage | no_diff
+    ]
+)
+
+FAILURE_TAXONOMY_SHARES = pa.schema(
+    [
+        pa.field("configuration", pa.string(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("count", pa.int64(), nullable=False),
+        pa.field("share", pa.float64()),  # of the configuration's S_i = 0 instances
+    ]
+)
+
 FLAKES = pa.schema(
     [
         pa.field("configuration", pa.string(), nullable=False),
@@ -362,6 +385,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     "coverage": COVERAGE,
     "coverage_summary": COVERAGE_SUMMARY,
     "flakes": FLAKES,
+    "failure_taxonomy": FAILURE_TAXONOMY,
+    "failure_taxonomy_shares": FAILURE_TAXONOMY_SHARES,
     "generations": GENERATIONS,
     "crossval_matrix": CROSSVAL_MATRIX,
     "crossval_flags": CROSSVAL_FLAGS,

@@ -57,6 +57,8 @@ class ReportData:
     panel_curves: pl.DataFrame | None  #: JVR and diversity at panel size k (tasks/score/curves.py)
     patches: dict[tuple[str, str], PatchText]  # (instance_id, candidate_id or "reference")
     patch_origin: str  # where the diffs came from, said in the report
+    failure_taxonomy: pl.DataFrame | None = None  #: scores/failure_taxonomy (tasks/score/taxonomy.py)
+    failure_taxonomy_shares: pl.DataFrame | None = None
 
 
 def audit_frame(store: Store) -> pl.DataFrame:
@@ -192,4 +194,6 @@ def load_report_data(store_root: Path | str, benchmark_root: Path | str | None =
         panel_curves=_optional_table(store, "panel_curves"),
         patches=patches,
         patch_origin=origin,
+        failure_taxonomy=_optional_table(store, "failure_taxonomy"),
+        failure_taxonomy_shares=_optional_table(store, "failure_taxonomy_shares"),
     )

@@ -362,6 +362,49 @@ def _tally(findings: pl.DataFrame) -> list[tuple[str, int]]:
     return [(kind, counts[kind]) for kind in FINDINGS if kind in counts]
 
 
+#: How many examples of each kind of failure the audit shows (all of them are in the store).
+TAXONOMY_EXAMPLES = 3
+
+
+def _taxonomy_html(data: ReportData) -> str:
+    """The failure taxonomy (tasks/score/taxonomy.py): its shares per configuration and a
+    few examples of each kind, each linked to its instance's audit."""
+    from testprism.tasks.score.taxonomy import KINDS, pooled_shares
+
+    taxonomy, shares = data.failure_taxonomy, data.failure_taxonomy_shares
+    head = "<h3>Failure taxonomy</h3>"
+    if taxonomy is None or shares is None:
+        return head + "<p>Not computed for this store: rescore it (<code>testprism score</code>).</p>"
+    if taxonomy.is_empty():
+        return head + "<p>No configuration failed an instance jointly (every S is 1).</p>"
+    every = pl.concat([shares, pooled_shares(taxonomy)])
+    counts = {(r["configuration"], r["kind"]): r for r in every.iter_rows(named=True)}
+    names = sorted(shares["configuration"].unique().to_list()) + ["(all)"]
+    rows = [[esc(name)] + [f'{counts[(name, k)]["count"]} <span class="ci">{num(counts[(name, k)]["share"], 2)}'
+                           f"</span>" for k in KINDS] for name in names]
+    parts = [head, "<p>Every instance a configuration fails jointly (S = 0), placed by the first rule that "
+             "matches (docs/report.md, Failure taxonomy): the suite's own code fails on the reference "
+             "(execution-logic error); it lets a wrong program pass without executing, on the reference, the "
+             "reference-changed lines where that program differs (coverage gap: measured on the reference, so an "
+             "approximation for candidates); it executes them and still judges wrongly, or rejects a correct "
+             "program (faulty check). Count and share of the configuration's S = 0 instances.</p>",
+             table(["configuration"] + [k.replace("_", " ") for k in KINDS], rows)]
+    items = []
+    for kind in KINDS[:3]:
+        examples = taxonomy.filter(pl.col("kind") == kind).head(TAXONOMY_EXAMPLES)
+        for r in examples.iter_rows(named=True):
+            decided = r["candidate_id"] or r["state"] or "—"
+            items.append(
+                f'<li><b>{esc(kind.replace("_", " "))}</b> — <a href="#{esc(anchor("audit", r["configuration"], r["instance_id"]))}">'
+                f'{esc(r["configuration"])} / <code>{esc(r["instance_id"])}</code></a>, decided by '
+                f'<code>{esc(decided)}</code> <span class="ci">({esc(r["evidence_basis"])})</span>: '
+                f'<code>{esc(r["evidence"])}</code></li>')
+    if items:
+        parts.append(f'<p>Examples (at most {TAXONOMY_EXAMPLES} per kind; all of them are in '
+                     '<code>scores/failure_taxonomy</code>):</p><ul class="findings">' + "".join(items) + "</ul>")
+    return "".join(parts)
+
+
 def _audit_section(data: ReportData, max_findings: int) -> str:
     parts = [
         '<section id="audit"><h2>Disagreement audit</h2>'
@@ -370,6 +413,7 @@ def _audit_section(data: ReportData, max_findings: int) -> str:
         "fail-to-pass transition), and candidates it left unresolved. Failing tests show their assertion message; "
         "each candidate links to its diff.</p>"
     ]
+    parts.append(_taxonomy_html(data))
     if not data.patch_origin:
         parts.append('<p class="warning">Diffs are not shown: the store does not hold them. Pass <code>--benchmark '
                      "DIR</code> to include them.</p>")

@@ -7,11 +7,14 @@ written as a set, so a leaderboard never sits beside intervals of another scorin
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 
 from testprism.storage import Store, StoreError
 from testprism.tasks.score.curves import panel_curves, panel_distances
 from testprism.tasks.score.metrics import flake_table, instance_scores, latest_runs
+from testprism.tasks.score.taxonomy import candidate_overlaps, failure_taxonomy, taxonomy_shares
 from testprism.tasks.score.statistics import bootstrap_statistics, leaderboard_from_instance_scores
 
 
@@ -27,12 +30,14 @@ def scorable_store(store: str) -> Store:
     return target
 
 
-def score_tables(store: Store, replicates: int, seed: int, benchmark: str | None = None) -> dict[str, pl.DataFrame]:
+def score_tables(store: Store, replicates: int, seed: int, benchmark: Path | str | None = None) -> dict[str, pl.DataFrame]:
     """Per-instance indicators, the leaderboard with its bootstrap intervals, paired
     comparisons, rank stability, per-source tables with their intervals, each source's
-    JVR leader, distinguishability, flakes (every interval from one resample) and panel-size
-    curves (`benchmark`: the folder the store was replayed from, read for the valid
-    candidates' patches; without it the curves' valid diversity is null)."""
+    JVR leader, distinguishability, flakes (every interval from one resample), panel-size
+    curves and the failure taxonomy of every S_i = 0 (from `scores/coverage` when the
+    coverage pass wrote it: tasks/score/taxonomy.py). `benchmark`: the folder the store was
+    replayed from, read for the candidates' patches (the curves' valid diversity, the
+    taxonomy's overlaps); without it those are null."""
     runs = latest_runs(store)
     scores = instance_scores(store, runs)
     if scores.is_empty():
@@ -40,6 +45,9 @@ def score_tables(store: Store, replicates: int, seed: int, benchmark: str | None
                          "replay the benchmark the panels came from")
     stats = bootstrap_statistics(scores, replicates=replicates, seed=seed)
     board = leaderboard_from_instance_scores(scores).join(stats.intervals, on="configuration", how="left")
+    coverage = store.read_table("coverage") if store.paths.score_table("coverage").is_file() else None
+    overlaps = candidate_overlaps(benchmark, scores["instance_id"].unique().to_list()) if benchmark else None
+    taxonomy = failure_taxonomy(store, scores, coverage, overlaps)
     return {
         "instance_scores": scores,
         "leaderboard": board,
@@ -50,6 +58,8 @@ def score_tables(store: Store, replicates: int, seed: int, benchmark: str | None
         "rank_stability": stats.rank_stability,
         "flakes": flake_table(store),
         "panel_curves": panel_curves(store, scores, runs, panel_distances(store, benchmark)),
+        "failure_taxonomy": taxonomy,
+        "failure_taxonomy_shares": taxonomy_shares(taxonomy),
     }
 
 

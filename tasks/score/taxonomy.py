@@ -1,0 +1,310 @@
+"""Why a configuration failed an instance jointly (S_i = 0), decided from stored data.
+
+TestPrism annotates failed trajectories by hand into coverage gaps, faulty checks and
+execution-logic errors; here the same three kinds are assigned automatically, one row per
+(configuration, instance) with S_i = 0, by the first rule that matches (docs/report.md,
+"Failure taxonomy"):
+
+1. `execution_logic_error`: the reference run is not `P` and one of its failing cases is an
+   error of the suite's own code (a JUnit `error` case, or a message naming NameError,
+   ImportError, SyntaxError, a missing fixture, a Go build failure, a JavaScript
+   ReferenceError...), or the run completed with a non-zero exit and no JUnit case at all
+   (collection failed);
+2. `coverage_gap`: the buggy program passes and the suite executed none of the reference's
+   changed lines on the reference (ΔC = 0); or an invalid candidate passes and the suite
+   did not execute, on the reference, a reference-changed line of a reference hunk the
+   candidate also changes. Coverage is measured on the reference state only, so the
+   second case is an approximation: `evidence_basis = reference_coverage`;
+3. `faulty_check`: the suite ran the changed lines but judged wrongly: it rejects the
+   reference or a valid candidate (the failing test and its message are the evidence),
+   lets the buggy program pass although ΔC > 0, or accepts an invalid candidate whose
+   overlapping reference-changed lines it executed.
+
+What none of these can decide stays visible instead of being guessed: `unresolved` (no
+disagreement but unresolved or missing runs) and `unclassified` (an accepted invalid
+candidate or a passing buggy program without the coverage the rule needs).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+
+import polars as pl
+from unidiff.errors import UnidiffParseError
+
+from testprism.storage import SCHEMAS, Store
+from testprism.tasks.model import patches
+from testprism.tasks.score.metrics import latest_runs
+
+log = logging.getLogger(__name__)
+
+#: The kinds, in the order their rules are tried; the last two are what no rule decided.
+KINDS = ("execution_logic_error", "coverage_gap", "faulty_check", "unresolved", "unclassified")
+
+#: A failing case's message that names an error of the suite's own code rather than an
+#: assertion on the program: Python (pytest), Go (go test / gotestsum), JavaScript (node).
+OWN_CODE_ERROR = (
+    r"(?i:\bfixture '[^']*' not found)"
+    r"|\b(NameError|ImportError|ModuleNotFoundError|SyntaxError|IndentationError|TabError|UnboundLocalError)\b"
+    r"|AttributeError: module '(tmp\.|tests?\.)?test_\w*'"
+    r"|\[build failed\]|\bsetup failed\b|\bundefined: \w|\bcannot use \S+ .* as |\bimported and not used\b"
+    r"|\bReferenceError\b|\bCannot find module\b|\bERR_MODULE_NOT_FOUND\b"
+)
+
+#: Each finding, in the order its states are looked at within a kind.
+FINDINGS = ("reference_not_accepted", "buggy_not_rejected", "valid_rejected", "invalid_accepted")
+
+EVIDENCE_CHARS = 500
+
+
+def _conform(name: str, frame: pl.DataFrame) -> pl.DataFrame:
+    schema = SCHEMAS[name]
+    return pl.from_arrow(frame.to_arrow().select(schema.names).cast(schema))
+
+
+def _empty_taxonomy() -> pl.DataFrame:
+    return pl.from_arrow(SCHEMAS["failure_taxonomy"].empty_table())
+
+
+# -- which reference-changed lines a candidate's hunks overlap ----------------------------------
+
+
+def _hunks(patch: bytes | str) -> list[tuple[str, int, int, frozenset[int]]]:
+    """(path, first, end) of every hunk on the buggy side (context included), with the
+    target-side lines it changes (coverage's rule: tasks/model/patches.py, "following")."""
+    found = []
+    for patched in patches.parse(patch):
+        path = patched.path
+        lines = patches.changed_lines(patched, removals="following") if not patched.is_removed_file else set()
+        for hunk in patched:
+            end = hunk.target_start + max(hunk.target_length, 1)
+            own = frozenset(n for n in lines if hunk.target_start <= n < end)
+            found.append((path, hunk.source_start, hunk.source_start + max(hunk.source_length, 1), own))
+    return found
+
+
+def overlapping_reference_lines(reference: bytes | str, candidate: bytes | str) -> list[str] | None:
+    """The reference-changed lines (`path:line`, reference numbering, as coverage's
+    `missed_lines`) of the reference hunks a candidate's hunks overlap on the buggy side
+    (both diffs are against the buggy program; a hunk's extent includes its context).
+    None when either diff cannot be read."""
+    try:
+        ref, cand = _hunks(reference), _hunks(candidate)
+    except (UnidiffParseError, ValueError):
+        return None
+    lines: set[str] = set()
+    for path, first, end, own in ref:
+        if any(p == path and f < end and first < e for p, f, e, _ in cand):
+            lines.update(f"{path}:{n}" for n in own)
+    return sorted(lines, key=lambda s: (s.rsplit(":", 1)[0], int(s.rsplit(":", 1)[1])))
+
+
+def candidate_overlaps(benchmark_root: Path | str, instance_ids: Iterable[str] | None = None) -> pl.DataFrame:
+    """`instance_id, candidate_id, overlap` for every candidate of the benchmark's instances:
+    the reference-changed lines its hunks overlap (overlapping_reference_lines)."""
+    from testprism.tasks.model.benchmark import BenchmarkError, load_instance
+
+    root = Path(benchmark_root)
+    wanted = sorted(set(instance_ids)) if instance_ids is not None else sorted(
+        p.name for p in (root / "instances").iterdir() if p.is_dir())
+    rows = []
+    for instance_id in wanted:
+        try:
+            instance = load_instance(root / "instances" / instance_id)
+        except (BenchmarkError, OSError) as exc:
+            log.warning("taxonomy: no diffs for %s: %s", instance_id, exc)
+            continue
+        for candidate in instance.candidates:
+            rows.append({"instance_id": instance_id, "candidate_id": candidate.id,
+                         "overlap": overlapping_reference_lines(instance.reference, candidate.patch)})
+    return pl.DataFrame(rows, schema={"instance_id": pl.String, "candidate_id": pl.String,
+                                      "overlap": pl.List(pl.String)})
+
+
+# -- the rules ---------------------------------------------------------------------------------
+
+
+def _failing_case(tests: pl.Expr, own_code: bool) -> pl.Expr:
+    """The first failing case (`name: message`) that is (own_code) or is not an error of
+    the suite's own code; null when there is none."""
+    case = pl.element()
+    failing = case.struct.field("outcome").is_in(["failed", "error"])
+    message = case.struct.field("message").fill_null("")
+    own = (case.struct.field("outcome") == "error") | message.str.contains(OWN_CODE_ERROR)
+    picked = tests.list.eval(
+        pl.when(failing & (own if own_code else ~own))
+        .then(pl.concat_str(case.struct.field("name").fill_null("?"), pl.lit(": "), message))
+    ).list.drop_nulls()
+    return picked.list.first()
+
+
+def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.DataFrame | None = None,
+                     overlaps: pl.DataFrame | None = None) -> pl.DataFrame:
+    """`scores/failure_taxonomy`: one row per (configuration, instance) with S_i = 0.
+
+    `coverage` is `scores/coverage` (None: not measured, so the coverage rules cannot
+    decide); `overlaps` is candidate_overlaps' table (None: no diffs, so an accepted
+    invalid candidate cannot be placed)."""
+    cells = instance_scores.filter(pl.col("s") == 0).select("configuration", "instance_id")
+    if cells.is_empty():
+        return _empty_taxonomy()
+    keys = ["configuration", "instance_id", "state", "candidate_id"]
+    outcome, state, label = pl.col("outcome"), pl.col("state"), pl.col("label")
+    finding = (
+        pl.when((state == "reference") & (outcome != "P")).then(pl.lit("reference_not_accepted"))
+        .when((state == "buggy") & (outcome == "P")).then(pl.lit("buggy_not_rejected"))
+        .when((label == "valid") & (outcome == "F")).then(pl.lit("valid_rejected"))
+        .when((label == "invalid") & (outcome == "P")).then(pl.lit("invalid_accepted"))
+    )
+    found = (
+        latest_runs(store).lazy()
+        .join(cells.lazy(), on=["configuration", "instance_id"], how="semi")
+        .with_columns(finding=finding)
+        .filter(pl.col("finding").is_not_null())
+        .select(*keys, "finding", "outcome", "started_at")
+        .collect()
+    )
+    match = [*keys, "started_at", "outcome"]
+
+    def details(rows: pl.DataFrame) -> pl.DataFrame:
+        """The heavy columns of the scored runs in `rows` (read for those only)."""
+        return (
+            store.scan("runs")
+            .select(*match, "reason", "exit_code", "tests", "stdout_tail")
+            .join(rows.lazy().select(match), on=match, how="semi", nulls_equal=True)
+            .unique(keys, keep="any")
+            .collect()
+            .drop("started_at", "outcome")
+        )
+
+    tests = pl.col("tests").fill_null([])
+    n_cases = tests.list.len()
+    own_error = _failing_case(tests, own_code=True)
+    completed = pl.col("reason").is_null()
+    f = pl.col("finding")
+
+    # 1. the reference's rejections: the suite's own error, an assertion, or no verdict
+    references = found.filter(f == "reference_not_accepted")
+    ref_kind = details(references).select(
+        *keys,
+        ref_kind=pl.when(own_error.is_not_null() | (completed & (n_cases == 0) & (pl.col("exit_code") != 0)))
+        .then(pl.lit("execution_logic_error"))
+        .when(completed).then(pl.lit("faulty_check"))
+        .otherwise(pl.lit("unresolved")),
+    )
+
+    # 2-3. the other disagreements, from coverage and the candidates' overlaps
+    if coverage is None or coverage.is_empty():
+        coverage = pl.DataFrame(schema={"configuration": pl.String, "instance_id": pl.String,
+                                        "delta_c": pl.Float64, "missed_lines": pl.List(pl.String)})
+    runs = (
+        found.join(ref_kind, on=keys, how="left", nulls_equal=True)
+        .join(coverage.select("configuration", "instance_id", "delta_c", "missed_lines"),
+              on=["configuration", "instance_id"], how="left")
+    )
+    if overlaps is None:
+        runs = runs.with_columns(overlap=pl.lit(None, dtype=pl.List(pl.String)))
+    else:
+        runs = runs.join(overlaps.select("instance_id", "candidate_id", "overlap"),
+                         on=["instance_id", "candidate_id"], how="left")
+    delta_c = pl.col("delta_c")
+    covered = delta_c.is_not_null()
+    accepted = (f == "invalid_accepted") & covered & (pl.col("overlap").list.len() > 0)
+    missed_here = pl.col("overlap").list.set_intersection(pl.col("missed_lines").fill_null([]))
+    kind = (
+        pl.when(f == "reference_not_accepted").then(pl.col("ref_kind"))
+        .when((f == "buggy_not_rejected") & (delta_c == 0)).then(pl.lit("coverage_gap"))
+        .when((f == "buggy_not_rejected") & (delta_c > 0)).then(pl.lit("faulty_check"))
+        .when(f == "valid_rejected").then(pl.lit("faulty_check"))
+        .when(accepted).then(pl.when(missed_here.list.len() > 0).then(pl.lit("coverage_gap"))
+                             .otherwise(pl.lit("faulty_check")))
+        .otherwise(pl.lit("unclassified"))
+    )
+    rank = (pl.col("kind").replace_strict({k: i for i, k in enumerate(KINDS)}, return_dtype=pl.Int32) * 8
+            + f.replace_strict({k: i for i, k in enumerate(FINDINGS)}, return_dtype=pl.Int32))
+    cell = ["configuration", "instance_id"]
+    ranked = (
+        runs.lazy()
+        .with_columns(kind=kind)
+        .with_columns(rank=rank)
+        .filter(pl.col("rank") == pl.col("rank").min().over(cell))
+        .collect()
+    )
+    picked = ranked.sort(*cell, "candidate_id", nulls_last=True).unique(cell, keep="first", maintain_order=True)
+
+    # the evidence, for the deciding runs only
+    rejections = picked.filter(f.is_in(["reference_not_accepted", "valid_rejected"]))
+    picked = picked.join(details(rejections), on=keys, how="left", nulls_equal=True)
+    assertion = _failing_case(tests, own_code=False)
+    tail = pl.col("stdout_tail").fill_null("").str.slice(-EVIDENCE_CHARS)
+    exit_code = pl.col("exit_code").cast(pl.String).fill_null("?")
+    rejection = (
+        pl.when(~completed).then(pl.concat_str(pl.lit("unresolved: "), pl.col("reason")))
+        .when(own_error.is_not_null() & (pl.col("kind") == "execution_logic_error")).then(own_error)
+        .when(n_cases == 0).then(pl.concat_str(pl.lit("no JUnit case, exit "), exit_code, pl.lit("; output: "), tail))
+        .otherwise(pl.coalesce(assertion, own_error))
+    )
+    evidence = (
+        pl.when(f.is_in(["reference_not_accepted", "valid_rejected"])).then(rejection)
+        .when(~covered).then(pl.lit("passed; coverage of the reference change is not measured"))
+        .when(f == "buggy_not_rejected").then(pl.concat_str(
+            pl.lit("passed on buggy; ΔC on the reference = "), delta_c.round(3).cast(pl.String),
+            pl.lit("; never executed: "), pl.col("missed_lines").list.join(", ")))
+        .when(pl.col("overlap").is_null()).then(pl.lit("accepted; its diff is not available"))
+        .when(pl.col("overlap").list.len() == 0)
+        .then(pl.lit("accepted; its hunks overlap no reference hunk, so reference coverage says nothing of its lines"))
+        .when(pl.col("kind") == "coverage_gap").then(pl.concat_str(
+            pl.lit("accepted; reference-changed lines it also changes, never executed on the reference: "),
+            missed_here.list.join(", ")))
+        .otherwise(pl.concat_str(pl.lit("accepted although the reference-changed lines it also changes were "
+                                        "executed on the reference: "), pl.col("overlap").list.join(", ")))
+    ).str.slice(0, 2 * EVIDENCE_CHARS)
+    basis = (
+        pl.when(f.is_in(["reference_not_accepted", "valid_rejected"]))
+        .then(pl.when(~completed).then(pl.lit("run_reason")).when(n_cases > 0).then(pl.lit("junit"))
+              .otherwise(pl.lit("exit_code")))
+        .when(~covered).then(pl.lit("no_coverage"))
+        .when(f == "buggy_not_rejected").then(pl.lit("reference_delta_c"))
+        .when(pl.col("overlap").is_null()).then(pl.lit("no_diff"))
+        .otherwise(pl.lit("reference_coverage"))
+    )
+    decided = picked.with_columns(evidence=evidence, evidence_basis=basis).select(
+        *cell, "kind", "finding", "state", "candidate_id", "evidence", "evidence_basis")
+    table = (
+        instance_scores.filter(pl.col("s") == 0).select(*cell, "source")
+        .join(decided, on=cell, how="left")
+        .with_columns(
+            kind=pl.col("kind").fill_null("unresolved"),
+            evidence=pl.col("evidence").fill_null("no disagreement: unresolved (E) or missing runs"),
+            evidence_basis=pl.col("evidence_basis").fill_null("run_reason"),
+        )
+        .sort(*cell)
+    )
+    return _conform("failure_taxonomy", table)
+
+
+def taxonomy_shares(taxonomy: pl.DataFrame) -> pl.DataFrame:
+    """`scores/failure_taxonomy_shares`: per configuration and kind, the count and its share
+    of the configuration's S_i = 0 instances; every kind is listed, at 0 when absent."""
+    configurations = taxonomy.select("configuration").unique()
+    kinds = pl.DataFrame({"kind": list(KINDS)})
+    counts = taxonomy.group_by("configuration", "kind").agg(count=pl.len().cast(pl.Int64))
+    table = (
+        configurations.join(kinds, how="cross")
+        .join(counts, on=["configuration", "kind"], how="left")
+        .with_columns(pl.col("count").fill_null(0))
+        .with_columns(share=pl.col("count") / pl.col("count").sum().over("configuration"))
+        .with_columns(kind_order=pl.col("kind").replace_strict({k: i for i, k in enumerate(KINDS)}))
+        .sort("configuration", "kind_order")
+        .drop("kind_order")
+    )
+    return _conform("failure_taxonomy_shares", table)
+
+
+def pooled_shares(taxonomy: pl.DataFrame) -> pl.DataFrame:
+    """The shares over every configuration (the report's pooled line)."""
+    return taxonomy_shares(taxonomy.with_columns(configuration=pl.lit("(all)")))
+
+
