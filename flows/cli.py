@@ -553,7 +553,7 @@ def demo(
         tool = BUNDLED / "generators" / f"{name.replace('-', '_')}.py"
         with _progress_bar():
             generate_flow(benchmark=str(BUNDLED), store=str(out), configuration=name, mode=mode, tools=[str(tool)],
-                          command=f"python tmp/.task/tools/{tool.name}", out=str(generated), backend=backend,
+                          command=f"python3 tmp/.task/tools/{tool.name}", out=str(generated), backend=backend,
                           workers=workers, work=str(work) if work else None, trusted=True)
     _replay(BUNDLED, out, [], backend, workers, None, work, 300.0, True, False)
     _replay(generated, out, [], backend, workers, None, work, 300.0, True, False)
