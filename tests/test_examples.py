@@ -26,7 +26,7 @@ def test_bundled_benchmark_has_the_testprism_panel_shape():
 
 @pytest.mark.slow
 @pytest.mark.requires("sandbox")  # the demo's runs must be isolated by bubblewrap, not merely trusted
-@pytest.mark.timeout(1800)  # 24 generation runs, 792 sandbox runs, their confirmations, coverage, report
+@pytest.mark.timeout(1800)  # 32 generation runs, 1056 sandbox runs, their confirmations, coverage, report
 def test_demo_orders_configurations_as_designed(tmp_path, work_root):
     out = tmp_path / "demo"
     result = CliRunner().invoke(app, ["demo", "--out", str(out), "--work", str(work_root)])
@@ -43,5 +43,5 @@ def test_demo_orders_configurations_as_designed(tmp_path, work_root):
     assert generated["from-reference"]["grr"] > 0.9 and generated["from-reference"]["car"] < 0.1
     assert generated["from-instruction"]["car"] == 1.0 and generated["from-instruction"]["wdr"] < 0.1
     runs = pl.read_parquet(out / "runs" / "*.parquet")
-    assert runs.height == 6 * 12 * 11 and (runs["isolation"] == "bubblewrap").all()
+    assert runs.height == 6 * 16 * 11 and (runs["isolation"] == "bubblewrap").all()
     assert "leaderboard" in result.output

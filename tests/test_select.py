@@ -49,7 +49,7 @@ def scored(tmp_path_factory: pytest.TempPathFactory, work_root: Path) -> Scored:
     for configuration, generator, mode in (("from-reference", "from_reference.py", "testprism"),
                                            ("from-instruction", "from_instruction.py", "plain")):
         invoke("generate", str(BUNDLED), "--store", str(store), "--configuration", configuration,
-               "--command", f"python tmp/.task/tools/{generator}", "--tool", str(GENERATORS / generator),
+               "--command", f"python3 tmp/.task/tools/{generator}", "--tool", str(GENERATORS / generator),
                "--mode", mode, "--out", str(out), "--work", str(work_root), *chosen)
     shutil.copytree(BUNDLED / "suites" / "biased" / HANDWRITTEN[1], out / "suites" / HANDWRITTEN[0] / HANDWRITTEN[1])
     invoke("replay", str(out), "--store", str(store), "--work", str(work_root))

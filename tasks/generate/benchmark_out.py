@@ -1,5 +1,7 @@
 """The generated suites as a benchmark `testprism replay` runs unchanged: `OUT/instances/`
-(the source benchmark's, hard-linked where the filesystem allows) and
+(the source benchmark's, hard-linked where the filesystem allows), the environment folders
+they share outside their own (`environments/<name>/`, the Dockerfile's build context, at the
+same place, so `environment.dockerfile = "../../environments/go/Dockerfile"` still loads) and
 `OUT/suites/<configuration>/<instance>/` from the store's kept outputs (or crossval's merged suites).
 
 A configuration's folder is rebuilt whole from the store and swapped in, so a rerun (or a
@@ -49,6 +51,11 @@ def write_generated(benchmark: Benchmark, configuration: str, suites: Mapping[st
             target = out / "instances" / instance.id
             if not target.exists():
                 _link_tree(instance.folder, target)
+            context = instance.spec.environment.context
+            if context is not None and not context.is_relative_to(instance.folder.resolve()):
+                shared = out / context.relative_to(benchmark.root.resolve())
+                if not shared.exists():
+                    _link_tree(context, shared)
     folder = out / "suites" / configuration
     staging = folder.parent / f".{configuration}.tmp-{uuid.uuid4().hex[:8]}"
     staging.mkdir(parents=True)
