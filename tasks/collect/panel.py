@@ -370,10 +370,18 @@ def _write_instance(instance: Instance, chosen: Iterable[CandidatePatch], target
         (target / "candidates" / f"{cand.candidate_id}.diff").write_text(cand.patch, encoding="utf-8")
         declared.append({"id": cand.candidate_id, "label": cand.label, "patch": f"candidates/{cand.candidate_id}.diff",
                          "note": _note(cand)})
-    spec = instance.spec.model_dump(mode="json", exclude={"candidates"})
+    spec = instance.spec.model_dump(mode="json", exclude={"candidates", "environment", "build"})
     spec["program"]["path"] = "program"
     spec["checks"]["patch"] = "checks.diff"
+    spec["environment"] = instance.spec.environment.as_table()
+    if instance.spec.build is not None:
+        spec["build"] = instance.spec.build.model_dump(mode="json")
     (target / "instance.toml").write_text(toml_writer.dumps({**spec, "candidates": declared}), encoding="utf-8")
+    context = instance.spec.environment.shared_context(instance.folder)
+    if context is not None:  # environments/<name>/, at the same place beside the written instances
+        shared = target.parent.parent / context.relative_to(instance.folder.parent.parent.resolve())
+        if not shared.exists():
+            shutil.copytree(context, shared, symlinks=True)
 
 
 def write_panel_benchmark(benchmark: Benchmark, choices: Sequence[PanelChoice], candidates: Sequence[CandidatePatch],

@@ -51,8 +51,8 @@ def write_generated(benchmark: Benchmark, configuration: str, suites: Mapping[st
             target = out / "instances" / instance.id
             if not target.exists():
                 _link_tree(instance.folder, target)
-            context = instance.spec.environment.context
-            if context is not None and not context.is_relative_to(instance.folder.resolve()):
+            context = instance.spec.environment.shared_context(instance.folder)
+            if context is not None:
                 shared = out / context.relative_to(benchmark.root.resolve())
                 if not shared.exists():
                     _link_tree(context, shared)

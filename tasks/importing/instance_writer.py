@@ -108,18 +108,7 @@ def instance_toml(row: SweBenchRow, source: str, recipe: Recipe, checks: Checks,
     """What the loader reads; its comments say where it came from and which tests were left out.
     Only the environment fields the recipe sets are written, so that a Python recipe's
     instance (and its environment key) is what it always was."""
-    env = recipe.environment(dockerfile.from_instance if dockerfile else None)
-    environment: dict[str, object] = {}
-    if env.python is not None:
-        environment |= {"python": env.python, "packages": list(env.packages)}
-    elif env.packages:
-        environment["packages"] = list(env.packages)
-    if env.dockerfile is not None:
-        environment["dockerfile"] = env.dockerfile
-    if env.toolchains:
-        environment["toolchains"] = list(env.toolchains)
-    if env.variables:
-        environment["variables"] = dict(env.variables)
+    environment = recipe.environment(dockerfile.from_instance if dockerfile else None).as_table()
     comments = [f"Imported by `testprism import swebench` from {row.repo} at {row.base_commit}"
                 f"{f' (version {row.version})' if row.version else ''}; provenance in origin.toml."]
     if checks.dropped:

@@ -116,6 +116,30 @@ class EnvironmentSpec(_Model):
             parts += ["variables", *(f"{k}={v}" for k, v in self.variables)]
         return digest(*parts)
 
+    def as_table(self) -> dict[str, object]:
+        """`[environment]` as instance.toml writes it: only what is set, so that the file
+        loads back to this spec (and its key), whatever the instance's language."""
+        table: dict[str, object] = {}
+        if self.python is not None:
+            table |= {"python": self.python, "packages": list(self.packages)}
+        elif self.packages:
+            table["packages"] = list(self.packages)
+        if self.dockerfile is not None:
+            table["dockerfile"] = self.dockerfile
+        if self.toolchains:
+            table["toolchains"] = list(self.toolchains)
+        if self.variables:
+            table["variables"] = dict(self.variables)
+        return table
+
+    def shared_context(self, instance_folder: Path) -> Path | None:
+        """The Dockerfile's folder when it lies outside the instance's own (instances share
+        `environments/<name>/`): a writer of another benchmark copies it along, at the same
+        place relative to the instances, so the instance's `dockerfile` path still loads."""
+        if self._context is None or self._context.is_relative_to(instance_folder.resolve()):
+            return None
+        return self._context
+
     @property
     def summary(self) -> str:
         """One line for logs: what the environment is made of."""
