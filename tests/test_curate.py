@@ -260,8 +260,9 @@ def test_curate_the_examples_by_their_example_config(tmp_path, work_root):
     assert result.exit_code == 0, result.output
     funnel = Store(store).scan("funnel").filter(pl.col("flow") == "curate").collect().sort("step")
     assert funnel["stage"].to_list() == ["sources", "bounds", "dedup", "difficulty", "split"]
-    # 12 bundled instances, 1 of 2 Harbor tasks, 2 of 3 exercises, 1 SWE-bench row
-    assert funnel["retained"].to_list() == [16, 11, 11, 11, 6]
+    # 16 bundled instances (12 Python, 2 Go, 2 JavaScript), 1 of 2 Harbor tasks, 2 of 3
+    # exercises, 1 SWE-bench row; the Go and JavaScript ones pass every bound
+    assert funnel["retained"].to_list() == [20, 15, 15, 15, 9]
     assert sorted(e["item"] for e in funnel.row(0, named=True)["exclusions"]) == [
         "clone-at-build", "exercises/practice/reverse-string"]
     bounds = funnel.row(1, named=True)
@@ -273,7 +274,7 @@ def test_curate_the_examples_by_their_example_config(tmp_path, work_root):
         ("textkit__wrap-exact-width", "tests_too_sparse"),
     ]
     test, train = load_benchmark(out), load_benchmark(tmp_path / "bench-train")
-    assert len(test.instances) == 3 and len(train.instances) == 3
+    assert len(test.instances) == 3 and len(train.instances) == 6
     repos = {repository_of(i) for i in test.instances}
     assert not repos & {repository_of(i) for i in train.instances}
     # the same config again: refused without --overwrite (nothing replaced), identical with it
@@ -377,9 +378,9 @@ def test_curate_a_mixed_set_of_four_kinds_of_source(tmp_path, work_root):
     funnels = Store(store).scan("funnel").filter(pl.col("flow") == "curate").collect()
     one = funnels.filter(pl.col("flow_run") == funnels.sort("recorded_at")["flow_run"][0]).sort("step")
     assert one["stage"].to_list() == ["sources", "bounds", "dedup", "split"]
-    # 12 bundled + 1 Harbor task + 2 exercises + 1 SWE-bench row; a Harbor task without its
+    # 16 bundled (12 Python, 2 Go, 2 JavaScript) + 1 Harbor task + 2 exercises + 1 SWE-bench row; a Harbor task without its
     # program and an exercise without its example are skipped by their adapters
-    assert one["retained"].to_list() == [16, 15, 15, 10]
+    assert one["retained"].to_list() == [20, 19, 19, 10]
     sources = one.row(0, named=True)
     assert sorted(e["reason"] for e in sources["exclusions"]) == ["source_skipped", "source_skipped"]
     assert [e["item"] for e in one.row(1, named=True)["exclusions"]] == ["algokit__toposort-leaf-deps"]

@@ -44,7 +44,7 @@ from unidiff import PatchedFile
 
 from testprism.tasks.model import patches, syntax, toml_writer
 from testprism.tasks.model.folder_swap import swap_in
-from testprism.tasks.model.benchmark import Benchmark, Instance, load_benchmark
+from testprism.tasks.model.benchmark import Benchmark, Instance, load_benchmark, place_shared_environment
 from testprism.tasks.collect.candidate import CandidatePatch, tokens
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason
@@ -377,11 +377,7 @@ def _write_instance(instance: Instance, chosen: Iterable[CandidatePatch], target
     if instance.spec.build is not None:
         spec["build"] = instance.spec.build.model_dump(mode="json")
     (target / "instance.toml").write_text(toml_writer.dumps({**spec, "candidates": declared}), encoding="utf-8")
-    context = instance.spec.environment.shared_context(instance.folder)
-    if context is not None:  # environments/<name>/, at the same place beside the written instances
-        shared = target.parent.parent / context.relative_to(instance.folder.parent.parent.resolve())
-        if not shared.exists():
-            shutil.copytree(context, shared, symlinks=True)
+    place_shared_environment(instance, target.parent.parent)
 
 
 def write_panel_benchmark(benchmark: Benchmark, choices: Sequence[PanelChoice], candidates: Sequence[CandidatePatch],

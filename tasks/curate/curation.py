@@ -22,7 +22,7 @@ from testprism.tasks.curate.selection import CurateItem, Split, deduplicate, scr
 from testprism.tasks.curate.sources import SourceRead
 from testprism.tasks.importing.staging import staged
 from testprism.tasks.model import toml_writer
-from testprism.tasks.model.benchmark import Instance
+from testprism.tasks.model.benchmark import Instance, place_shared_environment
 from testprism.tasks.model.funnel import Excluded, Funnel, Stage
 from testprism.tasks.model.outcome import Reason
 
@@ -114,6 +114,7 @@ def _write(out: Path, items: Sequence[CurateItem], instances: dict[str, Instance
         for item in items:
             # links stay links: the loader refuses them, and copying never reads through one
             shutil.copytree(instances[item.instance_id].folder, folder / "instances" / item.instance_id, symlinks=True)
+            place_shared_environment(instances[item.instance_id], folder)
         (folder / "instances").mkdir(parents=True, exist_ok=True)
         (folder / "curation.toml").write_text(toml_writer.dumps(
             manifest, ["How this split was chosen (testprism curate). Not read by the loader."]))

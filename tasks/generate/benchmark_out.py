@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from testprism.tasks.model.benchmark import Benchmark, BenchmarkError
+from testprism.tasks.model.benchmark import Benchmark, BenchmarkError, place_shared_environment
 from testprism.tasks.model.folder_swap import swap_in
 
 log = logging.getLogger(__name__)
@@ -51,11 +51,7 @@ def write_generated(benchmark: Benchmark, configuration: str, suites: Mapping[st
             target = out / "instances" / instance.id
             if not target.exists():
                 _link_tree(instance.folder, target)
-            context = instance.spec.environment.shared_context(instance.folder)
-            if context is not None:
-                shared = out / context.relative_to(benchmark.root.resolve())
-                if not shared.exists():
-                    _link_tree(context, shared)
+            place_shared_environment(instance, out, _link_tree)
     folder = out / "suites" / configuration
     staging = folder.parent / f".{configuration}.tmp-{uuid.uuid4().hex[:8]}"
     staging.mkdir(parents=True)

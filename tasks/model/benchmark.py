@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 import tomllib
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
@@ -315,6 +316,26 @@ class Benchmark:
             return suite, None
         rejected = (configuration, instance_id) in self.suite_errors
         return None, Reason.INVALID_SUITE if rejected else Reason.MISSING_SUITE
+
+
+def _copy_folder(source: Path, target: Path) -> None:
+    shutil.copytree(source, target, symlinks=True)
+
+
+def place_shared_environment(instance: Instance, out_root: Path,
+                             copy: Callable[[Path, Path], None] = _copy_folder) -> None:
+    """Put the instance's shared Dockerfile folder (`environments/<name>/`, outside its own
+    folder) into the benchmark being written at `out_root`, at the same place relative to
+    `instances/`, so the instance's `environment.dockerfile` still loads there. Every
+    writer of a benchmark made of another's instances (curate's splits, collect's panels,
+    generate's output) calls it; a folder already there is left alone."""
+    context = instance.spec.environment.shared_context(instance.folder)
+    if context is None:
+        return
+    target = out_root / context.relative_to(instance.folder.parent.parent.resolve())
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        copy(context, target)
 
 
 M = TypeVar("M", bound=BaseModel)
