@@ -759,16 +759,17 @@ def list_(all_: Annotated[bool, typer.Option("--all", help="also show each image
 
 @images_app.command("prune")
 def prune(
-    keep: Annotated[Optional[Path], typer.Option(help="keep the images this benchmark folder needs")] = None,
+    keep: Annotated[Optional[list[Path]], typer.Option(
+        help="keep the images this benchmark folder needs (repeatable)")] = None,
     base: Annotated[bool, typer.Option("--base", help="remove the base image too")] = False,
 ) -> None:
-    """Remove environment images (all, or those the `--keep` benchmark does not use), and
-    run containers left by crashed processes."""
+    """Remove environment images (all, or those no `--keep` benchmark uses), and run
+    containers left by crashed processes."""
     from testprism.tasks.sandbox.docker.backend import DockerBackend
     from testprism.tasks.sandbox.docker.engine import api_client
     from testprism.tasks.sandbox.docker.images import prune_images
 
-    kept = {i.spec.environment.key for i in load_benchmark(keep).instances.values()} if keep else None
+    kept = {i.spec.environment.key for folder in keep for i in load_benchmark(folder).instances.values()} if keep else None
     swept = DockerBackend.sweep(WorkPaths(default_work_root()))
     removed = prune_images(api_client(), keep=kept, include_base=base)
     for tag in removed:

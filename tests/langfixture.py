@@ -162,6 +162,10 @@ def _instance(root: Path, iid: str, language: str, env: str, program: dict[str, 
     for cid in ("valid", "invalid"):
         write(folder / "candidates" / f"{cid}.diff", diff(source, states["buggy"], states[cid]))
     tool = {"go": '["go", "gotestsum"]', "javascript": '["node"]'}[language]
+    # the bundled instances' own environments (examples/), so their images are shared: the
+    # same Dockerfile, toolchains and variables make the same environment key
+    variables = ('\nvariables = { GOPROXY = "off", CGO_ENABLED = "0", GOCACHE = "/workspace/program/.cache/go-build" }'
+                 if language == "go" else "")
     build_table = f'\n[build]\ncommand = "{build}"\ntimeout_s = 300\n' if build else ""
     write(folder / "instance.toml", textwrap.dedent(f"""\
         id = "{iid}"
@@ -170,7 +174,7 @@ def _instance(root: Path, iid: str, language: str, env: str, program: dict[str, 
 
         [environment]
         dockerfile = "../../environments/{env}/Dockerfile"
-        toolchains = {tool}
+        toolchains = {tool}{variables}
         {build_table}
         [checks]
         command = "{command}"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from testprism.storage import Store
-from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
+from testprism.tasks.model.benchmark import BUNDLED, EnvironmentSpec, load_benchmark
 from testprism.tasks.sandbox.environment import EnvironmentBuildError
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxUnavailable
 from testprism.tasks.sandbox.docker.backend import DockerBackend  # registers "docker"
@@ -384,14 +384,15 @@ def test_images_cli_builds_lists_and_prunes(backend, parity_bench):
     listed = runner.invoke(images_app, ["list"], env={"COLUMNS": "200"})
     assert listed.exit_code == 0, listed.output
     assert "testprism-base" in listed.output and "environment" in listed.output
-    # prune --keep: what the benchmark uses stays, an unused environment image goes
+    # prune --keep: what the benchmarks use stays, an unused environment image goes (the
+    # bundled benchmark's are kept too: later tests build their Go and Node images on them)
     api = api_client()
     tag = f"{ENV_REPOSITORY}:{backend.environment.name}"
     holder = api.create_container(tag, command=["true"])["Id"]
     api.commit(holder, repository=ENV_REPOSITORY, tag="unused-by-tests",
                conf={"Labels": {"testprism.kind": "environment", "testprism.environment": "unused"}})
     api.remove_container(holder, force=True)
-    pruned = runner.invoke(images_app, ["prune", "--keep", str(parity_bench)])
+    pruned = runner.invoke(images_app, ["prune", "--keep", str(parity_bench), "--keep", str(BUNDLED)])
     assert pruned.exit_code == 0, pruned.output
     remaining = {t for image in api.images(filters={"label": "testprism=1"}) for t in image.get("RepoTags") or ()}
     assert f"{ENV_REPOSITORY}:unused-by-tests" not in remaining
