@@ -68,7 +68,7 @@ def test_bad_multilanguage_fields_name_file_and_field(tmp_path, edit, field, mes
 
 def test_variables_are_checked(tmp_path):
     root = make_language_benchmark(tmp_path / "bench")
-    toml = root / "instances" / "go__clamp" / "instance.toml"
+    toml = root / "instances" / "js__clamp" / "instance.toml"
     toml.write_text(toml.read_text().replace("[environment]\n", '[environment]\nvariables = { TESTPRISM_JUNIT = "/x" }\n'))
     with pytest.raises(BenchmarkError, match="environment.variables"):
         load_benchmark(root)
