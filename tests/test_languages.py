@@ -28,6 +28,12 @@ EXPECTED = {  # (instance, state) -> outcome of the `strong` suite
 }
 
 
+def _fresh_work(work_root, tmp_path):
+    """A work area of this test's own under the session's (which the sandbox's uid can
+    traverse): the builds it counts are its own, not found done by an earlier test."""
+    return str(work_root / f"own-{tmp_path.name}")
+
+
 def _outcomes(store) -> dict[tuple[str, str], str]:
     runs = Store(store).scan("runs").collect()
     return {(r["instance_id"], r["candidate_id"] or r["state"]): r["outcome"] for r in runs.iter_rows(named=True)}
@@ -111,8 +117,8 @@ def test_junit_ids_of_each_toolchain():
 @pytest.mark.slow
 @pytest.mark.requires("sandbox", "toolchains")
 def test_go_and_js_replay_under_local_with_one_build_per_state(tmp_path, work_root):
-    bench = make_language_benchmark(tmp_path / "bench")
-    summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=str(work_root))
+    bench, work = make_language_benchmark(tmp_path / "bench"), _fresh_work(work_root, tmp_path)
+    summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=work)
     assert _outcomes(tmp_path / "store") == EXPECTED
     # 4 Go states, each built once, though each of them ran twice (every F is confirmed)
     assert summary.builds == 4
@@ -122,7 +128,7 @@ def test_go_and_js_replay_under_local_with_one_build_per_state(tmp_path, work_ro
     assert {t["name"].rsplit("::", 1)[-1]: t["outcome"] for t in go_buggy["tests"]} == {
         "TestBuiltTree": "passed", "TestAboveUpperBound": "failed", "TestAtUpperBound": "passed"}
     # a second replay into another store reuses the built trees: no build runs again
-    again = replay_flow(benchmark=str(bench), store=str(tmp_path / "store2"), backend="local", work=str(work_root))
+    again = replay_flow(benchmark=str(bench), store=str(tmp_path / "store2"), backend="local", work=work)
     assert again.builds == 0 and _outcomes(tmp_path / "store2") == EXPECTED
 
 
@@ -136,7 +142,8 @@ def test_a_failing_build_is_every_run_of_the_state_build_failed(tmp_path, work_r
     # the build fails on the invalid candidate's tree alone
     toml.write_text(toml.read_text().replace("go vet ./... && go build ./... && touch BUILT",
                                              "grep -q 'hi - 1' calc/calc.go && exit 3; touch BUILT"))
-    summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=str(work_root))
+    summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local",
+                          work=_fresh_work(work_root, tmp_path))
     runs = Store(tmp_path / "store").scan("runs").collect()
     invalid = runs.filter(pl.col("candidate_id") == "invalid").row(0, named=True)
     assert (invalid["outcome"], invalid["reason"]) == ("E", "build_failed")
@@ -150,7 +157,8 @@ def test_a_failing_build_is_every_run_of_the_state_build_failed(tmp_path, work_r
 @pytest.mark.timeout(1200)
 def test_docker_builds_the_dockerfiles_and_agrees_with_local(tmp_path, work_root):
     bench = make_language_benchmark(tmp_path / "bench")
-    local = replay_flow(benchmark=str(bench), store=str(tmp_path / "local"), backend="local", work=str(work_root))
+    local = replay_flow(benchmark=str(bench), store=str(tmp_path / "local"), backend="local",
+                        work=_fresh_work(work_root, tmp_path))
     docker = replay_flow(benchmark=str(bench), store=str(tmp_path / "docker"), backend="docker",
                          work=str(tmp_path / "docker-work"))
     assert _outcomes(tmp_path / "docker") == _outcomes(tmp_path / "local") == EXPECTED
@@ -171,7 +179,7 @@ def test_a_build_step_of_a_python_instance_is_what_runs_import(tmp_path, work_ro
     suite = "from built import VALUE\n\n\ndef test_built():\n    assert VALUE == 42\n"
     bench = make_benchmark(tmp_path / "bench", {"strong": {"test_built.py": suite}})
     _with_build(bench, "echo VALUE = 42 > built.py")
-    summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=str(work_root))
+    summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=_fresh_work(work_root, tmp_path))
     assert set(_outcomes(tmp_path / "store").values()) == {"P"} and summary.builds == 4
 
 
@@ -185,7 +193,7 @@ def test_a_build_that_turns_the_program_into_a_link_is_refused(tmp_path, work_ro
     (bait / "secret").write_text("host data")
     bait.chmod(0o777)
     _with_build(bench, f"cd .. && mv program moved && ln -s {bait} program")
-    replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=str(work_root))
+    replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=_fresh_work(work_root, tmp_path))
     runs = Store(tmp_path / "store").scan("runs").collect()
     assert set(runs["reason"]) == {"build_failed"}
     assert "cannot be kept" in runs["stdout_tail"][0]
