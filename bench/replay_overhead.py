@@ -13,10 +13,10 @@ it:
 - `docker-cold`: the same without starting ahead (`prewarm=False`): create, start, wait,
   remove all on the run's path.
 - `docker-reused`: DockerBackend fast mode (one container kept, workspace reset).
-- `docker-allcpus` (only when asked for): `docker` with the CPU quota raised from its
-  default (1 CPU, TESTPRISM_DOCKER_CPUS) to every core, as `bare` and `local` have: how
-  much of a suite's docker overhead is the quota (a multi-threaded toolchain, Go's, is
-  throttled by it where a one-threaded pytest is not).
+- `docker-1cpu` (only when asked for): `docker` with a CPU quota of 1 CPU (the default is
+  every core, as `bare` and `local` have; TESTPRISM_DOCKER_CPUS sets one): what a quota
+  costs a suite (a multi-threaded toolchain, Go's, is throttled by it where a one-threaded
+  pytest is not).
 - `swebench`: the SWE-bench harness's per-prediction steps (swebench/harness/
   run_evaluation.py run_instance): `containers.create` of an instance image (environment
   image + the program committed in /testbed) with `tail -f /dev/null`, start, copy the
@@ -485,8 +485,33 @@ def fill_cost(subj: Subject, environment: Path, scratch: Path, runs: int = 15) -
     return statistics.median(times)
 
 
+#: how each toolchain a bench instance names tells its version
+VERSION_COMMANDS = {"go": ["go", "version"], "java": ["java", "-version"]}
+
+
+def toolchain_versions(subj: Subject, tag: str) -> dict[str, tuple[str, str]]:
+    """Each of the instance's toolchains' version on the host (what `bare` and `local` run)
+    and in its docker image (what `docker` runs): where they differ, the docker overhead
+    mixes the sandbox's cost with the two versions' own (Node 18 starts its test runner
+    slower than Node 20)."""
+    api = api_client()
+    found = {}
+    for tool in subj.environment.toolchains:
+        command = VERSION_COMMANDS.get(tool, [tool, "--version"])
+        host = subprocess.run(command, capture_output=True, text=True)
+        container = api.create_container(tag, command=command, network_disabled=True)
+        try:
+            api.start(container)
+            api.wait(container)
+            image = api.logs(container).decode(errors="replace")
+        finally:
+            api.remove_container(container, force=True)
+        found[tool] = ((host.stdout + host.stderr).strip().splitlines()[0], image.strip().splitlines()[0])
+    return found
+
+
 def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]], times: dict[str, list[float]],
-                      fills: dict[str, float]) -> None:
+                      fills: dict[str, float], versions: dict[str, dict[str, tuple[str, str]]]) -> None:
     """Each instance's local and docker overhead against the first Python instance's."""
     python = next((s for s in subjects if s.language == "python"), None)
 
@@ -496,10 +521,10 @@ def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]]
             return None
         return statistics.median(t - b for t, b in zip(per_round[name], per_round[f"{subj.id}:bare"], strict=False))
 
-    extra = [m for m in ("docker-allcpus",) if any(n.endswith(f":{m}") for n in per_round)]
+    extra = [m for m in ("docker-1cpu",) if any(n.endswith(f":{m}") for n in per_round)]
     table = Table(title="per-run overhead by language (overhead = median over rounds of mode − the instance's bare)")
     for column in ("language", "instance", "bare", "local", "÷ py", "docker", "÷ py", "≤ 1.10", *extra,
-                   "files", "MB", "copy"):
+                   "files", "MB", "copy", "toolchain: host / image"):
         table.add_column(column, justify="left" if column in ("language", "instance") else "right", no_wrap=True)
     for subj in subjects:
         cells = [subj.language, subj.id, f"{statistics.median(times[f'{subj.id}:bare']):.3f} s"]
@@ -519,12 +544,14 @@ def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]]
         files, size = tree_size(subj.tree)
         cells += [str(files), f"{size / 1e6:.1f}",
                   f"{fills[subj.id] * 1000:.0f} ms" if subj.id in fills else "—"]
+        cells.append("; ".join(f"{host} / {image}" + ("" if host == image else " (DIFFER)")
+                               for host, image in versions.get(subj.id, {}).values()) or "—")
         table.add_row(*cells)
     console.print(table)
     console.print("local, docker: overhead; ÷ py = overhead ÷ the Python instance's overhead of the same mode "
                   "(target for docker ≤ 1.10); files, MB: the state's (built) tree, which every local and docker run "
                   "copies; copy = median time of fill_workspace on it (copy, owner and times of every entry), measured "
-                  "alone after the rounds" + ("; docker-allcpus: docker's overhead with the CPU quota at every core"
+                  "alone after the rounds" + ("; docker-1cpu: docker's overhead with a CPU quota of 1 CPU"
                                               if extra else ""))
 
 
@@ -614,16 +641,22 @@ def main() -> None:
             extra["docker-cold"] = DockerBackend(work, reuse=False, prewarm=False)
         if "docker-reused" in modes:
             extra["docker-reused"] = DockerBackend(work, reuse=True)
-        if "docker-allcpus" in modes:  # a diagnosis: `docker` with the CPU quota at every core
-            extra["docker-allcpus"] = DockerBackend(work, reuse=False, cpus=float(os.cpu_count() or 1))
+        if "docker-1cpu" in modes:  # a diagnosis: `docker` with a quota of 1 CPU
+            extra["docker-1cpu"] = DockerBackend(work, reuse=False, cpus=1.0)
         backends += list(extra.values())
         runners: dict[str, Callable[[], int]] = {}
         handles: dict[str, tuple[Path, Path]] = {}
+        versions: dict[str, dict[str, tuple[str, str]]] = {}
         for subj in subjects:
             prefix = f"{subj.id}:" if several else ""
             local_env = local.prepare(subj.environment)
             docker_env = docker.prepare(subj.environment)  # the image is built here, before timing
             handles[subj.id] = (local_env, docker_env)
+            versions[subj.id] = toolchain_versions(subj, environment_tag(docker_env.name)) if "docker" in modes else {}
+            for tool, (host, image) in versions[subj.id].items():
+                if host != image:
+                    log.warning("%s: %s differs between the host (%s: bare, local) and the image (%s: docker): the "
+                                "docker overhead includes the two versions' own difference", subj.id, tool, host, image)
             if "bare" in modes:
                 runners[prefix + "bare"] = bare_runner(subj, local_env, scratch)
             if "local" in modes:
@@ -660,7 +693,7 @@ def main() -> None:
                 mine = {n[len(prefix):]: v for n, v in times.items() if n.startswith(prefix)}
                 rounds = {n[len(prefix):]: v for n, v in per_round.items() if n.startswith(prefix)}
                 report(mine, rounds, title=f"{subj.id} ({subj.language})")
-            compare_languages(subjects, per_round, times, fills)
+            compare_languages(subjects, per_round, times, fills, versions)
         else:
             report(times, per_round)
         counted = {n: c for n, c in FROM_BUILT.items() if c}

@@ -233,6 +233,27 @@ def test_memory_limit(mode, backends, empty_tree):
     assert not big.timed_out
 
 
+CPU_QUOTA = ("python -c 'import pathlib; cg = pathlib.Path(\"/sys/fs/cgroup\"); "
+             "v2 = cg / \"cpu.max\"; "
+             "q, p = v2.read_text().split() if v2.exists() else ((cg / \"cpu/cpu.cfs_quota_us\").read_text(), "
+             "(cg / \"cpu/cpu.cfs_period_us\").read_text()); print(\"cpus\", int(q) / int(p))'")
+
+
+def test_cpu_quota_is_every_core_unless_set(backend, docker_engine, work_root, empty_tree, monkeypatch):
+    """A run may use every core, as a local run may (a 1-CPU quota throttled Go's parallel
+    compile and not pytest); TESTPRISM_DOCKER_CPUS sets a quota."""
+    result = backend.run(request_for(backend, empty_tree, CPU_QUOTA))
+    assert f"cpus {float(os.cpu_count())}" in result.output_tail, result.output_tail
+    monkeypatch.setenv("TESTPRISM_DOCKER_CPUS", "0.5")
+    capped = DockerBackend(WorkPaths(work_root), reuse=False, prewarm=False)
+    try:
+        capped.environment = capped.prepare(EnvironmentSpec())
+        result = capped.run(request_for(capped, empty_tree, CPU_QUOTA))
+    finally:
+        capped.close()
+    assert "cpus 0.5" in result.output_tail, result.output_tail
+
+
 @pytest.mark.parametrize("mode", ["fresh-bind", "reused-bind"])
 def test_process_limit(mode, backends, empty_tree):
     backend = backends[mode]

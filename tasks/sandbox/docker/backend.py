@@ -90,7 +90,10 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
         super().__init__(work)
         self.base_name = base_image_name(base_image)
         self.reuse = reuse if reuse is not None else os.environ.get("TESTPRISM_DOCKER_REUSE", "") not in ("", "0")
-        self.cpus = cpus if cpus is not None else float(os.environ.get("TESTPRISM_DOCKER_CPUS") or 1.0)
+        # Every core by default, as a local run has: a quota below that throttles a toolchain
+        # that compiles in parallel (go test: +130 ms a run at 1 CPU on 2 cores, README) and
+        # not a one-threaded pytest, so outcomes' timings would depend on the language.
+        self.cpus = cpus if cpus is not None else float(os.environ.get("TESTPRISM_DOCKER_CPUS") or os.cpu_count() or 1)
         self.isolation = "container-reused" if self.reuse else "container"
         self._local = threading.local()
         self._clients: list[APIClient] = []
