@@ -44,6 +44,27 @@ def test_bad_instance_toml_names_file_and_field(root, edit, field, message):
     assert message in str(err.value) and str(path) in str(err.value)
 
 
+def test_failed_checks_are_official_checks_of_an_invalid_candidate(root):
+    path = toml_of(root)
+    text = path.read_text()
+    path.write_text(text.replace('label = "invalid"', 'label = "invalid"\nfailed_checks = '
+                                 '["tests/test_official.py::test_input_untouched"]'))
+    invalid = load_benchmark(root).instances["mini__median-even"].candidates[1]
+    assert invalid.failed_checks == frozenset({"tests/test_official.py::test_input_untouched"})
+    for edit, field, message in (
+        (('label = "invalid"', 'label = "invalid"\nfailed_checks = ["tests/test_official.py::test_nothing"]'),
+         "candidates.1.failed_checks", "['tests/test_official.py::test_nothing'] are not in checks.fail_to_pass"),
+        (('label = "valid"', 'label = "valid"\nfailed_checks = ["tests/test_official.py::test_even_length"]'),
+         "candidates.0.failed_checks", "only an invalid candidate fails official checks"),
+        (('label = "invalid"', 'label = "invalid"\nfailed_checks = []'), "candidates.1.failed_checks", "at least 1"),
+    ):
+        path.write_text(text.replace(*edit))
+        with pytest.raises(BenchmarkError) as err:
+            load_benchmark(root)
+        assert err.value.path == path and err.value.field == field, err.value
+        assert message in str(err.value)
+
+
 def test_patch_that_is_not_a_diff(root):
     patch = root / "instances" / "mini__median-even" / "candidates" / "stdlib.diff"
     patch.write_text("this is prose, not a patch\n")

@@ -448,3 +448,6 @@ def test_labels_agree_with_the_bundled_benchmark(instance_id, tmp_path, work_roo
     labels, _ = label_all(instance, tmp_path / "store", work_root)
     assert {cid: label.label for cid, label in labels.items()} == {c.id: c.label for c in instance.candidates}
     assert all(label.reason is None for label in labels.values())
+    # the failed checks the benchmark records (the panel-size curves' invalid diversity) are the checks' own
+    assert {cid: frozenset(label.failed_checks) for cid, label in labels.items() if label.label == "invalid"} == {
+        c.id: c.failed_checks for c in instance.candidates if c.label == "invalid"}

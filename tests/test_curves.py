@@ -3,6 +3,8 @@ schedules, on a hand-built store whose curves are worked out by hand."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -159,6 +161,28 @@ def test_ast_distances_of_tiny_patches_from_the_benchmark(tmp_path):
     assert side.start == 1  # v1 is the reference's change: v2 is the farthest from it
     assert benchmark_valid_sides(bench, {"i1": ("v1", "v3")}) == {}  # v3 does not apply: unknown, not a guess
     assert benchmark_valid_sides(bench, {"i1": ("v1", "v9")}) == {}  # not in the benchmark
+
+
+def test_invalid_sides_from_the_failed_checks_the_benchmark_records(tmp_path):
+    """Without a collection in the store, the invalid side comes from the benchmark's
+    `failed_checks`; a pool with one candidate unrecorded stays unknown, not guessed."""
+    bench = tiny_benchmark(tmp_path / "bench")
+    toml = bench / "instances" / "i2" / "instance.toml"
+    shutil.copytree(bench / "instances" / "i1", toml.parent)
+    text = toml.read_text().replace('id = "i1"', 'id = "i2"').replace(
+        'fail_to_pass = ["t"]', 'fail_to_pass = ["a", "b"]\npass_to_pass = ["c"]')
+    for cid, checks in FAILED["i1"].items():
+        (toml.parent / f"{cid}.diff").write_bytes((toml.parent / "v1.diff").read_bytes())
+        text += f'[[candidates]]\nid = "{cid}"\nlabel = "invalid"\npatch = "{cid}.diff"\nfailed_checks = {json.dumps(checks)}\n'
+    toml.write_text(text)
+    store = curve_store(tmp_path / "store", collected=False)
+    recorded = panel_distances(store, bench)["i2"].invalid
+    assert recorded is not None and recorded.ids == INVALID
+    by_hand = invalid_side({cid: frozenset(c) for cid, c in FAILED["i1"].items()})
+    assert np.array_equal(recorded.shown, by_hand.shown) and recorded.start == by_hand.start
+    assert panel_distances(store, bench).get("i1", InstanceDistances()).invalid is None  # i1 records none
+    toml.write_text(text.replace('failed_checks = ["c"]\n', ""))
+    assert panel_distances(store, bench).get("i2", InstanceDistances()).invalid is None  # x3 unrecorded: the pool is unknown
 
 
 def test_invalid_side_is_jaccard_of_failed_checks():

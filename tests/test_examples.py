@@ -45,3 +45,11 @@ def test_demo_orders_configurations_as_designed(tmp_path, work_root):
     runs = pl.read_parquet(out / "runs" / "*.parquet")
     assert runs.height == 6 * 16 * 11 and (runs["isolation"] == "bubblewrap").all()
     assert "leaderboard" in result.output
+    # the three panel-size curves, drawn in the report: diversity-first needs every pool's
+    # distances (valid: the patches; invalid: the failed checks the bundled benchmark records)
+    curves = pl.read_parquet(out / "scores" / "panel_curves.parquet")
+    assert set(curves["schedule"]) == {"random", "diversity", "hardest"}
+    html = (out / "report.html").read_text()
+    for schedule in ("random", "diversity", "hardest"):
+        figure = html.split(f'<figure class="curve" data-schedule="{schedule}">', 1)[1].split("</figure>", 1)[0]
+        assert figure.count("<svg") == 2, schedule  # JVR against k, and the panel's diversity

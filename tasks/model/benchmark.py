@@ -190,6 +190,10 @@ class CandidateSpec(_Model):
     label: Literal["valid", "invalid"]
     patch: str
     note: str = ""
+    #: an invalid candidate's failed official checks, as `testprism collect` records them:
+    #: what the invalid side's diversity (pairwise Jaccard, the panel-size curves) is read
+    #: from when the store holds no collection of the candidate
+    failed_checks: tuple[str, ...] | None = Field(None, min_length=1)
 
 
 class InstanceSpec(_Model):
@@ -248,6 +252,7 @@ class Candidate:
     label: str
     note: str
     patch: bytes
+    failed_checks: frozenset[str] | None = None  #: recorded in the benchmark (CandidateSpec)
 
 
 @dataclass(frozen=True)
@@ -416,16 +421,34 @@ def load_instance(folder: Path) -> Instance:
         raise BenchmarkError(folder / "instruction.md", "(file)", "missing")
     reference = read_patch(folder / "reference.diff", "reference")
     checks = read_patch(_inside(folder, spec.checks.patch, toml_path, "checks.patch"), "checks.patch")
+    _check_failed_checks(spec, toml_path)
     candidates = tuple(
         Candidate(
             id=c.id,
             label=c.label,
             note=c.note,
             patch=read_patch(_inside(folder, c.patch, toml_path, f"candidates.{i}.patch"), f"candidates.{i}.patch"),
+            failed_checks=None if c.failed_checks is None else frozenset(c.failed_checks),
         )
         for i, c in enumerate(spec.candidates)
     )
     return Instance(spec=spec, folder=folder, reference=reference, checks_patch=checks, candidates=candidates)
+
+
+def _check_failed_checks(spec: InstanceSpec, toml_path: Path) -> None:
+    """A recorded failure is one of the official checks, of an invalid candidate (a valid
+    one fails none)."""
+    official = set(spec.checks.fail_to_pass) | set(spec.checks.pass_to_pass)
+    for i, cand in enumerate(spec.candidates):
+        if cand.failed_checks is None:
+            continue
+        field = f"candidates.{i}.failed_checks"
+        if cand.label != "invalid":
+            raise BenchmarkError(toml_path, field, f"candidate {cand.id!r} is {cand.label}: only an invalid "
+                                 "candidate fails official checks")
+        unknown = sorted(set(cand.failed_checks) - official)
+        if unknown:
+            raise BenchmarkError(toml_path, field, f"{unknown} are not in checks.fail_to_pass or checks.pass_to_pass")
 
 
 def load_suite(folder: Path, configuration: str, instance_id: str) -> Suite:

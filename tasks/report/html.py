@@ -165,8 +165,8 @@ def _curves_section(data: ReportData, colours: dict[str, str]) -> str:
         if rows.is_empty():
             figures.append(f'<figure class="curve" data-schedule="{schedule}"><figcaption>{esc(title)}</figcaption>'
                            "<p>Not computed: the candidates' distances are unknown (pass the benchmark to "
-                           "<code>testprism score</code> for valid patches; collect's failed checks for invalid "
-                           "ones).</p></figure>")
+                           "<code>testprism score</code> for valid patches; collect's failed checks, or the "
+                           "benchmark's <code>failed_checks</code>, for invalid ones).</p></figure>")
             continue
         series = {name: list(rows.filter(pl.col("configuration") == name).sort("k").select("k", "jvr").iter_rows())
                   for name in order}

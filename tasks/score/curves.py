@@ -196,14 +196,34 @@ def store_invalid_sides(store: Store, pools: Mapping[str, tuple[str, ...]]) -> d
     return sides
 
 
+def benchmark_invalid_sides(benchmark: Path | str, pools: Mapping[str, tuple[str, ...]]) -> dict[str, SideDistances]:
+    """The invalid side of each instance whose every invalid candidate of its pool has its
+    failed checks recorded in the benchmark (`failed_checks`, docs/benchmark-format.md)."""
+    sides: dict[str, SideDistances] = {}
+    for instance_id, ids in sorted(pools.items()):
+        try:
+            instance = load_instance(Path(benchmark) / "instances" / instance_id)
+        except (BenchmarkError, OSError) as exc:
+            log.warning("panel curves: no recorded failed checks for %s: %s", instance_id, exc)
+            continue
+        recorded = {c.id: c.failed_checks for c in instance.candidates if c.failed_checks is not None}
+        if all(cid in recorded for cid in ids):
+            sides[instance_id] = invalid_side({cid: recorded[cid] for cid in ids})
+    return sides
+
+
 def panel_distances(store: Store, benchmark: Path | str | None = None) -> dict[str, InstanceDistances]:
     """Per instance, what diversity needs: valid sides from the benchmark (None without it),
-    invalid sides from the store's collected candidates."""
+    invalid sides from the store's collected candidates, else from the failed checks the
+    benchmark records."""
     pools = _pools(store)
     valid_pools = {i: ids for (i, label), ids in pools.items() if label == "valid"}
     invalid_pools = {i: ids for (i, label), ids in pools.items() if label == "invalid"}
     valid = benchmark_valid_sides(benchmark, valid_pools) if benchmark is not None else {}
     invalid = store_invalid_sides(store, invalid_pools)
+    if benchmark is not None:
+        missing = {i: ids for i, ids in invalid_pools.items() if i not in invalid}
+        invalid |= benchmark_invalid_sides(benchmark, missing)
     return {i: InstanceDistances(valid.get(i), invalid.get(i)) for i in set(valid) | set(invalid)}
 
 
