@@ -190,6 +190,9 @@ class CandidateSpec(_Model):
     label: Literal["valid", "invalid"]
     patch: str
     note: str = ""
+    #: agent: a submitted patch; mutant: made by `collect --mutants` (tasks/collect/mutants.py),
+    #: scored apart as well (scores/leaderboard_by_provenance)
+    provenance: Literal["agent", "mutant"] = "agent"
 
 
 class InstanceSpec(_Model):
@@ -248,6 +251,7 @@ class Candidate:
     label: str
     note: str
     patch: bytes
+    provenance: str = "agent"
 
 
 @dataclass(frozen=True)
@@ -422,6 +426,7 @@ def load_instance(folder: Path) -> Instance:
             label=c.label,
             note=c.note,
             patch=read_patch(_inside(folder, c.patch, toml_path, f"candidates.{i}.patch"), f"candidates.{i}.patch"),
+            provenance=c.provenance,
         )
         for i, c in enumerate(spec.candidates)
     )
