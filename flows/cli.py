@@ -421,6 +421,9 @@ def collect(
     timeout: Annotated[float, typer.Option(help="wall-clock limit of one run of the checks, seconds")] = 300.0,
     unsafe_no_sandbox: Annotated[bool, typer.Option(help="run untrusted patches without isolation")] = False,
     patch_fuzz: PatchFuzzOpt = DEFAULT_FUZZ,
+    mutants: Annotated[int, typer.Option(
+        min=0, help="up to N mutants of the reference per instance whose pool has fewer invalid candidates than "
+                    "a TestPrism panel needs (Python only); labelled by the checks, those they do not kill dropped")] = 0,
 ) -> None:
     """Ingest candidate patches, label them by the official checks, and choose panels."""
     # Only the bundled benchmark's own code is trusted: patches from outside never are.
@@ -434,7 +437,7 @@ def collect(
         diffs=[str(d) for d in diffs], panel=panel, out=str(out) if out else None, backend=backend, workers=workers,
         dask_address=dask_address, work=str(work) if work else None, timeout_s=timeout, near_duplicate=near_duplicate,
         rule=PanelRule(min_valid_distance=min_valid_distance, max_invalid_jaccard=max_invalid_jaccard),
-        trusted=trusted, unsafe=unsafe_no_sandbox, patch_fuzz=patch_fuzz,
+        trusted=trusted, unsafe=unsafe_no_sandbox, patch_fuzz=patch_fuzz, mutant_limit=mutants,
     )
     agree, compared = summary.agreement
     log.info("collect %s: %d verifications run, %d reused from the store; %d panels%s", summary.flow_run,

@@ -2,7 +2,8 @@
 
 Thin wiring (docs/collect.md): ingest and normalise (tasks/collect/candidate.py) → set exact
 duplicates and copies of the reference aside → gold validation (tasks/collect/verification.py, label.py) → label the
-candidates of validated instances → set near duplicates aside within each label class →
+candidates of validated instances → with `--mutants N`, mutants for the thin pools, labelled
+the same way (tasks/collect/mutants.py) → set near duplicates aside within each label class →
 choose panels (tasks/collect/panel.py) → store `candidates` and `funnel` (the verification batches
 write `verifications` as they go) → write the panels as a benchmark folder that
 `testprism replay` runs unchanged.
@@ -36,8 +37,9 @@ from testprism.tasks.collect.candidate import (
     set_aside_duplicates,
     set_aside_near_duplicates,
 )
-from testprism.tasks.model.funnel import Funnel
-from testprism.tasks.collect import stages
+from testprism.tasks.model.funnel import Excluded, Funnel, Stage
+from testprism.tasks.model.outcome import Reason
+from testprism.tasks.collect import mutants, stages
 from testprism.tasks.collect.label import GOLD_POLICY, LABEL_POLICY, GoldVerdict, gold_plan, gold_verdicts, label_plan, labelled
 from testprism.tasks.collect.verification import Verification, execute, stored_keys, stored_rows
 from testprism.tasks.collect.panel import PanelChoice, PanelMode, PanelRule, select_panels, write_panel_benchmark
@@ -45,7 +47,7 @@ from testprism.tasks.execution.batch import Batch, ExecutionOptions, batches
 from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.sandbox.base import Limits
 from testprism.tasks.model.state import DEFAULT_FUZZ
-from testprism.tasks.model.workdir import default_work_root
+from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +114,26 @@ def _label(pool: list[CandidatePatch], validated: Sequence[Instance], options: E
     return labelled(pool, specs, rows), ran, len(rows) - ran
 
 
+def _mutants(pool: list[CandidatePatch], validated: Sequence[Instance], limit: int, need: int, bench: Benchmark,
+             options: ExecutionOptions, store: Store, place: Placement
+             ) -> tuple[list[CandidatePatch], Stage, int, int]:
+    """Mutants for the thin pools (fewer than `need` invalid candidates), through the same
+    deduplication and labelling as every candidate; those the checks do not kill are set
+    aside as possibly equivalent. Returns the whole pool (mutants last), the funnel's
+    `mutation` stage, and how many verifications ran and were reused."""
+    made = [mutants.generate(i, WorkPaths(options.work_root), limit)
+            for i in mutants.thin_instances(pool, validated, need)]
+    notes = [Excluded(g.instance_id, Reason.NO_MUTANTS, g.note) for g in made if not g.candidates]
+    for note in notes:
+        log.warning("%s: thin pool, no mutants: %s", note.item, note.detail)
+    fresh = [c for g in made for c in g.candidates]
+    merged = set_aside_duplicates([*pool, *fresh], reference_keys(bench))
+    specs = label_plan(merged[len(pool):], validated, options)
+    rows, ran = _verify(specs, options, store, place)
+    merged = mutants.set_aside_equivalent(labelled(merged, specs, rows))
+    return merged, stages.mutation_stage(merged[len(pool):], notes), ran, len(rows) - ran
+
+
 def _panels(validated: Sequence[Instance], pool: list[CandidatePatch], mode: PanelMode, rule: PanelRule,
             work_root: Path, place: Placement) -> list[PanelChoice]:
     groups = [list(validated[i:i + PANEL_BATCH]) for i in range(0, len(validated), PANEL_BATCH)]
@@ -140,7 +162,10 @@ def collect_flow(
     unsafe: bool = False,
     patch_fuzz: int = DEFAULT_FUZZ,
     dask_cluster: DaskCluster | None = None,
+    mutant_limit: int = 0,
 ) -> CollectSummary:
+    """`mutant_limit` > 0: up to that many mutants of each instance whose pool holds fewer
+    invalid candidates than the TestPrism panel needs (tasks/collect/mutants.py)."""
     place = Placement(workers, dask_address, dask_cluster)
     work_root = Path(work) if work else default_work_root()
     inputs = open_inputs(benchmark, store, (), backend, work_root, trusted=trusted, unsafe=unsafe)
@@ -167,6 +192,11 @@ def collect_flow(
     label_options = replace(options, policy=replace(LABEL_POLICY, patch_fuzz=patch_fuzz))
     pool, label_ran, label_reused = _label(pool, validated, label_options, target, place)
     funnel.add(stages.verification_stage(pool))
+    if mutant_limit:
+        pool, stage, mutant_ran, mutant_reused = _mutants(pool, validated, mutant_limit, rule.invalid, bench,
+                                                          label_options, target, place)
+        funnel.add(stage)
+        label_ran, label_reused = label_ran + mutant_ran, label_reused + mutant_reused
     pool = set_aside_near_duplicates(pool, near_duplicate)
     funnel.add(stages.near_dedup_stage(pool))
 

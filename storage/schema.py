@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2  # 2: runs.patch_method, runs.suite_patch_method, verifications.patch_method
+SCHEMA_VERSION = 3  # 2: runs.patch_method, runs.suite_patch_method, verifications.patch_method
+# 3: candidates.provenance, panels.provenance, scores/leaderboard_by_provenance
+
+#: Columns a version added to datasets an older store already holds, with the value an
+#: older row reads as (None: null). Additive only, so a store of the version before opens
+#: as it is: its manifest is moved up and its parts are read unchanged, never rewritten
+#: (storage/store.py). A version that renames or retypes a column is not listed here.
+ADDED_COLUMNS: dict[int, dict[str, dict[str, str | None]]] = {
+    3: {"candidates": {"provenance": "agent"}, "panels": {"provenance": None}},
+}
 
 TEST_RESULT = pa.struct(
     [
@@ -51,6 +60,7 @@ PANELS = pa.schema(
         pa.field("candidate_id", pa.string()),
         pa.field("label", pa.string()),
         pa.field("state_hash", pa.string(), nullable=False),
+        pa.field("provenance", pa.string()),  # candidates: agent | mutant; null for buggy and reference
     ]
 )
 
@@ -85,6 +95,11 @@ LEADERBOARD = pa.schema(
     + [pa.field(m, pa.float64()) for m in METRICS]
     + [pa.field(f"{m}_{end}", pa.float64()) for m in METRICS for end in ("lo", "hi")]
 )
+
+#: The leaderboard scored twice where panels hold mutants: `panel` is `with_mutants` (the
+#: panels as released: the leaderboard's own numbers) or `without_mutants` (mutant
+#: candidates left out of the runs and of the pool sizes). Empty when no panel holds one.
+LEADERBOARD_BY_PROVENANCE = pa.schema([pa.field("panel", pa.string(), nullable=False)] + list(LEADERBOARD))
 
 PER_SOURCE = pa.schema(
     [pa.field("source", pa.string(), nullable=False), pa.field("configuration", pa.string(), nullable=False),
@@ -170,6 +185,7 @@ CANDIDATES = pa.schema(
         pa.field("state_hash", pa.string(), nullable=False),
         pa.field("in_panel", pa.bool_(), nullable=False),
         pa.field("patch", pa.string(), nullable=False),  # normalised
+        pa.field("provenance", pa.string()),  # agent: submitted | mutant: made by collect --mutants (schema 3)
     ]
 )
 
@@ -373,6 +389,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "suites": SUITES,
     "instance_scores": INSTANCE_SCORES,
     "leaderboard": LEADERBOARD,
+    "leaderboard_by_provenance": LEADERBOARD_BY_PROVENANCE,
     "per_source": PER_SOURCE,
     "per_source_leaders": PER_SOURCE_LEADERS,
     "distinguishability": DISTINGUISHABILITY,

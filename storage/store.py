@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from testprism.storage.paths import StorePaths
-from testprism.storage.schema import SCHEMA_VERSION, SCHEMAS
+from testprism.storage.schema import ADDED_COLUMNS, SCHEMA_VERSION, SCHEMAS
 from testprism.storage.owner import alive, process_tag
 
 log = logging.getLogger(__name__)
@@ -94,6 +94,12 @@ class Store:
                 found = json.loads(manifest.read_text())["schema_version"]
             except (ValueError, KeyError) as exc:
                 raise StoreError(f"{manifest}: field schema_version: unreadable ({exc})") from exc
+            if isinstance(found, int) and found < SCHEMA_VERSION and all(
+                    v in ADDED_COLUMNS for v in range(found + 1, SCHEMA_VERSION + 1)):
+                log.info("%s: schema %d → %d (added columns only; older rows read with defaults)",
+                         manifest, found, SCHEMA_VERSION)
+                self._write_manifest()
+                return
             if found != SCHEMA_VERSION:
                 raise StoreError(
                     f"{manifest}: field schema_version: store has {found}, this testprism writes "
@@ -101,6 +107,10 @@ class Store:
                 )
             return
         self.paths.root.mkdir(parents=True, exist_ok=True)
+        self._write_manifest()
+
+    def _write_manifest(self) -> None:
+        manifest = self.paths.manifest
         tmp = manifest.with_suffix(".tmp")
         tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION}) + "\n")
         os.replace(tmp, manifest)
@@ -161,9 +171,16 @@ class Store:
     def scan(self, dataset: str) -> pl.LazyFrame:
         """A lazy frame over every readable part (empty, with the schema, when none)."""
         parts = self.parts(dataset)
+        empty = pl.from_arrow(SCHEMAS[dataset].empty_table())
         if not parts:
-            return pl.LazyFrame(pl.from_arrow(SCHEMAS[dataset].empty_table()))
-        return pl.scan_parquet(parts)
+            return pl.LazyFrame(empty)
+        added = {column: default for changes in ADDED_COLUMNS.values()
+                 for column, default in changes.get(dataset, {}).items()}
+        if not added:
+            return pl.scan_parquet(parts)
+        # parts written before a column was added lack it: read as its default
+        frame = pl.scan_parquet(parts, schema=empty.schema, missing_columns="insert")
+        return frame.with_columns(pl.col(c).fill_null(d) for c, d in added.items() if d is not None)
 
     def read_table(self, name: str) -> pl.DataFrame:
         return pl.read_parquet(self.paths.score_table(name))

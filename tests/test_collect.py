@@ -417,6 +417,9 @@ def test_collect_flow_end_to_end(labelled_bench, tmp_path, work_root):
     assert {(c.id, c.label) for c in panel.candidates} == {
         ("stdlib", "valid"), ("agent-a", "valid"), ("sorts-in-place", "invalid"), ("junit-garbage", "invalid")}
     assert list(load_benchmark(out).instances) == [INSTANCE]
+    # an invalid candidate's failed checks go with it into the panel benchmark (the curves' invalid diversity)
+    assert {c.id: c.failed_checks for c in panel.candidates if c.label == "invalid"} == {
+        cid: frozenset(candidates[cid]["failed_checks"]) or None for cid in ("sorts-in-place", "junit-garbage")}
 
     # one vocabulary: every reason collect stored is a word of tasks/model/outcome.py, of its dataset's set
     from testprism.tasks.model.outcome import (

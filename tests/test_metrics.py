@@ -14,10 +14,12 @@ from testprism.tasks.score.metrics import instance_scores
 from testprism.tasks.score.statistics import distinguishability_table, leaderboard_from_instance_scores
 
 
-def build_store(tmp_path, instances: dict[str, dict], outcomes: dict[tuple[str, str, str], str]) -> Store:
+def build_store(tmp_path, instances: dict[str, dict], outcomes: dict[tuple[str, str, str], str],
+                mutants: frozenset[str] = frozenset()) -> Store:
     """instances: id → {"valid": [...], "invalid": [...]}; outcomes: (configuration,
     instance, state name) → P/F/E, state name `buggy`, `reference` or a candidate id.
-    Runs not listed are absent from the store."""
+    Runs not listed are absent from the store. Candidates named in `mutants` have
+    provenance `mutant`, the others `agent`."""
     store = Store(tmp_path / "store")
     panels, suites, runs = [], [], []
     configurations = sorted({c for c, _, _ in outcomes})
@@ -27,7 +29,8 @@ def build_store(tmp_path, instances: dict[str, dict], outcomes: dict[tuple[str, 
         states += [("candidate", c, "invalid") for c in pools.get("invalid", [])]
         for kind, cid, label in states:
             panels.append({"instance_id": iid, "source": "s", "state": kind, "candidate_id": cid, "label": label,
-                           "state_hash": f"{iid}-{cid or kind}"})
+                           "state_hash": f"{iid}-{cid or kind}",
+                           "provenance": cid and ("mutant" if cid in mutants else "agent")})
             for conf in configurations:
                 outcome = outcomes.get((conf, iid, cid or kind))
                 if outcome is None:

@@ -80,7 +80,7 @@ class CandidatePatch:
 
     instance_id: str
     candidate_id: str
-    origin: str  # file:row for prediction rows, the path for diff files
+    origin: str  # file:row for prediction rows, the path for diff files, `mutant: <operator> at <path:line:col>...`
     model: str | None
     official_label: str | None  # valid | invalid from the source (e.g. official_resolved)
     patch: str  # normalised
@@ -89,6 +89,7 @@ class CandidatePatch:
     reason: Reason | None = None
     label: str | None = None  # valid | invalid, from our verification
     failed_checks: tuple[str, ...] = ()
+    provenance: str = "agent"  # agent: submitted (benchmark, predictions, diffs) | mutant: tasks/collect/mutants.py
 
     @property
     def in_pool(self) -> bool:
@@ -244,6 +245,7 @@ class _Raw:
     model: str | None
     official_label: str | None
     text: str
+    provenance: str = "agent"
 
 
 @dataclass(frozen=True)
@@ -320,7 +322,7 @@ def _benchmark_raws(benchmark: Benchmark) -> list[_Raw]:
     declared label kept as the official one."""
     return [
         _Raw(inst.id, cand.id, str(inst.folder / spec.patch), None, cand.label,
-             cand.patch.decode("utf-8", errors="replace"))
+             cand.patch.decode("utf-8", errors="replace"), cand.provenance)
         for inst in benchmark.instances.values()
         for cand, spec in zip(inst.candidates, inst.spec.candidates, strict=True)
     ]
@@ -341,7 +343,7 @@ def _with_ids(raws: Sequence[tuple[_Raw, str]]) -> list[CandidatePatch]:
         slug = _slug(raw.name)
         cid = slug if names[(raw.instance_id, slug)] == 1 else f"{slug}-{digest(raw.origin)[:8]}"
         out.append(CandidatePatch(raw.instance_id, cid, raw.origin, raw.model, raw.official_label, patch,
-                                  patch_key(patch)))
+                                  patch_key(patch), provenance=raw.provenance))
     return out
 
 
@@ -481,5 +483,5 @@ def candidate_row(cand: CandidatePatch, flow_run: str, state_hash: str, in_panel
         "origin": cand.origin, "model": cand.model, "official_label": cand.official_label, "label": cand.label,
         "reason": cand.reason.value if cand.reason else None, "failed_checks": list(cand.failed_checks),
         "norm_key": cand.norm_key, "duplicate_of": cand.duplicate_of, "state_hash": state_hash,
-        "in_panel": in_panel, "patch": cand.patch,
+        "in_panel": in_panel, "patch": cand.patch, "provenance": cand.provenance,
     }

@@ -369,7 +369,9 @@ def _write_instance(instance: Instance, chosen: Iterable[CandidatePatch], target
     for cand in chosen:
         (target / "candidates" / f"{cand.candidate_id}.diff").write_text(cand.patch, encoding="utf-8")
         declared.append({"id": cand.candidate_id, "label": cand.label, "patch": f"candidates/{cand.candidate_id}.diff",
-                         "note": _note(cand)})
+                         "note": _note(cand)} | ({"provenance": cand.provenance} if cand.provenance != "agent" else {})
+                        | ({"failed_checks": sorted(cand.failed_checks)}  # the curves' invalid diversity, replayed
+                           if cand.label == "invalid" and cand.failed_checks else {}))
     spec = instance.spec.model_dump(mode="json", exclude={"candidates", "environment", "build"})
     spec["program"]["path"] = "program"
     spec["checks"]["patch"] = "checks.diff"

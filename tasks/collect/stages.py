@@ -20,7 +20,7 @@ from testprism.tasks.collect.panel import PanelChoice, PanelMode
 from testprism.tasks.collect.verification import candidate_states
 from testprism.tasks.model.benchmark import Benchmark
 from testprism.tasks.model.funnel import Excluded, Funnel, Stage
-from testprism.tasks.model.outcome import VERIFICATION_REASONS, Reason
+from testprism.tasks.model.outcome import MUTATION_REASONS, VERIFICATION_REASONS, Reason
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,15 @@ def quarantine(pool: Sequence[CandidatePatch], verdicts: Sequence[GoldVerdict]) 
 
 def verification_stage(pool: Sequence[CandidatePatch]) -> Stage:
     return Stage("verification", "candidate", sum(c.in_pool for c in pool), excluded(pool, UNLABELLED))
+
+
+def mutation_stage(mutants: Sequence[CandidatePatch], notes: Sequence[Excluded]) -> Stage:
+    """The mutants of thin pools: those kept as invalid candidates, the ones set aside
+    (equivalent, duplicate, unlabelled), and the thin instances that got none (`notes`)."""
+    aside = tuple(Excluded(f"{c.instance_id}/{c.candidate_id}", c.reason,
+                           c.origin + (f"; duplicate of {c.duplicate_of}" if c.duplicate_of else ""))
+                  for c in mutants if c.reason in MUTATION_REASONS)
+    return Stage("mutation", "candidate", sum(c.in_pool for c in mutants), aside + tuple(notes))
 
 
 def near_dedup_stage(pool: Sequence[CandidatePatch]) -> Stage:

@@ -194,6 +194,9 @@ class CandidateSpec(_Model):
     #: what the invalid side's diversity (pairwise Jaccard, the panel-size curves) is read
     #: from when the store holds no collection of the candidate
     failed_checks: tuple[str, ...] | None = Field(None, min_length=1)
+    #: agent: a submitted patch; mutant: made by `collect --mutants` (tasks/collect/mutants.py),
+    #: scored apart as well (scores/leaderboard_by_provenance)
+    provenance: Literal["agent", "mutant"] = "agent"
 
 
 class InstanceSpec(_Model):
@@ -253,6 +256,7 @@ class Candidate:
     note: str
     patch: bytes
     failed_checks: frozenset[str] | None = None  #: recorded in the benchmark (CandidateSpec)
+    provenance: str = "agent"
 
 
 @dataclass(frozen=True)
@@ -429,6 +433,7 @@ def load_instance(folder: Path) -> Instance:
             note=c.note,
             patch=read_patch(_inside(folder, c.patch, toml_path, f"candidates.{i}.patch"), f"candidates.{i}.patch"),
             failed_checks=None if c.failed_checks is None else frozenset(c.failed_checks),
+            provenance=c.provenance,
         )
         for i, c in enumerate(spec.candidates)
     )

@@ -51,6 +51,10 @@ class Reason(StrEnum):
     SAME_AS_REFERENCE = "same_as_reference"  #: identical to the reference: not a candidate
     NEAR_DUPLICATE = "near_duplicate"  #: token cosine ≥ threshold with `duplicate_of`, same label
     INSTANCE_QUARANTINED = "instance_quarantined"  #: its instance failed gold validation
+    EQUIVALENT_MUTANT = "equivalent_mutant"  #: a mutant every official check passes on: possibly
+    #: equivalent to the reference, so never an invalid candidate (tasks/collect/mutants.py)
+    NO_MUTANTS = "no_mutants"  #: mutants were asked for a thin pool but none could be made (another
+    #: language than Python, or no operator applies to what the reference changes)
     # -- candidate files: what reading them set aside -----------------------------------------------
     UNREADABLE_FILE = "unreadable_file"  #: the file cannot be read or parsed as JSON/JSONL
     BAD_ROW = "bad_row"  #: a row lacks a field or has the wrong type
@@ -100,7 +104,10 @@ COVERAGE_REASONS = (RUN_FAILURES - {Reason.UNSTABLE}) | {
     Reason.NO_CODE_CHANGE, Reason.NOT_MEASURED, Reason.COVERAGE_FAILED}
 #: The `candidates` dataset: null is "in the pool, with its label".
 CANDIDATE_REASONS = VERIFICATION_REASONS | {Reason.DUPLICATE, Reason.SAME_AS_REFERENCE, Reason.NEAR_DUPLICATE,
-                                            Reason.INSTANCE_QUARANTINED}
+                                            Reason.INSTANCE_QUARANTINED, Reason.EQUIVALENT_MUTANT}
+#: The funnel's `mutation` stage: mutants set aside, and instances that got none.
+MUTATION_REASONS = VERIFICATION_REASONS | {Reason.DUPLICATE, Reason.SAME_AS_REFERENCE, Reason.EQUIVALENT_MUTANT,
+                                           Reason.NO_MUTANTS}
 #: Reading candidate files (the funnel's `ingest` exclusions).
 INGEST_REASONS = frozenset({Reason.UNREADABLE_FILE, Reason.BAD_ROW, Reason.UNKNOWN_INSTANCE, Reason.EMPTY_PATCH,
                             Reason.NOT_A_DIFF})

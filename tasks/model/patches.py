@@ -13,10 +13,14 @@ does it change?" asks here, so that the answer cannot drift between callers.
   `touched_test_files` is the test modules it leaves behind (`is_test_file`).
 - `changed_lines` is the lines of the patched file a file diff changes. What stands for a
   removed line depends on what the caller does with the numbers (see `Removals`).
+- `file_hunks` is the one writer: the `---`/`+++` lines and hunks of one file's change,
+  as git writes them (a run's outputs, a mutant's patch).
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 from pathlib import PurePosixPath
 from typing import Literal
 
@@ -178,3 +182,21 @@ def _changed_following(patched: PatchedFile) -> set[int]:
                 if before:
                     lines.add(before[-1].target_line_no)
     return lines
+
+
+def _git_lines(data: bytes) -> list[bytes]:
+    """Lines as git counts them: ended by \\n only (bytes.splitlines also splits at \\r)."""
+    return [line for line in re.split(rb"(?<=\n)", data) if line]
+
+
+def file_hunks(name: str, before: bytes | None, after: bytes | None) -> bytes:
+    """`--- a/name`, `+++ b/name` and the hunks turning `before` into `after` (None: the
+    file is absent on that side, /dev/null), a missing final newline marked as git marks
+    it so that `git apply` takes the patch."""
+    path = name.encode("utf-8", "surrogateescape")
+    hunks = difflib.diff_bytes(
+        difflib.unified_diff, _git_lines(before or b""), _git_lines(after or b""),
+        fromfile=b"a/" + path if before is not None else b"/dev/null",
+        tofile=b"b/" + path if after is not None else b"/dev/null",
+    )
+    return b"".join(line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n" for line in hunks)

@@ -195,12 +195,15 @@ def pending_runs(specs: list[RunSpec], finished: set[str]) -> list[RunSpec]:
 
 
 def panel_rows(benchmark: Benchmark) -> list[dict]:
-    """The `panels` dataset: every state of every instance (the released pools)."""
-    return [
-        {"instance_id": i.id, "source": i.source, "state": s.kind, "candidate_id": s.candidate_id, "label": s.label,
-         "state_hash": s.hash}
-        for i in benchmark.instances.values() for s in states_of(i)
-    ]
+    """The `panels` dataset: every state of every instance (the released pools), each
+    candidate with its provenance (agent | mutant)."""
+    rows = []
+    for instance in benchmark.instances.values():
+        provenance = {c.id: c.provenance for c in instance.candidates}
+        rows += [{"instance_id": instance.id, "source": instance.source, "state": s.kind,
+                  "candidate_id": s.candidate_id, "label": s.label, "state_hash": s.hash,
+                  "provenance": provenance.get(s.candidate_id or "")} for s in states_of(instance)]
+    return rows
 
 
 def suite_rows(benchmark: Benchmark) -> list[dict]:

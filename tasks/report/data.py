@@ -58,6 +58,7 @@ class ReportData:
     patches: dict[tuple[str, str], PatchText]  # (instance_id, candidate_id or "reference")
     patch_origin: str  # where the diffs came from, said in the report
     failure_taxonomy: pl.DataFrame | None = None  #: scores/failure_taxonomy (tasks/score/taxonomy.py)
+    leaderboard_by_provenance: pl.DataFrame | None = None  #: with and without mutants (empty: no mutant)
     failure_taxonomy_shares: pl.DataFrame | None = None
 
 
@@ -195,5 +196,6 @@ def load_report_data(store_root: Path | str, benchmark_root: Path | str | None =
         patches=patches,
         patch_origin=origin,
         failure_taxonomy=_optional_table(store, "failure_taxonomy"),
+        leaderboard_by_provenance=_optional_table(store, "leaderboard_by_provenance"),
         failure_taxonomy_shares=_optional_table(store, "failure_taxonomy_shares"),
     )

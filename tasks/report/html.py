@@ -111,6 +111,23 @@ def _leaderboard_section(data: ReportData, counts: dict[str, dict[str, int]]) ->
     )
 
 
+def _mutants_section(data: ReportData) -> str:
+    """The leaderboard with and without the mutant candidates collect made for thin pools
+    (nothing when no panel holds one)."""
+    boards = data.leaderboard_by_provenance
+    if boards is None or boards.is_empty():
+        return ""
+    header = ["panel", "configuration", "n"] + [LABELS[m] for m in LEADERBOARD_METRICS]
+    rows = [[esc(panel.replace("_", " ")), esc(row["configuration"]), esc(row["n_instances"])]
+            + [_with_interval(row, m) for m in LEADERBOARD_METRICS]
+            for panel in ("with_mutants", "without_mutants")
+            for row in _ordered(boards.filter(pl.col("panel") == panel)).iter_rows(named=True)]
+    return ('<section id="mutants"><h2>With and without mutants</h2><p>Some panels hold mutants of the reference '
+            '(<code>collect --mutants</code>) as invalid candidates. The leaderboard above counts them; here '
+            'the same runs are also scored without them, so a WDR that rests on generated faults rather than on '
+            'agents\' wrong fixes shows.</p>' + table(header, rows, "leaderboard") + "</section>")
+
+
 def _charts_section(data: ReportData, colours: dict[str, str]) -> str:
     board = _ordered(data.leaderboard)
     radars = "".join(
@@ -507,6 +524,7 @@ def render_report(data: ReportData, *, generated_at: datetime | None = None, max
     n_sources = data.instance_scores["source"].n_unique()
     sections = [
         _leaderboard_section(data, counts),
+        _mutants_section(data),
         _charts_section(data, colours),
         _curves_section(data, colours),
         _comparisons_section(data),

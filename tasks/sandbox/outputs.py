@@ -18,7 +18,6 @@ applies: SECURITY.md).
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import itertools
 import re
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from testprism.tasks.model.patches import file_hunks
 from testprism.tasks.sandbox.nofollow import TreeEntry, open_file, walk_tree
 
 #: the suite kept from `tmp/`: at most this many files and bytes in all
@@ -275,16 +275,6 @@ def _header(parts: tuple[str, ...], old_exec: bool | None, new_exec: bool | None
 
 def _file_diff(parts: tuple[str, ...], old: TreeEntry | None, new: TreeEntry | None,
                before: bytes, after: bytes) -> bytes:
-    name = "/".join(parts).encode("utf-8", "surrogateescape")
-    hunks = difflib.diff_bytes(
-        difflib.unified_diff, _lines(before), _lines(after),
-        fromfile=b"a/" + name if old is not None else b"/dev/null",
-        tofile=b"b/" + name if new is not None else b"/dev/null",
-    )
-    body = b"".join(line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n" for line in hunks)
+    body = file_hunks("/".join(parts), before if old is not None else None, after if new is not None else None)
     return _header(parts, None if old is None else old.executable, None if new is None else new.executable, body)
 
-
-def _lines(data: bytes) -> list[bytes]:
-    """Lines as git counts them: ended by \\n only (bytes.splitlines also splits at \\r)."""
-    return [line for line in re.split(rb"(?<=\n)", data) if line]

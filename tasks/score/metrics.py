@@ -36,10 +36,19 @@ def latest_runs(store: Store) -> pl.DataFrame:
     return runs.sort("started_at", maintain_order=True).unique("key", keep="last", maintain_order=True)
 
 
-def pools(store: Store) -> pl.LazyFrame:
+def mutant_candidates(store: Store) -> pl.DataFrame:
+    """(instance_id, candidate_id) of every panel candidate collect made as a mutant."""
+    return (store.scan("panels").filter(pl.col("provenance") == "mutant")
+            .select("instance_id", "candidate_id").unique().sort("instance_id", "candidate_id").collect())
+
+
+def pools(store: Store, without_mutants: bool = False) -> pl.LazyFrame:
     """Every (configuration, instance) the leaderboard is owed, with its pool sizes: the
-    released pools are the denominators, whatever the runs say."""
+    released pools are the denominators, whatever the runs say. `without_mutants`: the
+    pools as if collect had made no mutant (their candidates leave the denominators)."""
     panels = store.scan("panels").unique(["instance_id", "state", "candidate_id"])
+    if without_mutants:
+        panels = panels.filter(pl.col("provenance").fill_null("") != "mutant")
     sizes = panels.group_by("instance_id").agg(
         pl.first("source"),
         n_valid=(pl.col("label") == "valid").sum().cast(pl.Int32),
@@ -49,9 +58,10 @@ def pools(store: Store) -> pl.LazyFrame:
     return suites.join(sizes, on="instance_id")
 
 
-def instance_scores(store: Store, runs: pl.DataFrame | None = None) -> pl.DataFrame:
+def instance_scores(store: Store, runs: pl.DataFrame | None = None, without_mutants: bool = False) -> pl.DataFrame:
     """Per configuration × instance: f, a, r, s, d and the pool sizes (`runs`: `latest_runs`,
-    when the caller already has it).
+    when the caller already has it). `without_mutants`: the runs on mutant candidates and
+    their places in the pools left out, so the same runs score the panels without them.
 
     Counts over the runs only (no grid of expected runs is materialised): a missing run
     adds to no count, so it acts as `E` while its pool size stays in the denominator.
@@ -59,7 +69,10 @@ def instance_scores(store: Store, runs: pl.DataFrame | None = None) -> pl.DataFr
     valid one, rejects the invalid one), is a product of counts, no pair is enumerated:
     (valid `P`) × (invalid `F`) / (n_valid × n_invalid), null when either pool is empty."""
     outcome, state, label = pl.col("outcome"), pl.col("state"), pl.col("label")
-    counts = (latest_runs(store) if runs is None else runs).lazy().group_by("configuration", "instance_id").agg(
+    runs = latest_runs(store) if runs is None else runs
+    if without_mutants:  # buggy and reference runs have no candidate id, so no null key matches
+        runs = runs.join(mutant_candidates(store), on=["instance_id", "candidate_id"], how="anti")
+    counts = runs.lazy().group_by("configuration", "instance_id").agg(
         buggy_f=((state == "buggy") & (outcome == "F")).sum(),
         reference_p=((state == "reference") & (outcome == "P")).sum(),
         valid_p=((label == "valid") & (outcome == "P")).sum(),
@@ -68,7 +81,7 @@ def instance_scores(store: Store, runs: pl.DataFrame | None = None) -> pl.DataFr
     )
     nv, ni = pl.col("n_valid"), pl.col("n_invalid")
     scores = (
-        pools(store)
+        pools(store, without_mutants)
         .join(counts, on=["configuration", "instance_id"], how="left")
         .with_columns(pl.col("buggy_f", "reference_p", "valid_p", "invalid_f", "present").fill_null(0))
         .with_columns(

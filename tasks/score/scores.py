@@ -11,11 +11,11 @@ from pathlib import Path
 
 import polars as pl
 
-from testprism.storage import Store, StoreError
+from testprism.storage import SCHEMAS, Store, StoreError
 from testprism.tasks.score.curves import panel_curves, panel_distances
-from testprism.tasks.score.metrics import flake_table, instance_scores, latest_runs
+from testprism.tasks.score.metrics import flake_table, instance_scores, latest_runs, mutant_candidates
 from testprism.tasks.score.taxonomy import candidate_overlaps, failure_taxonomy, taxonomy_shares
-from testprism.tasks.score.statistics import bootstrap_statistics, leaderboard_from_instance_scores
+from testprism.tasks.score.statistics import bootstrap_intervals, bootstrap_statistics, leaderboard_from_instance_scores
 
 
 def scorable_store(store: str) -> Store:
@@ -30,10 +30,25 @@ def scorable_store(store: str) -> Store:
     return target
 
 
+def leaderboard_by_provenance(store: Store, runs: pl.DataFrame, board: pl.DataFrame, replicates: int,
+                              seed: int) -> pl.DataFrame:
+    """The leaderboard with and without the mutants collect put into the panels, from the
+    same runs and the same bootstrap seed: how much of a configuration's standing rests on
+    rejecting generated faults rather than agents' wrong fixes. Empty when no panel holds
+    a mutant (the leaderboard is then the only one)."""
+    if mutant_candidates(store).is_empty():
+        return pl.from_arrow(SCHEMAS["leaderboard_by_provenance"].empty_table())
+    scores = instance_scores(store, runs, without_mutants=True)
+    intervals = bootstrap_intervals(scores, replicates=replicates, seed=seed)
+    without = leaderboard_from_instance_scores(scores).join(intervals, on="configuration", how="left")
+    return pl.concat([board.select(pl.lit("with_mutants").alias("panel"), pl.all()),
+                      without.select(pl.lit("without_mutants").alias("panel"), pl.all())], how="diagonal_relaxed")
+
+
 def score_tables(store: Store, replicates: int, seed: int, benchmark: Path | str | None = None) -> dict[str, pl.DataFrame]:
     """Per-instance indicators, the leaderboard with its bootstrap intervals, paired
     comparisons, rank stability, per-source tables with their intervals, each source's
-    JVR leader, distinguishability, flakes (every interval from one resample), panel-size
+    JVR leader, the leaderboard with and without mutant candidates, distinguishability, flakes (every interval from one resample), panel-size
     curves and the failure taxonomy of every S_i = 0 (from `scores/coverage` when the
     coverage pass wrote it: tasks/score/taxonomy.py). `benchmark`: the folder the store was
     replayed from, read for the candidates' patches (the curves' valid diversity, the
@@ -51,6 +66,7 @@ def score_tables(store: Store, replicates: int, seed: int, benchmark: Path | str
     return {
         "instance_scores": scores,
         "leaderboard": board,
+        "leaderboard_by_provenance": leaderboard_by_provenance(store, runs, board, replicates, seed),
         "per_source": stats.per_source,
         "per_source_leaders": stats.per_source_leaders,
         "distinguishability": stats.distinguishability,
