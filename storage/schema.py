@@ -248,7 +248,6 @@ CANDIDATE_COVERAGE = pa.schema(  # tasks/score/coverage/candidates.py; docs/repo
         pa.field("covered_lines", pa.int32()),  # of those, executed on the candidate's state
         pa.field("executed_lines", pa.list_(pa.string())),  # path:line (candidate numbering) executed
         pa.field("missed_lines", pa.list_(pa.string())),  # path:line never executed
-        pa.field("unreached_hunks", pa.list_(pa.string())),  # path:first-last of each hunk none of whose lines ran
         pa.field("reason", pa.string()),  # why unmeasured: tasks/model/outcome.py COVERAGE_REASONS
         pa.field("exit_code", pa.int32()),
         pa.field("duration_s", pa.float64()),

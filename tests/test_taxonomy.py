@@ -135,13 +135,13 @@ def test_coverage_gap_and_faulty_check_from_coverage(tmp_path):
 
 def own_rows(*rows: tuple[str, str, int | None, list[str], list[str], str | None]) -> pl.DataFrame:
     """`scores/candidate_coverage` rows: (configuration, candidate, changed lines, executed
-    lines, unreached hunks, reason)."""
+    lines, missed lines, reason)."""
     return pl.DataFrame(
         [{"configuration": c, "instance_id": "pkg__i", "candidate_id": x, "changed_lines": n, "executed_lines": e,
-          "unreached_hunks": u, "reason": r, "coverage_key": f"k-{c}-{x}"} for c, x, n, e, u, r in rows],
+          "missed_lines": u, "reason": r, "coverage_key": f"k-{c}-{x}"} for c, x, n, e, u, r in rows],
         schema={"configuration": pl.String, "instance_id": pl.String, "candidate_id": pl.String,
                 "changed_lines": pl.Int32, "executed_lines": pl.List(pl.String),
-                "unreached_hunks": pl.List(pl.String), "reason": pl.String, "coverage_key": pl.String})
+                "missed_lines": pl.List(pl.String), "reason": pl.String, "coverage_key": pl.String})
 
 
 def test_candidate_coverage_decides_before_the_reference_approximation(tmp_path):
@@ -151,13 +151,13 @@ def test_candidate_coverage_decides_before_the_reference_approximation(tmp_path)
     # the reference approximation says the opposite of the candidate's own state in both cases
     coverage = coverage_rows(unreached=(1.0, []), reached=(0.5, ["m.py:4"]), unmeasured=(0.5, ["m.py:4"]),
                              absent=(0.5, ["m.py:4"]))
-    own = own_rows(("unreached", "x1", 3, ["m.py:3"], ["m.py:8-9"], None),
+    own = own_rows(("unreached", "x1", 3, ["m.py:3"], ["m.py:8", "m.py:9"], None),
                    ("reached", "x1", 2, ["m.py:3", "m.py:8"], [], None),
                    ("unmeasured", "x1", None, [], [], "coverage_failed"))
     found = {r["configuration"]: r for r in
              failure_taxonomy(store, instance_scores(store), coverage, OVERLAPS, own).iter_rows(named=True)}
     assert found["unreached"]["kind"] == "coverage_gap" and found["unreached"]["evidence_basis"] == "candidate_coverage"
-    assert "m.py:8-9" in found["unreached"]["evidence"]
+    assert "m.py:8, m.py:9" in found["unreached"]["evidence"]
     assert found["reached"]["kind"] == "faulty_check" and found["reached"]["evidence_basis"] == "candidate_coverage"
     assert "m.py:3, m.py:8" in found["reached"]["evidence"]
     # not measured on its own state: the approximation decides, and says why it had to
@@ -287,11 +287,10 @@ def test_odd_length():
 @pytest.mark.timeout(600)
 @pytest.mark.requires("sandbox")
 def test_candidate_state_coverage_tells_a_gap_from_a_faulty_check(tmp_path, work_root, monkeypatch):
-    """`weak` (even input only) accepts `odd-branch-wrong`, whose one differing hunk lies in
+    """`weak` (even input only) accepts `odd-branch-wrong`, whose one differing line lies in
     the odd branch it never runs: a coverage gap. `both-branches` rejects that one but
-    accepts `sorts-in-place`, every hunk of whose difference it runs (it just never looks
-    at the caller's list): a faulty check, although on the reference the approximation
-    would have called weak's acceptance of sorts-in-place a gap (stats.py:6 never ran)."""
+    accepts `sorts-in-place`, every line of whose difference it runs (it just never looks
+    at the caller's list): a faulty check."""
     from testprism.flows.replay import replay_flow
     from testprism.tasks.score.coverage import probe
     from testprism.tasks.score.coverage.candidates import measure_candidate_coverage
@@ -309,15 +308,16 @@ def test_candidate_state_coverage_tells_a_gap_from_a_faulty_check(tmp_path, work
     assert set(rows) == {("weak", "odd-branch-wrong"), ("weak", "sorts-in-place"), ("both-branches", "sorts-in-place")}
     assert all(r["reason"] is None for r in rows.values())
     gap = rows[("weak", "odd-branch-wrong")]
-    assert gap["changed_lines"] == 1 and gap["missed_lines"] == ["stats.py:6"] and gap["unreached_hunks"] == ["stats.py:6-6"]
-    # the candidate's numbering: sorts-in-place's lines 3-7, of which the odd branch's return did not run
-    assert rows[("weak", "sorts-in-place")]["unreached_hunks"] == []
-    assert rows[("both-branches", "sorts-in-place")]["covered_lines"] == rows[("both-branches", "sorts-in-place")]["changed_lines"]
+    assert gap["changed_lines"] == 1 and gap["missed_lines"] == ["stats.py:6"]
+    # the candidate's numbering: sorts-in-place's lines 3-7; weak never runs the odd branch's return
+    assert rows[("weak", "sorts-in-place")]["missed_lines"] == ["stats.py:6"]
+    both = rows[("both-branches", "sorts-in-place")]
+    assert both["missed_lines"] == [] and both["covered_lines"] == both["changed_lines"] == 5
 
     found = {r["configuration"]: r for r in
              score_tables(Store(store_root), replicates=10, seed=1, benchmark=bench)["failure_taxonomy"].iter_rows(named=True)}
     assert found["weak"]["kind"] == "coverage_gap" and found["weak"]["candidate_id"] == "odd-branch-wrong"
-    assert found["weak"]["evidence_basis"] == "candidate_coverage" and "stats.py:6-6" in found["weak"]["evidence"]
+    assert found["weak"]["evidence_basis"] == "candidate_coverage" and "stats.py:6" in found["weak"]["evidence"]
     assert found["both-branches"]["kind"] == "faulty_check" and found["both-branches"]["candidate_id"] == "sorts-in-place"
     assert found["both-branches"]["evidence_basis"] == "candidate_coverage"
 

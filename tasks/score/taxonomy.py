@@ -12,17 +12,16 @@ execution-logic errors; here the same three kinds are assigned automatically, on
    (collection failed);
 2. `coverage_gap`: the buggy program passes and the suite executed none of the reference's
    changed lines on the reference (ΔC = 0); or an invalid candidate passes and the suite,
-   run on that candidate's state, never reached one of the hunks where the candidate
-   differs from the reference: none of that hunk's code lines ran
-   (`scores/candidate_coverage`: `evidence_basis = candidate_coverage`).
+   run on that candidate's state, did not execute a code line where the candidate differs
+   from the reference (`scores/candidate_coverage`: `evidence_basis = candidate_coverage`).
    Where that was not measured (an unmeasured language, a failed run, no code line
    differs), the approximation decides instead: a reference-changed line of a reference
    hunk the candidate also changes was not executed on the reference
    (`evidence_basis = reference_coverage`);
 3. `faulty_check`: the suite ran the changed lines but judged wrongly: it rejects the
    reference or a valid candidate (the failing test and its message are the evidence),
-   lets the buggy program pass although ΔC > 0, or accepts an invalid candidate every hunk
-   of whose difference from the reference it reached on the candidate's state (or, by the
+   lets the buggy program pass although ΔC > 0, or accepts an invalid candidate every line
+   of whose difference from the reference it executed on the candidate's state (or, by the
    approximation, whose overlapping reference-changed lines it executed on the reference).
 
 What none of these can decide stays visible instead of being guessed: `unresolved` (no
@@ -203,11 +202,11 @@ def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.D
     if candidate_coverage is None or candidate_coverage.is_empty():
         candidate_coverage = pl.DataFrame(schema={
             "configuration": pl.String, "instance_id": pl.String, "candidate_id": pl.String, "changed_lines": pl.Int32,
-            "executed_lines": pl.List(pl.String), "unreached_hunks": pl.List(pl.String), "reason": pl.String,
+            "executed_lines": pl.List(pl.String), "missed_lines": pl.List(pl.String), "reason": pl.String,
             "coverage_key": pl.String})
     runs = runs.join(
         candidate_coverage.select("configuration", "instance_id", "candidate_id", own_changed="changed_lines",
-                                  own_executed="executed_lines", own_unreached="unreached_hunks", own_reason="reason",
+                                  own_executed="executed_lines", own_missed="missed_lines", own_reason="reason",
                                   own_key="coverage_key"),
         on=["configuration", "instance_id", "candidate_id"], how="left")
     if overlaps is None:
@@ -219,7 +218,7 @@ def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.D
     covered = delta_c.is_not_null()
     # measured on the candidate's own state, with at least one differing code line counted
     own = ((f == "invalid_accepted") & (pl.col("own_changed") > 0)).fill_null(False)
-    own_unreached = pl.col("own_unreached").fill_null([])
+    own_missed = pl.col("own_missed").fill_null([])
     accepted = (f == "invalid_accepted") & covered & (pl.col("overlap").list.len() > 0)
     missed_here = pl.col("overlap").list.set_intersection(pl.col("missed_lines").fill_null([]))
     kind = (
@@ -227,7 +226,7 @@ def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.D
         .when((f == "buggy_not_rejected") & (delta_c == 0)).then(pl.lit("coverage_gap"))
         .when((f == "buggy_not_rejected") & (delta_c > 0)).then(pl.lit("faulty_check"))
         .when(f == "valid_rejected").then(pl.lit("faulty_check"))
-        .when(own).then(pl.when(own_unreached.list.len() > 0).then(pl.lit("coverage_gap"))
+        .when(own).then(pl.when(own_missed.list.len() > 0).then(pl.lit("coverage_gap"))
                         .otherwise(pl.lit("faulty_check")))
         .when(accepted).then(pl.when(missed_here.list.len() > 0).then(pl.lit("coverage_gap"))
                              .otherwise(pl.lit("faulty_check")))
@@ -267,11 +266,11 @@ def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.D
     evidence = (
         pl.when(f.is_in(["reference_not_accepted", "valid_rejected"])).then(rejection)
         .when(own & (pl.col("kind") == "coverage_gap")).then(pl.concat_str(
-            pl.lit("accepted; where it differs from the reference, hunks none of whose lines ran on its own state: "),
-            own_unreached.list.join(", ")))
+            pl.lit("accepted; lines where it differs from the reference, never executed on its own state: "),
+            own_missed.list.join(", ")))
         .when(own).then(pl.concat_str(
-            pl.lit("accepted although it ran, on its own state, every hunk where it differs from the reference; "
-                   "lines executed: "), pl.col("own_executed").list.join(", ")))
+            pl.lit("accepted although it executed, on its own state, every line where it differs from the "
+                   "reference: "), pl.col("own_executed").list.join(", ")))
         .when(~covered).then(pl.lit("passed; coverage of the reference change is not measured"))
         .when(f == "buggy_not_rejected").then(pl.concat_str(
             pl.lit("passed on buggy; ΔC on the reference = "), delta_c.round(3).cast(pl.String),

@@ -12,8 +12,7 @@ those lines are measured on the candidate's state, for exactly those runs:
   created is never read), its target side read by the one diff reader's coverage rule
   (tasks/model/patches.py, "following") in the candidate's numbering, then to statements
   by the toolchain's `analyse` on the candidate's tree, exactly as the reference pass reads
-  the reference's changed lines, and kept hunk by hunk: a hunk of the difference none of
-  whose code lines ran is a region the suite never reached (`unreached_hunks`);
+  the reference's changed lines;
 - how: the reference pass's own machinery (tasks/score/coverage/probe.py: `CoverageSpec`
   on the candidate's state, `measure_one`, the one executor through `run_pass`), into
   `scores/candidate_coverage`, keyed by suite, reference, candidate, environment, limits
@@ -23,7 +22,6 @@ those lines are measured on the candidate's state, for exactly those runs:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Unpack
@@ -32,7 +30,6 @@ import polars as pl
 
 from testprism.storage import Store
 from testprism.tasks.model.benchmark import Benchmark
-from testprism.tasks.model import patches
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.state import materialise, states_of
 from testprism.tasks.model.workdir import WorkPaths
@@ -91,9 +88,7 @@ def plan_candidate_coverage(benchmark: Benchmark, accepted: pl.DataFrame, limits
 
 def candidate_changes(spec: CoverageSpec, toolchain: Toolchain, work: WorkPaths) -> tuple[ChangedFile, ...] | None:
     """The lines where the candidate's tree differs from the reference's, in the
-    candidate's numbering and statements, one `ChangedFile` per hunk of that difference
-    (a file in several, so that a row can tell which regions ran); None when either patch
-    does not apply."""
+    candidate's numbering and statements; None when either patch does not apply."""
     reference = materialise(spec.instance, next(s for s in states_of(spec.instance) if s.kind == "reference"), work)
     candidate = materialise(spec.instance, spec.state, work)
     if not (reference.patch.applied and candidate.patch.applied):
@@ -102,29 +97,10 @@ def candidate_changes(spec: CoverageSpec, toolchain: Toolchain, work: WorkPaths)
     if difference.skipped:  # links, binaries, .git paths, oversized files: no line of theirs counts
         log.info("%s/%s: %d paths not compared with the reference, e.g. %s", spec.instance.id,
                  spec.state.candidate_id, len(difference.skipped), "; ".join(difference.skipped[:3]))
-    files = {c.path: c for c in toolchain.analyse(candidate.tree, difference.program_diff)}
-    regions = []
-    for hunk in patches.hunks(difference.program_diff, "following"):
-        whole = files.get(hunk.path)
-        lines = {n: span for n, span in whole.lines.items() if n in hunk.lines} if whole else {}
-        if lines:
-            regions.append(ChangedFile(hunk.path, lines, ()))
-    return tuple(regions)
+    return toolchain.analyse(candidate.tree, difference.program_diff)
 
 
-def unreached(regions: Iterable[ChangedFile], executed: Iterable[str], missed: Iterable[str]) -> list[str]:
-    """`path:first-last` of each region (hunk) with a counted line and none executed: a
-    difference the suite never reached, whatever it ran elsewhere."""
-    ran, counted = set(executed), set(executed) | set(missed)
-    found = []
-    for region in regions:
-        lines = sorted(n for n in region.lines if f"{region.path}:{n}" in counted)
-        if lines and not any(f"{region.path}:{n}" in ran for n in lines):
-            found.append(f"{region.path}:{lines[0]}-{lines[-1]}")
-    return found
-
-
-def _row(spec: CoverageSpec, measured: Measured, regions: tuple[ChangedFile, ...]) -> dict:
+def _row(spec: CoverageSpec, measured: Measured) -> dict:
     """One `candidate_coverage` row (storage/schema.py CANDIDATE_COVERAGE)."""
     counts, result = measured.counts, measured.result
     return {
@@ -136,7 +112,6 @@ def _row(spec: CoverageSpec, measured: Measured, regions: tuple[ChangedFile, ...
         "covered_lines": counts.covered_lines if counts else None,
         "executed_lines": counts.executed_lines if counts else [],
         "missed_lines": counts.missed_lines if counts else [],
-        "unreached_hunks": unreached(regions, counts.executed_lines, counts.missed_lines) if counts else [],
         "reason": measured.reason.value if measured.reason else None,
         "exit_code": result.exit_code if result else None,
         "duration_s": round(result.duration_s, 4) if result else None,
@@ -150,7 +125,7 @@ class CandidateCoverageJob(CoverageJob):
     dataset = "candidate_coverage"
 
     def row(self, unit: CoverageSpec, result: Measured, started: datetime, backend: SandboxBackend) -> dict:
-        return _row(unit, result, self.changes.get((unit.instance.id, unit.state.hash)) or ())
+        return _row(unit, result)
 
     def labelled(self, row: dict, spec: CoverageSpec) -> dict:
         return {**row, "configuration": spec.configuration, "candidate_id": spec.state.candidate_id}
