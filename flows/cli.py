@@ -113,6 +113,24 @@ def _leaderboard_table(board: pl.DataFrame, title: str) -> Table:
     return table
 
 
+def _print_taxonomy(store: Path) -> None:
+    """The failure taxonomy's count and share of each kind per configuration, and pooled
+    (`scores/failure_taxonomy_shares`: tasks/score/taxonomy.py), in the rules' order."""
+    from testprism.storage import Store
+    from testprism.tasks.score.taxonomy import KINDS, pooled_shares
+
+    found = Store(store)
+    shares = pl.concat([found.read_table("failure_taxonomy_shares"), pooled_shares(found.read_table("failure_taxonomy"))])
+    cells = {(r["configuration"], r["kind"]): r for r in shares.iter_rows(named=True)}
+    table = Table(title=f"failure taxonomy of the S = 0 instances: count (share) ({store})")
+    table.add_column("configuration")
+    for kind in KINDS:
+        table.add_column(kind.replace("_", " "), justify="right")
+    for name in sorted(shares["configuration"].unique().to_list(), key=lambda n: (n == "(all)", n)):
+        table.add_row(name, *(f"{cells[(name, k)]['count']} ({_cell(cells[(name, k)]['share'])})" for k in KINDS))
+    out.print(table)
+
+
 @contextmanager
 def _progress_bar() -> Iterator[None]:
     """The flows' progress (flows.progress) shown as rich bars on stderr."""
@@ -562,6 +580,7 @@ def demo(
     _replay(generated, out, [], backend, workers, None, work, 300.0, True, False)
     _score(out, BUNDLED, work, backend, trusted=True)
     report = report_flow(store=str(out), out=str(out / "report.html"), benchmark=str(BUNDLED))
+    _print_taxonomy(out)
     log.info("demo finished in %.1f s; store at %s, report at %s", time.monotonic() - start, out, report)
 
 

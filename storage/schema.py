@@ -254,6 +254,23 @@ COVERAGE = pa.schema(
     ]
 )
 
+CANDIDATE_COVERAGE = pa.schema(  # tasks/score/coverage/candidates.py; docs/report.md, "Failure taxonomy"
+    [
+        pa.field("configuration", pa.string(), nullable=False),
+        pa.field("instance_id", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("candidate_id", pa.string(), nullable=False),  # an invalid candidate the suite accepted (P)
+        pa.field("changed_lines", pa.int32()),  # code lines where the candidate differs from the reference
+        pa.field("covered_lines", pa.int32()),  # of those, executed on the candidate's state
+        pa.field("executed_lines", pa.list_(pa.string())),  # path:line (candidate numbering) executed
+        pa.field("missed_lines", pa.list_(pa.string())),  # path:line never executed
+        pa.field("reason", pa.string()),  # why unmeasured: tasks/model/outcome.py COVERAGE_REASONS
+        pa.field("exit_code", pa.int32()),
+        pa.field("duration_s", pa.float64()),
+        pa.field("coverage_key", pa.string(), nullable=False),  # suite + reference + candidate + environment + limits
+    ]
+)
+
 COVERAGE_SUMMARY = pa.schema(
     [pa.field("configuration", pa.string(), nullable=False), pa.field("n_instances", pa.int64(), nullable=False)]
     + [pa.field(name, pa.float64()) for name in ("delta_c", "ec", "jvr")]
@@ -274,7 +291,7 @@ FAILURE_TAXONOMY = pa.schema(  # tasks/score/taxonomy.py; docs/report.md, "Failu
         pa.field("state", pa.string()),  # buggy | reference | candidate: the run that decided it
         pa.field("candidate_id", pa.string()),
         pa.field("evidence", pa.string(), nullable=False),  # failing case and message, or the lines (not) executed
-        pa.field("evidence_basis", pa.string(), nullable=False),  # junit | exit_code | run_reason | reference_delta_c | reference_coverage | no_coverage | no_diff
+        pa.field("evidence_basis", pa.string(), nullable=False),  # junit | exit_code | run_reason | reference_delta_c | candidate_coverage | reference_coverage | no_coverage | no_diff
     ]
 )
 
@@ -400,6 +417,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "funnel": FUNNEL,
     "audits": AUDITS,
     "coverage": COVERAGE,
+    "candidate_coverage": CANDIDATE_COVERAGE,
     "coverage_summary": COVERAGE_SUMMARY,
     "flakes": FLAKES,
     "failure_taxonomy": FAILURE_TAXONOMY,

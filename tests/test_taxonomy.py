@@ -15,6 +15,7 @@ import pytest
 
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.score.metrics import instance_scores
+from tests.benchfixture import BUGGY, REFERENCE, WEAK, diff, make_benchmark
 from testprism.tasks.score.taxonomy import (
     KINDS,
     candidate_overlaps,
@@ -45,7 +46,8 @@ def make_store(root: Path, cells: dict[str, dict[str, dict]]) -> Store:
     store.append("panels", pa.table({
         "instance_id": ["pkg__i"] * len(PANEL), "source": ["pkg"] * len(PANEL),
         "state": [s for s, _, _ in PANEL], "candidate_id": [c for _, c, _ in PANEL],
-        "label": [lab for _, _, lab in PANEL], "state_hash": [f"h{i}" for i in range(len(PANEL))]}))
+        "label": [lab for _, _, lab in PANEL], "state_hash": [f"h{i}" for i in range(len(PANEL))],
+        "provenance": ["agent" if c else None for _, c, _ in PANEL]}))
     store.append("suites", pa.table({"configuration": list(cells), "instance_id": ["pkg__i"] * len(cells),
                                      "suite_hash": ["s"] * len(cells), "present": [True] * len(cells)}))
     rows = []
@@ -132,6 +134,39 @@ def test_coverage_gap_and_faulty_check_from_coverage(tmp_path):
     assert found["no-coverage"]["kind"] == "unclassified" and found["no-coverage"]["evidence_basis"] == "no_coverage"
 
 
+def own_rows(*rows: tuple[str, str, int | None, list[str], list[str], str | None]) -> pl.DataFrame:
+    """`scores/candidate_coverage` rows: (configuration, candidate, changed lines, executed
+    lines, missed lines, reason)."""
+    return pl.DataFrame(
+        [{"configuration": c, "instance_id": "pkg__i", "candidate_id": x, "changed_lines": n, "executed_lines": e,
+          "missed_lines": u, "reason": r, "coverage_key": f"k-{c}-{x}"} for c, x, n, e, u, r in rows],
+        schema={"configuration": pl.String, "instance_id": pl.String, "candidate_id": pl.String,
+                "changed_lines": pl.Int32, "executed_lines": pl.List(pl.String),
+                "missed_lines": pl.List(pl.String), "reason": pl.String, "coverage_key": pl.String})
+
+
+def test_candidate_coverage_decides_before_the_reference_approximation(tmp_path):
+    passes = {"outcome": "P", "exit_code": 0}
+    store = make_store(tmp_path / "store", {"unreached": {"x1": passes}, "reached": {"x1": passes},
+                                            "unmeasured": {"x1": passes}, "absent": {"x1": passes}})
+    # the reference approximation says the opposite of the candidate's own state in both cases
+    coverage = coverage_rows(unreached=(1.0, []), reached=(0.5, ["m.py:4"]), unmeasured=(0.5, ["m.py:4"]),
+                             absent=(0.5, ["m.py:4"]))
+    own = own_rows(("unreached", "x1", 3, ["m.py:3"], ["m.py:8", "m.py:9"], None),
+                   ("reached", "x1", 2, ["m.py:3", "m.py:8"], [], None),
+                   ("unmeasured", "x1", None, [], [], "coverage_failed"))
+    found = {r["configuration"]: r for r in
+             failure_taxonomy(store, instance_scores(store), coverage, OVERLAPS, own).iter_rows(named=True)}
+    assert found["unreached"]["kind"] == "coverage_gap" and found["unreached"]["evidence_basis"] == "candidate_coverage"
+    assert "m.py:8, m.py:9" in found["unreached"]["evidence"]
+    assert found["reached"]["kind"] == "faulty_check" and found["reached"]["evidence_basis"] == "candidate_coverage"
+    assert "m.py:3, m.py:8" in found["reached"]["evidence"]
+    # not measured on its own state: the approximation decides, and says why it had to
+    assert found["unmeasured"]["kind"] == "coverage_gap" and found["unmeasured"]["evidence_basis"] == "reference_coverage"
+    assert "(its own state: coverage_failed)" in found["unmeasured"]["evidence"]
+    assert found["absent"]["evidence_basis"] == "reference_coverage" and "its own state" not in found["absent"]["evidence"]
+
+
 def test_no_overlap_and_no_diff_are_unclassified_not_guessed(tmp_path):
     passes = {"outcome": "P", "exit_code": 0}
     overlaps = pl.DataFrame({"instance_id": ["pkg__i"], "candidate_id": ["x1"], "overlap": [[]]},
@@ -201,6 +236,7 @@ def _fixture_benchmark(root: Path, fixture: dict) -> Path:
 @pytest.mark.requires("sandbox")
 def test_the_taxonomy_reproduces_the_hand_labels_on_a_replay(tmp_path, work_root):
     from testprism.flows.replay import replay_flow
+    from testprism.tasks.score.coverage.candidates import measure_candidate_coverage
     from testprism.tasks.score.coverage.probe import measure_coverage
     from testprism.tasks.score.scores import score_tables, write_scores
 
@@ -209,6 +245,7 @@ def test_the_taxonomy_reproduces_the_hand_labels_on_a_replay(tmp_path, work_root
     store_root = tmp_path / "store"
     replay_flow(benchmark=str(bench), store=str(store_root), backend="local", work=str(work_root), concurrency=2)
     measure_coverage(bench, store_root, work_root, "local", concurrency=2)
+    measure_candidate_coverage(bench, store_root, work_root, "local", concurrency=2)
     tables = score_tables(Store(store_root), replicates=100, seed=1, benchmark=bench)
     found = {(r["configuration"], r["instance_id"]): r for r in tables["failure_taxonomy"].iter_rows(named=True)}
     labels = fixture["label"]
@@ -234,3 +271,57 @@ def test_the_taxonomy_reproduces_the_hand_labels_on_a_replay(tmp_path, work_root
     write_scores(Store(store_root), tables)
     html = write_report(store_root, tmp_path / "report.html", benchmark_root=bench).read_text()
     assert "Failure taxonomy" in html and "fixture &#x27;encoded_sample&#x27; not found" in html
+
+
+# -- coverage on the accepted invalid candidates' own states -----------------------------------
+
+ODD_WRONG = REFERENCE.replace("        return ordered[mid]\n", "        return ordered[0]\n")
+#: runs both branches, never checks that the input is left alone
+BOTH_BRANCHES = WEAK + '''
+
+def test_odd_length():
+    assert median([3, 1, 2]) == 2
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.requires("sandbox")
+def test_candidate_state_coverage_tells_a_gap_from_a_faulty_check(tmp_path, work_root, monkeypatch):
+    """`weak` (even input only) accepts `odd-branch-wrong`, whose one differing line lies in
+    the odd branch it never runs: a coverage gap. `both-branches` rejects that one but
+    accepts `sorts-in-place`, every line of whose difference it runs (it just never looks
+    at the caller's list): a faulty check."""
+    from testprism.flows.replay import replay_flow
+    from testprism.tasks.score.coverage import probe
+    from testprism.tasks.score.coverage.candidates import measure_candidate_coverage
+    from testprism.tasks.score.scores import score_tables
+
+    bench = make_benchmark(tmp_path / "bench", {"weak": {"test_median.py": WEAK},
+                                                "both-branches": {"test_median.py": BOTH_BRANCHES}},
+                           {"odd-branch-wrong": ("invalid", diff("stats.py", BUGGY, ODD_WRONG))})
+    store_root = tmp_path / "store"
+    replay_flow(benchmark=str(bench), store=str(store_root), backend="local", work=str(work_root), concurrency=2)
+    probe.measure_coverage(bench, store_root, work_root, "local", concurrency=2)
+    own = measure_candidate_coverage(bench, store_root, work_root, "local", concurrency=2)
+    rows = {(r["configuration"], r["candidate_id"]): r for r in own.iter_rows(named=True)}
+    # exactly the accepted invalid candidates were measured
+    assert set(rows) == {("weak", "odd-branch-wrong"), ("weak", "sorts-in-place"), ("both-branches", "sorts-in-place")}
+    assert all(r["reason"] is None for r in rows.values())
+    gap = rows[("weak", "odd-branch-wrong")]
+    assert gap["changed_lines"] == 1 and gap["missed_lines"] == ["stats.py:6"]
+    # the candidate's numbering: sorts-in-place's lines 3-7; weak never runs the odd branch's return
+    assert rows[("weak", "sorts-in-place")]["missed_lines"] == ["stats.py:6"]
+    both = rows[("both-branches", "sorts-in-place")]
+    assert both["missed_lines"] == [] and both["covered_lines"] == both["changed_lines"] == 5
+
+    found = {r["configuration"]: r for r in
+             score_tables(Store(store_root), replicates=10, seed=1, benchmark=bench)["failure_taxonomy"].iter_rows(named=True)}
+    assert found["weak"]["kind"] == "coverage_gap" and found["weak"]["candidate_id"] == "odd-branch-wrong"
+    assert found["weak"]["evidence_basis"] == "candidate_coverage" and "stats.py:6" in found["weak"]["evidence"]
+    assert found["both-branches"]["kind"] == "faulty_check" and found["both-branches"]["candidate_id"] == "sorts-in-place"
+    assert found["both-branches"]["evidence_basis"] == "candidate_coverage"
+
+    # a re-score runs nothing: the stored rows are kept under their keys
+    monkeypatch.setattr(probe, "measure_one", lambda *a, **k: pytest.fail("measured again"))
+    assert measure_candidate_coverage(bench, store_root, work_root, "local").equals(own)

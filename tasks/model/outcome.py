@@ -98,7 +98,8 @@ RUN_FAILURES = frozenset({Reason.TIMEOUT, Reason.PATCH_FAILED, Reason.UNSTABLE, 
 RUN_REASONS = RUN_FAILURES | {Reason.MISSING_SUITE, Reason.INVALID_SUITE, Reason.SUITE_NOT_INSTALLED, Reason.NOT_RUN}
 #: The `verifications` dataset.
 VERIFICATION_REASONS = RUN_FAILURES | {Reason.CHECKS_PATCH_FAILED}
-#: `scores/coverage`: why a row has no measurement (null ΔC and EC), or is 0 without a run.
+#: `scores/coverage` and `scores/candidate_coverage`: why a row has no measurement (null ΔC and
+#: EC, or null counts), or is 0 without a run.
 COVERAGE_REASONS = (RUN_FAILURES - {Reason.UNSTABLE}) | {
     Reason.MISSING_SUITE, Reason.INVALID_SUITE, Reason.SUITE_NOT_INSTALLED, Reason.NO_PYTHON_CHANGE,
     Reason.NO_CODE_CHANGE, Reason.NOT_MEASURED, Reason.COVERAGE_FAILED}

@@ -12,7 +12,9 @@ does it change?" asks here, so that the answer cannot drift between callers.
 - `touched_files` is the relative paths a patch names on either side;
   `touched_test_files` is the test modules it leaves behind (`is_test_file`).
 - `changed_lines` is the lines of the patched file a file diff changes. What stands for a
-  removed line depends on what the caller does with the numbers (see `Removals`).
+  removed line depends on what the caller does with the numbers (see `Removals`);
+  `hunks` is the same lines grouped by the hunk they belong to, with each hunk's extent
+  on the source side.
 - `file_hunks` is the one writer: the `---`/`+++` lines and hunks of one file's change,
   as git writes them (a run's outputs, a mutant's patch).
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
 
@@ -200,3 +203,24 @@ def file_hunks(name: str, before: bytes | None, after: bytes | None) -> bytes:
         tofile=b"b/" + path if after is not None else b"/dev/null",
     )
     return b"".join(line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n" for line in hunks)
+@dataclass(frozen=True)
+class Hunk:
+    """One hunk of a file diff: its extent on the source side (context lines included) and
+    the target-side lines it changes (`changed_lines`' rule; none for a removed file)."""
+
+    path: str
+    source: range
+    lines: frozenset[int]
+
+
+def hunks(patch: bytes | str, removals: Removals) -> list[Hunk]:
+    """Every hunk of a patch, in order, with the changed lines (`removals`' rule) that
+    fall inside its target-side extent."""
+    found = []
+    for patched in parse(patch):
+        lines = changed_lines(patched, removals) if not patched.is_removed_file else set()
+        for hunk in patched:
+            target = range(hunk.target_start, hunk.target_start + max(hunk.target_length, 1))
+            found.append(Hunk(patched.path, range(hunk.source_start, hunk.source_start + max(hunk.source_length, 1)),
+                              frozenset(n for n in lines if n in target)))
+    return found

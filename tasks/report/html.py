@@ -401,11 +401,16 @@ def _taxonomy_html(data: ReportData) -> str:
                            f"</span>" for k in KINDS] for name in names]
     parts = [head, "<p>Every instance a configuration fails jointly (S = 0), placed by the first rule that "
              "matches (docs/report.md, Failure taxonomy): the suite's own code fails on the reference "
-             "(execution-logic error); it lets a wrong program pass without executing, on the reference, the "
-             "reference-changed lines where that program differs (coverage gap: measured on the reference, so an "
-             "approximation for candidates); it executes them and still judges wrongly, or rejects a correct "
-             "program (faulty check). Count and share of the configuration's S = 0 instances.</p>",
+             "(execution-logic error); it lets a wrong program pass without executing the lines where that "
+             "program differs from the reference (coverage gap: an accepted invalid candidate measured on its own "
+             "state, else approximated by the reference-changed lines it overlaps, measured on the reference); it "
+             "executes them and still judges wrongly, or rejects a correct program (faulty check). Count and share "
+             "of the configuration's S = 0 instances.</p>",
              table(["configuration"] + [k.replace("_", " ") for k in KINDS], rows)]
+    accepted = taxonomy.filter(pl.col("finding") == "invalid_accepted")
+    if not accepted.is_empty():
+        bases = ", ".join(f"{n} by <code>{esc(b)}</code>" for b, n in sorted(accepted["evidence_basis"].value_counts().iter_rows()))
+        parts.append(f"<p>Rows decided by an accepted invalid candidate: {bases}.</p>")
     items = []
     for kind in KINDS[:3]:
         examples = taxonomy.filter(pl.col("kind") == kind).head(TAXONOMY_EXAMPLES)

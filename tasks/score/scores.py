@@ -2,7 +2,8 @@
 
 One writer for `scores/`: the tables of one scoring are computed from the same runs and
 written as a set, so a leaderboard never sits beside intervals of another scoring.
-(`scores/coverage` is the coverage pass's own: tasks/score/coverage/probe.py.)
+(`scores/coverage` and `scores/candidate_coverage` are the coverage passes' own:
+tasks/score/coverage/probe.py, candidates.py.)
 """
 
 from __future__ import annotations
@@ -48,10 +49,11 @@ def leaderboard_by_provenance(store: Store, runs: pl.DataFrame, board: pl.DataFr
 def score_tables(store: Store, replicates: int, seed: int, benchmark: Path | str | None = None) -> dict[str, pl.DataFrame]:
     """Per-instance indicators, the leaderboard with its bootstrap intervals, paired
     comparisons, rank stability, per-source tables with their intervals, each source's
-    JVR leader, the leaderboard with and without mutant candidates, distinguishability, flakes (every interval from one resample), panel-size
-    curves and the failure taxonomy of every S_i = 0 (from `scores/coverage` when the
-    coverage pass wrote it: tasks/score/taxonomy.py). `benchmark`: the folder the store was
-    replayed from, read for the candidates' patches (the curves' valid diversity, the
+    JVR leader, the leaderboard with and without mutant candidates, distinguishability,
+    flakes (every interval from one resample), panel-size curves and the failure taxonomy
+    of every S_i = 0 (from `scores/coverage` and `scores/candidate_coverage` when the
+    coverage passes wrote them: tasks/score/taxonomy.py). `benchmark`: the folder the store
+    was replayed from, read for the candidates' patches (the curves' valid diversity, the
     taxonomy's overlaps); without it those are null."""
     runs = latest_runs(store)
     scores = instance_scores(store, runs)
@@ -60,9 +62,10 @@ def score_tables(store: Store, replicates: int, seed: int, benchmark: Path | str
                          "replay the benchmark the panels came from")
     stats = bootstrap_statistics(scores, replicates=replicates, seed=seed)
     board = leaderboard_from_instance_scores(scores).join(stats.intervals, on="configuration", how="left")
-    coverage = store.read_table("coverage") if store.paths.score_table("coverage").is_file() else None
+    coverage, own = (store.read_table(name) if store.paths.score_table(name).is_file() else None
+                     for name in ("coverage", "candidate_coverage"))
     overlaps = candidate_overlaps(benchmark, scores["instance_id"].unique().to_list()) if benchmark else None
-    taxonomy = failure_taxonomy(store, scores, coverage, overlaps)
+    taxonomy = failure_taxonomy(store, scores, coverage, overlaps, own)
     return {
         "instance_scores": scores,
         "leaderboard": board,

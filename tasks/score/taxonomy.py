@@ -11,14 +11,18 @@ execution-logic errors; here the same three kinds are assigned automatically, on
    ReferenceError...), or the run completed with a non-zero exit and no JUnit case at all
    (collection failed);
 2. `coverage_gap`: the buggy program passes and the suite executed none of the reference's
-   changed lines on the reference (ΔC = 0); or an invalid candidate passes and the suite
-   did not execute, on the reference, a reference-changed line of a reference hunk the
-   candidate also changes. Coverage is measured on the reference state only, so the
-   second case is an approximation: `evidence_basis = reference_coverage`;
+   changed lines on the reference (ΔC = 0); or an invalid candidate passes and the suite,
+   run on that candidate's state, did not execute a code line where the candidate differs
+   from the reference (`scores/candidate_coverage`: `evidence_basis = candidate_coverage`).
+   Where that was not measured (an unmeasured language, a failed run, no code line
+   differs), the approximation decides instead: a reference-changed line of a reference
+   hunk the candidate also changes was not executed on the reference
+   (`evidence_basis = reference_coverage`);
 3. `faulty_check`: the suite ran the changed lines but judged wrongly: it rejects the
    reference or a valid candidate (the failing test and its message are the evidence),
-   lets the buggy program pass although ΔC > 0, or accepts an invalid candidate whose
-   overlapping reference-changed lines it executed.
+   lets the buggy program pass although ΔC > 0, or accepts an invalid candidate every line
+   of whose difference from the reference it executed on the candidate's state (or, by the
+   approximation, whose overlapping reference-changed lines it executed on the reference).
 
 What none of these can decide stays visible instead of being guessed: `unresolved` (no
 disagreement but unresolved or missing runs) and `unclassified` (an accepted invalid
@@ -71,33 +75,20 @@ def _empty_taxonomy() -> pl.DataFrame:
 # -- which reference-changed lines a candidate's hunks overlap ----------------------------------
 
 
-def _hunks(patch: bytes | str) -> list[tuple[str, int, int, frozenset[int]]]:
-    """(path, first, end) of every hunk on the buggy side (context included), with the
-    target-side lines it changes (coverage's rule: tasks/model/patches.py, "following")."""
-    found = []
-    for patched in patches.parse(patch):
-        path = patched.path
-        lines = patches.changed_lines(patched, removals="following") if not patched.is_removed_file else set()
-        for hunk in patched:
-            end = hunk.target_start + max(hunk.target_length, 1)
-            own = frozenset(n for n in lines if hunk.target_start <= n < end)
-            found.append((path, hunk.source_start, hunk.source_start + max(hunk.source_length, 1), own))
-    return found
-
-
 def overlapping_reference_lines(reference: bytes | str, candidate: bytes | str) -> list[str] | None:
     """The reference-changed lines (`path:line`, reference numbering, as coverage's
     `missed_lines`) of the reference hunks a candidate's hunks overlap on the buggy side
     (both diffs are against the buggy program; a hunk's extent includes its context).
     None when either diff cannot be read."""
     try:
-        ref, cand = _hunks(reference), _hunks(candidate)
+        ref, cand = patches.hunks(reference, "following"), patches.hunks(candidate, "following")
     except (UnidiffParseError, ValueError):
         return None
     lines: set[str] = set()
-    for path, first, end, own in ref:
-        if any(p == path and f < end and first < e for p, f, e, _ in cand):
-            lines.update(f"{path}:{n}" for n in own)
+    for hunk in ref:
+        if any(c.path == hunk.path and c.source.start < hunk.source.stop and hunk.source.start < c.source.stop
+               for c in cand):
+            lines.update(f"{hunk.path}:{n}" for n in hunk.lines)
     return sorted(lines, key=lambda s: (s.rsplit(":", 1)[0], int(s.rsplit(":", 1)[1])))
 
 
@@ -141,12 +132,16 @@ def _failing_case(tests: pl.Expr, own_code: bool) -> pl.Expr:
 
 
 def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.DataFrame | None = None,
-                     overlaps: pl.DataFrame | None = None) -> pl.DataFrame:
+                     overlaps: pl.DataFrame | None = None,
+                     candidate_coverage: pl.DataFrame | None = None) -> pl.DataFrame:
     """`scores/failure_taxonomy`: one row per (configuration, instance) with S_i = 0.
 
     `coverage` is `scores/coverage` (None: not measured, so the coverage rules cannot
-    decide); `overlaps` is candidate_overlaps' table (None: no diffs, so an accepted
-    invalid candidate cannot be placed)."""
+    decide); `candidate_coverage` is `scores/candidate_coverage` (the accepted invalid
+    candidates measured on their own states; None or a missing row: the approximation
+    from `coverage` and `overlaps` decides); `overlaps` is candidate_overlaps' table
+    (None: no diffs, so an accepted invalid candidate without candidate coverage cannot be
+    placed)."""
     cells = instance_scores.filter(pl.col("s") == 0).select("configuration", "instance_id")
     if cells.is_empty():
         return _empty_taxonomy()
@@ -204,6 +199,16 @@ def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.D
         .join(coverage.select("configuration", "instance_id", "delta_c", "missed_lines"),
               on=["configuration", "instance_id"], how="left")
     )
+    if candidate_coverage is None or candidate_coverage.is_empty():
+        candidate_coverage = pl.DataFrame(schema={
+            "configuration": pl.String, "instance_id": pl.String, "candidate_id": pl.String, "changed_lines": pl.Int32,
+            "executed_lines": pl.List(pl.String), "missed_lines": pl.List(pl.String), "reason": pl.String,
+            "coverage_key": pl.String})
+    runs = runs.join(
+        candidate_coverage.select("configuration", "instance_id", "candidate_id", own_changed="changed_lines",
+                                  own_executed="executed_lines", own_missed="missed_lines", own_reason="reason",
+                                  own_key="coverage_key"),
+        on=["configuration", "instance_id", "candidate_id"], how="left")
     if overlaps is None:
         runs = runs.with_columns(overlap=pl.lit(None, dtype=pl.List(pl.String)))
     else:
@@ -211,6 +216,9 @@ def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.D
                          on=["instance_id", "candidate_id"], how="left")
     delta_c = pl.col("delta_c")
     covered = delta_c.is_not_null()
+    # measured on the candidate's own state, with at least one differing code line counted
+    own = ((f == "invalid_accepted") & (pl.col("own_changed") > 0)).fill_null(False)
+    own_missed = pl.col("own_missed").fill_null([])
     accepted = (f == "invalid_accepted") & covered & (pl.col("overlap").list.len() > 0)
     missed_here = pl.col("overlap").list.set_intersection(pl.col("missed_lines").fill_null([]))
     kind = (
@@ -218,6 +226,8 @@ def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.D
         .when((f == "buggy_not_rejected") & (delta_c == 0)).then(pl.lit("coverage_gap"))
         .when((f == "buggy_not_rejected") & (delta_c > 0)).then(pl.lit("faulty_check"))
         .when(f == "valid_rejected").then(pl.lit("faulty_check"))
+        .when(own).then(pl.when(own_missed.list.len() > 0).then(pl.lit("coverage_gap"))
+                        .otherwise(pl.lit("faulty_check")))
         .when(accepted).then(pl.when(missed_here.list.len() > 0).then(pl.lit("coverage_gap"))
                              .otherwise(pl.lit("faulty_check")))
         .otherwise(pl.lit("unclassified"))
@@ -246,8 +256,21 @@ def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.D
         .when(n_cases == 0).then(pl.concat_str(pl.lit("no JUnit case, exit "), exit_code, pl.lit("; output: "), tail))
         .otherwise(pl.coalesce(assertion, own_error))
     )
+    # why an accepted invalid candidate fell back on the approximation (shown, not hidden)
+    fallback = (
+        pl.when((f == "invalid_accepted") & ~own & pl.col("own_key").is_not_null())
+        .then(pl.concat_str(pl.lit(" (its own state: "), pl.coalesce(
+            pl.col("own_reason"), pl.lit("no executable line differs from the reference")), pl.lit(")")))
+        .otherwise(pl.lit(""))
+    )
     evidence = (
         pl.when(f.is_in(["reference_not_accepted", "valid_rejected"])).then(rejection)
+        .when(own & (pl.col("kind") == "coverage_gap")).then(pl.concat_str(
+            pl.lit("accepted; lines where it differs from the reference, never executed on its own state: "),
+            own_missed.list.join(", ")))
+        .when(own).then(pl.concat_str(
+            pl.lit("accepted although it executed, on its own state, every line where it differs from the "
+                   "reference: "), pl.col("own_executed").list.join(", ")))
         .when(~covered).then(pl.lit("passed; coverage of the reference change is not measured"))
         .when(f == "buggy_not_rejected").then(pl.concat_str(
             pl.lit("passed on buggy; ΔC on the reference = "), delta_c.round(3).cast(pl.String),
@@ -260,11 +283,13 @@ def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.D
             missed_here.list.join(", ")))
         .otherwise(pl.concat_str(pl.lit("accepted although the reference-changed lines it also changes were "
                                         "executed on the reference: "), pl.col("overlap").list.join(", ")))
-    ).str.slice(0, 2 * EVIDENCE_CHARS)
+    )
+    evidence = pl.concat_str(evidence, fallback).str.slice(0, 2 * EVIDENCE_CHARS)
     basis = (
         pl.when(f.is_in(["reference_not_accepted", "valid_rejected"]))
         .then(pl.when(~completed).then(pl.lit("run_reason")).when(n_cases > 0).then(pl.lit("junit"))
               .otherwise(pl.lit("exit_code")))
+        .when(own).then(pl.lit("candidate_coverage"))
         .when(~covered).then(pl.lit("no_coverage"))
         .when(f == "buggy_not_rejected").then(pl.lit("reference_delta_c"))
         .when(pl.col("overlap").is_null()).then(pl.lit("no_diff"))

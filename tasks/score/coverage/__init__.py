@@ -26,9 +26,10 @@ Go and JavaScript are measured the same way with their own instrumentation (`too
 cover profiles through GOFLAGS, V8 coverage through NODE_V8_COVERAGE); other languages are
 `not_measured`.
 
-The pass in five files: `changes` (which lines and functions of the reference count, and
+The pass in six files: `changes` (which lines and functions of the reference count, and
 how a run's report scores them), `instrument` (the environment and helper files that put
 coverage.py in every process), `toolchains` (each language's instrumentation and report),
-`probe` (plan, run through the one executor, store) and `summary` (per configuration,
-against S_i).
+`probe` (plan, run through the one executor, store), `candidates` (the same pass on each
+invalid candidate a suite accepted, of the lines where it differs from the reference: the
+failure taxonomy's coverage-gap rule) and `summary` (per configuration, against S_i).
 """

@@ -382,6 +382,7 @@ class CoverageCounts:
     changed_functions: int = 0
     entered_functions: int = 0
     missed_lines: list[str] = field(default_factory=list)  # path:line
+    executed_lines: list[str] = field(default_factory=list)  # path:line, the counted lines that ran
     missed_functions: list[str] = field(default_factory=list)  # path:name
 
     @property
@@ -404,6 +405,7 @@ def score_changes(changes: Iterable[ChangedFile], measured: dict[str, MeasuredFi
             counts.changed_lines += 1
             if seen is not None and any(n in seen.executed for n in span):
                 counts.covered_lines += 1
+                counts.executed_lines.append(f"{change.path}:{line}")
             else:
                 counts.missed_lines.append(f"{change.path}:{line}")
         for function in change.functions:

@@ -1,5 +1,7 @@
 """The coverage pass: one measurement per configuration × instance on the reference,
-run by the one executor (tasks/execution/batch.py), stored in `scores/coverage`. How a
+run by the one executor (tasks/execution/batch.py), stored in `scores/coverage`. The
+candidate pass (tasks/score/coverage/candidates.py) is this one on other states: the same
+`CoverageSpec`, `measure_one`, `CoverageJob` and `run_pass`. How a
 run is instrumented and its report read depends on the instance's language
 (tasks/score/coverage/toolchains.py); a language without a toolchain is `not_measured`.
 
@@ -12,10 +14,11 @@ module's helper files), so `measure_coverage` skips what `scores/coverage` alrea
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import polars as pl
 import pyarrow as pa
@@ -48,15 +51,25 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class CoverageSpec:
-    """One planned measurement: a configuration's suite (or why there is none) on an
-    instance's reference."""
+    """One planned measurement: a configuration's suite (or why there is none) on one
+    state of an instance: its reference (this pass), or an invalid candidate the suite
+    accepted (tasks/score/coverage/candidates.py)."""
 
     coverage_key: str
     configuration: str
     instance: Instance
-    reference: State
+    state: State
     suite: Suite | None
     unrunnable: Reason | None  # missing_suite | invalid_suite
+
+
+def instrumentation_key(instance: Instance) -> tuple[str, str]:
+    """The coverage environment's key and the helper files' hash of an instance's
+    language: parts of every measurement's key (a language without a toolchain has its own)."""
+    toolchain = toolchain_for(instance.spec.language)
+    if toolchain is None:
+        return instance.spec.environment.key, digest("not-measured", instance.spec.language)
+    return toolchain.environment(instance.spec.environment).key, toolchain.helpers_hash
 
 
 def plan_coverage(benchmark: Benchmark, limits: Limits) -> list[CoverageSpec]:
@@ -66,11 +79,7 @@ def plan_coverage(benchmark: Benchmark, limits: Limits) -> list[CoverageSpec]:
     specs = []
     for instance in benchmark.instances.values():
         reference = next(s for s in states_of(instance) if s.kind == "reference")
-        toolchain = toolchain_for(instance.spec.language)
-        if toolchain is None:
-            environment, helpers = instance.spec.environment.key, digest("not-measured", instance.spec.language)
-        else:
-            environment, helpers = toolchain.environment(instance.spec.environment).key, toolchain.helpers_hash
+        environment, helpers = instrumentation_key(instance)
         for configuration in benchmark.configurations:
             suite, unrunnable = benchmark.suite_of(configuration, instance.id)
             suite_part = suite.hash if suite else digest(unrunnable or "", configuration)
@@ -112,11 +121,12 @@ def _row(spec: CoverageSpec, measured: Measured) -> dict:
 
 def measure_one(spec: CoverageSpec, changes: tuple[ChangedFile, ...], environments: Environments,
                 options: ExecutionOptions, toolchain: Toolchain) -> Measured:
-    """Measure one suite on its instance's reference, instrumented by `toolchain`."""
+    """Measure one suite on its state, instrumented by `toolchain` to report the lines of
+    `changes` (lines of that state's tree)."""
     if spec.unrunnable is not None:
         return Measured(score_changes(changes, {}), spec.unrunnable)
     assert spec.suite is not None
-    tree = state_tree(spec.instance, spec.reference, environments, options.work, options.limits)
+    tree = state_tree(spec.instance, spec.state, environments, options.work, options.limits)
     if isinstance(tree, Verdict):
         return Measured(None, tree.reason)
     coverage_spec = toolchain.environment(spec.instance.spec.environment)
@@ -150,31 +160,34 @@ def measure_one(spec: CoverageSpec, changes: tuple[ChangedFile, ...], environmen
 
 def _reference_changes(spec: CoverageSpec, toolchain: Toolchain, work: WorkPaths) -> tuple[ChangedFile, ...] | None:
     """What the instance's reference changes, or None when its patch does not apply."""
-    tree = materialise(spec.instance, spec.reference, work)
+    tree = materialise(spec.instance, spec.state, work)
     if not tree.patch.applied:
         return None
     return toolchain.analyse(tree.tree, spec.instance.reference)
 
 
-def _table(rows: Iterable[dict]) -> pl.DataFrame:
-    arrow = pa.Table.from_pylist(list(rows), schema=SCHEMAS["coverage"])
-    return pl.from_arrow(arrow).sort("configuration", "instance_id")
+def _table(dataset: str, rows: Iterable[dict]) -> pl.DataFrame:
+    schema = SCHEMAS[dataset]
+    arrow = pa.Table.from_pylist(list(rows), schema=schema)
+    return pl.from_arrow(arrow).sort(*(c for c in ("configuration", "instance_id", "candidate_id") if c in schema.names))
 
 
 class CoverageJob(Job[CoverageSpec, Measured]):
     """The coverage pass as a job of the one executor (tasks/execution/batch.py).
 
     `scores/coverage` is a score table, rewritten whole (not appended): each write holds
-    every measurement so far, the stored ones included, so a killed pass resumes."""
+    every measurement so far, the stored ones included, so a killed pass resumes.
+    `changes` holds, per (instance id, state hash), the lines that state's run must
+    report (None: its patch did not apply)."""
 
     dataset = "coverage"
 
     def __init__(self, options: ExecutionOptions, specs: Sequence[CoverageSpec], done: dict[str, dict],
-                 changes: dict[str, tuple[ChangedFile, ...] | None]) -> None:
+                 changes: dict[tuple[str, str], tuple[ChangedFile, ...] | None]) -> None:
         super().__init__(options)
         self._specs = specs
         self.done = done
-        self._changes = changes
+        self.changes = changes
 
     def content_key(self, unit: CoverageSpec) -> str:
         return unit.coverage_key
@@ -183,7 +196,7 @@ class CoverageJob(Job[CoverageSpec, Measured]):
         toolchain = toolchain_for(unit.instance.spec.language)
         if toolchain is None:
             return Measured(None, Reason.NOT_MEASURED)
-        found = self._changes[unit.instance.id]
+        found = self.changes[(unit.instance.id, unit.state.hash)]
         if found is None:
             return Measured(None, Reason.PATCH_FAILED)
         if not found:
@@ -193,31 +206,71 @@ class CoverageJob(Job[CoverageSpec, Measured]):
     def row(self, unit: CoverageSpec, result: Measured, started: datetime, backend: SandboxBackend) -> dict:
         return _row(unit, result)
 
+    def labelled(self, row: dict, spec: CoverageSpec) -> dict:
+        """A measurement's row under `spec`'s names: twins share the measurement, not the name."""
+        return {**row, "configuration": spec.configuration}
+
     def table(self) -> pl.DataFrame:
         """Every planned measurement done so far, each under its own configuration."""
-        return _table(
-            {**self.done[spec.coverage_key], "configuration": spec.configuration}
-            for spec in self._specs if spec.coverage_key in self.done
-        )
+        return _table(self.dataset, (self.labelled(self.done[spec.coverage_key], spec)
+                                     for spec in self._specs if spec.coverage_key in self.done))
 
     def write(self, store: Store, rows: list[dict]) -> None:
         self.done.update((row["coverage_key"], row) for row in rows)
-        store.write_table("coverage", self.table().to_arrow())
+        store.write_table(self.dataset, self.table().to_arrow())
 
 
-def measure_coverage(
-    benchmark_root: Path | str,
-    store_root: Path | str,
-    work_root: Path | str | None = None,
-    backend: str = "local",
-    *,
-    configurations: tuple[str, ...] = (),
-    limits: Limits = Limits(),
-    concurrency: int | None = None,
-    trusted: bool = False,
-    unsafe: bool = False,
-    checkpoint_every: int = 32,
-) -> pl.DataFrame:
+class PassOptions(TypedDict, total=False):
+    """The keyword options of a coverage pass (both passes take them)."""
+
+    configurations: tuple[str, ...]  #: only these configurations (default: every one)
+    limits: Limits  #: of each run (default: Limits())
+    concurrency: int | None  #: runs at once (default: the backend's safe concurrency)
+    trusted: bool  #: as for the replay: the backend's isolation
+    unsafe: bool
+    checkpoint_every: int  #: rewrite the table every this many measurements (default 32)
+
+
+def open_pass(benchmark_root: Path | str, store_root: Path | str, work_root: Path | str | None, backend: str,
+              options: PassOptions) -> tuple[Benchmark, Store, ExecutionOptions]:
+    """The benchmark, store and executor options of a coverage pass."""
+    limits = options.get("limits", Limits())
+    store = Store(store_root)
+    execution = ExecutionOptions(
+        backend=backend, work_root=Path(work_root) if work_root else default_work_root(), store_root=store.paths.root,
+        limits=limits, concurrency=options.get("concurrency") or backend_class(backend).default_concurrency(),
+        trusted=options.get("trusted", False), unsafe=options.get("unsafe", False),
+        flush_every=options.get("checkpoint_every", 32),
+    )
+    return load_benchmark(Path(benchmark_root), options.get("configurations", ())), store, execution
+
+
+def run_pass(job: CoverageJob, store: Store, specs: Sequence[CoverageSpec],
+             changes_of: Callable[[CoverageSpec, Toolchain], tuple[ChangedFile, ...] | None]) -> pl.DataFrame:
+    """Measure what `job.dataset` does not hold yet under a current key, and rewrite it.
+
+    The stored rows of the planned keys are kept, and `changes_of` is asked (once per
+    instance and state) only for the measurements left to run; rows of plans that changed
+    since are dropped, even when nothing runs."""
+    if store.paths.score_table(job.dataset).is_file():
+        wanted = {s.coverage_key for s in specs}
+        job.done.update((row["coverage_key"], row) for row in store.read_table(job.dataset).iter_rows(named=True)
+                        if row["coverage_key"] in wanted)
+    todo = [spec for spec in specs if spec.coverage_key not in job.done]
+    log.info("%s: %d measurements planned, %d stored, %d to run", job.dataset, len(specs), len(job.done),
+             len({s.coverage_key for s in todo}))
+    for spec in todo:
+        toolchain = toolchain_for(spec.instance.spec.language)
+        key = (spec.instance.id, spec.state.hash)
+        if toolchain is not None and key not in job.changes:
+            job.changes[key] = changes_of(spec, toolchain)
+    execute(job, todo, job.options)
+    job.write(store, [])
+    return job.table()
+
+
+def measure_coverage(benchmark_root: Path | str, store_root: Path | str, work_root: Path | str | None = None,
+                     backend: str = "local", **options: Unpack[PassOptions]) -> pl.DataFrame:
     """ΔC and EC of every suite of the benchmark; writes and returns `scores/coverage`.
 
     Rows already in the store's `scores/coverage` with a current key are kept and not
@@ -225,28 +278,7 @@ def measure_coverage(
     table is rewritten every `checkpoint_every` measurements, so a killed pass resumes.
     `trusted`/`unsafe` mean what they mean for the replay (the backend's isolation).
     """
-    benchmark = load_benchmark(Path(benchmark_root), configurations)
-    store = Store(store_root)
-    options = ExecutionOptions(
-        backend=backend, work_root=Path(work_root) if work_root else default_work_root(), store_root=store.paths.root,
-        limits=limits, concurrency=concurrency or backend_class(backend).default_concurrency(), trusted=trusted,
-        unsafe=unsafe, flush_every=checkpoint_every,
-    )
-    specs = plan_coverage(benchmark, limits)
-    done: dict[str, dict] = {}
-    if store.paths.score_table("coverage").is_file():
-        wanted = {s.coverage_key for s in specs}
-        done = {row["coverage_key"]: row for row in store.read_table("coverage").iter_rows(named=True)
-                if row["coverage_key"] in wanted}
-    todo = [spec for spec in specs if spec.coverage_key not in done]
-    log.info("coverage: %d measurements planned, %d stored, %d to run", len(specs), len(done),
-             len({s.coverage_key for s in todo}))
-    changes: dict[str, tuple[ChangedFile, ...] | None] = {}
-    for spec in todo:
-        toolchain = toolchain_for(spec.instance.spec.language)
-        if toolchain is not None and spec.instance.id not in changes:
-            changes[spec.instance.id] = _reference_changes(spec, toolchain, options.work)
-    job = CoverageJob(options, specs, done, changes)
-    execute(job, todo, options)
-    job.write(store, [])  # the stored rows of plans that changed are dropped even when nothing ran
-    return job.table()
+    benchmark, store, execution = open_pass(benchmark_root, store_root, work_root, backend, options)
+    specs = plan_coverage(benchmark, execution.limits)
+    job = CoverageJob(execution, specs, {}, {})
+    return run_pass(job, store, specs, lambda spec, toolchain: _reference_changes(spec, toolchain, execution.work))
