@@ -561,25 +561,31 @@ def demo(
     backend: BackendOpt = "local",
     workers: WorkersOpt = 1,
     work: WorkOpt = None,
+    benchmark: Annotated[Path, typer.Option(
+        help="a benchmark folder with the demo's generators/ (default: the bundled one)", exists=True,
+        file_okay=False)] = BUNDLED,
 ) -> None:
     """Generate suites with the bundled scripted generators, then replay, score and report the
-    bundled benchmark with them (trusted code: runs even without bubblewrap)."""
+    bundled benchmark with them (trusted code: runs even without bubblewrap). `--benchmark`
+    runs the same on another folder of that shape (a part of the bundled one, say): that is
+    someone else's code, never trusted, so it needs the sandbox."""
     start = time.monotonic()
+    trusted = benchmark.resolve() == BUNDLED.resolve()
     from testprism.flows.generate import generate_flow
     from testprism.flows.report import report_flow
     from testprism.tasks.generate.task_folder import Mode
 
     generated = out / "generated-benchmark"  # beside the store's own generated/ (what runs left)
     for name, mode in (("from-reference", Mode.TESTPRISM), ("from-instruction", Mode.PLAIN)):
-        tool = BUNDLED / "generators" / f"{name.replace('-', '_')}.py"
+        tool = benchmark / "generators" / f"{name.replace('-', '_')}.py"
         with _progress_bar():
-            generate_flow(benchmark=str(BUNDLED), store=str(out), configuration=name, mode=mode, tools=[str(tool)],
+            generate_flow(benchmark=str(benchmark), store=str(out), configuration=name, mode=mode, tools=[str(tool)],
                           command=f"python3 tmp/.task/tools/{tool.name}", out=str(generated), backend=backend,
-                          workers=workers, work=str(work) if work else None, trusted=True)
-    _replay(BUNDLED, out, [], backend, workers, None, work, 300.0, True, False)
-    _replay(generated, out, [], backend, workers, None, work, 300.0, True, False)
-    _score(out, BUNDLED, work, backend, trusted=True)
-    report = report_flow(store=str(out), out=str(out / "report.html"), benchmark=str(BUNDLED))
+                          workers=workers, work=str(work) if work else None, trusted=trusted)
+    _replay(benchmark, out, [], backend, workers, None, work, 300.0, trusted, False)
+    _replay(generated, out, [], backend, workers, None, work, 300.0, trusted, False)
+    _score(out, benchmark, work, backend, trusted=trusted)
+    report = report_flow(store=str(out), out=str(out / "report.html"), benchmark=str(benchmark))
     _print_taxonomy(out)
     log.info("demo finished in %.1f s; store at %s, report at %s", time.monotonic() - start, out, report)
 
