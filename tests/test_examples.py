@@ -28,8 +28,9 @@ def test_bundled_benchmark_has_the_testprism_panel_shape():
 
 #: The part of the bundled benchmark the demo test runs (CI's half-hour: the whole demo is
 #: `make demo`, timed in the README): two instances of each Python source, one Go, one
-#: JavaScript, and the one instance where the broken suite accepts the valid candidates (so biased,
-#: not broken, has the lowest CAR, as on the whole benchmark: checked on a full demo's store).
+#: JavaScript. algokit's toposort is the instance where the broken suite accepts the valid
+#: candidates, so that biased, not broken, has the lowest CAR, as on the whole benchmark
+#: (checked on a full demo's store).
 DEMO_PART = ("algokit__bisect-past-end", "algokit__toposort-leaf-deps", "calkit__merge-touching",
              "calkit__free-slots-nested-meeting", "textkit__snake-case-acronyms", "textkit__wrap-exact-width",
              "gokit__csv-doubled-quotes", "urlkit__query-repeated-keys")
