@@ -7,7 +7,8 @@ leaders, distinguishability: one resample of 10,000 replicates);
 (3) the panel-size curves (tasks/score/curves.py: 20 random seeds and hardest-first; the
 synthetic store keeps no patches nor failed checks, so diversity is null and the
 diversity-first schedule is not computed); (3b) the failure taxonomy of every S_i = 0 with
-its shares, on synthetic coverage and candidate overlaps (the store has neither); (4) the
+its shares, on synthetic coverage, candidate overlaps and candidate-state coverage (the
+store has none of them); (4) the
 score step together: runs, indicators, curves, taxonomy, per-source tables and every
 interval; side by side in the same run, (5) a naive baseline: the same per-instance indicators by a
 Python loop over the rows, the way a harness script would do it.
@@ -26,6 +27,30 @@ import sys
 from pathlib import Path
 
 log = logging.getLogger("bench.score_scale")
+
+SYNTHETIC = """
+# the taxonomy's inputs the synthetic store lacks, made before the clock starts: what the
+# coverage passes and the benchmark's diffs would give. ΔC and 0-3 missed lines per suite,
+# 1-3 overlapped reference lines per candidate, and for every accepted invalid candidate its
+# own state's coverage (1-3 differing lines, 0-2 of them never executed)
+rng = np.random.default_rng(7)
+line = lambda n: [f"pkg/m.py:{k}" for k in rng.choice(10, n, replace=False)]
+pairs = store.scan("suites").select("configuration", "instance_id").unique().collect()
+coverage = pairs.with_columns(
+    delta_c=pl.Series(rng.choice([0.0, 0.5, 1.0], pairs.height)),
+    missed_lines=pl.Series([line(n) for n in rng.integers(0, 4, pairs.height)], dtype=pl.List(pl.String)))
+candidates = store.scan("panels").filter(pl.col("state") == "candidate").select("instance_id", "candidate_id").collect()
+overlaps = candidates.with_columns(
+    overlap=pl.Series([line(n) for n in rng.integers(1, 4, candidates.height)], dtype=pl.List(pl.String)))
+accepted = (store.scan("runs").filter((pl.col("label") == "invalid") & (pl.col("outcome") == "P"))
+            .select("configuration", "instance_id", "candidate_id").unique().collect())
+missed = [line(n) for n in rng.integers(0, 3, accepted.height)]
+own = accepted.with_columns(
+    changed_lines=pl.Series([len(m) + 1 for m in missed], dtype=pl.Int32),
+    executed_lines=pl.Series([line(1) for _ in missed], dtype=pl.List(pl.String)),
+    missed_lines=pl.Series(missed, dtype=pl.List(pl.String)), reason=pl.lit(None, dtype=pl.String),
+    coverage_key=pl.lit("k"))
+"""
 
 PHASES = {
     "metrics": """
@@ -66,21 +91,12 @@ from testprism.tasks.score.metrics import instance_scores, latest_runs
 from testprism.tasks.score.statistics import bootstrap_statistics
 from testprism.tasks.score.taxonomy import failure_taxonomy, taxonomy_shares
 store = Store(STORE)
-# the taxonomy's inputs the synthetic store lacks, made before the clock starts (as in `taxonomy`)
-rng = np.random.default_rng(7)
-line = lambda n: [f"pkg/m.py:{k}" for k in rng.choice(10, n, replace=False)]
-pairs = store.scan("suites").select("configuration", "instance_id").unique().collect()
-coverage = pairs.with_columns(
-    delta_c=pl.Series(rng.choice([0.0, 0.5, 1.0], pairs.height)),
-    missed_lines=pl.Series([line(n) for n in rng.integers(0, 4, pairs.height)], dtype=pl.List(pl.String)))
-candidates = store.scan("panels").filter(pl.col("state") == "candidate").select("instance_id", "candidate_id").collect()
-overlaps = candidates.with_columns(
-    overlap=pl.Series([line(n) for n in rng.integers(1, 4, candidates.height)], dtype=pl.List(pl.String)))
+""" + SYNTHETIC + """
 start = time.perf_counter()  # runs → indicators → curves → taxonomy → per-source tables and every interval, in one process
 runs = latest_runs(store)
 scores = instance_scores(store, runs)
 curves = panel_curves(store, scores, runs)
-taxonomy = failure_taxonomy(store, scores, coverage, overlaps)
+taxonomy = failure_taxonomy(store, scores, coverage, overlaps, own, runs)
 shares = taxonomy_shares(taxonomy)
 stats = bootstrap_statistics(scores, replicates=10_000)  # per-source intervals and leaders from the same resample
 rows = curves.height + taxonomy.height + stats.per_source.height + stats.intervals.height
@@ -89,22 +105,14 @@ rows = curves.height + taxonomy.height + stats.per_source.height + stats.interva
 import numpy as np
 import polars as pl
 from testprism.storage import Store
-from testprism.tasks.score.metrics import instance_scores
+from testprism.tasks.score.metrics import instance_scores, latest_runs
 from testprism.tasks.score.taxonomy import failure_taxonomy, taxonomy_shares
 store = Store(STORE)
-scores = instance_scores(store)
-# what the coverage pass and the benchmark's diffs would give (the synthetic store has
-# neither): ΔC and 0-3 missed lines per suite, 1-3 overlapped reference lines per candidate
-rng = np.random.default_rng(7)
-line = lambda n: [f"pkg/m.py:{k}" for k in rng.choice(10, n, replace=False)]
-coverage = scores.select("configuration", "instance_id").with_columns(
-    delta_c=pl.Series(rng.choice([0.0, 0.5, 1.0], scores.height)),
-    missed_lines=pl.Series([line(n) for n in rng.integers(0, 4, scores.height)], dtype=pl.List(pl.String)))
-candidates = store.scan("panels").filter(pl.col("state") == "candidate").select("instance_id", "candidate_id").collect()
-overlaps = candidates.with_columns(
-    overlap=pl.Series([line(n) for n in rng.integers(1, 4, candidates.height)], dtype=pl.List(pl.String)))
-start = time.perf_counter()  # time the taxonomy alone, as the statistics
-taxonomy = failure_taxonomy(store, scores, coverage, overlaps)
+runs = latest_runs(store)
+scores = instance_scores(store, runs)
+""" + SYNTHETIC + """
+start = time.perf_counter()  # time the taxonomy alone, as the statistics (on the runs the score step has)
+taxonomy = failure_taxonomy(store, scores, coverage, overlaps, own, runs)
 shares = taxonomy_shares(taxonomy)
 rows = taxonomy.height
 """,

@@ -65,7 +65,7 @@ def score_tables(store: Store, replicates: int, seed: int, benchmark: Path | str
     coverage, own = (store.read_table(name) if store.paths.score_table(name).is_file() else None
                      for name in ("coverage", "candidate_coverage"))
     overlaps = candidate_overlaps(benchmark, scores["instance_id"].unique().to_list()) if benchmark else None
-    taxonomy = failure_taxonomy(store, scores, coverage, overlaps, own)
+    taxonomy = failure_taxonomy(store, scores, coverage, overlaps, own, runs)
     return {
         "instance_scores": scores,
         "leaderboard": board,

@@ -133,7 +133,7 @@ def _failing_case(tests: pl.Expr, own_code: bool) -> pl.Expr:
 
 def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.DataFrame | None = None,
                      overlaps: pl.DataFrame | None = None,
-                     candidate_coverage: pl.DataFrame | None = None) -> pl.DataFrame:
+                     candidate_coverage: pl.DataFrame | None = None, latest: pl.DataFrame | None = None) -> pl.DataFrame:
     """`scores/failure_taxonomy`: one row per (configuration, instance) with S_i = 0.
 
     `coverage` is `scores/coverage` (None: not measured, so the coverage rules cannot
@@ -141,7 +141,7 @@ def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.D
     candidates measured on their own states; None or a missing row: the approximation
     from `coverage` and `overlaps` decides); `overlaps` is candidate_overlaps' table
     (None: no diffs, so an accepted invalid candidate without candidate coverage cannot be
-    placed)."""
+    placed). `latest` is `latest_runs(store)` when the caller has it already."""
     cells = instance_scores.filter(pl.col("s") == 0).select("configuration", "instance_id")
     if cells.is_empty():
         return _empty_taxonomy()
@@ -154,19 +154,25 @@ def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.D
         .when((label == "invalid") & (outcome == "P")).then(pl.lit("invalid_accepted"))
     )
     found = (
-        latest_runs(store).lazy()
-        .join(cells.lazy(), on=["configuration", "instance_id"], how="semi")
+        (latest_runs(store) if latest is None else latest).lazy()
         .with_columns(finding=finding)
         .filter(pl.col("finding").is_not_null())
+        .join(cells.lazy(), on=["configuration", "instance_id"], how="semi")
         .select(*keys, "finding", "outcome", "started_at")
         .collect()
     )
     match = [*keys, "started_at", "outcome"]
 
+    # what details are read for: rejections of the reference or of a valid candidate. As a
+    # filter on the scan it is pushed into the Parquet reader, which then decodes the heavy
+    # columns of those rows only, not of the million others
+    rejected = (outcome != "P") & ((state == "reference") | (label == "valid"))
+
     def details(rows: pl.DataFrame) -> pl.DataFrame:
-        """The heavy columns of the scored runs in `rows` (read for those only)."""
+        """The heavy columns of the scored runs in `rows` (rejections, read for those only)."""
         return (
             store.scan("runs")
+            .filter(rejected)
             .select(*match, "reason", "exit_code", "tests", "stdout_tail")
             .join(rows.lazy().select(match), on=match, how="semi", nulls_equal=True)
             .unique(keys, keep="any")
