@@ -13,6 +13,9 @@ it:
 - `docker-cold`: the same without starting ahead (`prewarm=False`): create, start, wait,
   remove all on the run's path.
 - `docker-reused`: DockerBackend fast mode (one container kept, workspace reset).
+- `local-tmpfs`, `docker-tmpfs` (only when asked for): `local` and `docker` with their run
+  workspaces in /dev/shm (WorkPaths.runs_root, `$TESTPRISM_WORKSPACES`): the per-run copy
+  of the state's tree made in memory instead of on disk.
 - `docker-1cpu` (only when asked for): `docker` with a CPU quota of 1 CPU (the default is
   every core, as `bare` and `local` have; TESTPRISM_DOCKER_CPUS sets one): what a quota
   costs a suite (a multi-threaded toolchain, Go's, is throttled by it where a one-threaded
@@ -70,6 +73,7 @@ import importlib
 import io
 import logging
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -101,7 +105,7 @@ from testprism.tasks.model.state import states_of
 from testprism.tasks.model.workdir import WorkPaths
 
 log = logging.getLogger("bench.replay_overhead")
-console = Console(width=max(140, Console().width))
+console = Console(width=max(220, Console().width))
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL_TARGET_RATIO, LOCAL_TARGET_MS = 0.10, 5.0
@@ -506,8 +510,15 @@ def toolchain_versions(subj: Subject, tag: str) -> dict[str, tuple[str, str]]:
             image = api.logs(container).decode(errors="replace")
         finally:
             api.remove_container(container, force=True)
-        found[tool] = ((host.stdout + host.stderr).strip().splitlines()[0], image.strip().splitlines()[0])
+        found[tool] = (_version(host.stdout + host.stderr), _version(image))
     return found
+
+
+def _version(said: str) -> str:
+    """The first version number a `--version` output names (else the first line's last word: "dev")."""
+    first = said.strip().splitlines()[0] if said.strip() else "?"
+    match = re.search(r"\d+\.\d+(\.\d+)?", said)
+    return match.group(0) if match else first.split()[-1]
 
 
 def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]], times: dict[str, list[float]],
@@ -521,7 +532,7 @@ def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]]
             return None
         return statistics.median(t - b for t, b in zip(per_round[name], per_round[f"{subj.id}:bare"], strict=False))
 
-    extra = [m for m in ("docker-1cpu",) if any(n.endswith(f":{m}") for n in per_round)]
+    extra = [m for m in ("local-tmpfs", "docker-tmpfs", "docker-1cpu") if any(n.endswith(f":{m}") for n in per_round)]
     table = Table(title="per-run overhead by language (overhead = median over rounds of mode − the instance's bare)")
     for column in ("language", "instance", "bare", "local", "÷ py", "docker", "÷ py", "≤ 1.10", *extra,
                    "files", "MB", "copy", "toolchain: host / image"):
@@ -540,18 +551,20 @@ def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]]
         cells.append(verdict)
         for mode in extra:
             mine = over(subj, mode)
-            cells.append("—" if mine is None else f"{mine * 1000:+.0f} ms")
+            ref = over(python, mode) if python is not None else None
+            ratio = f" ({mine / ref:.2f})" if mine is not None and ref and subj is not python else ""
+            cells.append("—" if mine is None else f"{mine * 1000:+.0f} ms{ratio}")
         files, size = tree_size(subj.tree)
         cells += [str(files), f"{size / 1e6:.1f}",
                   f"{fills[subj.id] * 1000:.0f} ms" if subj.id in fills else "—"]
-        cells.append("; ".join(f"{host} / {image}" + ("" if host == image else " (DIFFER)")
-                               for host, image in versions.get(subj.id, {}).values()) or "—")
+        cells.append("; ".join(f"{tool} {host} / {image}" + ("" if host == image else " (DIFFER)")
+                               for tool, (host, image) in versions.get(subj.id, {}).items()) or "—")
         table.add_row(*cells)
     console.print(table)
     console.print("local, docker: overhead; ÷ py = overhead ÷ the Python instance's overhead of the same mode "
                   "(target for docker ≤ 1.10); files, MB: the state's (built) tree, which every local and docker run "
                   "copies; copy = median time of fill_workspace on it (copy, owner and times of every entry), measured "
-                  "alone after the rounds" + ("; docker-1cpu: docker's overhead with a CPU quota of 1 CPU"
+                  "alone after the rounds; an extra mode's figure is its overhead (÷ py in brackets)" + ("; docker-1cpu: docker's overhead with a CPU quota of 1 CPU"
                                               if extra else ""))
 
 
@@ -604,7 +617,8 @@ def main() -> None:
     base = Path("/var/tmp") if Path("/var/tmp").is_dir() else Path(tempfile.gettempdir())
     scratch = Path(tempfile.mkdtemp(prefix="testprism-bench-", dir=base))
     scratch.chmod(0o755)
-    work = WorkPaths(Path(args.work) if args.work else scratch / "work")
+    work = WorkPaths(Path(args.work) if args.work else scratch / "work", runs_root=None)
+    scratch_memory: list[Path] = []
     work.ensure()
     backends = []
     try:
@@ -637,6 +651,13 @@ def main() -> None:
             for name in ("local", "docker"):
                 if name in modes:
                     extra[f"{name}@{args.against}"] = at_rev[name](at_rev["WorkPaths"](work.root))
+        if any(m.endswith("-tmpfs") for m in modes):  # the same backends, workspaces in memory
+            in_memory = WorkPaths(work.root, runs_root=Path(tempfile.mkdtemp(prefix="testprism-bench-", dir="/dev/shm")))
+            scratch_memory.append(in_memory.workspaces)
+            if "local-tmpfs" in modes:
+                extra["local-tmpfs"] = LocalBackend(in_memory)
+            if "docker-tmpfs" in modes:
+                extra["docker-tmpfs"] = DockerBackend(in_memory, reuse=False)
         if "docker-cold" in modes:
             extra["docker-cold"] = DockerBackend(work, reuse=False, prewarm=False)
         if "docker-reused" in modes:
@@ -709,6 +730,8 @@ def main() -> None:
         for backend in backends:
             backend.close()
         shutil.rmtree(scratch, ignore_errors=True)
+        for folder in scratch_memory:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from testprism.storage import StoreError
 from testprism.tasks.model.benchmark import BenchmarkError
 from testprism.tasks.generate.selection import SelectionError
 from testprism.tasks.importing.recipe import RecipeError
+from testprism.tasks.model.workdir import WorkspacesUnsafe
 from testprism.tasks.sandbox.base import SandboxError, SandboxUnavailable, backend_class
 from testprism.tasks.importing.sources import SourceError
 
@@ -52,6 +53,7 @@ USER_ERRORS: dict[type[Exception], ExitStatus] = {
     SourceError: ExitStatus.USAGE,
     StoreError: ExitStatus.USAGE,
     SandboxError: ExitStatus.UNAVAILABLE,  # SandboxUnavailable, or an engine that fails to answer
+    WorkspacesUnsafe: ExitStatus.USAGE,
 }
 
 console = Console(stderr=True, soft_wrap=True, highlight=False)

@@ -26,6 +26,7 @@ from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, SandboxUnavailable
 from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.execution.verdict import Policy, classify, judge
+from testprism.tasks.model.workdir import WorkPaths, WorkspacesUnsafe
 from tests.benchfixture import CHECKS, make_benchmark
 from tests.conftest import open_backend
 
@@ -258,3 +259,56 @@ def test_a_run_sees_only_system_folders_its_environment_and_its_workspace(backen
         assert "PWD=/workspace/program" in parts["end"] and "usr-ro" in parts["end"]
     finally:
         shutil.rmtree(outside, ignore_errors=True)
+
+
+# -- where workspaces go ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["local", "docker"])
+def test_workspaces_go_to_the_folder_asked_for(name, work_root, tmp_path, monkeypatch):
+    """TESTPRISM_WORKSPACES (a tmpfs, say) holds every run's workspace, and only while it
+    runs."""
+    chosen = Path(tempfile.mkdtemp(prefix="testprism-test-", dir="/dev/shm")) / "runs"
+    chosen.parent.chmod(0o755)  # as /dev/shm itself: the sandbox's uid passes through to its workspace
+    monkeypatch.setenv("TESTPRISM_WORKSPACES", str(chosen))
+    work = WorkPaths(work_root)  # its environments: a path the sandbox's uid can traverse
+    assert work.workspaces == chosen
+    made = open_backend(name, work)
+    try:
+        request = RunRequest(tree=tree_of(tmp_path), suite_folder=None, suite_files=(), command="sleep 2; cat data.txt",
+                             environment=made.prepare(BARE), limits=Limits(timeout_s=60.0))
+        done: list = []
+        runner = threading.Thread(target=lambda: done.append(made.run(request)))
+        runner.start()
+        deadline, seen = time.monotonic() + 30, []
+        while not seen and time.monotonic() < deadline:
+            seen = [p for p in chosen.iterdir() if (p / "program" / "data.txt").is_file()]
+            time.sleep(0.05)
+        runner.join()
+        assert seen, "no workspace with the state's tree appeared in the chosen folder"
+        assert done[0].exit_code == 0 and "program file" in done[0].output_tail
+    finally:
+        made.close()
+        left = [p.name for p in chosen.iterdir()] if chosen.is_dir() else []
+        shutil.rmtree(chosen.parent, ignore_errors=True)
+    assert left == []  # removed with its run (and the pre-started container's with the backend)
+
+
+def tree_of(root: Path) -> Path:
+    tree = root / "tree"
+    tree.mkdir()
+    (tree / "data.txt").write_text("program file\n")
+    return tree
+
+
+def test_an_unsafe_workspaces_folder_is_refused(tmp_path):
+    """A folder another user could have made or can write, or a link, is never written into."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "open").mkdir(mode=0o777)
+    (tmp_path / "open").chmod(0o777)
+    for chosen in (tmp_path / "link", tmp_path / "open"):
+        with pytest.raises(WorkspacesUnsafe, match="TESTPRISM_WORKSPACES"):
+            WorkPaths(tmp_path / "work", runs_root=chosen).ensure()
+    WorkPaths(tmp_path / "work", runs_root=tmp_path / "fresh").ensure()  # one it makes itself is fine
+    assert (tmp_path / "fresh").is_dir() and not (tmp_path / "elsewhere" / "run").exists()
