@@ -42,6 +42,7 @@ from testprism.tasks.score.coverage.probe import (
     Measured,
     PassOptions,
     instrumentation_key,
+    measurement_columns,
     open_pass,
     run_pass,
 )
@@ -102,20 +103,14 @@ def candidate_changes(spec: CoverageSpec, toolchain: Toolchain, work: WorkPaths)
 
 def _row(spec: CoverageSpec, measured: Measured) -> dict:
     """One `candidate_coverage` row (storage/schema.py CANDIDATE_COVERAGE)."""
-    counts, result = measured.counts, measured.result
+    counts = measured.counts
     return {
-        "configuration": spec.configuration,
-        "instance_id": spec.instance.id,
-        "source": spec.instance.source,
+        **measurement_columns(spec, measured),
         "candidate_id": spec.state.candidate_id,
         "changed_lines": counts.changed_lines if counts else None,
         "covered_lines": counts.covered_lines if counts else None,
         "executed_lines": counts.executed_lines if counts else [],
         "missed_lines": counts.missed_lines if counts else [],
-        "reason": measured.reason.value if measured.reason else None,
-        "exit_code": result.exit_code if result else None,
-        "duration_s": round(result.duration_s, 4) if result else None,
-        "coverage_key": spec.coverage_key,
     }
 
 

@@ -97,13 +97,25 @@ class Measured:
     result: ExecResult | None = None
 
 
-def _row(spec: CoverageSpec, measured: Measured) -> dict:
-    """One `coverage` row (storage/schema.py COVERAGE)."""
-    counts, result = measured.counts, measured.result
+def measurement_columns(spec: CoverageSpec, measured: Measured) -> dict:
+    """What every coverage table's row says of its measurement: whose, how it ended, its key."""
+    result = measured.result
     return {
         "configuration": spec.configuration,
         "instance_id": spec.instance.id,
         "source": spec.instance.source,
+        "reason": measured.reason.value if measured.reason else None,
+        "exit_code": result.exit_code if result else None,
+        "duration_s": round(result.duration_s, 4) if result else None,
+        "coverage_key": spec.coverage_key,
+    }
+
+
+def _row(spec: CoverageSpec, measured: Measured) -> dict:
+    """One `coverage` row (storage/schema.py COVERAGE)."""
+    counts = measured.counts
+    return {
+        **measurement_columns(spec, measured),
         "delta_c": counts.delta_c if counts else None,
         "ec": counts.ec if counts else None,
         "changed_lines": counts.changed_lines if counts else None,
@@ -112,10 +124,6 @@ def _row(spec: CoverageSpec, measured: Measured) -> dict:
         "entered_functions": counts.entered_functions if counts else None,
         "missed_lines": counts.missed_lines if counts else [],
         "missed_functions": counts.missed_functions if counts else [],
-        "reason": measured.reason.value if measured.reason else None,
-        "exit_code": result.exit_code if result else None,
-        "duration_s": round(result.duration_s, 4) if result else None,
-        "coverage_key": spec.coverage_key,
     }
 
 
