@@ -69,6 +69,11 @@ def test_demo_orders_configurations_as_designed(tmp_path, work_root):
     runs = pl.read_parquet(out / "runs" / "*.parquet")
     assert runs.height == 6 * len(DEMO_PART) * 11 and (runs["isolation"] == "bubblewrap").all()
     assert "leaderboard" in result.output
+    # why each configuration failed: printed, and the biased suites' failures are all faulty checks
+    assert "failure taxonomy" in result.output
+    shares = pl.read_parquet(out / "scores" / "failure_taxonomy_shares.parquet")
+    biased = {r["kind"]: r["share"] for r in shares.filter(pl.col("configuration") == "biased").iter_rows(named=True)}
+    assert biased["faulty_check"] == 1.0
     # the three panel-size curves, drawn in the report: diversity-first needs every pool's
     # distances (valid: the patches; invalid: the failed checks the bundled benchmark records)
     curves = pl.read_parquet(out / "scores" / "panel_curves.parquet")
