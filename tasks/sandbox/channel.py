@@ -305,8 +305,13 @@ def _reply(handler: _Handler, status: int, kind: str, message: str) -> None:
 
 
 class _Server(socketserver.ThreadingUnixStreamServer):
+    """socketserver's default backlog is 5: a Unix socket refuses the sixth waiting connect
+    with EAGAIN instead of queueing it, so an agent's burst of parallel requests (or several
+    sandboxes sharing a channel) would fail before the budget is even consulted."""
+
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 128
     channel: ModelChannel
 
 
