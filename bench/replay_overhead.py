@@ -16,6 +16,10 @@ it:
 - `local-tmpfs`, `docker-tmpfs` (only when asked for): `local` and `docker` with their run
   workspaces in /dev/shm (WorkPaths.runs_root, `$TESTPRISM_WORKSPACES`): the per-run copy
   of the state's tree made in memory instead of on disk.
+- `local-copy`, `docker-copy` (only when asked for): `local` and `docker` with
+  `TESTPRISM_LAYERED=0`: every run's program a copy of the state's tree, as before layered
+  programs (tasks/sandbox/layer.py: the tree shared read-only under the run's own writable
+  layer, the default where the harness is root), measured side by side with them.
 - `docker-1cpu` (only when asked for): `docker` with a CPU quota of 1 CPU (the default is
   every core, as `bare` and `local` have; TESTPRISM_DOCKER_CPUS sets one): what a quota
   costs a suite (a multi-threaded toolchain, Go's, is throttled by it where a one-threaded
@@ -98,6 +102,7 @@ from testprism.tasks.model.benchmark import Benchmark, EnvironmentSpec, load_ben
 from testprism.tasks.sandbox.base import Limits, RunRequest
 from testprism.tasks.sandbox.docker.backend import DockerBackend
 from testprism.tasks.sandbox.docker.engine import api_client
+from testprism.tasks.sandbox import layer
 from testprism.tasks.sandbox.docker.environment_image import environment_tag
 from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.sandbox.workspace import fill_workspace
@@ -472,10 +477,10 @@ def tree_size(tree: Path) -> tuple[int, int]:
     return files, size
 
 
-def fill_cost(subj: Subject, environment: Path, scratch: Path, runs: int = 15) -> float:
-    """Median time of `fill_workspace` (the per-run copy of the state's tree and the
-    suite into a fresh workspace, every entry's owner and times set), which local and
-    docker (bind mode) runs both pay; measured after the rounds, alone."""
+def fill_cost(subj: Subject, environment: Path, scratch: Path, layered: bool, runs: int = 15) -> float:
+    """Median time of `fill_workspace` and removing the workspace again (a copy of the
+    state's tree, or a layer over it, plus the suite; the owner and times handed over),
+    which local and docker (bind mode) runs both pay; measured after the rounds, alone."""
     request = RunRequest(tree=subj.tree, suite_folder=subj.suite_folder, suite_files=subj.suite_files,
                          command=subj.command, environment=environment, limits=Limits())
     times = []
@@ -483,10 +488,25 @@ def fill_cost(subj: Subject, environment: Path, scratch: Path, runs: int = 15) -
         ws = scratch / f"fill-{subj.id}-{k}"
         ws.mkdir()
         start = time.perf_counter()
-        fill_workspace(request, ws, 61_000)
+        fill_workspace(request, ws, 261_000, layered=layered)
+        layer.discard(ws)
         times.append(time.perf_counter() - start)
-        shutil.rmtree(ws)
     return statistics.median(times)
+
+
+def copying(run: Callable[[], int]) -> Callable[[], int]:
+    """`run` with layered programs switched off (TESTPRISM_LAYERED=0) for its duration."""
+    def copied() -> int:
+        before = os.environ.get(layer.SETTING)
+        os.environ[layer.SETTING] = "0"
+        try:
+            return run()
+        finally:
+            if before is None:
+                os.environ.pop(layer.SETTING, None)
+            else:
+                os.environ[layer.SETTING] = before
+    return copied
 
 
 #: how each toolchain a bench instance names tells its version
@@ -521,6 +541,10 @@ def _version(said: str) -> str:
     return match.group(0) if match else first.split()[-1]
 
 
+#: modes measured only when asked for, each a variant of local or docker
+EXTRA_MODES = ("local-copy", "docker-copy", "local-tmpfs", "docker-tmpfs", "docker-1cpu")
+
+
 def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]], times: dict[str, list[float]],
                       fills: dict[str, float], versions: dict[str, dict[str, tuple[str, str]]]) -> None:
     """Each instance's local and docker overhead against the first Python instance's."""
@@ -532,10 +556,10 @@ def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]]
             return None
         return statistics.median(t - b for t, b in zip(per_round[name], per_round[f"{subj.id}:bare"], strict=False))
 
-    extra = [m for m in ("local-tmpfs", "docker-tmpfs", "docker-1cpu") if any(n.endswith(f":{m}") for n in per_round)]
+    extra = [m for m in EXTRA_MODES if any(n.endswith(f":{m}") for n in per_round)]
     table = Table(title="per-run overhead by language (overhead = median over rounds of mode − the instance's bare)")
     for column in ("language", "instance", "bare", "local", "÷ py", "docker", "÷ py", "≤ 1.10", *extra,
-                   "files", "MB", "copy", "toolchain: host / image"):
+                   "files", "MB", "fill: copy", "fill: layer", "toolchain: host / image"):
         table.add_column(column, justify="left" if column in ("language", "instance") else "right", no_wrap=True)
     for subj in subjects:
         cells = [subj.language, subj.id, f"{statistics.median(times[f'{subj.id}:bare']):.3f} s"]
@@ -555,16 +579,16 @@ def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]]
             ratio = f" ({mine / ref:.2f})" if mine is not None and ref and subj is not python else ""
             cells.append("—" if mine is None else f"{mine * 1000:+.0f} ms{ratio}")
         files, size = tree_size(subj.tree)
-        cells += [str(files), f"{size / 1e6:.1f}",
-                  f"{fills[subj.id] * 1000:.0f} ms" if subj.id in fills else "—"]
+        cells += [str(files), f"{size / 1e6:.1f}"]
+        cells += [f"{fills[(subj.id, way)] * 1000:.0f} ms" if (subj.id, way) in fills else "—" for way in (False, True)]
         cells.append("; ".join(f"{tool} {host} / {image}" + ("" if host == image else " (DIFFER)")
                                for tool, (host, image) in versions.get(subj.id, {}).items()) or "—")
         table.add_row(*cells)
     console.print(table)
     console.print("local, docker: overhead; ÷ py = overhead ÷ the Python instance's overhead of the same mode "
-                  "(target for docker ≤ 1.10); files, MB: the state's (built) tree, which every local and docker run "
-                  "copies; copy = median time of fill_workspace on it (copy, owner and times of every entry), measured "
-                  "alone after the rounds; an extra mode's figure is its overhead (÷ py in brackets)" + ("; docker-1cpu: docker's overhead with a CPU quota of 1 CPU"
+                  "(target for docker ≤ 1.10); files, MB: the state's (built) tree; fill = median time of fill_workspace "
+                  "and the workspace's removal, copying the tree or layering over it (layer.available(): "
+                  f"{layer.available()}), measured alone after the rounds; an extra mode's figure is its overhead (÷ py in brackets)" + ("; docker-1cpu: docker's overhead with a CPU quota of 1 CPU"
                                               if extra else ""))
 
 
@@ -662,6 +686,10 @@ def main() -> None:
             extra["docker-cold"] = DockerBackend(work, reuse=False, prewarm=False)
         if "docker-reused" in modes:
             extra["docker-reused"] = DockerBackend(work, reuse=True)
+        if "local-copy" in modes:  # as before layered programs: a copy of the tree per run
+            extra["local-copy"] = LocalBackend(work)
+        if "docker-copy" in modes:
+            extra["docker-copy"] = DockerBackend(work, reuse=False)
         if "docker-1cpu" in modes:  # a diagnosis: `docker` with a quota of 1 CPU
             extra["docker-1cpu"] = DockerBackend(work, reuse=False, cpus=1.0)
         backends += list(extra.values())
@@ -690,8 +718,8 @@ def main() -> None:
                         made, subj, made.prepare(at_rev["EnvironmentSpec"](**subj.environment.model_dump())),
                         at_rev["RunRequest"], at_rev["Limits"], name=prefix + name)
                 else:
-                    runners[prefix + name] = backend_runner(made, subj, made.prepare(subj.environment),
-                                                            name=prefix + name)
+                    runner = backend_runner(made, subj, made.prepare(subj.environment), name=prefix + name)
+                    runners[prefix + name] = copying(runner) if name.endswith("-copy") else runner
             if any(m.startswith("swebench") for m in modes):
                 if subj.environment.python is None:
                     log.warning("%s: no swebench modes (its eval script is Python's)", subj.id)
@@ -708,7 +736,7 @@ def main() -> None:
         times, per_round = measure(runners, args.rounds, args.block, only_some)
         log.info("load average after: %.1f %.1f %.1f", *os.getloadavg())
         if several:
-            fills = {s.id: fill_cost(s, handles[s.id][0], scratch) for s in subjects}
+            fills = {(s.id, way): fill_cost(s, handles[s.id][0], scratch, way) for s in subjects for way in (False, True)}
             for subj in subjects:
                 prefix = f"{subj.id}:"
                 mine = {n[len(prefix):]: v for n, v in times.items() if n.startswith(prefix)}

@@ -9,6 +9,7 @@ on the host's loopback) is the same for all three.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -27,6 +28,7 @@ from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, SandboxU
 from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.execution.verdict import Policy, classify, judge
 from testprism.tasks.model.workdir import WorkPaths, WorkspacesUnsafe
+from testprism.tasks.sandbox.workspace import SETTLED_MTIME
 from tests.benchfixture import CHECKS, make_benchmark
 from tests.conftest import open_backend
 
@@ -312,3 +314,63 @@ def test_an_unsafe_workspaces_folder_is_refused(tmp_path):
             WorkPaths(tmp_path / "work", runs_root=chosen).ensure()
     WorkPaths(tmp_path / "work", runs_root=tmp_path / "fresh").ensure()  # one it makes itself is fine
     assert (tmp_path / "fresh").is_dir() and not (tmp_path / "elsewhere" / "run").exists()
+
+
+def _snapshot(root: Path) -> dict[str, tuple]:
+    """Every entry under `root`: kind, mode, owner, modification time and content (a
+    link's target); not the access time, which this reading itself moves."""
+    seen = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath, name)
+            st = path.lstat()
+            body = os.readlink(path) if path.is_symlink() else (path.read_bytes() if path.is_file() else b"")
+            seen[str(path.relative_to(root))] = (st.st_mode, st.st_uid, st.st_mtime_ns, body)
+    return seen
+
+
+def _overlays_under(folder: Path) -> list[str]:
+    with open("/proc/self/mountinfo", encoding="utf-8") as fh:
+        return [line for line in fh if " - overlay " in line and line.split()[4].startswith(str(folder))]
+
+
+LAYER_SCRIPT = """
+stat -f -c 'fs=%T' .
+echo "owner=$(stat -c %u data.txt) me=$(id -u) mtime=$(stat -c %Y sub/dir/nested.txt)"
+grep -c -F "$STATE_TREE" /proc/self/mountinfo | sed 's/^/tree-in-mounts=/'
+echo more >> data.txt && chmod 600 data.txt && rm sub/dir/nested.txt && mkdir -p new/deep \
+  && echo n > new/deep/f && mv sub moved && touch -d 2001-01-01 moved && rm tool.sh && ln -sf /etc link \
+  && echo done
+"""
+
+
+@pytest.mark.parametrize("layered", ["1", "0"])
+def test_a_layered_program_is_the_runs_own_and_the_state_tree_is_left_as_it_was(backend, env, tree, layered,
+                                                                                  monkeypatch, work):
+    """Where the harness can (root, Linux 5.19+), a run's program is the state's tree under a
+    writable layer of the run's own (tasks/sandbox/layer.py), not a copy: the run owns what
+    it sees, with the settled times, may change, chmod, delete, rename and link anything,
+    and the state's tree afterwards is what it was, entry for entry (mode, owner, times,
+    bytes); the run's mount table does not name the tree; no overlay is left mounted.
+    Fast mode (one container, its workspace reset) and TESTPRISM_LAYERED=0 copy."""
+    monkeypatch.setenv("TESTPRISM_LAYERED", layered)
+    (tree / "sub" / "dir").mkdir(parents=True)
+    (tree / "sub" / "dir" / "nested.txt").write_text("nested\n")
+    (tree / "tool.sh").write_text("#!/bin/sh\n")
+    (tree / "tool.sh").chmod(0o755)
+    os.symlink("data.txt", tree / "alias")
+    for path in [*tree.rglob("*"), tree]:  # a layer gives the state's own tree these times, once
+        os.utime(path, (SETTLED_MTIME, SETTLED_MTIME), follow_symlinks=False)
+    before = _snapshot(tree)
+    request = RunRequest(tree=tree, suite_folder=None, suite_files=(), command=LAYER_SCRIPT, environment=env,
+                         limits=Limits(timeout_s=30.0), env={"STATE_TREE": str(tree)})
+    done = backend.run(request)
+    out = done.output_tail
+    assert done.exit_code == 0 and "done" in out, out
+    expect_layer = layered == "1" and not getattr(backend, "reuse", False)
+    assert ("fs=overlayfs" in out) is expect_layer, out
+    owner, me = re.search(r"owner=(\d+) me=(\d+)", out).groups()
+    assert owner == me
+    assert "mtime=1600000000" in out and "tree-in-mounts=0" in out
+    assert _snapshot(tree) == before
+    assert _overlays_under(work.workspaces) == []

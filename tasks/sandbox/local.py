@@ -33,6 +33,7 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 
 from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.sandbox import layer
 from testprism.tasks.sandbox.environment import build_environment
 from testprism.tasks.sandbox.base import (
     ExecResult,
@@ -119,7 +120,7 @@ class LocalBackend(SandboxBackend):
         live processes, a replay running beside, are left alone."""
         leftovers = orphaned_workspaces(work, "run")
         for path in leftovers:
-            shutil.rmtree(path, ignore_errors=True)
+            layer.discard(path)
         return len(leftovers)
 
     # -- one run ---------------------------------------------------------------------------
@@ -168,7 +169,7 @@ class LocalBackend(SandboxBackend):
         ws = Path(tempfile.mkdtemp(prefix=workspace_prefix("run"), dir=self.work.workspaces))
         try:
             uid = UID_BASE + secrets.randbelow(60_000) if self.drop_privileges else None
-            installed = fill_workspace(request, ws, uid)
+            installed = fill_workspace(request, ws, uid, layered=True)
             return self._run_in(ws, request, uid, installed)
         except (Unkillable, OSError) as exc:
             raise SandboxError(f"local sandbox failed: {exc}") from exc
@@ -178,9 +179,9 @@ class LocalBackend(SandboxBackend):
     def _discard(self, ws: Path) -> None:
         """Remove a finished run's workspace off the caller's path (inline once closed)."""
         try:
-            self._cleaner.submit(shutil.rmtree, ws, ignore_errors=True)
+            self._cleaner.submit(layer.discard, ws)
         except RuntimeError:  # closed: no cleaner left
-            shutil.rmtree(ws, ignore_errors=True)
+            layer.discard(ws)
 
     def _run_in(self, ws: Path, request: RunRequest, uid: int | None, installed: str) -> ExecResult:
         inside = WORKSPACE if self.isolation == "bubblewrap" else ws

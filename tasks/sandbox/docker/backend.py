@@ -25,7 +25,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import shutil
 import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.model.workdir import WorkPaths, locked, orphaned_workspaces
+from testprism.tasks.sandbox import layer
 from testprism.tasks.sandbox.base import (
     ExecResult,
     RunRequest,
@@ -261,7 +261,7 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
         a kill -9); those of live processes, here or on other hosts, are left alone."""
         removed = 0
         for path in orphaned_workspaces(work, "docker"):
-            shutil.rmtree(path, ignore_errors=True)
+            layer.discard(path)
             removed += 1
         if not engine_answers():
             return removed

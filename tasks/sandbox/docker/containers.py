@@ -75,12 +75,16 @@ class _RunContainers:
         def _api(self) -> APIClient:  # one client per thread (backend.py)
             ...
 
-    def _host_config(self, api: APIClient, request: RunRequest, ws: Path | None) -> dict:
+    def _host_config(self, api: APIClient, request: RunRequest, ws: Path | None, shared: bool = False) -> dict:
+        """`shared`: `ws` is a shared mount (layer.share_workspace), bound `rslave` so that
+        the program layer mounted there after the container started is seen inside."""
         docker = _sdk()
         limits = request.limits
         memory = limits.memory_mb * 1024 * 1024
         fsize = limits.file_size_mb * 1024 * 1024
-        binds = {str(ws): {"bind": str(WORKSPACE), "mode": "rw"}} if ws else {}
+        binds = {}
+        if ws is not None:
+            binds[str(ws)] = {"bind": str(WORKSPACE), "mode": "rw", **({"propagation": "rslave"} if shared else {})}
         if request.channel is not None:
             binds[str(request.channel)] = {"bind": str(SANDBOX_SOCKET), "mode": "ro"}
         return api.create_host_config(

@@ -15,12 +15,12 @@ import contextlib
 import logging
 import os
 import shlex
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from testprism.tasks.sandbox import layer
 from testprism.tasks.sandbox.base import ExecResult, RunRequest, SandboxError
 from testprism.tasks.sandbox.docker.archive import (
     WORKSPACE,
@@ -59,6 +59,7 @@ class _Box:
     sock: Any
     started: bool
     installed: str = ""  # how the suite's test patch applied
+    shared: bool = False  # its workspace propagates mounts (layer.share_workspace): a layer fits
 
 
 def _write_run_script(ws: Path, uid: int, request: RunRequest) -> None:
@@ -104,7 +105,7 @@ class _FreshRuns(_RunContainers):
                 box = self._create_fresh(api, request, tag)
             else:
                 assert box.ws is not None
-                box.installed = fill_workspace(request, box.ws, box.uid)
+                box.installed = fill_workspace(request, box.ws, box.uid, layered=box.shared)
                 _write_run_script(box.ws, box.uid, request)
             container = box.id
             pump = _Pump(box.sock, request.limits.output_bytes, request.limits.tail_bytes,
@@ -157,8 +158,8 @@ class _FreshRuns(_RunContainers):
         ws = self._host_workspace() if self.copy == "bind" else None
         box = _Box("", uid, ws, None, started=False)
         try:
-            if ws is not None:
-                box.installed = fill_workspace(request, ws, uid)
+            if ws is not None:  # filled before the container binds it: a layer is seen
+                box.installed = fill_workspace(request, ws, uid, layered=True)
             box.id = api.create_container(
                 tag, command=_merged(sandbox_command(request)), user=f"{uid}:{uid}",
                 working_dir=f"{WORKSPACE}/program", environment=_run_env(request), network_disabled=True,
@@ -182,7 +183,7 @@ class _FreshRuns(_RunContainers):
         if box.id:
             self._remove(api, box.id)
         if box.ws is not None:
-            shutil.rmtree(box.ws, ignore_errors=True)
+            layer.discard(box.ws)
 
     # -- pre-started containers (bind mode: the module docstring) ----------------------------
 
@@ -222,10 +223,17 @@ class _FreshRuns(_RunContainers):
             os.mkfifo(box.ws / ".go", 0o600)
             os.chown(box.ws / ".go", uid, uid)
             os.chown(box.ws, uid, uid)
+            if layer.available():
+                try:
+                    layer.share_workspace(box.ws)
+                    box.shared = True
+                except layer.LayerUnavailable as exc:
+                    log.debug("docker: workspace %s not shared (%s): its run copies the tree", box.ws.name, exc)
             box.id = api.create_container(
                 tag, command=["bash", "-c", f"read -r _ < {WORKSPACE}/.go && exec bash {WORKSPACE}/.run"],
                 user=f"{uid}:{uid}", working_dir=str(WORKSPACE), environment=_run_env(request),
-                network_disabled=True, labels=self._labels(), host_config=self._host_config(api, request, box.ws),
+                network_disabled=True, labels=self._labels(),
+                host_config=self._host_config(api, request, box.ws, shared=box.shared),
             )["Id"]
             box.sock = api.attach_socket(box.id, params={"stdout": 1, "stderr": 1, "stream": 1})
             api.start(box.id)
