@@ -329,9 +329,16 @@ def _snapshot(root: Path) -> dict[str, tuple]:
     return seen
 
 
-def _overlays_under(folder: Path) -> list[str]:
-    with open("/proc/self/mountinfo", encoding="utf-8") as fh:
-        return [line for line in fh if " - overlay " in line and line.split()[4].startswith(str(folder))]
+def _overlays_under(folder: Path, wait_s: float = 10.0) -> list[str]:
+    """Overlays mounted under `folder` once finished runs' workspaces are removed (the
+    local backend removes them off the run's path)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        with open("/proc/self/mountinfo", encoding="utf-8") as fh:
+            found = [line for line in fh if " - overlay " in line and line.split()[4].startswith(str(folder))]
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
 
 
 LAYER_SCRIPT = """
@@ -373,4 +380,21 @@ def test_a_layered_program_is_the_runs_own_and_the_state_tree_is_left_as_it_was(
     assert owner == me
     assert "mtime=1600000000" in out and "tree-in-mounts=0" in out
     assert _snapshot(tree) == before
+    assert _overlays_under(work.workspaces) == []
+
+
+@pytest.mark.parametrize("name", ["local", "docker"])
+def test_what_a_layered_run_writes_to_its_program_is_bounded_by_its_memory_limit(name, tree, work):
+    """A layered program's writable layer is a tmpfs as large as the run's memory limit:
+    a run that writes more than that into its program is refused (no space, or under docker
+    its container's memory), where a copy on disk had no bound but the disk."""
+    made = open_backend(name, work)
+    try:
+        done = run(made, made.prepare(BARE), tree, "stat -f -c 'fs=%T' .; dd if=/dev/zero of=big bs=1M count=200 2>&1; echo rc=$?",
+                   memory_mb=128, timeout_s=60.0)
+    finally:
+        made.close()
+    out = done.output_tail
+    assert "fs=overlayfs" in out, out
+    assert "rc=0" not in out and ("No space left" in out or done.exit_code not in (0, None)), out
     assert _overlays_under(work.workspaces) == []

@@ -48,7 +48,7 @@ def fill_workspace(request: RunRequest, ws: Path, uid: int | None = None, layere
     ("" when it has none)."""
     program = ws / "program"
     layered = (layered and uid is not None and request.export_tree is None and layer.available()
-               and _layer(request.tree, ws, uid))
+               and _layer(request, ws, uid))
     if not layered:
         shutil.copytree(request.tree, program, symlinks=True)
     if request.suite_folder is not None:
@@ -69,9 +69,9 @@ def fill_workspace(request: RunRequest, ws: Path, uid: int | None = None, layere
     return method
 
 
-def _layer(tree: Path, ws: Path, uid: int) -> bool:
+def _layer(request: RunRequest, ws: Path, uid: int) -> bool:
     try:
-        layer.mount_program(tree, ws, uid, SETTLED_MTIME)
+        layer.mount_program(request.tree, ws, uid, SETTLED_MTIME, request.limits.memory_mb)
     except layer.LayerUnavailable as exc:
         log.debug("workspace %s: no layer (%s); copying the state's tree", ws.name, exc)
         return False
