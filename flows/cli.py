@@ -154,9 +154,10 @@ def _replay(benchmark: Path, store: Path, configurations: list[str], backend: st
             patch_fuzz=patch_fuzz,
         )
     log.info(
-        "replay: %d planned, %d already stored, %d executed; outcomes %s; isolation: %s; %d state builds",
-        summary.planned, summary.skipped, summary.executed, summary.outcomes or "{}", summary.isolation,
-        summary.builds,
+        "replay: %d planned, %d already stored, %d taken from the same work stored, %d executed; outcomes %s; "
+        "isolation: %s; %d state builds",
+        summary.planned, summary.skipped, summary.reused, summary.executed, summary.outcomes or "{}",
+        summary.isolation, summary.builds,
     )
 
 

@@ -34,7 +34,7 @@ from testprism.tasks.generate.crossval_config import load_crossval
 from testprism.tasks.generate.generation import Endpoint, GenerationSpec, plan_generation, settled_generations
 from testprism.tasks.generate.strategy import load_strategy
 from testprism.tasks.model.workdir import default_work_root
-from testprism.tasks.replay.runs import RunSpec, finished_keys, pending_runs
+from testprism.tasks.replay.runs import RunSpec, finished_keys, pending_runs, record_reused
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class CrossvalSummary:
 
 
 def _run(specs: list[RunSpec], options: ExecutionOptions, place: Placement) -> None:
-    todo = pending_runs(specs, finished_keys(Store(options.store_root)))
+    todo, _ = record_reused(pending_runs(specs, finished_keys(Store(options.store_root))), options)
     if todo:
         with place.task_runner() as runner:
             for future in [runner.submit(replay_batch, {"batch": b, "options": options})

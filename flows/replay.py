@@ -19,7 +19,15 @@ from prefect.futures import as_completed
 
 from testprism.flows import progress
 from testprism.flows.runner import Placement, open_inputs
-from testprism.tasks.replay.runs import execute_batch, finished_keys, pending_runs, plan, record_plan, record_unrunnable
+from testprism.tasks.replay.runs import (
+    execute_batch,
+    finished_keys,
+    pending_runs,
+    plan,
+    record_plan,
+    record_reused,
+    record_unrunnable,
+)
 from testprism.tasks.execution.batch import Batch, BatchSummary, ExecutionOptions, batches
 from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.sandbox.base import Limits
@@ -38,6 +46,8 @@ class ReplaySummary:
     isolation: str
     #: state build steps run (once per state: a state built by an earlier replay is not counted)
     builds: int = 0
+    #: runs recorded from the same work already settled in the store (runs.reused_from), not run
+    reused: int = 0
 
 
 @task(name="replay-batch", retries=0, cache_policy=NO_CACHE)
@@ -77,18 +87,20 @@ def replay_flow(
     )
     specs = plan(bench, options)
     todo = pending_runs(specs, finished_keys(target, retry_errors))
-    outcomes: dict[str, int] = {}
     unrunnable = record_unrunnable(todo, options)
+    left, outcomes = record_reused(todo, options, retry_errors)
+    reused = sum(outcomes.values())
     if unrunnable:
-        outcomes["E"] = unrunnable
-    runnable = [s for s in todo if s.runs_in_sandbox]
+        outcomes["E"] = outcomes.get("E", 0) + unrunnable
+    runnable = [s for s in left if s.runs_in_sandbox]
     log.info(
-        "%d runs planned, %d already stored, %d to execute (backend %s, isolation %s)",
-        len(specs), len(specs) - len(todo), len(runnable), backend, inputs.isolation,
+        "%d runs planned, %d already stored, %d taken from the same work stored under another configuration or "
+        "replay, %d to execute (backend %s, isolation %s)",
+        len(specs), len(specs) - len(todo), reused, len(runnable), backend, inputs.isolation,
     )
     sink = progress.current()
     sink.start(len(todo), "replay")
-    sink.advance(unrunnable)
+    sink.advance(unrunnable + reused)
     executed = builds = 0
     if runnable:
         groups = batches(runnable, place.batch_target(len(runnable)))
@@ -101,4 +113,4 @@ def replay_flow(
                 builds += summary.builds
                 for key, n in summary.outcomes.items():
                     outcomes[key] = outcomes.get(key, 0) + n
-    return ReplaySummary(len(specs), len(specs) - len(todo), executed, outcomes, inputs.isolation, builds)
+    return ReplaySummary(len(specs), len(specs) - len(todo), executed, outcomes, inputs.isolation, builds, reused)

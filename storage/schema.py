@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3  # 2: runs.patch_method, runs.suite_patch_method, verifications.patch_method
+SCHEMA_VERSION = 4  # 2: runs.patch_method, runs.suite_patch_method, verifications.patch_method
 # 3: candidates.provenance, panels.provenance, scores/leaderboard_by_provenance
+# 4: runs.reused_from
 
 #: Columns a version added to datasets an older store already holds, with the value an
 #: older row reads as (None: null). Additive only, so a store of the version before opens
@@ -14,6 +15,7 @@ SCHEMA_VERSION = 3  # 2: runs.patch_method, runs.suite_patch_method, verificatio
 #: (storage/store.py). A version that renames or retypes a column is not listed here.
 ADDED_COLUMNS: dict[int, dict[str, dict[str, str | None]]] = {
     3: {"candidates": {"provenance": "agent"}, "panels": {"provenance": None}},
+    4: {"runs": {"reused_from": None}},
 }
 
 TEST_RESULT = pa.struct(
@@ -49,6 +51,10 @@ RUNS = pa.schema(
         pa.field("tests", pa.list_(TEST_RESULT)),
         pa.field("patch_method", pa.string()),  # how the state's patch applied: git apply | patch --fuzz=N | none
         pa.field("suite_patch_method", pa.string()),  # how the suite's test patch applied; null without one
+        # the run_key of the stored row whose verdict this one took without running: the same
+        # suite, state, environment and policy under another configuration or an earlier
+        # replay (tasks/replay/runs.py reuse_settled); null when it ran
+        pa.field("reused_from", pa.string()),
     ]
 )
 

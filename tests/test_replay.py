@@ -157,3 +157,30 @@ def test_errors_are_not_results_on_resume(tmp_path):
     store.append("runs", pa.Table.from_pylist(rows, schema=SCHEMAS["runs"]))
     assert finished_keys(store) == {"slow", "apply", "done", "healed"}
     assert finished_keys(store, retry_errors=True) == {"apply", "done", "healed"}
+
+
+def test_the_same_work_under_another_configuration_or_replay_is_not_run_again(tmp_path, work_root):
+    """A run whose content (suite, state, environment, policy) the store already settled, in
+    an earlier replay under another configuration, takes that row's verdict without running:
+    its row names the row it came from (`reused_from`); work that is new still runs."""
+    from testprism.flows.replay import replay_flow
+
+    root = make_benchmark(tmp_path / "bench", {"strong": {"test_median.py": CHECKS},
+                                               "twin": {"test_median.py": CHECKS},
+                                               "weak": {"test_median.py": WEAK}})
+    store = tmp_path / "store"
+    args = dict(benchmark=str(root), store=str(store), work=str(work_root))
+    first = replay_flow(**args, configurations=["strong"])
+    states = first.planned
+    assert first.executed == states and first.reused == 0
+    second = replay_flow(**args)
+    assert (second.skipped, second.reused, second.executed) == (states, states, states)  # strong, twin, weak
+    runs = Store(store).scan("runs").collect()
+    strong = {r["state_hash"]: r for r in runs.filter(pl.col("configuration") == "strong").iter_rows(named=True)}
+    twin = list(runs.filter(pl.col("configuration") == "twin").iter_rows(named=True))
+    assert len(twin) == states
+    for r in twin:
+        origin = strong[r["state_hash"]]
+        assert r["reused_from"] == origin["run_key"] != r["run_key"]
+        assert (r["outcome"], r["reason"], r["tests"]) == (origin["outcome"], origin["reason"], origin["tests"])
+    assert runs.filter(pl.col("configuration") != "twin")["reused_from"].null_count() == 2 * states

@@ -80,29 +80,19 @@ def row(spec: RunSpec, result: RunResult, policy_hash: str, backend: str, isolat
     """One `runs` row (storage/schema.py RUNS)."""
     verdict = result.verdict
     return {
-        "run_key": spec.run_key,
-        "instance_id": spec.instance.id,
-        "source": spec.instance.source,
-        "configuration": spec.configuration,
-        "state": spec.state.kind,
-        "candidate_id": spec.state.candidate_id,
-        "label": spec.state.label,
+        **row_identity(spec, policy_hash, started),
         "outcome": verdict.outcome.value,
         "reason": verdict.reason.value if verdict.reason else None,
         "exit_code": verdict.exit_code,
         "duration_s": round(verdict.duration_s, 4),
         "attempts": verdict.attempts,
         "stdout_tail": verdict.output_tail,
-        "started_at": started,
-        "suite_hash": suite_hash_of(spec),
-        "state_hash": spec.state.hash,
-        "environment_hash": spec.instance.spec.environment.key,
-        "policy_hash": policy_hash,
         "backend": backend,
         "isolation": isolation,
         "tests": [{"name": t.name, "outcome": t.outcome, "message": t.message} for t in verdict.tests],
         "patch_method": result.patch_method,
         "suite_patch_method": verdict.suite_patch_method or None,
+        "reused_from": None,
     }
 
 
@@ -121,6 +111,20 @@ def record_unrunnable(specs: Iterable[RunSpec], options: ExecutionOptions) -> in
     if rows:
         ReplayJob(options).write(Store(options.store_root), rows)  # the one writer of `runs`
     return len(rows)
+
+
+def record_reused(pending: list[RunSpec], options: ExecutionOptions,
+                  retry_errors: bool = False) -> tuple[list[RunSpec], dict[str, int]]:
+    """Store the rows of the pending runs whose work the store already settled
+    (`reuse_settled`); the runs left to execute and the reused ones' outcome counts."""
+    store = Store(options.store_root)
+    todo, rows = reuse_settled(pending, store, retry_errors)
+    counts: dict[str, int] = {}
+    if rows:
+        ReplayJob(options).write(store, rows)  # the one writer of `runs`
+        for r in rows:
+            counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    return todo, counts
 
 
 class ReplayJob(Job[RunSpec, RunResult]):
@@ -192,6 +196,61 @@ def stored_since(store: Store, since: datetime) -> set[str]:
 def pending_runs(specs: list[RunSpec], finished: set[str]) -> list[RunSpec]:
     """Runs whose key is not settled in the store yet."""
     return [s for s in specs if s.run_key not in finished]
+
+
+#: what a reused row takes from the row that ran: everything the run decided
+_VERDICT_COLUMNS = ("outcome", "reason", "exit_code", "duration_s", "attempts", "stdout_tail", "backend",
+                    "isolation", "tests", "patch_method", "suite_patch_method")
+
+
+def reuse_settled(pending: list[RunSpec], store: Store, retry_errors: bool = False) -> tuple[list[RunSpec], list[dict]]:
+    """The work never done twice: a pending run whose content (suite, state, environment,
+    policy: its content key) the store already settled, under another configuration, in an
+    earlier replay or by crossval, takes that row's verdict instead of running; its row
+    says whose (`reused_from`). Only settled rows count, as `finished_keys` reads them (an
+    infrastructure error, or with `retry_errors` a non-deterministic `E`, is redone). Inside
+    one batch the executor shares work the same way (tasks/execution/batch.py). Returns the
+    runs still to execute and the rows of the reused ones."""
+    wanted = [s for s in pending if s.runs_in_sandbox]
+    if not wanted:
+        return pending, []
+    retry = {r.value for r in (RUN_REASONS - DETERMINISTIC if retry_errors else RETRYABLE)}
+    suites = {suite_hash_of(s) for s in wanted}
+    states = {s.state.hash for s in wanted}
+    stored = (
+        store.scan("runs")
+        .filter(pl.col("suite_hash").is_in(list(suites)) & pl.col("state_hash").is_in(list(states)))
+        .select("run_key", "started_at", "suite_hash", "state_hash", "environment_hash", "policy_hash",
+                *_VERDICT_COLUMNS)
+        .sort("started_at", descending=True).unique("run_key", keep="first").collect()
+    )
+    settled: dict[str, dict] = {}
+    for r in stored.iter_rows(named=True):
+        if r["reason"] in retry:
+            continue
+        content = digest("run", r["suite_hash"], r["state_hash"], r["environment_hash"], r["policy_hash"])
+        if content not in settled or r["started_at"] > settled[content]["started_at"]:
+            settled[content] = r
+    todo, rows, now = [], [], datetime.now(UTC)
+    for spec in pending:
+        found = settled.get(spec.content_key) if spec.runs_in_sandbox else None
+        if found is None:
+            todo.append(spec)
+            continue
+        rows.append({**row_identity(spec, found["policy_hash"], now), **{c: found[c] for c in _VERDICT_COLUMNS},
+                     "reused_from": found["run_key"]})
+    return todo, rows
+
+
+def row_identity(spec: RunSpec, policy_hash: str, started: datetime) -> dict:
+    """The columns of a `runs` row that say which run it is (row() adds the verdict's)."""
+    return {
+        "run_key": spec.run_key, "instance_id": spec.instance.id, "source": spec.instance.source,
+        "configuration": spec.configuration, "state": spec.state.kind, "candidate_id": spec.state.candidate_id,
+        "label": spec.state.label, "started_at": started, "suite_hash": suite_hash_of(spec),
+        "state_hash": spec.state.hash, "environment_hash": spec.instance.spec.environment.key,
+        "policy_hash": policy_hash,
+    }
 
 
 def panel_rows(benchmark: Benchmark) -> list[dict]:
