@@ -16,10 +16,10 @@ it:
 - `local-tmpfs`, `docker-tmpfs` (only when asked for): `local` and `docker` with their run
   workspaces in /dev/shm (WorkPaths.runs_root, `$TESTPRISM_WORKSPACES`): the per-run copy
   of the state's tree made in memory instead of on disk.
-- `local-copy`, `docker-copy` (only when asked for): `local` and `docker` with
-  `TESTPRISM_LAYERED=0`: every run's program a copy of the state's tree, as before layered
-  programs (tasks/sandbox/layer.py: the tree shared read-only under the run's own writable
-  layer, the default where the harness is root), measured side by side with them.
+- `local-layered`, `docker-layered` (only when asked for): `local` and `docker` with
+  `TESTPRISM_LAYERED=1`: every run's program the state's tree shared read-only under a
+  writable layer of the run's own (tasks/sandbox/layer.py; opt-in) instead of the default
+  copy, measured side by side with it.
 - `docker-1cpu` (only when asked for): `docker` with a CPU quota of 1 CPU (the default is
   every core, as `bare` and `local` have; TESTPRISM_DOCKER_CPUS sets one): what a quota
   costs a suite (a multi-threaded toolchain, Go's, is throttled by it where a one-threaded
@@ -488,17 +488,22 @@ def fill_cost(subj: Subject, environment: Path, scratch: Path, layered: bool, ru
         ws = scratch / f"fill-{subj.id}-{k}"
         ws.mkdir()
         start = time.perf_counter()
-        fill_workspace(request, ws, 261_000, layered=layered)
+        if layered:
+            os.environ[layer.SETTING] = "1"
+        try:
+            fill_workspace(request, ws, 261_000, layered=layered)
+        finally:
+            os.environ.pop(layer.SETTING, None)
         layer.discard(ws)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
 
-def copying(run: Callable[[], int]) -> Callable[[], int]:
-    """`run` with layered programs switched off (TESTPRISM_LAYERED=0) for its duration."""
-    def copied() -> int:
+def layering(run: Callable[[], int]) -> Callable[[], int]:
+    """`run` with layered programs switched on (TESTPRISM_LAYERED=1) for its duration."""
+    def layered() -> int:
         before = os.environ.get(layer.SETTING)
-        os.environ[layer.SETTING] = "0"
+        os.environ[layer.SETTING] = "1"
         try:
             return run()
         finally:
@@ -506,7 +511,7 @@ def copying(run: Callable[[], int]) -> Callable[[], int]:
                 os.environ.pop(layer.SETTING, None)
             else:
                 os.environ[layer.SETTING] = before
-    return copied
+    return layered
 
 
 #: how each toolchain a bench instance names tells its version
@@ -542,7 +547,7 @@ def _version(said: str) -> str:
 
 
 #: modes measured only when asked for, each a variant of local or docker
-EXTRA_MODES = ("local-copy", "docker-copy", "local-tmpfs", "docker-tmpfs", "docker-1cpu")
+EXTRA_MODES = ("local-layered", "docker-layered", "local-tmpfs", "docker-tmpfs", "docker-1cpu")
 
 
 def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]], times: dict[str, list[float]],
@@ -587,8 +592,7 @@ def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]]
     console.print(table)
     console.print("local, docker: overhead; ÷ py = overhead ÷ the Python instance's overhead of the same mode "
                   "(target for docker ≤ 1.10); files, MB: the state's (built) tree; fill = median time of fill_workspace "
-                  "and the workspace's removal, copying the tree or layering over it (layer.available(): "
-                  f"{layer.available()}), measured alone after the rounds; an extra mode's figure is its overhead (÷ py in brackets)" + ("; docker-1cpu: docker's overhead with a CPU quota of 1 CPU"
+                  "and the workspace's removal, copying the tree or layering over it (TESTPRISM_LAYERED=1), measured alone after the rounds; an extra mode's figure is its overhead (÷ py in brackets)" + ("; docker-1cpu: docker's overhead with a CPU quota of 1 CPU"
                                               if extra else ""))
 
 
@@ -686,10 +690,10 @@ def main() -> None:
             extra["docker-cold"] = DockerBackend(work, reuse=False, prewarm=False)
         if "docker-reused" in modes:
             extra["docker-reused"] = DockerBackend(work, reuse=True)
-        if "local-copy" in modes:  # as before layered programs: a copy of the tree per run
-            extra["local-copy"] = LocalBackend(work)
-        if "docker-copy" in modes:
-            extra["docker-copy"] = DockerBackend(work, reuse=False)
+        if "local-layered" in modes:  # opt-in: the state's tree under a layer of the run's own
+            extra["local-layered"] = LocalBackend(work)
+        if "docker-layered" in modes:
+            extra["docker-layered"] = DockerBackend(work, reuse=False)
         if "docker-1cpu" in modes:  # a diagnosis: `docker` with a quota of 1 CPU
             extra["docker-1cpu"] = DockerBackend(work, reuse=False, cpus=1.0)
         backends += list(extra.values())
@@ -719,7 +723,7 @@ def main() -> None:
                         at_rev["RunRequest"], at_rev["Limits"], name=prefix + name)
                 else:
                     runner = backend_runner(made, subj, made.prepare(subj.environment), name=prefix + name)
-                    runners[prefix + name] = copying(runner) if name.endswith("-copy") else runner
+                    runners[prefix + name] = layering(runner) if name.endswith("-layered") else runner
             if any(m.startswith("swebench") for m in modes):
                 if subj.environment.python is None:
                     log.warning("%s: no swebench modes (its eval script is Python's)", subj.id)

@@ -141,7 +141,8 @@ def _progress_bar() -> Iterator[None]:
 
 def _replay(benchmark: Path, store: Path, configurations: list[str], backend: str, workers: int,
             dask_address: str | None, work: Path | None, timeout: float, trusted: bool, unsafe: bool,
-            retry_errors: bool = False, concurrency: int | None = None, patch_fuzz: int = DEFAULT_FUZZ) -> None:
+            retry_errors: bool = False, concurrency: int | None = None, patch_fuzz: int = DEFAULT_FUZZ,
+            audit_share: float | None = None, audit_seed: int = 0) -> None:
     from testprism.flows.replay import replay_flow
 
     open_inputs(str(benchmark), str(store), tuple(configurations), backend, work or default_work_root(),
@@ -151,7 +152,7 @@ def _replay(benchmark: Path, store: Path, configurations: list[str], backend: st
             benchmark=str(benchmark), store=str(store), configurations=configurations or None, backend=backend,
             workers=workers, dask_address=dask_address, work=str(work) if work else None, timeout_s=timeout,
             trusted=trusted, unsafe=unsafe, retry_errors=retry_errors, concurrency=concurrency,
-            patch_fuzz=patch_fuzz,
+            patch_fuzz=patch_fuzz, audit_share=audit_share, audit_seed=audit_seed,
         )
     log.info(
         "replay: %d planned, %d already stored, %d taken from the same work stored, %d executed; outcomes %s; "
@@ -199,13 +200,26 @@ def replay(
     concurrency: Annotated[Optional[int], typer.Option(
         help="runs at once per worker (default: the backend's safe concurrency, split among local workers)")] = None,
     patch_fuzz: PatchFuzzOpt = DEFAULT_FUZZ,
+    confirm_audit: Annotated[Optional[float], typer.Option(
+        callback=lambda v: _share(v, "--confirm-audit"),
+        help="replay to confirm every failure on buggy and reference, and only this seeded share of the "
+             "candidates' (default: every failure, the papers' rule); the scores' flakes table reports the "
+             "flake rate the audit observed, with its interval")] = None,
+    audit_seed: Annotated[int, typer.Option(help="seed of --confirm-audit's draw")] = 0,
 ) -> None:
     """Replay every suite on buggy, reference and every candidate; skip runs already settled.
 
     Runs that ended in infrastructure errors (sandbox_error) are always redone."""
     trusted = benchmark.resolve() == BUNDLED
     _replay(benchmark, store, configuration, backend, workers, dask_address, work, timeout, trusted, unsafe_no_sandbox,
-            retry_errors, concurrency, patch_fuzz)
+            retry_errors, concurrency, patch_fuzz, confirm_audit, audit_seed)
+
+
+def _share(value: float | None, option: str) -> float | None:
+    """A share in (0, 1], or the option's error."""
+    if value is not None and not 0 < value <= 1:
+        raise typer.BadParameter(f"{value}: a share in (0, 1]", param_hint=option)
+    return value
 
 
 @app.command()

@@ -72,6 +72,8 @@ def replay_flow(
     concurrency: int | None = None,
     patch_fuzz: int = DEFAULT_FUZZ,
     dask_cluster: DaskCluster | None = None,
+    audit_share: float | None = None,
+    audit_seed: int = 0,
 ) -> ReplaySummary:
     place = Placement(workers, dask_address, dask_cluster)
     work_root = Path(work) if work else default_work_root()
@@ -82,7 +84,7 @@ def replay_flow(
     concurrency = concurrency or place.concurrency(inputs.backend.default_concurrency())
     options = ExecutionOptions(
         backend=backend, work_root=work_root, store_root=Path(store), limits=Limits(timeout_s=timeout_s),
-        policy=Policy(patch_fuzz=patch_fuzz), concurrency=concurrency, trusted=trusted, unsafe=unsafe,
+        policy=Policy(patch_fuzz=patch_fuzz, audit_share=audit_share, audit_seed=audit_seed), concurrency=concurrency, trusted=trusted, unsafe=unsafe,
         replay_started=datetime.now(UTC),
     )
     specs = plan(bench, options)

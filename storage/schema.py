@@ -7,7 +7,7 @@ import pyarrow as pa
 
 SCHEMA_VERSION = 4  # 2: runs.patch_method, runs.suite_patch_method, verifications.patch_method
 # 3: candidates.provenance, panels.provenance, scores/leaderboard_by_provenance
-# 4: runs.reused_from
+# 4: runs.reused_from, runs.replayed, runs.confirmation; scores/flakes by confirmation policy
 
 #: Columns a version added to datasets an older store already holds, with the value an
 #: older row reads as (None: null). Additive only, so a store of the version before opens
@@ -15,7 +15,7 @@ SCHEMA_VERSION = 4  # 2: runs.patch_method, runs.suite_patch_method, verificatio
 #: (storage/store.py). A version that renames or retypes a column is not listed here.
 ADDED_COLUMNS: dict[int, dict[str, dict[str, str | None]]] = {
     3: {"candidates": {"provenance": "agent"}, "panels": {"provenance": None}},
-    4: {"runs": {"reused_from": None}},
+    4: {"runs": {"reused_from": None, "replayed": None, "confirmation": "every failure"}},
 }
 
 TEST_RESULT = pa.struct(
@@ -55,6 +55,10 @@ RUNS = pa.schema(
         # suite, state, environment and policy under another configuration or an earlier
         # replay (tasks/replay/runs.py reuse_settled); null when it ran
         pa.field("reused_from", pa.string()),
+        # a failure replayed to confirm it (true), one left unreplayed by the confirmation
+        # policy (false), null without a failure; and that policy in words (Policy.confirmation)
+        pa.field("replayed", pa.bool_()),
+        pa.field("confirmation", pa.string()),
     ]
 )
 
@@ -313,9 +317,16 @@ FAILURE_TAXONOMY_SHARES = pa.schema(
 FLAKES = pa.schema(
     [
         pa.field("configuration", pa.string(), nullable=False),
+        pa.field("confirmation", pa.string()),  # the confirmation policy of these runs (Policy.confirmation)
         pa.field("runs", pa.int64(), nullable=False),
         pa.field("unstable", pa.int64(), nullable=False),
-        pa.field("rate", pa.float64()),
+        pa.field("replayed", pa.int64()),  # failures replayed to confirm them
+        pa.field("unreplayed", pa.int64()),  # failures the policy let stand without a replay
+        pa.field("rate", pa.float64()),  # unstable ÷ runs
+        # unstable ÷ replayed failures, with its exact (Clopper-Pearson) 95% interval
+        pa.field("flake_rate", pa.float64()),
+        pa.field("flake_low", pa.float64()),
+        pa.field("flake_high", pa.float64()),
     ]
 )
 

@@ -11,7 +11,7 @@ from testprism.tasks.score.metrics import flake_table
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.replay.runs import execute_batch, finished_keys, pending_runs, plan, record_plan, unrunnable_rows
 from testprism.tasks.execution.batch import ExecutionOptions
-from tests.benchfixture import CHECKS, WEAK, make_benchmark
+from tests.benchfixture import BUGGY, CHECKS, WEAK, diff, make_benchmark
 
 pytestmark = pytest.mark.requires("sandbox")
 
@@ -184,3 +184,54 @@ def test_the_same_work_under_another_configuration_or_replay_is_not_run_again(tm
         assert r["reused_from"] == origin["run_key"] != r["run_key"]
         assert (r["outcome"], r["reason"], r["tests"]) == (origin["outcome"], origin["reason"], origin["tests"])
     assert runs.filter(pl.col("configuration") != "twin")["reused_from"].null_count() == 2 * states
+
+
+def test_the_audit_policy_confirms_buggy_and_reference_and_a_seeded_share_of_candidates():
+    """The cheaper confirmation policy: a failure on buggy or reference is always replayed,
+    one on a candidate only when its content is drawn into the audit; the draw is seeded
+    and keeps its share; the default policy's key (so every stored run's) is unchanged."""
+    from testprism.tasks.execution.verdict import Policy
+
+    assert Policy().key == "confirm=1;retries=2;fuzz=5" and Policy().confirmation == "every failure"
+    audit = Policy(audit_share=0.3, audit_seed=7)
+    keys = [f"content-{i}" for i in range(4000)]
+    drawn = [audit.confirms("candidate", k) for k in keys]
+    assert 0.27 < sum(drawn) / len(keys) < 0.33
+    assert drawn == [Policy(audit_share=0.3, audit_seed=7).confirms("candidate", k) for k in keys]
+    assert drawn != [Policy(audit_share=0.3, audit_seed=8).confirms("candidate", k) for k in keys]
+    assert all(audit.confirms(kind, k) for kind in ("buggy", "reference") for k in keys[:50])
+    assert all(Policy().confirms("candidate", k) for k in keys[:50])
+    assert audit.key != Policy().key and "audit 0.3" in audit.confirmation
+    with pytest.raises(ValueError):
+        Policy(audit_share=0.0)
+
+
+def test_an_audited_replay_records_which_failures_it_replayed_and_the_flake_rate_it_saw(tmp_path, work_root):
+    """Under the audit policy every row says whether its failure was replayed; the flakes
+    table counts replayed and unreplayed failures under the policy's name and gives the
+    flake rate among the replayed with its exact interval (0 of n here: a suite that
+    always fails)."""
+    from testprism.tasks.execution.verdict import Policy
+
+    more = {f"c{i}": ("invalid", diff("stats.py", BUGGY, BUGGY + f"# c{i}\n")) for i in range(8)}
+    root = make_benchmark(tmp_path / "b", {"broken": {"test_x.py": BROKEN}}, extra_candidates=more)
+    benchmark = load_benchmark(root)
+    store = Store(tmp_path / "store")
+    record_plan(benchmark, store)
+    policy = Policy(audit_share=0.5, audit_seed=3)
+    options = ExecutionOptions(backend="local", work_root=work_root, store_root=tmp_path / "store", concurrency=2,
+                               policy=policy)
+    specs = [s for s in plan(benchmark, options) if s.runs_in_sandbox]
+    execute_batch(specs, options)
+    runs = {r["run_key"]: r for r in store.scan("runs").collect().iter_rows(named=True)}
+    for spec in specs:
+        got = runs[spec.run_key]
+        assert got["outcome"] == "F" and got["confirmation"] == policy.confirmation
+        assert got["replayed"] is policy.confirms(spec.state.kind, spec.content_key)
+        assert got["attempts"] == (2 if got["replayed"] else 1)
+    flakes = flake_table(store).row(0, named=True)
+    replayed = sum(r["replayed"] for r in runs.values())
+    assert (flakes["confirmation"], flakes["replayed"], flakes["unreplayed"]) == (
+        policy.confirmation, replayed, len(specs) - replayed)
+    assert flakes["unreplayed"] > 0 and flakes["flake_rate"] == 0.0 and flakes["flake_low"] == 0.0
+    assert 0 < flakes["flake_high"] < 1

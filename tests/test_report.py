@@ -167,6 +167,12 @@ def test_report_shows_findings_with_tests_messages_and_diffs(tmp_path):
     for name in ("strong", "biased", "weak"):
         assert f'href="#{anchor("audit", name)}"' in board
     assert "Coverage was not measured" in html
+    # Which confirmation policy produced the numbers (rows from before it was recorded read
+    # as the papers' rule), per configuration.
+    start = html.index('id="confirmation"')
+    confirmation = html[start:html.index("</section>", start)]
+    for name in ("strong", "biased", "weak"):
+        assert f"<td>{name}</td><td>every failure</td>" in confirmation
 
 
 def test_report_shows_the_newest_funnel_of_each_flow(tmp_path):

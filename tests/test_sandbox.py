@@ -351,15 +351,16 @@ echo more >> data.txt && chmod 600 data.txt && rm sub/dir/nested.txt && mkdir -p
 """
 
 
-@pytest.mark.parametrize("layered", ["1", "0"])
+@pytest.mark.parametrize("layered", ["1", "0"])  # asked for, and the default
 def test_a_layered_program_is_the_runs_own_and_the_state_tree_is_left_as_it_was(backend, env, tree, layered,
                                                                                   monkeypatch, work):
-    """Where the harness can (root, Linux 5.19+), a run's program is the state's tree under a
-    writable layer of the run's own (tasks/sandbox/layer.py), not a copy: the run owns what
+    """Asked for (TESTPRISM_LAYERED=1) where the harness can (root, Linux 5.19+), a run's
+    program is the state's tree under a writable layer of the run's own (tasks/sandbox/
+    layer.py), not a copy: the run owns what
     it sees, with the settled times, may change, chmod, delete, rename and link anything,
     and the state's tree afterwards is what it was, entry for entry (mode, owner, times,
     bytes); the run's mount table does not name the tree; no overlay is left mounted.
-    Fast mode (one container, its workspace reset) and TESTPRISM_LAYERED=0 copy."""
+    Fast mode (one container, its workspace reset) and the default copy."""
     monkeypatch.setenv("TESTPRISM_LAYERED", layered)
     (tree / "sub" / "dir").mkdir(parents=True)
     (tree / "sub" / "dir" / "nested.txt").write_text("nested\n")
@@ -384,10 +385,11 @@ def test_a_layered_program_is_the_runs_own_and_the_state_tree_is_left_as_it_was(
 
 
 @pytest.mark.parametrize("name", ["local", "docker"])
-def test_what_a_layered_run_writes_to_its_program_is_bounded_by_its_memory_limit(name, tree, work):
+def test_what_a_layered_run_writes_to_its_program_is_bounded_by_its_memory_limit(name, tree, work, monkeypatch):
     """A layered program's writable layer is a tmpfs as large as the run's memory limit:
     a run that writes more than that into its program is refused (no space, or under docker
     its container's memory), where a copy on disk had no bound but the disk."""
+    monkeypatch.setenv("TESTPRISM_LAYERED", "1")
     made = open_backend(name, work)
     try:
         done = run(made, made.prepare(BARE), tree, "stat -f -c 'fs=%T' .; dd if=/dev/zero of=big bs=1M count=200 2>&1; echo rc=$?",
@@ -398,3 +400,22 @@ def test_what_a_layered_run_writes_to_its_program_is_bounded_by_its_memory_limit
     assert "fs=overlayfs" in out, out
     assert "rc=0" not in out and ("No space left" in out or done.exit_code not in (0, None)), out
     assert _overlays_under(work.workspaces) == []
+
+
+def test_a_layer_under_a_linked_work_area_is_found_and_removed(tmp_path, monkeypatch):
+    """A workspace reached through a link (a linked work area, a relative --work) is
+    spelled otherwise in the mount table: its layer is still unmounted and removed."""
+    from testprism.tasks.sandbox import layer
+
+    monkeypatch.setenv("TESTPRISM_LAYERED", "1")
+    assert layer.available(), "layered programs need root and Linux 5.19+ (the probe said why at debug level)"
+    real = tmp_path / "real"
+    (real / "ws").mkdir(parents=True)
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "f").write_text("x\n")
+    os.symlink(real, tmp_path / "linked")
+    ws = tmp_path / "linked" / "ws"
+    layer.mount_program(tmp_path / "tree", ws, 212_345, SETTLED_MTIME, 16)
+    assert (ws / "program" / "f").stat().st_uid == 212_345 and layer._mounts_under(real)
+    layer.discard(ws)
+    assert layer._mounts_under(real) == [] and sorted(p.name for p in real.iterdir()) == []

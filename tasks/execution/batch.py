@@ -130,14 +130,15 @@ class Environments:
         return environment
 
     def judged(self, spec: EnvironmentSpec, options: ExecutionOptions, selected: tuple[str, ...],
-               request: Callable[[Path], RunRequest]) -> Verdict:
+               request: Callable[[Path], RunRequest], confirm: bool = True) -> Verdict:
         """Run `request(environment)` judged under `options.policy` (`selected` tests
-        decide), or the verdict of a run that cannot have its environment."""
+        decide; `confirm`: whether a failure is replayed, judge()), or the verdict of a run
+        that cannot have its environment."""
         environment = self.ready(spec)
         if isinstance(environment, Verdict):
             return environment
         made = request(environment)
-        return judge(lambda: self.run(spec, made), options.policy, selected)
+        return judge(lambda: self.run(spec, made), options.policy, selected, confirm)
 
     def run(self, spec: EnvironmentSpec, request: RunRequest) -> ExecResult:
         """One run in `spec`'s environment: its `variables` set under the request's own."""

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from testprism.tasks.execution.junit import parse_junit, select
+from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Outcome, Reason, Verdict
 from testprism.tasks.sandbox.base import ExecResult, SandboxError, SuiteNotInstalled
 from testprism.tasks.model.state import DEFAULT_FUZZ
@@ -29,10 +30,36 @@ class Policy:
     #: the fuzz of the `patch` fallback, for every patch a run applies (state and suite):
     #: it decides which trees exist, so it is part of the key
     patch_fuzz: int = DEFAULT_FUZZ
+    #: the cheaper confirmation policy (README, Outcomes): None replays every failure, the
+    #: papers' rule; a share in (0, 1] replays a failure on the buggy program or the
+    #: reference always (they decide every suite's f and r) and one on a candidate only when
+    #: the run is drawn, by `audit_seed` and its content, into an audit of that share, whose
+    #: observed flake rate `flake_table` reports with its interval
+    audit_share: float | None = None
+    audit_seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.audit_share is not None and not 0 < self.audit_share <= 1:
+            raise ValueError(f"audit share {self.audit_share}: must be in (0, 1]")
 
     @property
     def key(self) -> str:
-        return f"confirm={self.confirm_failures};retries={self.infra_retries};fuzz={self.patch_fuzz}"
+        base = f"confirm={self.confirm_failures};retries={self.infra_retries};fuzz={self.patch_fuzz}"
+        return base if self.audit_share is None else f"{base};audit={self.audit_share};seed={self.audit_seed}"
+
+    @property
+    def confirmation(self) -> str:
+        """The confirmation rule in words, as every row records it."""
+        if self.audit_share is None:
+            return "every failure"
+        return f"buggy and reference, audit {self.audit_share:g} of candidates (seed {self.audit_seed})"
+
+    def confirms(self, state_kind: str, content_key: str) -> bool:
+        """Whether a failure of this run is replayed to confirm it."""
+        if self.audit_share is None or state_kind in ("buggy", "reference"):
+            return True
+        draw = int(digest("audit", str(self.audit_seed), content_key)[:12], 16) / float(16 ** 12)
+        return draw < self.audit_share
 
 
 def classify(result: ExecResult, selected: tuple[str, ...] = ()) -> tuple[Outcome, Reason | None]:
@@ -95,8 +122,11 @@ class Attempts:
                     raise
 
 
-def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str, ...] = ()) -> Verdict:
-    """Run `attempt` until its outcome is settled under `policy`."""
+def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str, ...] = (),
+          confirm: bool = True) -> Verdict:
+    """Run `attempt` until its outcome is settled under `policy`; `confirm` False
+    (Policy.confirms) lets a failure stand without its replays."""
+    confirmations = policy.confirm_failures if confirm else 0
     runs = Attempts(attempt, policy.infra_retries)
     seen: list[Outcome] = []
     while True:
@@ -108,10 +138,11 @@ def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str
             return failed(Reason.SANDBOX_ERROR, str(exc), runs.count)
         outcome, reason = classify(last, selected)
         seen.append(outcome)
-        if outcome is Outcome.FAIL and len(seen) <= policy.confirm_failures:
+        if outcome is Outcome.FAIL and len(seen) <= confirmations:
             continue  # confirm the failure by replaying it
         if len(seen) > 1 and any(o != seen[0] for o in seen):
             outcome, reason = Outcome.ERROR, Reason.UNSTABLE
+        replayed = (len(seen) > 1) if seen[0] is Outcome.FAIL else None
         tests = parse_junit(last.junit_xml) if last.junit_xml else None
         return Verdict(outcome, reason, last.exit_code, last.duration_s, runs.count, last.output_tail, tests or (),
-                       last.suite_patch_method)
+                       last.suite_patch_method, replayed)

@@ -157,3 +157,6 @@ class Verdict:
     output_tail: str
     tests: tuple[TestResult, ...] = field(default_factory=tuple)
     suite_patch_method: str = ""  #: how the suite's test patch applied ("" without one)
+    #: a failure replayed to confirm it (True), one the policy let stand unreplayed (False:
+    #: Policy.audit_share), or no failure to confirm (None)
+    replayed: bool | None = None

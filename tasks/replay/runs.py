@@ -76,11 +76,12 @@ def suite_hash_of(spec: RunSpec) -> str:
     return spec.suite.hash if spec.suite else digest(str(spec.unrunnable), spec.configuration, spec.instance.id)
 
 
-def row(spec: RunSpec, result: RunResult, policy_hash: str, backend: str, isolation: str, started: datetime) -> dict:
+def row(spec: RunSpec, result: RunResult, options: ExecutionOptions, backend: str, isolation: str,
+        started: datetime) -> dict:
     """One `runs` row (storage/schema.py RUNS)."""
     verdict = result.verdict
     return {
-        **row_identity(spec, policy_hash, started),
+        **row_identity(spec, options.policy_hash, started),
         "outcome": verdict.outcome.value,
         "reason": verdict.reason.value if verdict.reason else None,
         "exit_code": verdict.exit_code,
@@ -92,6 +93,8 @@ def row(spec: RunSpec, result: RunResult, policy_hash: str, backend: str, isolat
         "tests": [{"name": t.name, "outcome": t.outcome, "message": t.message} for t in verdict.tests],
         "patch_method": result.patch_method,
         "suite_patch_method": verdict.suite_patch_method or None,
+        "replayed": verdict.replayed,
+        "confirmation": options.policy.confirmation,
         "reused_from": None,
     }
 
@@ -100,7 +103,7 @@ def unrunnable_rows(specs: Iterable[RunSpec], options: ExecutionOptions) -> list
     """Rows for runs that cannot start (no suite, or a rejected one): `E` without a sandbox."""
     now = datetime.now(UTC)
     return [
-        row(s, RunResult(Verdict(Outcome.ERROR, s.unrunnable, None, 0.0, 0, "")), options.policy_hash, "none", "none", now)
+        row(s, RunResult(Verdict(Outcome.ERROR, s.unrunnable, None, 0.0, 0, "")), options, "none", "none", now)
         for s in specs if s.unrunnable is not None
     ]
 
@@ -148,11 +151,11 @@ class ReplayJob(Job[RunSpec, RunResult]):
             tree=tree.tree, suite_folder=suite.folder, suite_files=suite.files, command=suite.entry,
             environment=environment, limits=options.limits, suite_patch=suite.patch,
             patch_fuzz=options.policy.patch_fuzz,
-        ))
+        ), confirm=options.policy.confirms(unit.state.kind, unit.content_key))
         return RunResult(verdict, tree.patch.method)
 
     def row(self, unit: RunSpec, result: RunResult, started: datetime, backend: SandboxBackend) -> dict:
-        return row(unit, result, self.options.policy_hash, backend.name, backend.isolation, started)
+        return row(unit, result, self.options, backend.name, backend.isolation, started)
 
     def outcome(self, result: RunResult) -> str:
         return result.verdict.outcome.value
@@ -200,7 +203,7 @@ def pending_runs(specs: list[RunSpec], finished: set[str]) -> list[RunSpec]:
 
 #: what a reused row takes from the row that ran: everything the run decided
 _VERDICT_COLUMNS = ("outcome", "reason", "exit_code", "duration_s", "attempts", "stdout_tail", "backend",
-                    "isolation", "tests", "patch_method", "suite_patch_method")
+                    "isolation", "tests", "patch_method", "suite_patch_method", "replayed", "confirmation")
 
 
 def reuse_settled(pending: list[RunSpec], store: Store, retry_errors: bool = False) -> tuple[list[RunSpec], list[dict]]:

@@ -60,6 +60,7 @@ class ReportData:
     failure_taxonomy: pl.DataFrame | None = None  #: scores/failure_taxonomy (tasks/score/taxonomy.py)
     leaderboard_by_provenance: pl.DataFrame | None = None  #: with and without mutants (empty: no mutant)
     failure_taxonomy_shares: pl.DataFrame | None = None
+    flakes: pl.DataFrame | None = None  #: scores/flakes: each configuration's confirmation policy and flake rate
 
 
 def audit_frame(store: Store) -> pl.DataFrame:
@@ -198,4 +199,5 @@ def load_report_data(store_root: Path | str, benchmark_root: Path | str | None =
         failure_taxonomy=_optional_table(store, "failure_taxonomy"),
         leaderboard_by_provenance=_optional_table(store, "leaderboard_by_provenance"),
         failure_taxonomy_shares=_optional_table(store, "failure_taxonomy_shares"),
+        flakes=_optional_table(store, "flakes"),
     )

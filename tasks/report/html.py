@@ -111,6 +111,26 @@ def _leaderboard_section(data: ReportData, counts: dict[str, dict[str, int]]) ->
     )
 
 
+def _confirmation_section(data: ReportData) -> str:
+    """Which confirmation policy produced the numbers, and the flake rate it measured."""
+    if data.flakes is None or "confirmation" not in data.flakes.columns:
+        return ""
+    header = ["configuration", "confirmation", "runs", "failures replayed", "left unreplayed", "unstable",
+              "flake rate among the replayed (95% interval)"]
+    rows = []
+    for r in data.flakes.sort("configuration").iter_rows(named=True):
+        rate = "—" if r["flake_rate"] is None else (
+            f'{num(r["flake_rate"], 3)} [{num(r["flake_low"], 3)}, {num(r["flake_high"], 3)}]')
+        rows.append([esc(r["configuration"]), esc(r["confirmation"]), esc(r["runs"]), esc(r["replayed"]),
+                     esc(r["unreplayed"]), esc(r["unstable"]), rate])
+    return ('<section id="confirmation"><h2>Confirmation of failures</h2><p>A failing run counts as F only '
+            'once a replay fails again; a replay that passes makes it unstable (E). The policy says which '
+            'failures were replayed: every one (the papers\' rule), or those on buggy and reference and a seeded '
+            'audit of the candidates\'. The flake rate among the replayed, with its exact interval, bounds how '
+            'many unreplayed failures would have been unstable.</p>' + table(header, rows, "confirmation")
+            + "</section>")
+
+
 def _mutants_section(data: ReportData) -> str:
     """The leaderboard with and without the mutant candidates collect made for thin pools
     (nothing when no panel holds one)."""
@@ -529,6 +549,7 @@ def render_report(data: ReportData, *, generated_at: datetime | None = None, max
     n_sources = data.instance_scores["source"].n_unique()
     sections = [
         _leaderboard_section(data, counts),
+        _confirmation_section(data),
         _mutants_section(data),
         _charts_section(data, colours),
         _curves_section(data, colours),

@@ -28,6 +28,17 @@ The state's tree gets the settled times of every workspace once per process (`_s
 after that a fill touches only what it adds (the suite's files, what its test patch
 changes): `added_entries` lists them from the upper layer.
 
+**Opt-in** (`TESTPRISM_LAYERED=1`), because a shared tree shows the run metadata a copy
+does not: its entries' inode numbers, birth and change times are those of the state's
+materialised tree. Those tell when the state was made (states made later, candidates added
+to a panel after the first replay, say, look younger than the environment), and, within
+the tree, which files the state's patch wrote after the rest was copied (born last, higher
+inode numbers): a run could tell the buggy program (no such file) from a patched state. A
+copy gives every entry the run's own fresh metadata. So layering is for suites one trusts
+(one's own, the bundled ones) or where the cost matters more than this; the hidden-panel
+default stays the copy. Access times are settled once per process; a copying reader of the
+same tree (a build, fast mode) moves them again under relatime.
+
 Failure contract: `available()` probes once per process by mounting a layer over a scratch
 tree; when anything is missing it says why at debug level and every fill copies as before.
 `discard(ws)` is the only way a workspace goes: it detaches the mounts under it (and under
@@ -42,6 +53,7 @@ import errno
 import functools
 import logging
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -52,7 +64,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-#: the switch: `0` copies every state's tree as before, whatever the machine can do
+#: the switch: `1` layers programs where the machine can; anything else copies (the default)
 SETTING = "TESTPRISM_LAYERED"
 
 _SYS_OPEN_TREE, _SYS_MOVE_MOUNT, _SYS_MOUNT_SETATTR = 428, 429, 442  # x86_64 and aarch64 alike
@@ -61,7 +73,8 @@ _AT_FDCWD, _AT_EMPTY_PATH, _AT_RECURSIVE = -100, 0x1000, 0x8000
 _MOVE_MOUNT_F_EMPTY_PATH = 0x4
 _MOUNT_ATTR_RDONLY, _MOUNT_ATTR_NOSUID, _MOUNT_ATTR_NODEV, _MOUNT_ATTR_NOATIME = 0x1, 0x2, 0x4, 0x10
 _MOUNT_ATTR_ATIME_MASK, _MOUNT_ATTR_IDMAP = 0x70, 0x100000
-_MS_BIND, _MS_SHARED = 0x1000, 1 << 20
+_MS_NOSUID, _MS_NODEV, _MS_BIND = 0x2, 0x4, 0x1000
+_MS_PRIVATE, _MS_SHARED = 1 << 18, 1 << 20
 _MNT_DETACH = 2
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -117,7 +130,8 @@ def _idmapped_view(tree: Path, target: Path, uid: int) -> None:
                     | _MOUNT_ATTR_NOATIME)
             # struct mount_attr {attr_set, attr_clr, propagation, userns_fd}; an atime mode is
             # set only with the whole atime field cleared
-            mount_attr = ctypes.create_string_buffer(struct.pack("QQQQ", attr, _MOUNT_ATTR_ATIME_MASK, 0, userns))
+            mount_attr = ctypes.create_string_buffer(struct.pack("QQQQ", attr, _MOUNT_ATTR_ATIME_MASK, _MS_PRIVATE,
+                                                                 userns))
             _check(_libc.syscall(_SYS_MOUNT_SETATTR, fd, b"", _AT_EMPTY_PATH | _AT_RECURSIVE,
                                  mount_attr, 32), "mount_setattr (idmap)")
             _check(_libc.syscall(_SYS_MOVE_MOUNT, fd, b"", _AT_FDCWD, str(target).encode(),
@@ -150,29 +164,37 @@ def _settle(tree: Path, mtime: int) -> None:
 def mount_program(tree: Path, ws: Path, uid: int, mtime: int, size_mb: int) -> None:
     """Make `ws/program` the overlay of `tree` (seen as owned by `uid`) under a fresh
     upper layer of at most `size_mb` MiB. Raises LayerUnavailable, leaving nothing mounted,
-    when it cannot."""
-    for path in (tree, ws):
-        if any(c in str(path) for c in ",:\\"):  # overlayfs's option syntax
-            raise LayerUnavailable(errno.EINVAL, f"{path}: a layer's path may not hold , : or \\")
-    _settle(tree, mtime)
+    when it cannot (any OSError on the way is one)."""
+    ws = Path(os.path.realpath(ws))  # as /proc/self/mountinfo spells it, so discard finds it
     layer = layer_folder(ws)
-    layer.mkdir()
+    if any(c in str(layer) for c in ",:\\"):  # overlayfs's option syntax (only the layer's paths are in it)
+        raise LayerUnavailable(errno.EINVAL, f"{layer}: a layer's path may not hold , : or \\")
     program = ws / "program"
-    program.mkdir()
     try:
-        _mount("tmpfs", layer, "tmpfs", 0, f"size={max(1, size_mb)}m,mode=0700")
+        _settle(tree, mtime)
+        layer.mkdir()
+        program.mkdir()
+    except OSError as exc:
+        shutil.rmtree(layer, ignore_errors=True)
+        raise LayerUnavailable(exc.errno or errno.EIO, f"layer of {ws.name}: {exc}") from exc
+    try:
+        _mount("tmpfs", layer, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={max(1, size_mb)}m,mode=0700")
+        _mount(None, layer, None, _MS_PRIVATE, None)  # never propagated to a peer of the host's mounts
         lower, upper, work = layer / "lower", layer / "upper", layer / "work"
         for folder in (lower, upper, work):
             folder.mkdir()
         os.chown(upper, uid, uid)
         os.utime(upper, (mtime, mtime))  # the merged root's times are the upper's
         _idmapped_view(tree, lower, uid)
-        _mount("overlay", program, "overlay", 0, f"lowerdir={lower},upperdir={upper},workdir={work}")
-    except BaseException:
+        _mount("overlay", program, "overlay", _MS_NOSUID | _MS_NODEV,
+               f"lowerdir={lower},upperdir={upper},workdir={work}")
+    except BaseException as exc:
         unmount_under(layer)
-        unmount_under(ws)
+        unmount_under(program)
         program.rmdir()  # the caller copies the tree there instead
         shutil.rmtree(layer, ignore_errors=True)
+        if isinstance(exc, OSError) and not isinstance(exc, LayerUnavailable):
+            raise LayerUnavailable(exc.errno or errno.EIO, f"layer of {ws.name}: {exc}") from exc
         raise
 
 
@@ -189,33 +211,44 @@ def added_entries(ws: Path) -> list[str]:
 
 def share_workspace(ws: Path) -> None:
     """Make the (empty) workspace a mount of its own with shared propagation, so that a
-    program layer mounted after a pre-started container bound it (`rslave`) appears inside."""
-    _mount(str(ws), ws, None, _MS_BIND, None)
-    _mount(None, ws, None, _MS_SHARED, None)
+    program layer mounted after a pre-started container bound it (`rslave`) appears inside:
+    private first, so that it is a peer group of its own even where the host's `/` is
+    shared (systemd's default), and its layers reach no other namespace."""
+    ws = Path(os.path.realpath(ws))
+    try:
+        _mount(str(ws), ws, None, _MS_BIND, None)
+        _mount(None, ws, None, _MS_PRIVATE, None)
+        _mount(None, ws, None, _MS_SHARED, None)
+    except LayerUnavailable:
+        unmount_under(ws)
+        raise
 
 
-def _mounts_under(path: Path) -> list[Path]:
-    prefix = str(path)
+def _mounts_under(path: Path) -> list[bytes]:
+    """Mount points at or below `path` (its real path: mountinfo spells every point so),
+    as bytes with mountinfo's octal escapes (space, tab, newline, backslash) undone."""
+    prefix = os.fsencode(os.path.realpath(path))
     found = []
-    with open("/proc/self/mountinfo", encoding="utf-8") as fh:
+    with open("/proc/self/mountinfo", "rb") as fh:
         for line in fh:
-            point = line.split()[4].encode().decode("unicode_escape")
-            if point == prefix or point.startswith(prefix + "/"):
-                found.append(Path(point))
-    return sorted(found, key=lambda p: len(p.parts), reverse=True)
+            point = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), line.split()[4])
+            if point == prefix or point.startswith(prefix + b"/"):
+                found.append(point)
+    return sorted(found, key=lambda p: p.count(b"/"), reverse=True)
 
 
 def unmount_under(path: Path) -> None:
     """Detach every mount at or below `path`, deepest first."""
     for point in _mounts_under(path):
-        if _libc.umount2(str(point).encode(), _MNT_DETACH) < 0:
+        if _libc.umount2(point, _MNT_DETACH) < 0:
             code = ctypes.get_errno()
             if code not in (errno.EINVAL, errno.ENOENT):
-                log.warning("could not unmount %s: %s", point, os.strerror(code))
+                log.warning("could not unmount %s: %s", os.fsdecode(point), os.strerror(code))
 
 
 def discard(ws: Path) -> None:
     """Remove a workspace and its layer, mounts first."""
+    ws = Path(os.path.realpath(ws))
     layer = layer_folder(ws)
     if os.geteuid() == 0:
         unmount_under(ws)
@@ -225,9 +258,9 @@ def discard(ws: Path) -> None:
 
 
 def available() -> bool:
-    """Whether programs are layered: the switch (`$TESTPRISM_LAYERED`, read at every fill,
-    so one process can measure both ways) not off, and the machine able to (`_probe`)."""
-    return os.environ.get(SETTING, "1") != "0" and _probe()
+    """Whether programs are layered: asked for (`$TESTPRISM_LAYERED=1`, read at every fill,
+    so one process can measure both ways) and the machine able to (`_probe`)."""
+    return os.environ.get(SETTING, "0") == "1" and _probe()
 
 
 @functools.cache

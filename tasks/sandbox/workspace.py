@@ -73,7 +73,7 @@ def _layer(request: RunRequest, ws: Path, uid: int) -> bool:
     try:
         layer.mount_program(request.tree, ws, uid, SETTLED_MTIME, request.limits.memory_mb)
     except layer.LayerUnavailable as exc:
-        log.debug("workspace %s: no layer (%s); copying the state's tree", ws.name, exc)
+        log.warning("workspace %s: no layer (%s); copying the state's tree", ws.name, exc)
         return False
     return True
 
@@ -93,11 +93,13 @@ def _hand_over(ws: Path, uid: int | None, layered: list[str] | None) -> None:
         os.utime(path, times, follow_symlinks=False)
 
     program = os.path.join(ws, "program")
+    entries = []  # the whole walk first: listing a folder moves its access time
     for dirpath, dirnames, filenames in os.walk(ws):
         if layered is not None and dirpath == str(ws):
             dirnames.remove("program")  # not walked: its lower is the state's whole tree
-        for name in dirnames + filenames:
-            hand(os.path.join(dirpath, name))
+        entries += [os.path.join(dirpath, name) for name in dirnames + filenames]
+    for path in entries:
+        hand(path)
     for rel in sorted(layered or (), key=lambda r: -r.count(os.sep)):
         with contextlib.suppress(FileNotFoundError):  # a whiteout: deleted by the patch
             hand(os.path.join(program, rel))

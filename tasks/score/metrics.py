@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 import polars as pl
+from scipy.stats import binomtest
 
 from testprism.storage import Store
 
@@ -104,13 +105,37 @@ def instance_scores(store: Store, runs: pl.DataFrame | None = None, without_muta
 
 
 def flake_table(store: Store) -> pl.DataFrame:
-    """Per configuration: settled runs, runs whose replays disagreed (`unstable`), and the
-    share — a suite that flips on the same state is measuring noise, not the patch."""
-    return (
+    """Per configuration and confirmation policy (Policy.confirmation: the report says
+    which produced the numbers): settled runs, runs whose replays disagreed (`unstable`)
+    and their share — a suite that flips on the same state is measuring noise, not the
+    patch; and the flake detection itself, measured: failures replayed to confirm them,
+    failures the policy let stand unreplayed (a cheaper policy's), and among the replayed
+    the observed flake rate with its exact (Clopper–Pearson) 95% interval, which bounds
+    how many of the unreplayed `F` would have been `unstable`."""
+    table = (
         store.scan("runs")
-        .group_by("configuration")
-        .agg(runs=pl.len().cast(pl.Int64), unstable=(pl.col("reason") == "unstable").sum().cast(pl.Int64))
+        .group_by("configuration", "confirmation")
+        .agg(runs=pl.len().cast(pl.Int64), unstable=(pl.col("reason") == "unstable").sum().cast(pl.Int64),
+             replayed=(pl.col("replayed") == True).sum().cast(pl.Int64),  # noqa: E712 - a null is neither
+             unreplayed=(pl.col("replayed") == False).sum().cast(pl.Int64))  # noqa: E712
         .with_columns(rate=pl.col("unstable") / pl.col("runs"))
-        .sort("configuration")
+        .sort("configuration", "confirmation")
         .collect()
     )
+    intervals = [_flake_interval(k, n) for k, n in zip(table["unstable"], table["replayed"], strict=True)]
+    return table.with_columns(
+        flake_rate=pl.Series([i[0] for i in intervals], dtype=pl.Float64),
+        flake_low=pl.Series([i[1] for i in intervals], dtype=pl.Float64),
+        flake_high=pl.Series([i[2] for i in intervals], dtype=pl.Float64),
+    )
+
+
+def _flake_interval(unstable: int, replayed: int) -> tuple[float | None, float | None, float | None]:
+    """The share of replayed failures that did not fail again, with its exact 95% interval
+    (None without a replayed failure). Rows from before schema 4 carry no `replayed`: an
+    unstable run was replayed, so at least those count."""
+    replayed = max(replayed, unstable)
+    if replayed == 0:
+        return None, None, None
+    ci = binomtest(unstable, replayed).proportion_ci(confidence_level=0.95, method="exact")
+    return unstable / replayed, float(ci.low), float(ci.high)
