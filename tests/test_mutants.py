@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from testprism.storage import SCHEMAS, Store
+from testprism.storage import SCHEMA_VERSION, SCHEMAS, Store
 from testprism.tasks.collect.candidate import CandidatePatch, candidate_row
 from testprism.tasks.collect.mutants import MUTANT, Operator, generate, mutations, set_aside_equivalent, thin_instances
 from testprism.tasks.model.benchmark import load_benchmark
@@ -105,8 +105,8 @@ def test_provenance_survives_the_store_and_older_parts_read_as_agent(tmp_path):
     root = tmp_path / "store"
     root.mkdir()
     (root / "testprism-store.json").write_text(json.dumps({"schema_version": 2}))
-    store = Store(root)  # a schema-2 store opens: 3 only added columns
-    assert json.loads((root / "testprism-store.json").read_text())["schema_version"] == 3
+    store = Store(root)  # a schema-2 store opens: 3 and 4 only added columns
+    assert json.loads((root / "testprism-store.json").read_text())["schema_version"] == SCHEMA_VERSION
     row = candidate_row(cand("m1", "invalid", MUTANT), "run-2", "hash", True)
     store.append("candidates", pa.Table.from_pylist([row], schema=SCHEMAS["candidates"]))
     old = {k: v for k, v in candidate_row(cand("a", "valid"), "run-1", "hash", True).items() if k != "provenance"}
