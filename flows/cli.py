@@ -155,9 +155,9 @@ def _replay(benchmark: Path, store: Path, configurations: list[str], backend: st
             patch_fuzz=patch_fuzz, audit_share=audit_share, audit_seed=audit_seed,
         )
     log.info(
-        "replay: %d planned, %d already stored, %d taken from the same work stored, %d executed; outcomes %s; "
+        "replay: %d planned, %d already stored, %d executed, %d taken from the same work stored; outcomes %s; "
         "isolation: %s; %d state builds",
-        summary.planned, summary.skipped, summary.reused, summary.executed, summary.outcomes or "{}",
+        summary.planned, summary.skipped, summary.executed, summary.reused, summary.outcomes or "{}",
         summary.isolation, summary.builds,
     )
 

@@ -96,9 +96,9 @@ def replay_flow(
         outcomes["E"] = outcomes.get("E", 0) + unrunnable
     runnable = [s for s in left if s.runs_in_sandbox]
     log.info(
-        "%d runs planned, %d already stored, %d taken from the same work stored under another configuration or "
-        "replay, %d to execute (backend %s, isolation %s)",
-        len(specs), len(specs) - len(todo), reused, len(runnable), backend, inputs.isolation,
+        "%d runs planned, %d already stored, %d to execute (backend %s, isolation %s); %d taken from the same "
+        "work stored under another configuration or replay",
+        len(specs), len(specs) - len(todo), len(runnable), backend, inputs.isolation, reused,
     )
     sink = progress.current()
     sink.start(len(todo), "replay")
