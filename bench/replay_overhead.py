@@ -73,6 +73,7 @@ built-in one-file program.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import io
 import logging
@@ -488,12 +489,8 @@ def fill_cost(subj: Subject, environment: Path, scratch: Path, layered: bool, ru
         ws = scratch / f"fill-{subj.id}-{k}"
         ws.mkdir()
         start = time.perf_counter()
-        if layered:
-            os.environ[layer.SETTING] = "1"
-        try:
-            fill_workspace(request, ws, 261_000, layered=layered)
-        finally:
-            os.environ.pop(layer.SETTING, None)
+        fill = functools.partial(fill_workspace, request, ws, 261_000, layered=layered)
+        (layering(fill) if layered else fill)()
         layer.discard(ws)
         times.append(time.perf_counter() - start)
     return statistics.median(times)

@@ -178,11 +178,17 @@ def execute_batch(specs: list[RunSpec], options: ExecutionOptions) -> BatchSumma
     return execute(ReplayJob(options), specs, options)
 
 
+def unsettled_reasons(retry_errors: bool = False) -> set[str]:
+    """Reasons whose row does not settle its run: infrastructure errors (RETRYABLE), and
+    with `retry_errors` every `E` whose reason is not deterministic."""
+    return {r.value for r in (RUN_REASONS - DETERMINISTIC if retry_errors else RETRYABLE)}
+
+
 def finished_keys(store: Store, retry_errors: bool = False) -> set[str]:
     """Keys whose newest stored row settles the run. Infrastructure errors (RETRYABLE) never
     do, so a resumed replay redoes them; with `retry_errors` every `E` whose reason is not
     deterministic (timeouts, unstable runs, output overflow) is redone as well."""
-    retry = {r.value for r in (RUN_REASONS - DETERMINISTIC if retry_errors else RETRYABLE)}
+    retry = unsettled_reasons(retry_errors)
     newest = (
         store.scan("runs").select("run_key", "reason", "started_at")
         .sort("started_at", descending=True).unique("run_key", keep="first").collect()
@@ -217,7 +223,7 @@ def reuse_settled(pending: list[RunSpec], store: Store, retry_errors: bool = Fal
     wanted = [s for s in pending if s.runs_in_sandbox]
     if not wanted:
         return pending, []
-    retry = {r.value for r in (RUN_REASONS - DETERMINISTIC if retry_errors else RETRYABLE)}
+    retry = unsettled_reasons(retry_errors)
     suites = {suite_hash_of(s) for s in wanted}
     states = {s.state.hash for s in wanted}
     stored = (
