@@ -142,7 +142,7 @@ def _progress_bar() -> Iterator[None]:
 def _replay(benchmark: Path, store: Path, configurations: list[str], backend: str, workers: int,
             dask_address: str | None, work: Path | None, timeout: float, trusted: bool, unsafe: bool,
             retry_errors: bool = False, concurrency: int | None = None, patch_fuzz: int = DEFAULT_FUZZ,
-            audit_share: float | None = None, audit_seed: int = 0) -> None:
+            audit_share: float | None = None, audit_seed: int = 0, shared_disk: bool = True) -> None:
     from testprism.flows.replay import replay_flow
 
     open_inputs(str(benchmark), str(store), tuple(configurations), backend, work or default_work_root(),
@@ -152,7 +152,7 @@ def _replay(benchmark: Path, store: Path, configurations: list[str], backend: st
             benchmark=str(benchmark), store=str(store), configurations=configurations or None, backend=backend,
             workers=workers, dask_address=dask_address, work=str(work) if work else None, timeout_s=timeout,
             trusted=trusted, unsafe=unsafe, retry_errors=retry_errors, concurrency=concurrency,
-            patch_fuzz=patch_fuzz, audit_share=audit_share, audit_seed=audit_seed,
+            patch_fuzz=patch_fuzz, audit_share=audit_share, audit_seed=audit_seed, shared_disk=shared_disk,
         )
     log.info(
         "replay: %d planned, %d already stored, %d executed, %d taken from the same work stored; outcomes %s; "
@@ -206,13 +206,17 @@ def replay(
              "candidates' (default: every failure, the papers' rule); the scores' flakes table reports the "
              "flake rate the audit observed, with its interval")] = None,
     audit_seed: Annotated[int, typer.Option(help="seed of --confirm-audit's draw")] = 0,
+    shared_disk: Annotated[bool, typer.Option(
+        help="whether the Dask workers see this host's files; --no-shared-disk: each batch brings the benchmark "
+             "parts it reads, workers use their own work area ($TESTPRISM_WORK where they run) and return "
+             "their rows for the flow to write")] = True,
 ) -> None:
     """Replay every suite on buggy, reference and every candidate; skip runs already settled.
 
     Runs that ended in infrastructure errors (sandbox_error) are always redone."""
     trusted = benchmark.resolve() == BUNDLED
     _replay(benchmark, store, configuration, backend, workers, dask_address, work, timeout, trusted, unsafe_no_sandbox,
-            retry_errors, concurrency, patch_fuzz, confirm_audit, audit_seed)
+            retry_errors, concurrency, patch_fuzz, confirm_audit, audit_seed, shared_disk)
 
 
 def _share(value: float | None, option: str) -> float | None:

@@ -1,7 +1,8 @@
 """The replay flow: every suite on buggy, reference and every candidate.
 
 Thin wiring: plan (tasks/replay/runs.py) → skip stored keys → batches as coarse Prefect tasks
-on threads or a Dask cluster → each batch writes its own rows. Prefect costs milliseconds to
+on threads or a Dask cluster → each batch writes its own rows (or, on workers that share no
+disk with the flow, brings its benchmark parts and returns its rows for the flow to write). Prefect costs milliseconds to
 a tenth of a second per task and its server drops events past a few thousand task runs, so
 a task is a batch of runs, never one run.
 """
@@ -10,16 +11,19 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
+from prefect.task_runners import TaskRunner
 
 from testprism.flows import progress
 from testprism.flows.runner import Placement, open_inputs
 from testprism.tasks.replay.runs import (
+    ReplayJob,
     execute_batch,
     finished_keys,
     pending_runs,
@@ -29,6 +33,7 @@ from testprism.tasks.replay.runs import (
     record_unrunnable,
 )
 from testprism.tasks.execution.batch import Batch, BatchSummary, ExecutionOptions, batches
+from testprism.tasks.execution.parcel import pack
 from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.sandbox.base import Limits
 from testprism.tasks.model.state import DEFAULT_FUZZ
@@ -52,8 +57,31 @@ class ReplaySummary:
 
 @task(name="replay-batch", retries=0, cache_policy=NO_CACHE)
 def replay_batch(batch: Batch, options: ExecutionOptions) -> BatchSummary:
-    """One coarse unit: a batch of runs on one worker, rows written as they finish."""
-    return execute_batch(batch.specs, options)
+    """One coarse unit: a batch of runs on one worker, rows written as they finish (or
+    returned, from a worker that shares no disk with the flow)."""
+    return execute_batch(batch.specs, options, batch.parcel)
+
+
+def run_batches(runner: TaskRunner, groups: list[Batch], options: ExecutionOptions, shared_disk: bool,
+                window: int) -> Iterator[tuple[Batch, BatchSummary]]:
+    """Each batch and its summary as it completes. With a shared disk every batch is
+    submitted at once. Without one each batch carries its benchmark parts
+    (tasks/execution/parcel.py), packed as it is submitted, and at most `window` batches
+    are in flight, so the flow holds a few batches' parts, never the whole benchmark's."""
+    if shared_disk:
+        futures = {runner.submit(replay_batch, {"batch": b, "options": options}): b for b in groups}
+        for done in as_completed(list(futures)):
+            yield futures[done], done.result()
+        return
+    todo = list(reversed(groups))
+    inflight: dict = {}
+    while todo or inflight:
+        while todo and len(inflight) < window:
+            batch = todo.pop()
+            parcel = pack(batch.specs)
+            inflight[runner.submit(replay_batch, {"batch": Batch(batch.specs, parcel), "options": options})] = batch
+        done = next(as_completed(list(inflight)))
+        yield inflight.pop(done), done.result()
 
 
 @flow(name="replay", log_prints=False)
@@ -74,7 +102,13 @@ def replay_flow(
     dask_cluster: DaskCluster | None = None,
     audit_share: float | None = None,
     audit_seed: int = 0,
+    shared_disk: bool = True,
 ) -> ReplaySummary:
+    """`shared_disk=False`: the workers (Kubernetes pods, cloud VMs) share no filesystem with
+    this flow. Each batch then brings the benchmark parts its runs read, workers use their
+    own work area (`$TESTPRISM_WORK` where they run, not `work`) and return their rows,
+    which the flow writes: a worker killed mid-batch loses its whole batch, which Dask
+    gives to another worker, instead of at most `flush_every` runs."""
     place = Placement(workers, dask_address, dask_cluster)
     work_root = Path(work) if work else default_work_root()
     inputs = open_inputs(benchmark, store, tuple(configurations or ()), backend, work_root, trusted=trusted,
@@ -106,11 +140,13 @@ def replay_flow(
     executed = builds = 0
     if runnable:
         groups = batches(runnable, place.batch_target(len(runnable)))
+        sent = options if shared_disk else replace(options, store_root=None, work_root=None)
+        writer = ReplayJob(options)
         with place.task_runner() as runner:
-            futures = {runner.submit(replay_batch, {"batch": b, "options": options}): len(b) for b in groups}
-            for future in as_completed(list(futures)):
-                summary = future.result()
-                sink.advance(futures[future])
+            for batch, summary in run_batches(runner, groups, sent, shared_disk, max(4, 2 * place.parallelism)):
+                if summary.rows:
+                    writer.write(target, summary.rows)
+                sink.advance(len(batch))
                 executed += summary.executed
                 builds += summary.builds
                 for key, n in summary.outcomes.items():

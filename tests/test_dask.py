@@ -100,10 +100,13 @@ class PrefectServersStarted:
 
 
 @contextmanager
-def dask_cluster(workers: int, env: dict[str, str] | None = None) -> Iterator[tuple[str, list[subprocess.Popen]]]:
+def dask_cluster(workers: int, env: dict[str, str] | None = None,
+                 hidden: tuple[Path, ...] = ()) -> Iterator[tuple[str, list[subprocess.Popen]]]:
     """`dask scheduler` and `workers` separate `dask worker` processes (no nanny: a killed
     worker stays dead) on 127.0.0.1, in `env` (default: this process's); yields the address
-    and the worker processes."""
+    and the worker processes. `hidden`: folders each worker cannot see, each covered by an
+    empty tmpfs of the worker's own in a mount namespace of its own (what a pod or a VM
+    without this host's disk sees: nothing of the flow's files, a disk of its own)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -111,8 +114,13 @@ def dask_cluster(workers: int, env: dict[str, str] | None = None) -> Iterator[tu
     dask = str(Path(sys.executable).parent / "dask")
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
     scheduler = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], **quiet)
-    procs = [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
-                               "--host", "127.0.0.1"], start_new_session=True, **quiet) for _ in range(workers)]
+    worker = [dask, "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host", "127.0.0.1"]
+    if hidden:
+        cover = 'for p in "$@"; do [ "$p" = -- ] && break; mount -t tmpfs -o mode=0755 hidden "$p" || exit 1; done'
+        worker = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+                  f'{cover}; while [ "$1" != -- ]; do shift; done; shift; exec "$@"', "sh", *map(str, hidden), "--",
+                  *worker]
+    procs = [subprocess.Popen(worker, start_new_session=True, **quiet) for _ in range(workers)]
     try:
         from distributed import Client
 
@@ -147,6 +155,48 @@ def test_existing_cluster_by_address(bench, tmp_path, work_root):
     assert summary.executed == summary.planned == 8
     check(tmp_path / "store")
     assert pl.read_parquet(tmp_path / "store" / "runs" / "*.parquet")["isolation"].unique().to_list() == ["bubblewrap"]
+
+
+def leaderboard(store: Path) -> pl.DataFrame:
+    from testprism.tasks.score.scores import scorable_store, score_tables
+
+    return score_tables(scorable_store(str(store)), 500, 7)["leaderboard"]
+
+
+def test_workers_that_share_no_disk_with_the_flow(bench, tmp_path, work_root):
+    """Workers in mount namespaces of their own, where the benchmark, the store and the
+    flow's work area are empty folders: each batch brings the parts its runs read, the
+    workers return their rows, and the leaderboard is the one of a replay on this host."""
+    from distributed import Client
+
+    from testprism.flows.replay import replay_flow
+    from testprism.tasks.execution.parcel import pack
+    from testprism.tasks.model.benchmark import load_benchmark
+    from testprism.tasks.replay.runs import plan
+    from testprism.tasks.execution.batch import ExecutionOptions
+
+    here, remote = tmp_path / "store-here", tmp_path / "store-remote"
+    replay_flow(benchmark=str(bench), store=str(here), work=str(work_root))
+    worker_work = work_root / "worker-work"  # in each worker's own tmpfs: invisible here
+    env = {**os.environ, "TESTPRISM_WORK": str(worker_work)}
+    looked = (str(bench), str(here), str(remote), str(work_root / "states"))
+    with dask_cluster(2, env=env, hidden=(tmp_path, work_root)) as (address, _):
+        summary = replay_flow(benchmark=str(bench), store=str(remote), work=str(work_root), dask_address=address,
+                              shared_disk=False)
+        with Client(address, timeout=30) as client:
+            seen = client.run(lambda: [os.path.exists(p) for p in looked])
+            parts = client.run(lambda: sorted(os.listdir(worker_work / "parts")) if (worker_work / "parts").is_dir()
+                               else [])
+    assert len(seen) == 2 and all(v == [False] * len(looked) for v in seen.values()), seen
+    assert not worker_work.exists()
+    assert summary.executed == summary.planned == 8
+    check(remote)
+    assert leaderboard(remote).equals(leaderboard(here))
+    specs = plan(load_benchmark(bench), ExecutionOptions(backend="local", work_root=None, store_root=None))
+    wanted = set(pack(specs).parts)
+    assert len(wanted) == 3  # the program and the two suites' files
+    unpacked = {p for names in parts.values() for p in names if not p.endswith(".lock")}
+    assert unpacked == wanted, (unpacked, wanted)
 
 
 def test_a_cluster_started_from_its_class_as_configuration(bench, tmp_path, work_root):

@@ -419,3 +419,23 @@ def test_a_layer_under_a_linked_work_area_is_found_and_removed(tmp_path, monkeyp
     assert (ws / "program" / "f").stat().st_uid == 212_345 and layer._mounts_under(real)
     layer.discard(ws)
     assert layer._mounts_under(real) == [] and sorted(p.name for p in real.iterdir()) == []
+
+
+def test_a_sandbox_that_cannot_be_set_up_is_an_error_not_a_failing_suite(work, tmp_path):
+    """bubblewrap exits 1 when a bind source is out of the run's reach, before the command
+    runs: that is the sandbox failing (SandboxError: `E`/sandbox_error, redone), never the
+    suite's `F`."""
+    from testprism.tasks.sandbox.base import SandboxError
+
+    locked, tree = tmp_path / "locked", tmp_path / "tree"
+    (locked / "env" / "bin").mkdir(parents=True)
+    tree.mkdir()
+    locked.chmod(0)
+    backend = LocalBackend(work)
+    try:
+        with pytest.raises(SandboxError, match="did not start the command"):
+            backend.run(RunRequest(tree=tree, suite_folder=None, suite_files=(), command="exit 0",
+                                   environment=locked / "env", limits=Limits(timeout_s=20.0)))
+    finally:
+        locked.chmod(0o755)
+        backend.close()

@@ -8,7 +8,8 @@ does in the sandbox and the row it leaves. What they share lives here, once:
 - the environments the batch prepared (`Environments`), a failed build recorded once;
 - twins: units with the same content key run once and leave a row each;
 - a bounded thread pool (`ExecutionOptions.concurrency`: the backend's safe concurrency);
-- rows written every `flush_every` units, so a killed batch loses at most that many.
+- rows written every `flush_every` units, so a killed batch loses at most that many; or,
+  on a worker that cannot reach the store, returned with the batch for the caller to write.
 
 Infrastructure retries are the verdict's (tasks/execution/verdict.py `Attempts`), so a
 sandbox that breaks is retried the same way whichever job ran in it.
@@ -29,11 +30,12 @@ from typing import Generic, TypeVar
 import pyarrow as pa
 
 from testprism.storage import SCHEMAS, Store
+from testprism.tasks.execution.parcel import Parcel
 from testprism.tasks.execution.verdict import Policy, failed, judge
 from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason, Verdict
-from testprism.tasks.model.workdir import WorkPaths
+from testprism.tasks.model.workdir import WorkPaths, default_work_root
 from testprism.tasks.sandbox.base import ExecResult, Limits, RunRequest, SandboxBackend, SandboxError, backend_class
 from testprism.tasks.sandbox.environment import EnvironmentBuildError
 
@@ -44,8 +46,12 @@ class ExecutionOptions:
     """Everything a batch needs to run anywhere (a Dask worker included): picklable."""
 
     backend: str
-    work_root: Path
-    store_root: Path
+    #: the work area; None: the worker's own (`default_work_root()` where it runs), for
+    #: workers that share no disk with the flow
+    work_root: Path | None
+    #: where rows go as the batch runs; None: back to the caller with the batch's summary
+    #: (`BatchSummary.rows`), for workers that cannot reach the store (no shared disk)
+    store_root: Path | None
     limits: Limits = Limits()
     policy: Policy = Policy()
     concurrency: int = 1
@@ -64,20 +70,22 @@ class ExecutionOptions:
 
     @property
     def work(self) -> WorkPaths:
-        return WorkPaths(self.work_root)
+        return WorkPaths(self.work_root if self.work_root is not None else default_work_root())
 
 
 class Batch:
-    """Units executed together as one coarse task.
+    """Units executed together as one coarse task, with the benchmark parts they read when
+    the worker shares no disk with the flow (`parcel`, tasks/execution/parcel.py).
 
     A plain class on purpose: Prefect walks dataclasses and collections in task parameters
     (looking for futures) and rebuilds them on the way to a Dask worker; an opaque object
     travels as one pickle."""
 
-    __slots__ = ("specs",)
+    __slots__ = ("specs", "parcel")
 
-    def __init__(self, specs: list) -> None:
+    def __init__(self, specs: list, parcel: Parcel | None = None) -> None:
         self.specs = specs
+        self.parcel = parcel
 
     def __len__(self) -> int:
         return len(self.specs)
@@ -196,6 +204,8 @@ class BatchSummary:
     outcomes: dict[str, int] = field(default_factory=dict)
     #: state build steps run (once per state and work area; 0 where no instance has one)
     builds: int = 0
+    #: the rows, when the batch had no store to write them to (`ExecutionOptions.store_root`)
+    rows: list[dict] = field(default_factory=list)
 
 
 def open_backend(options: ExecutionOptions) -> SandboxBackend:
@@ -203,8 +213,9 @@ def open_backend(options: ExecutionOptions) -> SandboxBackend:
 
 
 def execute(job: Job[U, R], units: Sequence[U], options: ExecutionOptions) -> BatchSummary:
-    """Run `units` on a bounded pool, writing their rows through `job` as they finish."""
-    store = Store(options.store_root)
+    """Run `units` on a bounded pool, writing their rows through `job` as they finish, or,
+    without a store, returning them with the summary."""
+    store = Store(options.store_root) if options.store_root is not None else None
     summary = BatchSummary()
     if not units:
         return summary
@@ -213,7 +224,7 @@ def execute(job: Job[U, R], units: Sequence[U], options: ExecutionOptions) -> Ba
     pending: list[dict] = []
 
     def flush() -> None:
-        if pending:
+        if pending and store is not None:
             job.write(store, pending)
             pending.clear()
 
@@ -240,4 +251,5 @@ def execute(job: Job[U, R], units: Sequence[U], options: ExecutionOptions) -> Ba
         flush()
         backend.close()
     summary.builds = environments.builds
+    summary.rows = pending
     return summary

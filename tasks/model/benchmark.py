@@ -11,7 +11,7 @@ import logging
 import re
 import shutil
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from collections.abc import Callable, Iterable
@@ -154,6 +154,13 @@ class EnvironmentSpec(_Model):
         """The Dockerfile's folder on this host (None without a Dockerfile)."""
         return self._context
 
+    def relocated(self, context: Path) -> EnvironmentSpec:
+        """This spec with the same Dockerfile folder found at `context` (a worker's copy of
+        it, tasks/execution/parcel.py): the content hash, hence the key, is the original's."""
+        copy = self.model_copy()
+        copy._context = context
+        return copy
+
     def bound(self, dockerfile: Path) -> EnvironmentSpec:
         """This spec with its Dockerfile found at `dockerfile` (the loader's step)."""
         copy = self.model_copy()
@@ -285,6 +292,17 @@ class Instance:
     def program_hash(self) -> str:
         return tree_digest(self.program)
 
+    def relocated(self, folder: Path, context: Path | None) -> Instance:
+        """This instance read from `folder` (its program at the same place under it) and its
+        Dockerfile folder from `context`: a worker's copies (tasks/execution/parcel.py).
+        Hashes are the original's: the copies are its content."""
+        spec = self.spec
+        if context is not None:
+            spec = spec.model_copy(update={"environment": spec.environment.relocated(context)})
+        moved = replace(self, folder=folder, spec=spec)
+        moved.__dict__["program_hash"] = self.program_hash
+        return moved
+
 
 @dataclass(frozen=True)
 class Suite:
@@ -306,6 +324,12 @@ class Suite:
         for rel in self.files:
             parts += [rel, (self.folder / rel).read_bytes()]
         return digest(*parts)
+
+    def relocated(self, folder: Path) -> Suite:
+        """This suite with its files read from `folder` (a worker's copy); the same hash."""
+        moved = replace(self, folder=folder)
+        moved.__dict__["hash"] = self.hash
+        return moved
 
 
 @dataclass(frozen=True)

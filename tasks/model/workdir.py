@@ -47,6 +47,10 @@ class WorkPaths:
     def state(self, instance_id: str, state_hash: str) -> Path:
         return self.root / "states" / instance_id / state_hash
 
+    def part(self, key: str) -> Path:
+        """A benchmark part a batch brought (tasks/execution/parcel.py), by content key."""
+        return self.root / "parts" / key
+
     @property
     def workspaces(self) -> Path:
         return self.runs_root if self.runs_root is not None else self.root / "runs"

@@ -19,6 +19,7 @@ import pyarrow as pa
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.execution.batch import BatchSummary, Environments, ExecutionOptions, Job, execute
 from testprism.tasks.execution.build import state_tree
+from testprism.tasks.execution.parcel import Parcel, unpack
 from testprism.tasks.execution.verdict import RunResult, failed
 from testprism.tasks.model.benchmark import Benchmark, Instance, Suite
 from testprism.tasks.model.hashing import digest
@@ -161,14 +162,18 @@ class ReplayJob(Job[RunSpec, RunResult]):
         return result.verdict.outcome.value
 
 
-def execute_batch(specs: list[RunSpec], options: ExecutionOptions) -> BatchSummary:
+def execute_batch(specs: list[RunSpec], options: ExecutionOptions, parcel: Parcel | None = None) -> BatchSummary:
     """Run a batch of runs (tasks/execution/batch.py), rows written to `runs` as they go.
 
     Rows are flushed every `flush_every` runs, so a killed batch loses at most that many
     runs, which a resumed replay redoes. Work shared by several configurations (the same
-    content key) runs once.
+    content key) runs once. With a `parcel` the runs read the benchmark parts it brought,
+    unpacked into this worker's work area, instead of the flow's paths; without a store
+    (`options.store_root` None) the rows come back with the summary.
     """
-    if options.replay_started is not None:
+    if parcel is not None:
+        specs = unpack(specs, parcel, options.work)
+    if options.replay_started is not None and options.store_root is not None:
         done = stored_since(Store(options.store_root), options.replay_started)
         todo = [s for s in specs if s.run_key not in done]
         if len(todo) < len(specs):

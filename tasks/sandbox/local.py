@@ -208,7 +208,10 @@ class LocalBackend(SandboxBackend):
                 os.close(write_fd)
                 with os.fdopen(read_fd, "rb") as fh:
                     status = fh.read()
-            if b"child-pid" not in status and not done.timed_out:
+            # bwrap reports the command's exit ("exit-code") only when the command ran: a
+            # sandbox whose set-up failed (a bind source it cannot reach) exits 1 after
+            # "child-pid", which must not read as the suite failing
+            if b"exit-code" not in status and not (done.timed_out or done.output_exceeded):
                 raise SandboxError(f"bubblewrap did not start the command: {done.output_tail[-2000:].decode(errors='replace')}")
             exit_code = _exit_code(status, done.exit_code)
         else:
