@@ -10,7 +10,7 @@ SETUP := PYTHON='$(PYTHON)' .ci/setup
 # Every optional component the tests know (tests/conftest.py): missing, their tests fail
 # instead of skipping. Bare pytest leaves them unset and skips, naming the variable.
 REQUIRE_ALL := TESTPRISM_REQUIRE_SANDBOX=1 TESTPRISM_REQUIRE_DOCKER=1 TESTPRISM_REQUIRE_CHROMIUM=1 \
-	TESTPRISM_REQUIRE_TOOLCHAINS=1
+	TESTPRISM_REQUIRE_TOOLCHAINS=1 TESTPRISM_REQUIRE_SLURM=1
 
 .PHONY: demo test test-fast setup clean
 

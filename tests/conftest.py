@@ -4,15 +4,18 @@ one place that decides what a test does when an optional component is missing.
 
 Optional components (`COMPONENTS`): `sandbox` (bubblewrap that can create its namespaces,
 and a Python 3.11 the sandbox's uid can run), `docker` (an engine that answers),
-`chromium` (the report's rendering tests) and `toolchains` (go, gotestsum and node, which
-the Go and JavaScript instances replay on). A test asks for one with
-`@pytest.mark.requires("sandbox")` or the `require` fixture (`require("chromium")`).
-Missing, it FAILS when `TESTPRISM_REQUIRE_<NAME>` is set (make test sets all four, after
-.ci/setup has installed them) and skips, naming that variable, when it is not (bare pytest)."""
+`chromium` (the report's rendering tests), `toolchains` (go, gotestsum and node, which
+the Go and JavaScript instances replay on) and `slurm` (Debian's SLURM and munge daemons and
+clients, run as root, and dask-jobqueue: tests/test_slurm.py starts a one-node cluster of
+its own). A test asks for one with `@pytest.mark.requires("sandbox")` or the `require`
+fixture (`require("chromium")`). Missing, it FAILS when `TESTPRISM_REQUIRE_<NAME>` is set
+(make test sets all five, after .ci/setup has installed them) and skips, naming that
+variable, when it is not (bare pytest)."""
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import logging
 import os
 import shutil
@@ -76,11 +79,27 @@ def _toolchains_problem() -> str | None:
     return f"not on PATH: {', '.join(missing)}" if missing else None
 
 
+#: the SLURM and munge programs tests/test_slurm.py runs, and the Debian package of each
+SLURM_PROGRAMS = {"slurmctld": "slurmctld", "slurmd": "slurmd", "sinfo": "slurm-client", "sbatch": "slurm-client",
+                  "munged": "munge"}
+
+
+def _slurm_problem() -> str | None:
+    problems = [f"{tool} is not on PATH (apt-get install {package})"
+                for tool, package in SLURM_PROGRAMS.items() if not shutil.which(tool)]
+    if os.geteuid() != 0:  # slurmd starts its jobs' processes as their user, which only root may
+        problems.append(f"not root (uid {os.geteuid()}): the test's one-node cluster runs its daemons as root")
+    if importlib.util.find_spec("dask_jobqueue") is None:
+        problems.append("dask_jobqueue is not importable (pip install -e '.[test]')")
+    return "; ".join(problems) or None
+
+
 COMPONENTS = {
     "sandbox": Component("TESTPRISM_REQUIRE_SANDBOX", _sandbox_problem),
     "docker": Component("TESTPRISM_REQUIRE_DOCKER", _docker_problem),
     "chromium": Component("TESTPRISM_REQUIRE_CHROMIUM", _chromium_problem),
     "toolchains": Component("TESTPRISM_REQUIRE_TOOLCHAINS", _toolchains_problem),
+    "slurm": Component("TESTPRISM_REQUIRE_SLURM", _slurm_problem),
 }
 
 
