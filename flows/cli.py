@@ -142,7 +142,8 @@ def _progress_bar() -> Iterator[None]:
 def _replay(benchmark: Path, store: Path, configurations: list[str], backend: str, workers: int,
             dask_address: str | None, work: Path | None, timeout: float, trusted: bool, unsafe: bool,
             retry_errors: bool = False, concurrency: int | None = None, patch_fuzz: int = DEFAULT_FUZZ,
-            audit_share: float | None = None, audit_seed: int = 0, shared_disk: bool = True) -> None:
+            audit_share: float | None = None, audit_seed: int = 0, shared_disk: bool = True,
+            early_stop: bool = False) -> None:
     from testprism.flows.replay import replay_flow
 
     open_inputs(str(benchmark), str(store), tuple(configurations), backend, work or default_work_root(),
@@ -153,6 +154,7 @@ def _replay(benchmark: Path, store: Path, configurations: list[str], backend: st
             workers=workers, dask_address=dask_address, work=str(work) if work else None, timeout_s=timeout,
             trusted=trusted, unsafe=unsafe, retry_errors=retry_errors, concurrency=concurrency,
             patch_fuzz=patch_fuzz, audit_share=audit_share, audit_seed=audit_seed, shared_disk=shared_disk,
+            early_stop=early_stop,
         )
     log.info(
         "replay: %d planned, %d already stored, %d executed, %d taken from the same work stored; outcomes %s; "
@@ -210,13 +212,16 @@ def replay(
         help="whether the Dask workers see this host's files; --no-shared-disk: each batch brings the benchmark "
              "parts it reads, workers use their own work area ($TESTPRISM_WORK where they run) and return "
              "their rows for the flow to write")] = True,
+    early_stop: Annotated[bool, typer.Option(
+        help="for JVR only: stop a suite's remaining runs on an instance once its joint success there is decided "
+             "(stored as E/early_stopped; GRR, CAR and WDR then undercount)")] = False,
 ) -> None:
     """Replay every suite on buggy, reference and every candidate; skip runs already settled.
 
     Runs that ended in infrastructure errors (sandbox_error) are always redone."""
     trusted = benchmark.resolve() == BUNDLED
     _replay(benchmark, store, configuration, backend, workers, dask_address, work, timeout, trusted, unsafe_no_sandbox,
-            retry_errors, concurrency, patch_fuzz, confirm_audit, audit_seed, shared_disk)
+            retry_errors, concurrency, patch_fuzz, confirm_audit, audit_seed, shared_disk, early_stop)
 
 
 def _share(value: float | None, option: str) -> float | None:

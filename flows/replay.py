@@ -25,10 +25,12 @@ from testprism.flows.runner import Placement, open_inputs
 from testprism.tasks.replay.runs import (
     ReplayJob,
     execute_batch,
+    group_of,
     finished_keys,
     pending_runs,
     plan,
     record_plan,
+    record_early_stopped,
     record_reused,
     record_unrunnable,
 )
@@ -103,8 +105,14 @@ def replay_flow(
     audit_share: float | None = None,
     audit_seed: int = 0,
     shared_disk: bool = True,
+    early_stop: bool = False,
 ) -> ReplaySummary:
-    """`shared_disk=False`: the workers (Kubernetes pods, cloud VMs) share no filesystem with
+    """`early_stop`: for JVR-only questions, a suite's remaining runs on an instance are not
+    run once one of its runs there decided its joint success (S = 0): stored as
+    `E`/early_stopped, never `P` or `F`, so JVR is a full replay's and GRR, CAR, WDR are
+    not; a replay without it runs them.
+
+    `shared_disk=False`: the workers (Kubernetes pods, cloud VMs) share no filesystem with
     this flow. Each batch then brings the benchmark parts its runs read, workers use their
     own work area (`$TESTPRISM_WORK` where they run, not `work`) and return their rows,
     which the flow writes: a worker killed mid-batch loses its whole batch, which Dask
@@ -118,28 +126,30 @@ def replay_flow(
     concurrency = concurrency or place.concurrency(inputs.backend.default_concurrency())
     options = ExecutionOptions(
         backend=backend, work_root=work_root, store_root=Path(store), limits=Limits(timeout_s=timeout_s),
-        policy=Policy(patch_fuzz=patch_fuzz, audit_share=audit_share, audit_seed=audit_seed), concurrency=concurrency, trusted=trusted, unsafe=unsafe,
-        replay_started=datetime.now(UTC),
+        policy=Policy(patch_fuzz=patch_fuzz, audit_share=audit_share, audit_seed=audit_seed),
+        concurrency=concurrency, trusted=trusted, unsafe=unsafe, early_stop=early_stop, replay_started=datetime.now(UTC),
     )
     specs = plan(bench, options)
-    todo = pending_runs(specs, finished_keys(target, retry_errors))
+    todo = pending_runs(specs, finished_keys(target, retry_errors, early_stop))
     unrunnable = record_unrunnable(todo, options)
     left, outcomes = record_reused(todo, options, retry_errors)
     reused = sum(outcomes.values())
-    if unrunnable:
-        outcomes["E"] = outcomes.get("E", 0) + unrunnable
+    left, stopped = record_early_stopped(left, specs, options)
+    if unrunnable + stopped:
+        outcomes["E"] = outcomes.get("E", 0) + unrunnable + stopped
     runnable = [s for s in left if s.runs_in_sandbox]
     log.info(
         "%d runs planned, %d already stored, %d to execute (backend %s, isolation %s); %d taken from the same "
-        "work stored under another configuration or replay",
+        "work stored under another configuration or replay%s",
         len(specs), len(specs) - len(todo), len(runnable), backend, inputs.isolation, reused,
+        f"; {stopped} early-stopped (their suite's joint success already decided)" if early_stop else "",
     )
     sink = progress.current()
     sink.start(len(todo), "replay")
-    sink.advance(unrunnable + reused)
+    sink.advance(unrunnable + reused + stopped)
     executed = builds = 0
     if runnable:
-        groups = batches(runnable, place.batch_target(len(runnable)))
+        groups = batches(runnable, place.batch_target(len(runnable)), group_of if early_stop else None)
         sent = options if shared_disk else replace(options, store_root=None, work_root=None)
         writer = ReplayJob(options)
         with place.task_runner() as runner:

@@ -327,6 +327,7 @@ FLAKES = pa.schema(
         pa.field("flake_rate", pa.float64()),
         pa.field("flake_low", pa.float64()),
         pa.field("flake_high", pa.float64()),
+        pa.field("early_stopped", pa.int64()),  # runs whose newest row is E/early_stopped (replay --early-stop)
     ]
 )
 

@@ -235,3 +235,38 @@ def test_an_audited_replay_records_which_failures_it_replayed_and_the_flake_rate
         policy.confirmation, replayed, len(specs) - replayed)
     assert flakes["unreplayed"] > 0 and flakes["flake_rate"] == 0.0 and flakes["flake_low"] == 0.0
     assert 0 < flakes["flake_high"] < 1
+
+
+BROKEN = "def test_always():\n    assert False\n"
+
+
+@pytest.mark.slow
+def test_early_stop_leaves_out_decided_runs_and_keeps_jvr(tmp_path, work_root):
+    """`early_stop`: the broken suite fails the reference, which decides its joint success,
+    so its two candidate runs are stored as E/early_stopped, not run; JVR is a full
+    replay's. A replay without early stop runs exactly those two, and then every metric
+    is the full replay's."""
+    from testprism.flows.replay import replay_flow
+    from tests.test_dask import leaderboard
+
+    root = make_benchmark(tmp_path / "b", {"strong": {"test_m.py": CHECKS}, "weak": {"test_m.py": WEAK},
+                                           "broken": {"test_m.py": BROKEN}})
+    full, early = tmp_path / "full", tmp_path / "early"
+    args = dict(benchmark=str(root), work=str(work_root), concurrency=1)
+    replay_flow(store=str(full), **args)
+    first = replay_flow(store=str(early), early_stop=True, **args)
+    assert first.planned == 12 and first.executed == 10
+    runs = Store(early).scan("runs").collect()
+    stopped = runs.filter(pl.col("reason") == "early_stopped")
+    assert sorted(stopped["candidate_id"].to_list()) == ["sorts-in-place", "stdlib"]
+    assert set(stopped["configuration"]) == {"broken"} and set(stopped["outcome"]) == {"E"}
+    assert leaderboard(early)["jvr"].to_list() == leaderboard(full)["jvr"].to_list()
+    assert leaderboard(early).filter(pl.col("configuration") == "broken")["wdr"].item() == 0.0
+    assert flake_table(Store(early)).select("configuration", "early_stopped").sort("configuration").rows() == [
+        ("broken", 2), ("strong", 0), ("weak", 0)]
+    again = replay_flow(store=str(early), early_stop=True, **args)
+    assert again.executed == 0 and again.skipped == 12  # an early-stopped run is settled for early stop
+    rest = replay_flow(store=str(early), **args)
+    assert rest.executed == 2 and rest.skipped == 10
+    assert leaderboard(early).equals(leaderboard(full))
+    assert flake_table(Store(early))["early_stopped"].sum() == 0  # the newest rows are the runs'

@@ -17,10 +17,11 @@ sandbox that breaks is retried the same way whichever job ran in it.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -58,6 +59,9 @@ class ExecutionOptions:
     trusted: bool = False
     unsafe: bool = False
     flush_every: int = 64
+    #: Opt-in early stop (`replay --early-stop`): a suite's remaining runs on an instance are
+    #: not run once its joint success there is decided (tasks/replay/runs.py `decides`)
+    early_stop: bool = False
     #: When the replay began. A batch skips runs stored since then: when a Dask worker dies
     #: mid-batch, the scheduler gives the batch to another worker, which then redoes only
     #: what the dead one had not stored (rows carry their start time; workers of one
@@ -91,11 +95,22 @@ class Batch:
         return len(self.specs)
 
 
-def batches(specs: list, target_runs: int) -> list[Batch]:
+def batches(specs: list, target_runs: int, together: Callable[[object], Hashable] | None = None) -> list[Batch]:
     """Cut a plan into batches of about `target_runs`, in plan order, so the units of one
-    instance (which share state trees and an environment) mostly land in the same batch."""
+    instance (which share state trees and an environment) mostly land in the same batch.
+    `together`: units with the same key (consecutive in the plan) are never split, even if
+    a batch grows past the target (early stop decides inside one batch: all the runs of a
+    suite on an instance must be there)."""
     size = max(1, target_runs)
-    return [Batch(specs[i : i + size]) for i in range(0, len(specs), size)]
+    if together is None:
+        return [Batch(specs[i : i + size]) for i in range(0, len(specs), size)]
+    out: list[list] = [[]]
+    for _, units in itertools.groupby(specs, together):
+        group = list(units)
+        if out[-1] and len(out[-1]) + len(group) > size:
+            out.append([])
+        out[-1] += group
+    return [Batch(units) for units in out if units]
 
 
 class Environments:
@@ -192,6 +207,14 @@ class Job(ABC, Generic[U, R]):
         """The outcome to count in the batch's summary (None: not counted)."""
         return None
 
+    def skip(self, twins: list[U]) -> R | None:
+        """The result of units that need not run (early stop), or None: run them. Called
+        from the pool's threads, as `observe` is."""
+        return None
+
+    def observe(self, twins: list[U], result: R) -> None:
+        """Learn from a result (early stop: what it decided), before later units ask `skip`."""
+
     def write(self, store: Store, rows: list[dict]) -> None:
         """Store rows as the batch goes: appended to the dataset, by default."""
         store.append(self.dataset, pa.Table.from_pylist(rows, schema=SCHEMAS[self.dataset]))
@@ -228,17 +251,22 @@ def execute(job: Job[U, R], units: Sequence[U], options: ExecutionOptions) -> Ba
             job.write(store, pending)
             pending.clear()
 
-    def work(unit: U) -> tuple[U, R, datetime]:
+    def work(group: list[U]) -> tuple[U, R, datetime, bool]:
         started = datetime.now(UTC)
-        return unit, job.attempt(unit, environments, options), started
+        result = job.skip(group)
+        ran = result is None
+        if result is None:
+            result = job.attempt(group[0], environments, options)
+        job.observe(group, result)
+        return group[0], result, started, ran
 
     twins: dict[str, list[U]] = {}
     for unit in units:
         twins.setdefault(job.content_key(unit), []).append(unit)
     try:
         with ThreadPoolExecutor(max_workers=max(1, options.concurrency)) as pool:
-            for unit, result, started in pool.map(work, [group[0] for group in twins.values()]):
-                summary.executed += 1
+            for unit, result, started, ran in pool.map(work, list(twins.values())):
+                summary.executed += ran
                 outcome = job.outcome(result)
                 for twin in twins[job.content_key(unit)]:
                     summary.reused += twin is not unit

@@ -21,14 +21,25 @@ import os
 import tarfile
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 from testprism.tasks.model.benchmark import Instance, Suite
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.workdir import WorkPaths, build_once
 
-if TYPE_CHECKING:
-    from testprism.tasks.replay.runs import RunSpec
+
+class Reads(Protocol):
+    """A unit that reads an instance and maybe a suite (a replay's RunSpec): a frozen
+    dataclass, so that its copy can read the worker's parts."""
+
+    @property
+    def instance(self) -> Instance: ...
+
+    @property
+    def suite(self) -> Suite | None: ...
+
+
+U = TypeVar("U", bound=Reads)
 
 
 def _archive(root: Path, members: list[tuple[Path, str]]) -> bytes:
@@ -99,7 +110,7 @@ def suite_key(suite: Suite) -> str:
     return digest("part", "suite", suite.hash)
 
 
-def pack(specs: list[RunSpec]) -> Parcel:
+def pack(specs: list[U]) -> Parcel:
     """Every part the runs of `specs` read: each instance's program (at its place under the
     instance folder), its Dockerfile folder, each suite's files."""
     parts: dict[str, bytes] = {}
@@ -117,7 +128,7 @@ def pack(specs: list[RunSpec]) -> Parcel:
     return Parcel(parts)
 
 
-def unpack(specs: list[RunSpec], parcel: Parcel, work: WorkPaths) -> list[RunSpec]:
+def unpack(specs: list[U], parcel: Parcel, work: WorkPaths) -> list[U]:
     """`specs` reading this worker's copies of their parts (unpacked once per work area)."""
 
     def place(key: str) -> Path:
@@ -125,7 +136,7 @@ def unpack(specs: list[RunSpec], parcel: Parcel, work: WorkPaths) -> list[RunSpe
 
     instances: dict[int, Instance] = {}
     suites: dict[int, Suite] = {}
-    out: list[RunSpec] = []
+    out: list[U] = []
     for spec in specs:
         instance = instances.get(id(spec.instance))
         if instance is None:

@@ -39,6 +39,9 @@ class Reason(StrEnum):
     SUITE_NOT_INSTALLED = "suite_not_installed"  #: the suite could not be installed on this state: its
     #: test patch does not apply, or a file of it would land on a link or file of the state's tree
     NOT_RUN = "not_run"  #: a planned run the store does not hold (report and metrics: counted as `E`)
+    EARLY_STOPPED = "early_stopped"  #: not run (opt-in early stop, `replay --early-stop`): another run of
+    #: the suite on the instance had already decided its joint success (S = 0); counted as `E`, so
+    #: only JVR is what a full replay gives
     # -- the official checks (verifications) -------------------------------------------------------
     CHECKS_PATCH_FAILED = "checks_patch_failed"  #: the checks patch does not apply over the state
     # -- the coverage pass -----------------------------------------------------------------------
@@ -95,7 +98,8 @@ class Reason(StrEnum):
 RUN_FAILURES = frozenset({Reason.TIMEOUT, Reason.PATCH_FAILED, Reason.UNSTABLE, Reason.SANDBOX_ERROR,
                           Reason.OUTPUT_LIMIT, Reason.ENVIRONMENT_FAILED, Reason.BUILD_FAILED})
 #: The `runs` dataset (and the report's `not_run`).
-RUN_REASONS = RUN_FAILURES | {Reason.MISSING_SUITE, Reason.INVALID_SUITE, Reason.SUITE_NOT_INSTALLED, Reason.NOT_RUN}
+RUN_REASONS = RUN_FAILURES | {Reason.MISSING_SUITE, Reason.INVALID_SUITE, Reason.SUITE_NOT_INSTALLED, Reason.NOT_RUN,
+                              Reason.EARLY_STOPPED}
 #: The `verifications` dataset.
 VERIFICATION_REASONS = RUN_FAILURES | {Reason.CHECKS_PATCH_FAILED}
 #: `scores/coverage` and `scores/candidate_coverage`: why a row has no measurement (null ΔC and

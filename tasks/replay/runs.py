@@ -9,6 +9,7 @@ whatever the number of candidates.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -131,10 +132,57 @@ def record_reused(pending: list[RunSpec], options: ExecutionOptions,
     return todo, counts
 
 
+def group_of(spec: RunSpec) -> tuple[str, str]:
+    """What early stop decides over: a configuration's suite on one instance."""
+    return spec.configuration, spec.instance.id
+
+
+def decides(state: str, label: str | None, outcome: str, reason: str | None) -> bool:
+    """Whether one run's verdict settles its suite's joint success on the instance (S = 0,
+    DESIGN.md): a buggy run that is not `F`, a reference or valid candidate's that is not
+    `P`, an invalid candidate's that is not `F`. An infrastructure error decides nothing: a
+    later replay redoes it."""
+    if reason in {r.value for r in RETRYABLE}:
+        return False
+    wanted = "F" if state == "buggy" or label == "invalid" else "P"
+    return outcome != wanted
+
+
+def stopped(spec: RunSpec, options: ExecutionOptions, started: datetime) -> dict:
+    """The row of a run early stop did not run."""
+    verdict = Verdict(Outcome.ERROR, Reason.EARLY_STOPPED, None, 0.0, 0, "")
+    return row(spec, RunResult(verdict, "none"), options, "none", "none", started)
+
+
 class ReplayJob(Job[RunSpec, RunResult]):
-    """A suite on a state: the state's tree, its environment, the suite's entry, judged."""
+    """A suite on a state: the state's tree, its environment, the suite's entry, judged;
+    with `early_stop`, not run once its suite's joint success on the instance is decided."""
 
     dataset = "runs"
+
+    def __init__(self, options: ExecutionOptions) -> None:
+        super().__init__(options)
+        #: this batch's decided pairs; those the store decided before it were stopped by the
+        #: flow (`record_early_stopped`)
+        self.decided: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def skip(self, twins: list[RunSpec]) -> RunResult | None:
+        if not self.options.early_stop:
+            return None
+        with self._lock:  # twins of other configurations run unless every one of them is decided
+            if all(group_of(t) in self.decided for t in twins):
+                return RunResult(Verdict(Outcome.ERROR, Reason.EARLY_STOPPED, None, 0.0, 0, ""), "none")
+        return None
+
+    def observe(self, twins: list[RunSpec], result: RunResult) -> None:
+        verdict = result.verdict
+        if not self.options.early_stop or verdict.reason is Reason.EARLY_STOPPED:
+            return
+        reason = verdict.reason.value if verdict.reason else None
+        if decides(twins[0].state.kind, twins[0].state.label, verdict.outcome.value, reason):
+            with self._lock:
+                self.decided |= {group_of(t) for t in twins}
 
     def content_key(self, unit: RunSpec) -> str:
         return unit.content_key
@@ -183,17 +231,21 @@ def execute_batch(specs: list[RunSpec], options: ExecutionOptions, parcel: Parce
     return execute(ReplayJob(options), specs, options)
 
 
-def unsettled_reasons(retry_errors: bool = False) -> set[str]:
-    """Reasons whose row does not settle its run: infrastructure errors (RETRYABLE), and
-    with `retry_errors` every `E` whose reason is not deterministic."""
-    return {r.value for r in (RUN_REASONS - DETERMINISTIC if retry_errors else RETRYABLE)}
+def unsettled_reasons(retry_errors: bool = False, early_stop: bool = False) -> set[str]:
+    """Reasons whose row does not settle its run: infrastructure errors (RETRYABLE), with
+    `retry_errors` every `E` whose reason is not deterministic, and runs early stop left
+    out, unless this replay stops early too."""
+    reasons = RUN_REASONS - DETERMINISTIC if retry_errors else set(RETRYABLE)
+    reasons = (reasons - {Reason.EARLY_STOPPED}) if early_stop else (reasons | {Reason.EARLY_STOPPED})
+    return {r.value for r in reasons}
 
 
-def finished_keys(store: Store, retry_errors: bool = False) -> set[str]:
+def finished_keys(store: Store, retry_errors: bool = False, early_stop: bool = False) -> set[str]:
     """Keys whose newest stored row settles the run. Infrastructure errors (RETRYABLE) never
     do, so a resumed replay redoes them; with `retry_errors` every `E` whose reason is not
-    deterministic (timeouts, unstable runs, output overflow) is redone as well."""
-    retry = unsettled_reasons(retry_errors)
+    deterministic (timeouts, unstable runs, output overflow) is redone as well; a run early
+    stop left out is run by a replay that does not stop early."""
+    retry = unsettled_reasons(retry_errors, early_stop)
     newest = (
         store.scan("runs").select("run_key", "reason", "started_at")
         .sort("started_at", descending=True).unique("run_key", keep="first").collect()
@@ -228,7 +280,7 @@ def reuse_settled(pending: list[RunSpec], store: Store, retry_errors: bool = Fal
     wanted = [s for s in pending if s.runs_in_sandbox]
     if not wanted:
         return pending, []
-    retry = unsettled_reasons(retry_errors)
+    retry = unsettled_reasons(retry_errors)  # an early-stopped row is no verdict to take
     suites = {suite_hash_of(s) for s in wanted}
     states = {s.state.hash for s in wanted}
     stored = (
@@ -254,6 +306,38 @@ def reuse_settled(pending: list[RunSpec], store: Store, retry_errors: bool = Fal
         rows.append({**row_identity(spec, found["policy_hash"], now), **{c: found[c] for c in _VERDICT_COLUMNS},
                      "reused_from": found["run_key"]})
     return todo, rows
+
+
+def decided_groups(store: Store, planned: list[RunSpec]) -> set[tuple[str, str]]:
+    """(configuration, instance) pairs whose joint success the store's newest rows of the
+    `planned` runs already decided (`decides`): early stop's memory across batches and
+    replays."""
+    keys = [s.run_key for s in planned]
+    if not keys:
+        return set()
+    rows = (
+        store.scan("runs").filter(pl.col("run_key").is_in(keys))
+        .select("run_key", "configuration", "instance_id", "state", "label", "outcome", "reason", "started_at")
+        .sort("started_at", descending=True).unique("run_key", keep="first").collect()
+    )
+    return {(r["configuration"], r["instance_id"]) for r in rows.iter_rows(named=True)
+            if r["reason"] != Reason.EARLY_STOPPED.value and decides(r["state"], r["label"], r["outcome"], r["reason"])}
+
+
+def record_early_stopped(pending: list[RunSpec], planned: list[RunSpec],
+                         options: ExecutionOptions) -> tuple[list[RunSpec], int]:
+    """With early stop, store the rows of the pending runs whose suite the store's rows of
+    the `planned` runs already decided on their instance; the runs left, and how many were
+    stopped."""
+    if not options.early_stop:
+        return pending, 0
+    store = Store(options.store_root)
+    decided = decided_groups(store, planned)
+    now = datetime.now(UTC)
+    stop = [s for s in pending if s.runs_in_sandbox and group_of(s) in decided]
+    if stop:
+        ReplayJob(options).write(store, [stopped(s, options, now) for s in stop])  # the one writer of `runs`
+    return [s for s in pending if not (s.runs_in_sandbox and group_of(s) in decided)], len(stop)
 
 
 def row_identity(spec: RunSpec, policy_hash: str, started: datetime) -> dict:

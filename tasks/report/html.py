@@ -116,18 +116,22 @@ def _confirmation_section(data: ReportData) -> str:
     if data.flakes is None or "confirmation" not in data.flakes.columns:
         return ""
     header = ["configuration", "confirmation", "runs", "failures replayed", "left unreplayed", "unstable",
-              "flake rate among the replayed (95% interval)"]
+              "flake rate among the replayed (95% interval)", "early-stopped"]
     rows = []
     for r in data.flakes.sort("configuration").iter_rows(named=True):
         rate = "—" if r["flake_rate"] is None else (
             f'{num(r["flake_rate"], 3)} [{num(r["flake_low"], 3)}, {num(r["flake_high"], 3)}]')
         rows.append([esc(r["configuration"]), esc(r["confirmation"]), esc(r["runs"]), esc(r["replayed"]),
-                     esc(r["unreplayed"]), esc(r["unstable"]), rate])
+                     esc(r["unreplayed"]), esc(r["unstable"]), rate, esc(r.get("early_stopped") or 0)])
+    stopped = sum(r.get("early_stopped") or 0 for r in data.flakes.iter_rows(named=True))
+    warning = (f'<p class="warning"><strong>{stopped} runs were left out by early stop</strong> (E, early_stopped): '
+               'their suite\'s joint success on the instance was already decided. JVR is what a full replay gives; '
+               'GRR, CAR, WDR and F1 count these runs as unresolved.</p>' if stopped else "")
     return ('<section id="confirmation"><h2>Confirmation of failures</h2><p>A failing run counts as F only '
             'once a replay fails again; a replay that passes makes it unstable (E). The policy says which '
             'failures were replayed: every one (the papers\' rule), or those on buggy and reference and a seeded '
             'audit of the candidates\'. The flake rate among the replayed, with its exact interval, bounds how '
-            'many unreplayed failures would have been unstable.</p>' + table(header, rows, "confirmation")
+            'many unreplayed failures would have been unstable.</p>' + warning + table(header, rows, "confirmation")
             + "</section>")
 
 

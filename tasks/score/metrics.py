@@ -111,7 +111,8 @@ def flake_table(store: Store) -> pl.DataFrame:
     patch; and the flake detection itself, measured: failures replayed to confirm them,
     failures the policy let stand unreplayed (a cheaper policy's), and among the replayed
     the observed flake rate with its exact (Clopper–Pearson) 95% interval, which bounds
-    how many of the unreplayed `F` would have been `unstable`."""
+    how many of the unreplayed `F` would have been `unstable`; and the runs early stop
+    left out (their newest row `E`/early_stopped)."""
     table = (
         store.scan("runs")
         .group_by("configuration", "confirmation")
@@ -122,6 +123,19 @@ def flake_table(store: Store) -> pl.DataFrame:
         .sort("configuration", "confirmation")
         .collect()
     )
+    # runs whose newest row is early stop's: E by design, so only JVR is a full replay's
+    stopped = (
+        store.scan("runs").select("run_key", "configuration", "confirmation", "reason", "started_at")
+        .sort("started_at").unique("run_key", keep="last")
+        .group_by("configuration", "confirmation")
+        .agg(early_stopped=(pl.col("reason") == "early_stopped").sum().cast(pl.Int64))
+        .collect()
+    )
+    table = table.join(stopped, on=["configuration", "confirmation"], how="left", nulls_equal=True).with_columns(
+        pl.col("early_stopped").fill_null(0))
+    if table["early_stopped"].sum():
+        log.warning("%d runs were left out by early stop (E/early_stopped): of the leaderboard only JVR is what a "
+                    "full replay gives; a replay without --early-stop runs them", table["early_stopped"].sum())
     intervals = [_flake_interval(k, n) for k, n in zip(table["unstable"], table["replayed"], strict=True)]
     return table.with_columns(
         flake_rate=pl.Series([i[0] for i in intervals], dtype=pl.Float64),
