@@ -57,7 +57,9 @@ def pipeline_flow(config: str = "examples/pipeline.toml", store: str | None = No
     replayed = replay_flow(benchmark=benchmark, store=target, configurations=list(chosen.replay.configurations) or None,
                            timeout_s=chosen.replay.timeout_s, trusted=chosen.replay_trusted, unsafe=chosen.unsafe,
                            retry_errors=chosen.replay.retry_errors, concurrency=chosen.replay.concurrency,
-                           patch_fuzz=chosen.patch_fuzz, **common)
+                           patch_fuzz=chosen.patch_fuzz, audit_share=chosen.replay.confirm_audit,
+                           audit_seed=chosen.replay.audit_seed, early_stop=chosen.replay.early_stop,
+                           shared_disk=chosen.replay.shared_disk, **common)
     log.info("replay: %d planned, %d already stored, %d executed; outcomes %s", replayed.planned, replayed.skipped,
              replayed.executed, replayed.outcomes or "{}")
     board = score_flow(store=target, replicates=chosen.score.replicates, seed=chosen.score.seed,

@@ -51,3 +51,14 @@ def test_a_cluster_class_is_configuration(tmp_path):
                       '[dask_cluster]\nclass = "distributed.LocalCluster"\n')
     with pytest.raises(PipelineConfigError, match="two clusters"):
         load_pipeline(config)
+
+
+def test_the_replay_stage_takes_the_replays_policies_and_refuses_a_share_out_of_range(tmp_path):
+    config = tmp_path / "pipeline.toml"
+    config.write_text('store = "s"\n[replay]\nbenchmark = "b"\nconfirm_audit = 0.25\naudit_seed = 3\n'
+                      'early_stop = true\nshared_disk = false\n')
+    stage = load_pipeline(config).replay
+    assert (stage.confirm_audit, stage.audit_seed, stage.early_stop, stage.shared_disk) == (0.25, 3, True, False)
+    config.write_text('store = "s"\n[replay]\nbenchmark = "b"\nconfirm_audit = 2\n')
+    with pytest.raises(PipelineConfigError, match="replay.confirm_audit"):
+        load_pipeline(config)

@@ -48,6 +48,13 @@ class ReplayStage(_Section):
     timeout_s: float = Field(300.0, gt=0)
     retry_errors: bool = False
     concurrency: int | None = Field(None, gt=0)
+    #: replay --confirm-audit: confirm buggy and reference failures and this seeded share of the candidates'
+    confirm_audit: float | None = Field(None, gt=0, le=1)
+    audit_seed: int = 0
+    #: replay --early-stop: for JVR only (runs of a decided suite left out as E/early_stopped)
+    early_stop: bool = False
+    #: false: the Dask workers share no disk with the flow (replay --no-shared-disk)
+    shared_disk: bool = True
 
 
 class ScoreStage(_Section):
