@@ -25,6 +25,7 @@ from testprism.flows.runner import Placement, open_inputs
 from testprism.tasks.replay.runs import (
     ReplayJob,
     execute_batch,
+    first_of_each_work,
     group_of,
     finished_keys,
     pending_runs,
@@ -86,6 +87,11 @@ def run_batches(runner: TaskRunner, groups: list[Batch], options: ExecutionOptio
         yield inflight.pop(done), done.result()
 
 
+def _count(outcomes: dict[str, int], more: dict[str, int]) -> None:
+    for key, n in more.items():
+        outcomes[key] = outcomes.get(key, 0) + n
+
+
 @flow(name="replay", log_prints=False)
 def replay_flow(
     benchmark: str,
@@ -137,28 +143,38 @@ def replay_flow(
     left, stopped = record_early_stopped(left, specs, options)
     if unrunnable + stopped:
         outcomes["E"] = outcomes.get("E", 0) + unrunnable + stopped
-    runnable = [s for s in left if s.runs_in_sandbox]
+    runnable, twins = first_of_each_work([s for s in left if s.runs_in_sandbox])
     log.info(
         "%d runs planned, %d already stored, %d to execute (backend %s, isolation %s); %d taken from the same "
-        "work stored under another configuration or replay%s",
+        "work stored under another configuration or replay%s%s",
         len(specs), len(specs) - len(todo), len(runnable), backend, inputs.isolation, reused,
+        f"; {len(twins)} to take from the same work in this replay" if twins else "",
         f"; {stopped} early-stopped (their suite's joint success already decided)" if early_stop else "",
     )
     sink = progress.current()
     sink.start(len(todo), "replay")
     sink.advance(unrunnable + reused + stopped)
     executed = builds = 0
-    if runnable:
-        groups = batches(runnable, place.batch_target(len(runnable)), group_of if early_stop else None)
+    if runnable:  # (twins have a first run among them)
         sent = options if shared_disk else replace(options, store_root=None, work_root=None)
         writer = ReplayJob(options)
         with place.task_runner() as runner:
-            for batch, summary in run_batches(runner, groups, sent, shared_disk, max(4, 2 * place.parallelism)):
-                if summary.rows:
-                    writer.write(target, summary.rows)
-                sink.advance(len(batch))
-                executed += summary.executed
-                builds += summary.builds
-                for key, n in summary.outcomes.items():
-                    outcomes[key] = outcomes.get(key, 0) + n
+            # the twins wait for their work's first run and take its row (reuse_settled); a twin
+            # whose first run settled nothing (an infrastructure error) runs in a round of its own
+            for units in (runnable, twins):
+                if units is twins and twins:
+                    units, counts = record_reused(twins, options, retry_errors)
+                    reused += sum(counts.values())
+                    sink.advance(len(twins) - len(units))
+                    _count(outcomes, counts)
+                if not units:
+                    continue
+                groups = batches(units, place.batch_target(len(units)), group_of if early_stop else None)
+                for batch, summary in run_batches(runner, groups, sent, shared_disk, max(4, 2 * place.parallelism)):
+                    if summary.rows:
+                        writer.write(target, summary.rows)
+                    sink.advance(len(batch))
+                    executed += summary.executed
+                    builds += summary.builds
+                    _count(outcomes, summary.outcomes)
     return ReplaySummary(len(specs), len(specs) - len(todo), executed, outcomes, inputs.isolation, builds, reused)

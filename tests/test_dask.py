@@ -99,6 +99,21 @@ class PrefectServersStarted:
                 continue
 
 
+def with_flow_api(env: dict[str, str] | None) -> dict[str, str]:
+    """`env` (default: this process's) with the Prefect API of this process's flows: the
+    temporary server it starts (now, if no flow has yet) unless PREFECT_API_URL names one.
+    Without it each worker starts a temporary server of its own, which outlives a worker
+    that is terminated (as users are told: README, Execution)."""
+    env = dict(os.environ if env is None else env)
+    if not env.get("PREFECT_API_URL"):
+        from prefect.server.api.server import SubprocessASGIServer
+
+        server = SubprocessASGIServer()  # the one this process's flows use
+        server.start()
+        env["PREFECT_API_URL"] = server.api_url
+    return env
+
+
 @contextmanager
 def dask_cluster(workers: int, env: dict[str, str] | None = None,
                  hidden: tuple[Path, ...] = ()) -> Iterator[tuple[str, list[subprocess.Popen]]]:
@@ -111,6 +126,7 @@ def dask_cluster(workers: int, env: dict[str, str] | None = None,
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     address = f"tcp://127.0.0.1:{port}"
+    env = with_flow_api(env)
     dask = str(Path(sys.executable).parent / "dask")
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
     scheduler = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], **quiet)

@@ -231,6 +231,18 @@ def execute_batch(specs: list[RunSpec], options: ExecutionOptions, parcel: Parce
     return execute(ReplayJob(options), specs, options)
 
 
+def first_of_each_work(specs: list[RunSpec]) -> tuple[list[RunSpec], list[RunSpec]]:
+    """The first run of each content key, and the rest (its twins: the same suite, state,
+    environment and policy under another configuration), which then take its row instead
+    of running, whatever batch it ran in (`reuse_settled`)."""
+    seen: set[str] = set()
+    firsts, twins = [], []
+    for spec in specs:
+        (twins if spec.content_key in seen else firsts).append(spec)
+        seen.add(spec.content_key)
+    return firsts, twins
+
+
 def unsettled_reasons(retry_errors: bool = False, early_stop: bool = False) -> set[str]:
     """Reasons whose row does not settle its run: infrastructure errors (RETRYABLE), with
     `retry_errors` every `E` whose reason is not deterministic, and runs early stop left
