@@ -107,7 +107,7 @@ from testprism.tasks.sandbox import layer
 from testprism.tasks.sandbox.docker.environment_image import environment_tag
 from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.sandbox.workspace import fill_workspace
-from testprism.tasks.model.state import states_of
+from testprism.tasks.model.state import apply_patch, states_of
 from testprism.tasks.model.workdir import WorkPaths
 
 log = logging.getLogger("bench.replay_overhead")
@@ -137,6 +137,7 @@ class Subject:
     id: str = "tiny"
     language: str = "python"
     build: str | None = None  #: the instance's build step, which `tree` is the output of
+    suite_patch: bytes | None = None  #: the suite's test patch (an imported suite's), applied in every run
 
     @property
     def built(self) -> bool:
@@ -174,7 +175,7 @@ def subject(bench: Benchmark, instance_id: str, configuration: str, work: WorkPa
     build = instance.spec.build.command if instance.spec.build is not None else None
     return Subject(trees[0], suite.folder, suite.files, suite.entry, instance.reference, instance.program,
                    instance.spec.environment, f"{instance.id} / {configuration} / reference", instance.id,
-                   instance.spec.language, build)
+                   instance.spec.language, build, suite.patch)
 
 
 # -- the modes ---------------------------------------------------------------------------------
@@ -208,6 +209,10 @@ def bare_runner(subj: Subject, venv: Path, scratch: Path) -> Callable[[], int]:
         dest = program / "tmp" / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(subj.suite_folder / rel, dest)
+    if subj.suite_patch is not None:  # once, untimed: a sandboxed run applies it in its fill
+        applied = apply_patch(program, subj.suite_patch)
+        if not applied.applied:
+            raise RuntimeError(f"{subj.id}: the suite's test patch does not apply to the bare copy: {applied.message}")
     (ws / "out").mkdir()
 
     def run() -> int:
@@ -236,6 +241,8 @@ def backend_runner(backend, subj: Subject, environment: Path, request_type: type
     sets them; the request and limits types are those of the backend's own code (another
     revision's, for `--against`)."""
     variables = {"env": dict(subj.environment.variables)} if subj.environment.variables else {}
+    if subj.suite_patch is not None:
+        variables["suite_patch"] = subj.suite_patch
     request = request_type(tree=subj.tree, suite_folder=subj.suite_folder, suite_files=subj.suite_files,
                            command=subj.command, environment=environment, limits=limits_type(timeout_s=300.0),
                            **variables)
@@ -483,7 +490,7 @@ def fill_cost(subj: Subject, environment: Path, scratch: Path, layered: bool, ru
     state's tree, or a layer over it, plus the suite; the owner and times handed over),
     which local and docker (bind mode) runs both pay; measured after the rounds, alone."""
     request = RunRequest(tree=subj.tree, suite_folder=subj.suite_folder, suite_files=subj.suite_files,
-                         command=subj.command, environment=environment, limits=Limits())
+                         command=subj.command, environment=environment, limits=Limits(), suite_patch=subj.suite_patch)
     times = []
     for k in range(runs):
         ws = scratch / f"fill-{subj.id}-{k}"

@@ -1,0 +1,65 @@
+"""The arithmetic of bench/cost_model.py's extrapolation (no run, no timing)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+@pytest.fixture(scope="module")
+def cost_model():
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location("cost_model", BENCH / "cost_model.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["cost_model"] = module  # dataclasses look their module up
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop("cost_model", None)
+        sys.path.remove(str(BENCH))
+
+
+def test_attempts_confirm_every_failure_or_the_audit_share_of_candidates(cost_model):
+    scale = cost_model.Scale(2, (("buggy", 1), ("reference", 1), ("valid", 4), ("invalid", 4)))
+    failing = {"buggy": 1.0, "reference": 0.0, "valid": 0.5, "invalid": 1.0}
+    assert scale.runs == 20
+    # per instance: 10 runs; replays: buggy 1, valid 2, invalid 4
+    assert cost_model.attempts(scale, failing, None) == 2 * (10 + 1 + 2 + 4)
+    # the audit: buggy's replay always, a quarter of the candidates' 6
+    assert cost_model.attempts(scale, failing, 0.25) == 2 * (10 + 1 + 0.25 * 6)
+
+
+def test_core_hours_applies_each_saving_to_its_own_term(cost_model):
+    scale = cost_model.Scale(1, (("buggy", 1), ("reference", 1), ("valid", 1), ("invalid", 1)))
+    inputs = dict(first_failure={"buggy": 1.0, "invalid": 1.0}, attempt_copy_s=10.0, attempt_layered_s=8.0,
+                  start_s=1.0, state_s=0.5, duplicate_share=0.25, early_stop_share=0.5, audit_share=0.5)
+    hours = {name: 3600 * cost_model.core_hours(scale, cost_model.Savings(**{name: True}) if name else
+                                                 cost_model.Savings(), **inputs)
+             for name in ("", "audit", "reuse", "layered", "warm", "early_stop")}
+    assert hours[""] == pytest.approx(6 * 10.0 + 4 * 0.5)  # 4 runs + 2 replays, 4 state trees
+    assert hours["audit"] == pytest.approx(5.5 * 10.0 + 2.0)  # the invalid candidate's replay at half
+    assert hours["reuse"] == pytest.approx(0.75 * hours[""])
+    assert hours["layered"] == pytest.approx(6 * 8.0 + 2.0)
+    assert hours["warm"] == pytest.approx(6 * 9.0 + 2.0)
+    assert hours["early_stop"] == pytest.approx(0.5 * hours[""])
+
+
+def test_expected_runs_to_decide(cost_model):
+    assert cost_model.expected_runs_to_decide(134, 0.0) == 134  # a joint success needs every run
+    assert cost_model.expected_runs_to_decide(134, 1.0) == 1.0
+    assert cost_model.expected_runs_to_decide(9, 1 / 9) == 5.0  # one bad of 9: (9 + 1) / 2
+
+
+def test_duplicate_content_within_and_across_configurations(cost_model):
+    import polars as pl
+
+    runs = pl.DataFrame({"configuration": ["a", "a", "b", "b"], "suite_hash": ["s", "s", "s", "t"],
+                         "state_hash": ["x", "y", "x", "x"], "environment_hash": ["e"] * 4, "policy_hash": ["p"] * 4})
+    assert cost_model.duplicate_share(runs) == 0.25  # b's run of suite s on x repeats a's
+    assert cost_model.duplicate_share_within(runs) == 0.0  # nothing repeats inside a configuration
