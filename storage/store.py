@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 import socket
 import uuid
 from pathlib import Path
@@ -110,10 +111,19 @@ class Store:
         self._write_manifest()
 
     def _write_manifest(self) -> None:
+        """Atomically, through a temporary file of this writer's own: processes opening a
+        new store at once (a batch's workers) each replace the manifest whole, never
+        another's half-written one or its temporary file."""
         manifest = self.paths.manifest
-        tmp = manifest.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION}) + "\n")
-        os.replace(tmp, manifest)
+        fd, tmp = tempfile.mkstemp(dir=manifest.parent, prefix=f".{manifest.name}.", suffix=".tmp")
+        try:
+            os.fchmod(fd, 0o644)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(json.dumps({"schema_version": SCHEMA_VERSION}) + "\n")
+            os.replace(tmp, manifest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     # -- writing ---------------------------------------------------------------------------
 

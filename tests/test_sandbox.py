@@ -439,3 +439,20 @@ def test_a_sandbox_that_cannot_be_set_up_is_an_error_not_a_failing_suite(work, t
     finally:
         locked.chmod(0o755)
         backend.close()
+
+
+def test_a_work_area_given_relative_runs(work_root, monkeypatch):
+    """`--work work`: the sandbox binds its folders by path from elsewhere, so the work area
+    is made absolute where it is given."""
+    monkeypatch.chdir(work_root)
+    backend = LocalBackend(WorkPaths(Path("relative-work")))
+    try:
+        environment = backend.prepare(BARE)
+        assert environment.is_absolute()
+        tree = work_root / "relative-tree"
+        tree.mkdir(exist_ok=True)
+        result = backend.run(RunRequest(tree=tree, suite_folder=None, suite_files=(), command="exit 0",
+                                        environment=environment, limits=Limits(timeout_s=20.0)))
+        assert classify(result) == (Outcome.PASS, None)
+    finally:
+        backend.close()

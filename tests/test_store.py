@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from testprism.storage import SCHEMAS, Store, StoreError
+from testprism.storage.schema import SCHEMA_VERSION
 
 ROW = {"configuration": "c", "instance_id": "i", "suite_hash": "h", "present": True}
 
@@ -69,3 +70,17 @@ def test_a_part_a_killed_writer_left_is_removed_and_a_live_writers_is_kept(tmp_p
     Store(tmp_path / "store")
     assert not dead.exists() and not legacy.exists()
     assert live.exists() and elsewhere.exists()
+
+
+def test_processes_opening_a_new_store_at_once_all_get_it(tmp_path):
+    """A batch's workers may open a store nobody has made yet at the same moment: each
+    writes the manifest through a temporary file of its own, so none fails."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    roots = [tmp_path / f"store-{i}" for i in range(6)]
+    with ProcessPoolExecutor(4) as pool:
+        for root in roots:
+            list(pool.map(Store, [root] * 8))
+    for root in roots:
+        assert json.loads((root / "testprism-store.json").read_text())["schema_version"] == SCHEMA_VERSION
+        assert not list(root.glob("*.tmp"))

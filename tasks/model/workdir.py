@@ -41,6 +41,13 @@ class WorkPaths:
     #: tree of 600 entries on this machine's disk (README, performance)
     runs_root: Path | None = field(default_factory=_workspaces_setting)
 
+    def __post_init__(self) -> None:
+        """Absolute paths: the sandbox binds the environment and workspace folders by path,
+        from another working directory (`--work work` once failed every run that way)."""
+        object.__setattr__(self, "root", Path(self.root).absolute())
+        if self.runs_root is not None:
+            object.__setattr__(self, "runs_root", Path(self.runs_root).absolute())
+
     def environment(self, key: str) -> Path:
         return self.root / "envs" / key
 
