@@ -147,8 +147,9 @@ def replay_flow(
     log.info(
         "%d runs planned, %d already stored, %d to execute (backend %s, isolation %s); %d taken from the same "
         "work stored under another configuration or replay%s%s",
-        len(specs), len(specs) - len(todo), len(runnable), backend, inputs.isolation, reused,
-        f"; {len(twins)} to take from the same work in this replay" if twins else "",
+        len(specs), len(specs) - len(todo), len(runnable) + len(twins), backend, inputs.isolation, reused,
+        f"; of those to execute, {len(twins)} are the same work as another run of this replay and take its row"
+        if twins else "",
         f"; {stopped} early-stopped (their suite's joint success already decided)" if early_stop else "",
     )
     sink = progress.current()
