@@ -46,7 +46,15 @@ reported beside them.
     stored rows (first run start, last part written) shows where the flow's extra time
     lands: before the first run, while runs execute, or after the last; the part before and
     after is free of load drift, and the mean sandbox time of a run on each side shows how
-    much the load moved between them. Target ≤ 5%.
+    much the load moved between them. On this shared machine the load moves the runs by
+    ±10% between two sides of one round, more than the share to be measured, so the figure
+    the target is held to is the drift-free one: the time before the first run and after
+    the last write; the CPU that every process of the replay outside the sandboxes took
+    while the runs ran (HarnessCpu), flow side less direct side, spread over the cores the
+    runs fill; and the worker-slot time in no batch while the runs ran (a batch waiting to
+    be handed out or picked up: the flow's from Prefect's task-run times, the direct
+    side's as the pool's processes timed their calls), flow side less direct side. The
+    three add up to the raw share when the load holds still. Target ≤ 5%.
 
 Run: `python bench/replay_throughput.py [--runs 2000 --scaling-runs 240 --rounds 2
 --orch-rounds 1] [--work DIR]` as root (the sandbox drops to an unprivileged uid) with
@@ -58,6 +66,7 @@ Scratch (benchmark, stores, work area) lives under /var/tmp and is removed at th
 from __future__ import annotations
 
 import argparse
+import bisect
 import logging
 import math
 import multiprocessing
@@ -66,6 +75,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -78,7 +88,7 @@ from rich.table import Table
 from testprism.storage import Store
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.replay.runs import execute_batch, plan
-from testprism.tasks.execution.batch import ExecutionOptions, batches
+from testprism.tasks.execution.batch import BatchSummary, ExecutionOptions, batches
 from testprism.tasks.sandbox.base import Limits
 from testprism.tasks.sandbox.local import LocalBackend, bubblewrap_works
 from testprism.tasks.model.state import materialise, states_of
@@ -171,16 +181,24 @@ class Measure:
     startup_s: float  # call → first run started (from the stored rows)
     tail_s: float  # last rows written → call returned
     mean_run_s: float  # mean sandbox time of a run's last attempt (duration_s): the load's mark
+    cpu_s: dict[str, float]  # the harness's CPU by role while the runs ran (HarnessCpu)
+    busy_s: float  # Σ over batches of the time a worker held it: the Prefect task run's, or the pool call's
     extra: dict[str, float] = field(default_factory=dict)
 
     @property
     def runs_per_s(self) -> float:
         return self.planned / self.wall_s
 
+    def idle_s(self, slots: int) -> float:
+        """Worker-slot seconds, from the first run's start to the last rows written, in no
+        batch: a batch waiting to be handed out or picked up, the last batches' imbalance."""
+        return slots * (self.wall_s - self.startup_s - self.tail_s) - self.busy_s
+
 
 def read_back(label: str, store: Path, t0: float, t1: float, planned: int, n_batches: int,
-              extra: dict[str, float] | None = None) -> Measure:
-    """Counts and the startup/tail breakdown from what the replay stored."""
+              cpu: HarnessCpu, busy_s: float) -> Measure:
+    """Counts, the startup/tail breakdown and the harness's CPU while the runs ran, from
+    what the replay stored."""
     rows = Store(store).scan("runs").select("started_at", "attempts", "outcome", "duration_s").collect()
     if rows.height != planned:
         raise RuntimeError(f"{label}: {rows.height} rows stored, {planned} planned")
@@ -188,7 +206,8 @@ def read_back(label: str, store: Path, t0: float, t1: float, planned: int, n_bat
     last_write = max(p.stat().st_mtime for p in (store / "runs").glob("part-*.parquet"))
     outcomes = dict(sorted(rows.group_by("outcome").len().iter_rows()))
     return Measure(label, t1 - t0, planned, int(rows["attempts"].sum()), outcomes, n_batches,
-                   first - t0, t1 - last_write, float(rows["duration_s"].mean()), {"t0": t0, **(extra or {})})
+                   first - t0, t1 - last_write, float(rows["duration_s"].mean()), cpu.between(first, last_write),
+                   busy_s, {"t0": t0})
 
 
 def start_cluster(workers: int):  # noqa: ANN201 - (LocalCluster, Client)
@@ -205,22 +224,77 @@ def start_cluster(workers: int):  # noqa: ANN201 - (LocalCluster, Client)
     return cluster, client
 
 
-def orchestration_cpu_s() -> float:
-    """CPU seconds used so far by this process (the flow, Prefect's client and, for a
-    LocalCluster the flow starts, the Dask scheduler) and by Prefect's temporary server:
-    what orchestration takes from the runs on a host whose cores the runs fill. Workers are
-    not counted (they execute the batches), nor are their nannies (idle)."""
-    from prefect.server.api.server import SubprocessASGIServer
+class HarnessCpu:
+    """CPU seconds of every process of a replay that is not a run's sandbox, by role, over
+    any window of the time inside the block: this process ("flow": the flow, Prefect's
+    client and, for a LocalCluster the flow starts, the Dask scheduler and the workers'
+    nannies), its child processes themselves ("workers": Dask's workers or the direct
+    side's pool processes, without the sandboxes they start, which are their children) and
+    Prefect's temporary server ("server"). Over the window from the first run's start to
+    the last rows written, the flow side's figure less the direct side's is what
+    orchestration takes from the runs while they run on a host whose cores they fill,
+    counted in CPU rather than wall time, so a load that moves between the two sides does
+    not enter it. Sampled every half second and interpolated between samples; the
+    sampler's own CPU is left out."""
 
-    pids = [os.getpid()]
-    server = SubprocessASGIServer()
-    if server.server_process is not None:
-        pids.append(server.server_process.pid)
-    ticks = 0
-    for pid in pids:
-        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        ticks += int(stat[11]) + int(stat[12])  # utime, stime (fields 14 and 15 of proc(5))
-    return ticks / os.sysconf("SC_CLK_TCK")
+    ROLES = ("flow", "workers", "server")
+
+    def __init__(self) -> None:
+        import psutil  # distributed's dependency
+        from prefect.server.api.server import SubprocessASGIServer
+
+        self._psutil = psutil
+        self._me = psutil.Process()
+        server = SubprocessASGIServer().server_process  # the temporary server this process started
+        self._server = server.pid if server is not None else None
+        self._first: dict[int, float] = {}
+        self._last: dict[int, float] = {}
+        self._role: dict[int, str] = {}
+        self.timeline: list[tuple[float, dict[str, float]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="harness-cpu", daemon=True)
+
+    def _sample(self, *, opening: bool = False) -> None:
+        own = time.thread_time() if threading.current_thread() is self._thread else 0.0
+        for proc in [self._me, *self._me.children()]:
+            try:
+                times = proc.cpu_times()
+            except self._psutil.Error:  # exited since the listing
+                continue
+            cpu = times.user + times.system
+            self._first.setdefault(proc.pid, cpu if opening else 0.0)  # a process born inside counts whole
+            self._last[proc.pid] = cpu - (own if proc.pid == self._me.pid else 0.0)
+            self._role.setdefault(proc.pid, "flow" if proc.pid == self._me.pid else
+                                  "server" if proc.pid == self._server else "workers")
+        totals = dict.fromkeys(self.ROLES, 0.0)
+        for pid, cpu in self._last.items():
+            totals[self._role[pid]] += cpu - self._first[pid]
+        self.timeline.append((time.time(), totals))
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            self._sample()
+
+    def __enter__(self) -> HarnessCpu:
+        self._sample(opening=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _at(self, when: float) -> dict[str, float]:
+        times = [t for t, _ in self.timeline]
+        k = min(max(bisect.bisect_left(times, when), 1), len(times) - 1)
+        (ta, a), (tb, b) = self.timeline[k - 1], self.timeline[k]
+        w = min(max((when - ta) / (tb - ta), 0.0), 1.0) if tb > ta else 1.0
+        return {role: a[role] + w * (b[role] - a[role]) for role in self.ROLES}
+
+    def between(self, start: float, end: float) -> dict[str, float]:
+        """CPU seconds by role from `start` to `end` (epoch seconds)."""
+        a, b = self._at(start), self._at(end)
+        return {role: b[role] - a[role] for role in self.ROLES}
 
 
 def flow_replay(label: str, bench_root: Path, store: Path, work: WorkPaths, *, workers: int,
@@ -229,17 +303,35 @@ def flow_replay(label: str, bench_root: Path, store: Path, work: WorkPaths, *, w
     from testprism.flows.replay import replay_flow
     from testprism.flows.runner import batch_target
 
-    cpu0, t0 = orchestration_cpu_s(), time.time()
-    summary = replay_flow(benchmark=str(bench_root), store=str(store), backend="local", workers=workers,
-                          dask_address=dask_address, work=str(work.root), timeout_s=TIMEOUT_S, concurrency=concurrency)
-    t1, cpu1 = time.time(), orchestration_cpu_s()
+    with HarnessCpu() as cpu:
+        t0 = time.time()
+        state = replay_flow(benchmark=str(bench_root), store=str(store), backend="local", workers=workers,
+                            dask_address=dask_address, work=str(work.root), timeout_s=TIMEOUT_S,
+                            concurrency=concurrency, return_state=True)
+        t1 = time.time()
+    summary = state.result()
     if summary.executed != summary.planned:
         raise RuntimeError(f"{label}: executed {summary.executed} of {summary.planned} planned runs")
     n_batches = math.ceil(summary.planned / batch_target(summary.planned, workers))
-    measure = read_back(label, store, t0, t1, summary.planned, n_batches, {"orch_cpu_s": cpu1 - cpu0})
+    measure = read_back(label, store, t0, t1, summary.planned, n_batches, cpu, batch_time(state))
     log.info("%s: %d runs in %.1f s = %.2f runs/s (%d executions, %s; load %.1f)", label, measure.planned,
              measure.wall_s, measure.runs_per_s, measure.executions, measure.outcomes, os.getloadavg()[0])
     return measure
+
+
+def batch_time(state) -> float:  # noqa: ANN001 - the flow run's final Prefect State
+    """Σ of the flow run's batch task runs' times, from Running to Completed, as its
+    Prefect server recorded them."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id])))
+    batches = [t for t in runs if t.name.startswith("replay-batch")]
+    if not batches or any(t.start_time is None or t.end_time is None for t in batches):
+        raise RuntimeError("the flow run's batch task runs carry no start or end time")
+    return sum((t.end_time - t.start_time).total_seconds() for t in batches)
 
 
 def scaling_arm(workers: int, bench_root: Path, scratch: Path, work: WorkPaths, tag: str) -> Measure:
@@ -263,6 +355,13 @@ def orchestrated_replay(label: str, bench_root: Path, store: Path, work: WorkPat
     return flow_replay(label, bench_root, store, work, workers=2, dask_address=None)
 
 
+def timed_batch(specs: list, options: ExecutionOptions) -> tuple[float, BatchSummary]:
+    """execute_batch and the seconds it took, measured where it ran."""
+    start = time.perf_counter()
+    summary = execute_batch(specs, options)
+    return time.perf_counter() - start, summary
+
+
 def _noop(seconds: float) -> int:
     time.sleep(seconds)
     return os.getpid()
@@ -283,13 +382,14 @@ def direct_replay(label: str, bench_root: Path, store: Path, work: WorkPaths, wo
         pids = {f.result() for f in [pool.submit(_noop, 1.0) for _ in range(workers)]}
         if len(pids) != workers:
             log.warning("%s: only %d of %d pool processes warmed", label, len(pids), workers)
-        t0 = time.time()
-        done, _ = wait([pool.submit(execute_batch, g.specs, options) for g in groups])
-        t1 = time.time()
-    executed = sum(f.result().executed for f in done)
+        with HarnessCpu() as cpu:
+            t0 = time.time()
+            done, _ = wait([pool.submit(timed_batch, g.specs, options) for g in groups])
+            t1 = time.time()
+    executed = sum(f.result()[1].executed for f in done)
     if executed != len(specs):
         raise RuntimeError(f"{label}: executed {executed} of {len(specs)} runs")
-    measure = read_back(label, store, t0, t1, len(specs), len(groups))
+    measure = read_back(label, store, t0, t1, len(specs), len(groups), cpu, sum(f.result()[0] for f in done))
     log.info("%s: %d runs in %.1f s = %.2f runs/s (%d executions, %s; load %.1f)", label, measure.planned,
              measure.wall_s, measure.runs_per_s, measure.executions, measure.outcomes, os.getloadavg()[0])
     return measure
@@ -359,14 +459,27 @@ def report(one: list[Measure], two: list[Measure], flows: list[Measure], directs
     summary.add_row("(b) of which before + after (drift-free part)", f"{100 * fixed:.1f}%", "", "")
     summary.add_row("(b) mean run time in sandbox, flow ÷ direct", f"{drift:.2f}", "",
                     "load differed" if abs(drift - 1) > 0.05 else "")
-    cpu = statistics.mean(m.extra["orch_cpu_s"] for m in flows)
+    def role_means(side: list[Measure]) -> dict[str, float]:
+        return {role: statistics.mean(m.cpu_s[role] for m in side) for role in HarnessCpu.ROLES}
+
+    flow_cpu, direct_cpu = role_means(flows), role_means(directs)
     cores = os.cpu_count() or 1
-    cpu_share = cpu / (cores * flow_wall / len(flows))
-    summary.add_row("(b) CPU of the flow process + Prefect server", f"{cpu:.1f} s", "", "")
-    summary.add_row(f"(b) of {cores} cores × flow wall (drift-free)", f"{100 * cpu_share:.1f}%", "", "")
-    summary.add_row("(b) orchestration share, drift-free upper bound (before + after + CPU)",
-                    f"{100 * (fixed + cpu_share):.1f}%", f"≤ {100 * ORCHESTRATION_TARGET:.0f}%",
-                    "met" if fixed + cpu_share <= ORCHESTRATION_TARGET else "MISSED")
+    cpu_share = (sum(flow_cpu.values()) - sum(direct_cpu.values())) / (cores * flow_wall / len(flows))
+    for side, cpu in (("flow", flow_cpu), ("direct", direct_cpu)):
+        summary.add_row(f"(b) CPU outside the sandboxes while runs ran: {side} side", f"{sum(cpu.values()):.1f} s", "",
+                        ", ".join(f"{role} {cpu[role]:.1f} s" for role in HarnessCpu.ROLES))
+    summary.add_row(f"(b) the difference, of {cores} cores × flow wall (drift-free)", f"{100 * cpu_share:.1f}%", "", "")
+    slots = 2  # (b) runs 2 workers, or 2 pool processes, one run at a time each
+    flow_idle = statistics.mean(m.idle_s(slots) for m in flows)
+    direct_idle = statistics.mean(m.idle_s(slots) for m in directs)
+    idle_share = (flow_idle - direct_idle) / (slots * flow_wall / len(flows))
+    summary.add_row("(b) worker slots idle while runs ran: flow, direct", f"{flow_idle:.1f} s, {direct_idle:.1f} s", "",
+                    "slot-seconds in no batch")
+    summary.add_row(f"(b) the difference, of {slots} slots × flow wall", f"{100 * idle_share:.1f}%", "", "")
+    drift_free = fixed + cpu_share + idle_share
+    summary.add_row("(b) orchestration share, drift-free (before + after + CPU + idle slots)",
+                    f"{100 * drift_free:.1f}%", f"≤ {100 * ORCHESTRATION_TARGET:.0f}%",
+                    "met" if drift_free <= ORCHESTRATION_TARGET else "MISSED")
     summary.add_row("Prefect temporary server start (once per process)",
                     f"≈ {warmup.wall_s:.1f} s", "", f"{100 * warmup.wall_s / (flow_wall / len(flows) + warmup.wall_s):.1f}% "
                     "more if counted")

@@ -25,14 +25,18 @@ from testprism.tasks.sandbox.base import SandboxBackend, backend_class
 MAX_BATCH_RUNS = 200
 #: Dask's diagnostics for its dashboard, off or slowed for the clusters a flow starts: the
 #: workers' statistical profiler (a stack sample every 10 ms), the event loop's 20 ms
-#: blocked-loop tick and the 0.5 s system monitor. Idle, a LocalCluster of 2 workers took
-#: 8.4 s of CPU a minute with them (flow process 3.1 s, workers 5.3 s) and 2.6 s without
-#: (1.4 s, 1.2 s), CPU the runs on the same cores do not get (README, Performance). The
-#: worker memory limit's own monitor is separate and unchanged.
+#: blocked-loop tick and the 0.5 s system monitor; and the memory monitor's 100 ms check of
+#: the pause and terminate thresholds (in the worker and in its nanny, which the flow's
+#: process runs for a LocalCluster) slowed to 1 s: a worker holds no data but a batch's
+#: summary, and a run's memory is held by its sandbox's own limit. Idle, a LocalCluster of
+#: 2 workers took 8.4 s of CPU a minute with Dask's defaults (flow process 3.1 s, workers
+#: 5.3 s), 2.4 s with the diagnostics quiet (1.3 s, 1.1 s) and 1.1 s with the memory check
+#: slowed too (0.6 s, 0.5 s): CPU the runs on the same cores do not get (README, Performance).
 QUIET_DASK = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.tick.interval": "1s",
     "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "1s",
 }
 
 

@@ -269,3 +269,18 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_its_runs_are_redone(tmp_pat
     runs = Store(store).scan("runs").collect()
     assert runs["run_key"].n_unique() == instances * 2 * 11
     assert runs.height == runs["run_key"].n_unique()  # nothing run twice
+
+
+def test_a_cluster_the_flow_starts_runs_dask_quiet():
+    """The diagnostics and the memory check QUIET_DASK slows take CPU from the runs on the
+    same cores (README, Performance): the cluster a flow starts runs them quiet in its
+    workers and in the nannies in the flow's process, and the setting ends with the cluster."""
+    import dask
+
+    from testprism.flows.runner import QUIET_DASK, Placement
+
+    with Placement(workers=2).task_runner() as runner:
+        seen = runner.client.run(lambda: {key: dask.config.get(key) for key in QUIET_DASK})  # starts it
+        assert {key: dask.config.get(key) for key in QUIET_DASK} == QUIET_DASK
+    assert len(seen) == 2 and all(config == QUIET_DASK for config in seen.values())
+    assert dask.config.get("distributed.worker.memory.monitor-interval") == "100ms"

@@ -132,6 +132,12 @@ def record_reused(pending: list[RunSpec], options: ExecutionOptions,
     return todo, counts
 
 
+#: the verdict of a run early stop left out: an error, never `P` or `F`
+EARLY_STOPPED = Verdict(Outcome.ERROR, Reason.EARLY_STOPPED, None, 0.0, 0, "")
+#: stored reasons of an infrastructure error, which decides nothing (`decides`)
+_RETRYABLE_REASONS = frozenset(r.value for r in RETRYABLE)
+
+
 def group_of(spec: RunSpec) -> tuple[str, str]:
     """What early stop decides over: a configuration's suite on one instance."""
     return spec.configuration, spec.instance.id
@@ -142,7 +148,7 @@ def decides(state: str, label: str | None, outcome: str, reason: str | None) -> 
     DESIGN.md): a buggy run that is not `F`, a reference or valid candidate's that is not
     `P`, an invalid candidate's that is not `F`. An infrastructure error decides nothing: a
     later replay redoes it."""
-    if reason in {r.value for r in RETRYABLE}:
+    if reason in _RETRYABLE_REASONS:
         return False
     wanted = "F" if state == "buggy" or label == "invalid" else "P"
     return outcome != wanted
@@ -150,8 +156,7 @@ def decides(state: str, label: str | None, outcome: str, reason: str | None) -> 
 
 def stopped(spec: RunSpec, options: ExecutionOptions, started: datetime) -> dict:
     """The row of a run early stop did not run."""
-    verdict = Verdict(Outcome.ERROR, Reason.EARLY_STOPPED, None, 0.0, 0, "")
-    return row(spec, RunResult(verdict, "none"), options, "none", "none", started)
+    return row(spec, RunResult(EARLY_STOPPED, "none"), options, "none", "none", started)
 
 
 class ReplayJob(Job[RunSpec, RunResult]):
@@ -170,9 +175,12 @@ class ReplayJob(Job[RunSpec, RunResult]):
     def skip(self, twins: list[RunSpec]) -> RunResult | None:
         if not self.options.early_stop:
             return None
-        with self._lock:  # twins of other configurations run unless every one of them is decided
+        # A replay's batch holds no twins (the flow takes them out: first_of_each_work), so
+        # `twins` is one run there; for a job that batches twins of several configurations,
+        # the work runs unless every one of them is decided.
+        with self._lock:
             if all(group_of(t) in self.decided for t in twins):
-                return RunResult(Verdict(Outcome.ERROR, Reason.EARLY_STOPPED, None, 0.0, 0, ""), "none")
+                return RunResult(EARLY_STOPPED, "none")
         return None
 
     def observe(self, twins: list[RunSpec], result: RunResult) -> None:
