@@ -69,6 +69,8 @@ def classify(result: ExecResult, selected: tuple[str, ...] = ()) -> tuple[Outcom
         return Outcome.ERROR, Reason.TIMEOUT
     if result.output_exceeded:
         return Outcome.ERROR, Reason.OUTPUT_LIMIT
+    if result.limit is not None:  # a run-wide limit: what the suite saw says nothing of the state
+        return Outcome.ERROR, Reason(result.limit)
     tests = parse_junit(result.junit_xml) if result.junit_xml else None
     if selected and tests is not None:
         passed = all(o == "passed" for o in select(tests, selected).values())

@@ -31,6 +31,11 @@ class Reason(StrEnum):
     UNSTABLE = "unstable"  #: replays of the same run disagreed (flaky suite or state)
     SANDBOX_ERROR = "sandbox_error"  #: the sandbox could not start or broke (infrastructure)
     OUTPUT_LIMIT = "output_limit"  #: the run wrote more than the output bound; it was killed
+    MEMORY_LIMIT = "memory_limit"  #: the run's processes together (tmpfs pages included) reached its memory
+    #: limit and were killed by the run's memory cgroup (`Limits.memory_mb`)
+    DISK_LIMIT = "disk_limit"  #: the run filled its workspace's bounded space (`Limits.disk_mb`)
+    PROCESS_LIMIT = "process_limit"  #: the run's processes together reached its process limit
+    #: (`Limits.processes`, the run's pids cgroup): a fork was refused
     ENVIRONMENT_FAILED = "environment_failed"  #: the instance's environment could not be built
     BUILD_FAILED = "build_failed"  #: the state's build step (`[build]`) failed, timed out or left an unsafe tree
     # -- the suite ---------------------------------------------------------------------------
@@ -95,8 +100,10 @@ class Reason(StrEnum):
 
 
 #: What any sandboxed run can end in without a verdict of its own.
+#: A run that hit one of its limits: the `ExecResult.limit` a backend reports (never P or F).
+LIMIT_REASONS = frozenset({Reason.MEMORY_LIMIT, Reason.DISK_LIMIT, Reason.PROCESS_LIMIT})
 RUN_FAILURES = frozenset({Reason.TIMEOUT, Reason.PATCH_FAILED, Reason.UNSTABLE, Reason.SANDBOX_ERROR,
-                          Reason.OUTPUT_LIMIT, Reason.ENVIRONMENT_FAILED, Reason.BUILD_FAILED})
+                          Reason.OUTPUT_LIMIT, Reason.ENVIRONMENT_FAILED, Reason.BUILD_FAILED}) | LIMIT_REASONS
 #: The `runs` dataset (and the report's `not_run`).
 RUN_REASONS = RUN_FAILURES | {Reason.MISSING_SUITE, Reason.INVALID_SUITE, Reason.SUITE_NOT_INSTALLED, Reason.NOT_RUN,
                               Reason.EARLY_STOPPED}
@@ -130,7 +137,7 @@ PANEL_REASONS = frozenset({Reason.TOO_FEW_VALID, Reason.TOO_FEW_INVALID, Reason.
 AUDIT_REASONS = frozenset({Reason.MALFORMED_ANSWER, Reason.JUDGE_REFUSED, Reason.JUDGE_FAILED})
 #: The `generations` dataset: null is "its suite is kept".
 GENERATION_REASONS = frozenset({Reason.TIMEOUT, Reason.OUTPUT_LIMIT, Reason.SANDBOX_ERROR, Reason.ENVIRONMENT_FAILED,
-                                Reason.BUILD_FAILED,
+                                Reason.BUILD_FAILED, *LIMIT_REASONS,
                                 Reason.OVER_BUDGET, Reason.AGENT_FAILED, Reason.NO_SUITE})
 
 #: Reasons that come from infrastructure, not from the suite: retried, never final verdicts.

@@ -46,6 +46,9 @@ class Limits:
     memory_mb: int = 4096
     processes: int = 256
     file_size_mb: int = 512
+    #: what a run may write: its workspace's space beyond the state's tree, and its tmpfs
+    #: folders (/tmp, /var/tmp, /dev/shm), each bounded to this
+    disk_mb: int = 4096
     output_bytes: int = 8 * 1024 * 1024
     tail_bytes: int = 16 * 1024
 
@@ -109,6 +112,9 @@ class ExecResult:
     suite_patch_method: str = ""
     #: what the run left under `program/` (RunRequest.keep_outputs), else None
     outputs: RunOutputs | None = None
+    #: the limit of the run (not of one process) it hit, a model.outcome LIMIT_REASONS value
+    #: ("memory_limit", "disk_limit", "process_limit"), or None: such a run is `E` with it
+    limit: str | None = None
 
 
 class SandboxBackend(ABC):
