@@ -43,7 +43,8 @@ Failure contract: `available()` probes once per process by mounting a layer over
 tree; when anything is missing it says why at debug level and every fill copies as before.
 `discard(ws)` is the only way a workspace goes: it detaches the mounts under it (and under
 its layer) before removing files, so a removal never reaches through an overlay into the
-state's tree (it could not write there anyway: the lower mount is read-only).
+state's tree (it could not write there anyway: the lower mount is read-only), and removes
+them with removal.remove_tree, which raises RemovalError when something stays.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from testprism.tasks.sandbox.removal import RemovalError, remove_tree
 
 log = logging.getLogger(__name__)
 
@@ -247,14 +250,23 @@ def unmount_under(path: Path) -> None:
 
 
 def discard(ws: Path) -> None:
-    """Remove a workspace and its layer, mounts first."""
+    """Remove a workspace and its layer, mounts first. Removal is removal.remove_tree's
+    (iterative, never through a link, whatever depth or modes the run left): both are
+    tried, and the first failure is raised as RemovalError for the backend to make that
+    run's sandbox_error, rather than swallowed with the workspace left on disk."""
     ws = Path(os.path.realpath(ws))
     layer = layer_folder(ws)
     if os.geteuid() == 0:
         unmount_under(ws)
         unmount_under(layer)
-    shutil.rmtree(ws, ignore_errors=True)
-    shutil.rmtree(layer, ignore_errors=True)
+    failures = []
+    for path in (ws, layer):
+        try:
+            remove_tree(path)
+        except RemovalError as exc:
+            failures.append(exc)
+    if failures:
+        raise failures[0]
 
 
 def available() -> bool:

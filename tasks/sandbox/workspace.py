@@ -10,7 +10,7 @@ file where a folder is needed, is not installed (`SuiteNotInstalled`: the run is
 `E`/`suite_not_installed`). The
 test patch is applied by `git apply` / GNU patch, which refuse to write beyond a link.
 Reports are read back the same way; workspaces are removed by tasks/sandbox/layer.py
-`discard` (mounts detached first, then `shutil.rmtree`, which does not follow links).
+`discard` (mounts detached first, then removal.remove_tree, which does not follow links).
 
 Where the harness is root and the kernel can, a fill asked for a layered program does not
 copy the state's tree: `program/` is an overlay over it with an upper layer of the run's own
@@ -27,6 +27,7 @@ from pathlib import Path
 
 from testprism.tasks.sandbox import layer
 from testprism.tasks.sandbox.nofollow import UnsafeTarget, read_file, write_file
+from testprism.tasks.sandbox.removal import remove_tree
 from testprism.tasks.sandbox.base import RunRequest, SuiteNotInstalled
 from testprism.tasks.model.state import apply_patch
 
@@ -127,9 +128,7 @@ def read_junit(ws: Path) -> bytes | None:
 
 
 def clear_workspace(ws: Path) -> None:
-    """Empty a reused workspace (fast mode) without following anything the run left."""
+    """Empty a reused workspace (fast mode) without following anything the run left, however
+    deep or oddly moded (removal.remove_tree; RemovalError when something stays)."""
     for child in ws.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
+        remove_tree(child)
