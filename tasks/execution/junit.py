@@ -1,43 +1,92 @@
-"""Per-test results from a suite's JUnit XML (junitparser).
+"""Per-test results from a suite's JUnit XML (junitparser, over a defused, bounded parse).
 
 A suite may break its own runner's reporting (the project under test can be the test
 framework): an unreadable report is treated as no report, and the exit status decides.
+
+The report is the suite's, hence the attacker's, and the harness parses it as root outside
+every limit. So it is parsed without entity expansion (defusedxml refuses any entity
+declaration: an 8 MiB report of `&e;` references to a 200-character entity once became a
+560 MiB test name, which expat's own amplification check lets through at a factor below
+100), and bounded before anything is kept: at most REPORT_MAX_BYTES, elements nested at
+most MAX_DEPTH deep, at most MAX_ELEMENTS elements; a report past a bound is unreadable.
+What is kept is truncated: a case's name to NAME_CHARS, its message to MESSAGE_CHARS.
 """
 
 from __future__ import annotations
 
+import io
 import logging
-from xml.etree.ElementTree import ParseError
+from xml.etree.ElementTree import Element, ParseError
 
-from junitparser import Error, Failure, JUnitXml, Skipped, TestCase
-from junitparser.junitparser import JUnitXmlError
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import iterparse
+from junitparser import Error, Failure, Skipped, TestCase
 
 from testprism.tasks.model.outcome import TestResult
 
 log = logging.getLogger(__name__)
 
+#: the size of a report the harness reads (tasks/sandbox/workspace.py reads no more)
+REPORT_MAX_BYTES = 8 * 1024 * 1024
+#: how deep elements may nest (pytest writes 3 levels; node's describe() blocks a few more)
+MAX_DEPTH = 256
+#: elements a report may hold (a case with its failure and output is three or four)
+MAX_ELEMENTS = 200_000
+#: characters kept of a case's `classname::name`, and of its failure's message
+NAME_CHARS = 1000
 MESSAGE_CHARS = 500
+
+
+class ReportTooLarge(ValueError):
+    """The report passes one of the bounds above."""
 
 
 def _case_name(case) -> str:
     classname = (case.classname or "").strip()
-    return f"{classname}::{case.name}" if classname else str(case.name)
+    name = f"{classname}::{case.name}" if classname else str(case.name)
+    return name[:NAME_CHARS]
+
+
+def _bounded_root(xml: bytes) -> Element:
+    """The report's root element, parsed with entity declarations refused (defusedxml) and
+    the depth and element count checked as the parser goes, so that a report past them
+    stops before it is built whole."""
+    if len(xml) > REPORT_MAX_BYTES:
+        raise ReportTooLarge(f"{len(xml)} bytes, over {REPORT_MAX_BYTES}")
+    depth = elements = 0
+    root = None
+    for event, element in iterparse(io.BytesIO(xml), events=("start", "end"), forbid_dtd=False,
+                                    forbid_entities=True, forbid_external=True):
+        if event == "end":
+            depth -= 1
+            continue
+        root = element if root is None else root
+        depth += 1
+        elements += 1
+        if depth > MAX_DEPTH:
+            raise ReportTooLarge(f"elements nested over {MAX_DEPTH} deep")
+        if elements > MAX_ELEMENTS:
+            raise ReportTooLarge(f"over {MAX_ELEMENTS} elements")
+    if root is None or root.tag not in ("testsuites", "testsuite"):
+        raise ValueError("the root element is neither testsuites nor testsuite")
+    return root
 
 
 def parse_junit(xml: bytes) -> tuple[TestResult, ...] | None:
-    """Test cases of a JUnit report, or None when it is missing, empty or unreadable."""
+    """Test cases of a JUnit report, or None when it is missing, empty, unreadable or past
+    a bound (module docstring)."""
     if not xml or not xml.strip():
         return None
     try:
-        report = JUnitXml.fromstring(xml)
-    except (ParseError, JUnitXmlError, ValueError, TypeError) as exc:
+        root = _bounded_root(xml)
+    except (ParseError, DefusedXmlException, ValueError, TypeError) as exc:
         log.debug("unreadable JUnit report: %s", exc)
         return None
     results: list[TestResult] = []
     # Every <testcase> at any depth: node's runner puts top-level tests straight under
     # <testsuites> and nests a describe() block's as <testsuite> in <testsuite>; junitparser's
     # iteration sees only cases directly inside a first-level suite.
-    for element in report._elem.iter("testcase"):
+    for element in root.iter("testcase"):
         case = TestCase.fromelem(element)
         outcome, message = "passed", ""
         for entry in case.result:
