@@ -86,6 +86,7 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
         cpus: float | None = None,
         copy: str | None = None,
         prewarm: bool | None = None,
+        runtime: str | None = None,
     ) -> None:
         super().__init__(work)
         self.base_name = base_image_name(base_image)
@@ -94,7 +95,11 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
         # that compiles in parallel (go test: +130 ms a run at 1 CPU on 2 cores, README) and
         # not a one-threaded pytest, so outcomes' timings would depend on the language.
         self.cpus = cpus if cpus is not None else float(os.environ.get("TESTPRISM_DOCKER_CPUS") or os.cpu_count() or 1)
-        self.isolation = "container-reused" if self.reuse else "container"
+        # gVisor (`runsc`) opt-in: a kernel of its own in user space, so the host's page
+        # cache (what RWF_NOWAIT or mincore would show of earlier runs) is not the run's
+        self.runtime = runtime or os.environ.get("TESTPRISM_DOCKER_RUNTIME") or None
+        self.isolation = ("container-reused" if self.reuse else "container") + (
+            f"+{self.runtime}" if self.runtime else "")
         self._local = threading.local()
         self._clients: list[APIClient] = []
         self._clients_lock = threading.Lock()
@@ -105,6 +110,12 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
             raise SandboxUnavailable(
                 f"no Docker engine answers ({exc}); start one (CI: .ci/start-dockerd) or set DOCKER_HOST"
             ) from exc
+        if self.runtime is not None:
+            known = api.info().get("Runtimes") or {}
+            if self.runtime not in known:
+                raise SandboxUnavailable(
+                    f"docker: the engine has no runtime {self.runtime!r} (it has {', '.join(sorted(known))}); "
+                    "register it in the daemon's configuration (.ci/start-dockerd does for runsc)")
         work.ensure()  # bind mode's workspaces, archive mode's staging folders
         if prewarm is None:
             prewarm = os.environ.get("TESTPRISM_DOCKER_PREWARM", "1") not in ("", "0")
@@ -246,7 +257,7 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
         for reusable in reused:
             self._discard(api, reusable)
         for box in warm:
-            self._discard_box(api, box)
+            self._discard_quietly(api, box)
         with self._clients_lock:
             clients, self._clients = self._clients, []
         for client in clients:

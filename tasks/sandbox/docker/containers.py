@@ -8,15 +8,19 @@ folder for a bind-mounted workspace; and how one is removed.
 from __future__ import annotations
 
 import logging
+import os
 import secrets
+import shutil
 import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from testprism.tasks.model.workdir import WorkPaths, workspace_prefix
-from testprism.tasks.sandbox.base import RunRequest
+from testprism.tasks.sandbox import layer
+from testprism.tasks.sandbox.base import RunRequest, SandboxError
 from testprism.tasks.sandbox.docker.archive import WORKSPACE
 from testprism.tasks.sandbox.docker.engine import LABEL, OWNER_LABEL, RUN_LABEL, SESSION_LABEL, _errors, _sdk
 from testprism.tasks.sandbox.model_access import SANDBOX_SOCKET, channel_env
@@ -26,6 +30,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: where a bind-mode container's launcher finds its FIFO and its run's script (fresh.py):
+#: outside the workspace, so that the run's /workspace is exactly what the fill left
+LAUNCH = PurePosixPath("/run/testprism/launch")
 UID_BASE = 200_000  # same range as the local backend: no passwd entry, no host files
 STOP_GRACE_S = 10  # how long a killed container may take to report its exit
 
@@ -63,6 +70,7 @@ class _RunContainers:
 
     work: WorkPaths
     cpus: float  # the CPU quota of every run container
+    runtime: str | None  # the engine's OCI runtime for run containers (None: its default, runc)
     copy: str  # copy_mode() (archive.py): bind | archive
     owner: str  # _owner() (engine.py): labelled on every run container, for sweep()
     session: str  # this backend instance: labelled on every run container
@@ -75,9 +83,17 @@ class _RunContainers:
         def _api(self) -> APIClient:  # one client per thread (backend.py)
             ...
 
-    def _host_config(self, api: APIClient, request: RunRequest, ws: Path | None, shared: bool = False) -> dict:
+    def _host_config(self, api: APIClient, request: RunRequest, ws: Path | None, shared: bool = False,
+                     control: Path | None = None) -> dict:
         """`shared`: `ws` is a shared mount (layer.share_workspace), bound `rslave` so that
-        the program layer mounted there after the container started is seen inside."""
+        the program layer mounted there after the container started is seen inside.
+        `control`: the launcher's host folder (fresh.py), bound at LAUNCH.
+
+        The image's root is read-only and every place a run may write besides its workspace
+        (/tmp, /var/tmp, /dev/shm) is a tmpfs of `Limits.disk_mb`: the container's writable
+        layer lives on the host's disk, outside the memory cgroup, so a run could otherwise
+        fill the disk through any folder the image left writable; tmpfs pages count against
+        the memory limit, so memory and tmpfs together stay under `Limits.memory_mb`."""
         docker = _sdk()
         limits = request.limits
         memory = limits.memory_mb * 1024 * 1024
@@ -85,8 +101,11 @@ class _RunContainers:
         binds = {}
         if ws is not None:
             binds[str(ws)] = {"bind": str(WORKSPACE), "mode": "rw", **({"propagation": "rslave"} if shared else {})}
+        if control is not None:
+            binds[str(control)] = {"bind": str(LAUNCH), "mode": "rw"}
         if request.channel is not None:
             binds[str(request.channel)] = {"bind": str(SANDBOX_SOCKET), "mode": "ro"}
+        scratch = f"rw,nosuid,nodev,size={limits.disk_mb}m,mode=1777"
         return api.create_host_config(
             network_mode="none", mem_limit=memory, memswap_limit=memory, pids_limit=limits.processes,
             nano_cpus=int(self.cpus * 1e9), init=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
@@ -94,8 +113,37 @@ class _RunContainers:
                      docker.types.Ulimit(name="core", soft=0, hard=0),
                      docker.types.Ulimit(name="nofile", soft=1024, hard=1024)],
             log_config=docker.types.LogConfig(type="none"),
-            binds=binds or None,
+            read_only=True, tmpfs={"/tmp": scratch, "/var/tmp": scratch}, shm_size=f"{limits.disk_mb}m",
+            binds=binds or None, runtime=self.runtime,
         )
+
+    def _oom_since(self, api: APIClient, container: str, since: float) -> bool:
+        """Whether the container's memory cgroup OOM-killed any of its processes since
+        `since` (a time.time()): the engine's `oom` events, which it logs for every kill
+        whichever process died. `State.OOMKilled` is not enough: it is set only when the
+        kill was seen before the container's exit, and a container killed whole by its
+        cgroup (tmpfs pages left charged) often reports the exit first."""
+        events = api.events(since=f"{since:.6f}", until=f"{time.time():.6f}", decode=True,
+                            filters={"container": container, "event": "oom"})
+        try:
+            return any(True for _ in events)
+        finally:
+            events.close()
+
+    def _remove_workspace(self, ws: Path, control: Path | None = None) -> None:
+        """Remove a run's host workspace (its mounts first: layer.discard) and its launcher's
+        folder, or raise SandboxError: whatever the run left there (a tree thousands of
+        folders deep, modes that deny the owner) is that run's error, never the batch's.
+        Checked afterwards, so a removal that gave up quietly is an error too."""
+        try:
+            layer.discard(ws)
+            if control is not None:
+                shutil.rmtree(control, ignore_errors=True)  # the harness's own: a FIFO and a script at most
+        except Exception as exc:  # noqa: BLE001 - RecursionError, OSError, ...: the run's, reported as such
+            raise SandboxError(f"docker: could not remove the workspace {ws.name}: {exc!r}") from exc
+        left = [p.name for p in (ws, layer.layer_folder(ws), control) if p is not None and os.path.lexists(p)]
+        if left:
+            raise SandboxError(f"docker: the workspace could not be removed: {', '.join(left)} left in {ws.parent}")
 
     def _labels(self, **extra: str) -> dict[str, str]:
         return {LABEL: "1", RUN_LABEL: "1", OWNER_LABEL: self.owner, SESSION_LABEL: self.session, **extra}

@@ -3,10 +3,20 @@ reused.py).
 
 Starting a container is most of a fresh run's overhead, and nothing in it depends on the
 run but the image and the limits. So in bind mode (`prewarm`), while a run executes, the
-next container is created and started in the background, with an empty bind-mounted
-workspace and a launcher that waits on a FIFO there. A run fills the workspace, writes its
-script and opens the FIFO: the container runs that one command and is removed. Still one
-fresh container per run; only the start is taken off the run's path.
+next container is created and started in the background. Still one fresh container per
+run; only the start is taken off the run's path.
+
+A run must not tell a container started ahead from one started for it: that would tell it
+whether it came first (a configuration's buggy and reference runs, planned first, got
+fresh containers, its candidates pre-started ones). So in bind mode EVERY container is
+made the same way, ahead or on the spot: started with an empty bind-mounted workspace and
+the one launcher (`LAUNCHER`), whose command line and variables are constants; it blocks
+on a FIFO in a folder of its own (`LAUNCH`, outside the workspace); the run fills the
+workspace (whose times the fill settles last), writes its script beside the FIFO and
+opens the FIFO; the script removes itself and the FIFO, then becomes the run's command
+with exactly the run's variables. Only how long pid 1 waited differs (its start time in
+/proc/1/stat); SECURITY.md says why that carries no label. Archive mode starts nothing
+ahead: its one way is a container created for the run, the workspace copied in first.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ from testprism.tasks.sandbox.docker.archive import (
     workspace_archive,
 )
 from testprism.tasks.sandbox.docker.containers import (
+    LAUNCH,
     STOP_GRACE_S,
     _merged,
     _own_container,
@@ -48,6 +59,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: every bind-mode container's command: wait for the run, then become it (its script
+#: `exec`s the run's command). A constant: pid 1's command line names no run
+LAUNCHER = ["bash", "-c", f"read -r _ < {LAUNCH}/go && exec bash {LAUNCH}/run"]
+#: the launcher's variables (pid 1's environment, readable by the run): constants too; the
+#: run's own are in its script, which starts the command with exactly those
+LAUNCHER_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
+
 
 @dataclass
 class _Box:
@@ -57,19 +75,21 @@ class _Box:
     uid: int
     ws: Path | None
     sock: Any
-    started: bool
+    started: bool  # bind mode: started with the launcher, waiting on its FIFO
     installed: str = ""  # how the suite's test patch applied
     shared: bool = False  # its workspace propagates mounts (layer.share_workspace): a layer fits
+    control: Path | None = None  # the launcher's host folder (bound at LAUNCH)
 
 
-def _write_run_script(ws: Path, uid: int, request: RunRequest) -> None:
-    """The script a pre-started container's launcher runs: this run's variables, then
-    the command from the program root (the same as a container made for the run)."""
-    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in _run_env(request).items())
-    script = ws / ".run"
+def _write_run_script(control: Path, uid: int, request: RunRequest) -> None:
+    """The script the launcher runs: it removes itself and the FIFO (the run finds its
+    launcher's folder empty, in every container alike), then runs the command from the
+    program root with exactly the run's variables (`env -i`: not the launcher's)."""
+    variables = " ".join(shlex.quote(f"{k}={v}") for k, v in _run_env(request).items())
+    script = control / "run"
     script.write_text(
-        f"rm -f {WORKSPACE}/.run {WORKSPACE}/.go\n{exports}cd {WORKSPACE}/program || exit 126\n"
-        f"exec bash -c {shlex.quote(request.command)} 2>&1\n"
+        f"rm -f {LAUNCH}/run {LAUNCH}/go\ncd {WORKSPACE}/program || exit 126\n"
+        f"exec env -i {variables} bash -c {shlex.quote(sandbox_command(request))} 2>&1\n"
     )
     os.chown(script, uid, uid)
     script.chmod(0o600)
@@ -102,88 +122,98 @@ class _FreshRuns(_RunContainers):
         box = self._take_warm(request, tag) if self.prewarm and not _own_container(request) else None
         try:
             if box is None:
-                box = self._create_fresh(api, request, tag)
-            else:
-                assert box.ws is not None
+                box = self._create_started(api, request, tag) if self.copy == "bind" else self._create_archived(
+                    api, request, tag)
+            if box.started:
+                assert box.ws is not None and box.control is not None
                 box.installed = fill_workspace(request, box.ws, box.uid, layered=box.shared)
-                _write_run_script(box.ws, box.uid, request)
-            container = box.id
-            pump = _Pump(box.sock, request.limits.output_bytes, request.limits.tail_bytes,
-                         on_exceeded=lambda: self._kill(container))
-            try:
-                start = time.monotonic()
-                if box.started:
-                    self._go(api, box)
-                else:
-                    api.start(container)
-                pump.start()
-                # The output stream ends when the command exits, or earlier if it closes
-                # its stdout and stderr: the exit itself decides, under the same deadline.
-                deadline = start + request.limits.timeout_s
-                timed_out = not pump.join(request.limits.timeout_s)
-                status = None if timed_out else self._wait(api, container, deadline - time.monotonic())
-                if status is None:
-                    timed_out = True
-                    self._kill(container)
-                    status = self._wait(api, container, STOP_GRACE_S + 60)
-                    if status is None:
-                        raise SandboxError(f"docker: container {container[:12]} did not stop when killed")
-                duration = time.monotonic() - start
-            finally:
-                pump.close()
-            junit = None
-            if not (timed_out or pump.exceeded):
-                junit = read_junit(box.ws) if box.ws is not None else _fetch_junit(api, container)
-            if request.export_tree is not None and not (timed_out or pump.exceeded):
-                if box.ws is not None:
-                    export_program(box.ws, request.export_tree)
-                else:
-                    _fetch_program(container, request.export_tree)
-            outputs = None
-            if request.keep_outputs:
-                outputs = (outputs_from_folder(box.ws / "program", request.tree) if box.ws is not None
-                           else _fetch_outputs(container, request.tree))
-            return ExecResult(
-                exit_code=status.get("StatusCode"), duration_s=duration, output_tail=pump.output,
-                timed_out=timed_out, output_exceeded=pump.exceeded, junit_xml=junit,
-                suite_patch_method=box.installed, outputs=outputs,
-            )
-        finally:
-            if box is not None:
-                self._discard_box(api, box)
+                _write_run_script(box.control, box.uid, request)
+            result = self._execute(api, box, request)
+        except BaseException:
+            if box is not None:  # the run's own error says more than a removal's
+                self._discard_quietly(api, box)
+            raise
+        self._discard_box(api, box)  # a workspace that cannot be removed is this run's SandboxError
+        return result
 
-    def _create_fresh(self, api: APIClient, request: RunRequest, tag: str) -> _Box:
-        """A created (not started) container that runs the command itself."""
-        uid = _run_uid()
-        ws = self._host_workspace() if self.copy == "bind" else None
-        box = _Box("", uid, ws, None, started=False)
+    def _execute(self, api: APIClient, box: _Box, request: RunRequest) -> ExecResult:
+        """Start (or release) the container, follow its output to its end or a limit, and
+        read back what the run left."""
+        container = box.id
+        pump = _Pump(box.sock, request.limits.output_bytes, request.limits.tail_bytes,
+                     on_exceeded=lambda: self._kill(container))
         try:
-            if ws is not None:  # filled before the container binds it: a layer is seen
-                box.installed = fill_workspace(request, ws, uid, layered=True)
+            start, started_at = time.monotonic(), time.time()
+            if box.started:
+                self._go(api, box)
+            else:
+                api.start(container)
+            pump.start()
+            # The output stream ends when the command exits, or earlier if it closes
+            # its stdout and stderr: the exit itself decides, under the same deadline.
+            deadline = start + request.limits.timeout_s
+            timed_out = not pump.join(request.limits.timeout_s)
+            status = None if timed_out else self._wait(api, container, deadline - time.monotonic())
+            if status is None:
+                timed_out = True
+                self._kill(container)
+                status = self._wait(api, container, STOP_GRACE_S + 60)
+                if status is None:
+                    raise SandboxError(f"docker: container {container[:12]} did not stop when killed")
+            duration = time.monotonic() - start
+        finally:
+            pump.close()
+        exit_code = status.get("StatusCode")
+        oom = exit_code != 0 and not pump.exceeded and self._oom_since(api, container, started_at - 1)
+        limit = "memory_limit" if oom else None
+        junit = None
+        if not (timed_out or pump.exceeded):
+            junit = read_junit(box.ws) if box.ws is not None else _fetch_junit(api, container)
+        if request.export_tree is not None and not (timed_out or pump.exceeded):
+            if box.ws is not None:
+                export_program(box.ws, request.export_tree)
+            else:
+                _fetch_program(container, request.export_tree)
+        outputs = None
+        if request.keep_outputs:
+            outputs = (outputs_from_folder(box.ws / "program", request.tree) if box.ws is not None
+                       else _fetch_outputs(container, request.tree))
+        return ExecResult(
+            exit_code=exit_code, duration_s=duration, output_tail=pump.output,
+            timed_out=timed_out, output_exceeded=pump.exceeded, junit_xml=junit,
+            suite_patch_method=box.installed, outputs=outputs, limit=limit,
+        )
+
+    def _create_archived(self, api: APIClient, request: RunRequest, tag: str) -> _Box:
+        """Archive mode's container: created (not started) to run the command itself, the
+        workspace copied in before it starts."""
+        uid = _run_uid()
+        box = _Box("", uid, None, None, started=False)
+        try:
             box.id = api.create_container(
                 tag, command=_merged(sandbox_command(request)), user=f"{uid}:{uid}",
                 working_dir=f"{WORKSPACE}/program", environment=_run_env(request), network_disabled=True,
-                labels=self._labels(), host_config=self._host_config(api, request, ws),
+                labels=self._labels(), host_config=self._host_config(api, request, None),
             )["Id"]
-            if ws is None:
-                archive, box.installed = workspace_archive(request, uid, self.work.workspaces)
-                with archive:
-                    if not api.put_archive(box.id, "/", archive):
-                        raise SandboxError("docker: could not copy the workspace into the container")
+            archive, box.installed = workspace_archive(request, uid, self.work.workspaces)
+            with archive:
+                if not api.put_archive(box.id, "/", archive):
+                    raise SandboxError("docker: could not copy the workspace into the container")
             box.sock = api.attach_socket(box.id, params={"stdout": 1, "stderr": 1, "stream": 1})
             return box
         except BaseException:
-            self._discard_box(api, box)
+            self._discard_quietly(api, box)
             raise
 
     def _discard_box(self, api: APIClient, box: _Box) -> None:
+        """Remove a run's container and workspace; SandboxError when the workspace stays."""
         if box.sock is not None:
             with contextlib.suppress(OSError):
                 box.sock.close()
         if box.id:
             self._remove(api, box.id)
         if box.ws is not None:
-            layer.discard(box.ws)
+            self._remove_workspace(box.ws, box.control)
 
     # -- pre-started containers (bind mode: the module docstring) ----------------------------
 
@@ -204,7 +234,7 @@ class _FreshRuns(_RunContainers):
         api = self._api()
         box = None
         try:
-            box = self._create_warm(api, request, tag)
+            box = self._create_started(api, request, tag)
         except Exception as exc:  # noqa: BLE001 - a run then starts its own container
             log.debug("docker: could not pre-start a container: %s", exc)
         with self._lock:
@@ -213,42 +243,54 @@ class _FreshRuns(_RunContainers):
                 self._warm[key].append(box)
                 return
         if box is not None:
-            self._discard_box(api, box)
+            self._discard_quietly(api, box)
 
-    def _create_warm(self, api: APIClient, request: RunRequest, tag: str) -> _Box:
-        uid = _run_uid()
-        box = _Box("", uid, self._host_workspace(), None, started=True)
-        assert box.ws is not None
+    def _discard_quietly(self, api: APIClient, box: _Box) -> None:
+        """Remove a container no run used (or whose run already failed): a workspace that
+        stays is logged, and sweep() takes it once this process is gone."""
         try:
-            os.mkfifo(box.ws / ".go", 0o600)
-            os.chown(box.ws / ".go", uid, uid)
-            os.chown(box.ws, uid, uid)
+            self._discard_box(api, box)
+        except SandboxError as exc:
+            log.warning("%s", exc)
+
+    def _create_started(self, api: APIClient, request: RunRequest, tag: str) -> _Box:
+        """Bind mode's container, for a run now or ahead of one: started with an empty
+        workspace and the launcher blocked on its FIFO (the module docstring). Nothing of
+        `request` but its limits and channel goes into it."""
+        uid = _run_uid()
+        ws = self._host_workspace()
+        box = _Box("", uid, ws, None, started=True, control=ws.with_name(ws.name + ".launch"))
+        assert box.control is not None
+        try:
+            box.control.mkdir(mode=0o700)
+            os.mkfifo(box.control / "go", 0o600)
+            for path in (box.control / "go", box.control, ws):
+                os.chown(path, uid, uid)
             if layer.available():
                 try:
-                    layer.share_workspace(box.ws)
+                    layer.share_workspace(ws)
                     box.shared = True
                 except layer.LayerUnavailable as exc:
-                    log.debug("docker: workspace %s not shared (%s): its run copies the tree", box.ws.name, exc)
+                    log.debug("docker: workspace %s not shared (%s): its run copies the tree", ws.name, exc)
             box.id = api.create_container(
-                tag, command=["bash", "-c", f"read -r _ < {WORKSPACE}/.go && exec bash {WORKSPACE}/.run"],
-                user=f"{uid}:{uid}", working_dir=str(WORKSPACE), environment=_run_env(request),
+                tag, command=LAUNCHER, user=f"{uid}:{uid}", working_dir=str(WORKSPACE), environment=LAUNCHER_ENV,
                 network_disabled=True, labels=self._labels(),
-                host_config=self._host_config(api, request, box.ws, shared=box.shared),
+                host_config=self._host_config(api, request, ws, shared=box.shared, control=box.control),
             )["Id"]
             box.sock = api.attach_socket(box.id, params={"stdout": 1, "stderr": 1, "stream": 1})
             api.start(box.id)
             return box
         except BaseException:
-            self._discard_box(api, box)
+            self._discard_quietly(api, box)
             raise
 
     def _go(self, api: APIClient, box: _Box) -> None:
         """Release a pre-started container's launcher (it blocks reading the FIFO)."""
-        assert box.ws is not None
+        assert box.control is not None
         deadline, checked = time.monotonic() + 30, time.monotonic()
         while True:
             try:
-                fd = os.open(box.ws / ".go", os.O_WRONLY | os.O_NONBLOCK)
+                fd = os.open(box.control / "go", os.O_WRONLY | os.O_NONBLOCK)
                 break
             except OSError as exc:  # ENXIO: the launcher has not opened it yet
                 now = time.monotonic()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,7 +109,7 @@ class _ReusedRuns(_RunContainers):
             pump = _Pump(sock, request.limits.output_bytes, request.limits.tail_bytes,
                          on_exceeded=lambda: self._kill_uid(container, uid))
             try:
-                start = time.monotonic()
+                start, started_at = time.monotonic(), time.time()
                 pump.start()
                 timed_out = False
                 # The stream ends when the command exits, unless a background process
@@ -129,6 +128,10 @@ class _ReusedRuns(_RunContainers):
             finally:
                 pump.close()
             exit_code = api.exec_inspect(exec_id).get("ExitCode")
+            # the engine's `oom` events (containers.py): the container's own count cannot be read
+            # once its memory is full of the run's tmpfs pages (a reader is killed too)
+            oom = exit_code != 0 and not pump.exceeded and self._oom_since(api, container, started_at)
+            limit = "memory_limit" if oom else None
             junit = None
             if not (timed_out or pump.exceeded):
                 junit = read_junit(reusable.ws) if reusable.ws is not None else _fetch_junit(api, container)
@@ -136,7 +139,7 @@ class _ReusedRuns(_RunContainers):
             return ExecResult(
                 exit_code=exit_code, duration_s=duration, output_tail=pump.output,
                 timed_out=timed_out, output_exceeded=pump.exceeded, junit_xml=junit,
-                suite_patch_method=installed,
+                suite_patch_method=installed, limit=limit,
             )
         finally:
             with self._lock:
@@ -170,4 +173,7 @@ class _ReusedRuns(_RunContainers):
     def _discard(self, api: APIClient, reusable: _Reusable) -> None:
         self._remove(api, reusable.id)
         if reusable.ws is not None:
-            shutil.rmtree(reusable.ws, ignore_errors=True)
+            try:
+                self._remove_workspace(reusable.ws)
+            except SandboxError as exc:  # the run was over; sweep() takes it once this process is gone
+                log.warning("%s", exc)
