@@ -3,12 +3,19 @@
 Bad input must fail with the file and the field it concerns, before anything runs, so every
 file of the benchmark is read and checked here: TOML against pydantic models, patches as
 unified diffs, suites for symlinks and paths that escape their folder.
+
+Suite packages and patches are untrusted, and the harness reads them as root: every such
+file is lstat'ed before it is opened and read only if it is a plain file within a size
+bound (`read_plain_file`), so a FIFO (whose open blocks: it once
+hung a whole replay), a device or a file of gigabytes is refused with its name instead.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
+import stat
 import shutil
 import tomllib
 from dataclasses import dataclass, replace
@@ -32,6 +39,15 @@ NAME = r"^[A-Za-z0-9_.-]+$"
 #: (`otter++`); a single path component, never `.` or `..`.
 CONFIGURATION = r"^(?!\.\.?$)[A-Za-z0-9_.+-]+$"
 DEFAULT_ENTRY = "bash tmp/run_tests.sh"
+#: Bounds on what the loader reads of untrusted input: a patch (a candidate's, a reference,
+#: the checks', a suite's), a TOML file, one file of a suite package, a whole package (its
+#: bytes, its entries, how deep its folders nest)
+PATCH_MAX_BYTES = 16 * 1024 * 1024
+TOML_MAX_BYTES = 16 * 1024 * 1024
+SUITE_FILE_MAX_BYTES = 16 * 1024 * 1024
+SUITE_MAX_BYTES = 64 * 1024 * 1024
+SUITE_MAX_ENTRIES = 10_000
+SUITE_MAX_DEPTH = 32
 #: The bundled benchmark (examples/): its own code is trusted, so it runs even without bubblewrap.
 BUNDLED = Path(__file__).resolve().parents[2] / "examples"
 
@@ -378,11 +394,52 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(p) for p in loc) or "(document)"
 
 
+class RefusedFile(ValueError):
+    """A file the loader was asked to read is not a plain file (a FIFO, a device, a socket,
+    a link) or is larger than its bound. The message names it and says which."""
+
+
+def file_kind(mode: int) -> str:
+    """What an entry of this mode is, in words for an error message ("a FIFO")."""
+    kinds = ((stat.S_ISLNK, "a symlink"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+    return next((name for test, name in kinds if test(mode)), "not a plain file")
+
+
+def read_plain_file(path: Path, limit: int) -> bytes:
+    """The whole of the plain file `path`, at most `limit` bytes, or RefusedFile. A FIFO
+    would block the harness's open, a device (/dev/zero) would never end, so the entry is
+    lstat'ed and refused first, never opened; the open itself is O_NONBLOCK|O_NOFOLLOW and
+    the opened file checked again (fstat), so an entry swapped in between is refused too.
+    FileNotFoundError passes through (callers say "missing" in their own words)."""
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise RefusedFile(f"{path} is {file_kind(info.st_mode)}, not a plain file")
+    if info.st_size > limit:
+        raise RefusedFile(f"{path} holds {info.st_size} bytes, over the bound of {limit}")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise RefusedFile(f"{path} cannot be opened as a plain file: {exc.strerror}") from exc
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise RefusedFile(f"{path} is {file_kind(info.st_mode)}, not a plain file")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise RefusedFile(f"{path} holds over {limit} bytes, the bound")
+    return data
+
+
 def _read_toml(path: Path) -> dict:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(read_plain_file(path, TOML_MAX_BYTES).decode("utf-8"))
     except FileNotFoundError as exc:
         raise BenchmarkError(path, "(file)", "missing") from exc
+    except RefusedFile as exc:
+        raise BenchmarkError(path, "(file)", str(exc)) from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise BenchmarkError(path, "(syntax)", str(exc)) from exc
 
@@ -396,11 +453,14 @@ def _validate(model: type[M], data: dict, path: Path) -> M:
 
 
 def read_patch(path: Path, field: str) -> bytes:
-    """Read a unified diff, refusing files that are not one (with the file and field)."""
+    """Read a unified diff, refusing files that are not one (with the file and field), and
+    anything but a plain file of at most PATCH_MAX_BYTES."""
     try:
-        data = path.read_bytes()
+        data = read_plain_file(path, PATCH_MAX_BYTES)
     except FileNotFoundError as exc:
         raise BenchmarkError(path, field, "patch file is missing") from exc
+    except RefusedFile as exc:
+        raise BenchmarkError(path, field, str(exc)) from exc
     try:
         parsed = patches.parse(data)
     except UnidiffParseError as exc:
@@ -480,11 +540,44 @@ def _check_failed_checks(spec: InstanceSpec, toml_path: Path) -> None:
             raise BenchmarkError(toml_path, field, f"{unknown} are not in checks.fail_to_pass or checks.pass_to_pass")
 
 
+def _check_package(folder: Path) -> None:
+    """Refuse a suite package holding anything but folders and plain files (a symlink, a
+    FIFO, a device, a socket), a file over SUITE_FILE_MAX_BYTES, or more in all than the
+    SUITE_MAX_* bounds. Entries are only lstat'ed, never opened, and the walk keeps its own
+    stack (no recursion), so a package cannot block, flood or crash the loader."""
+    pending: list[tuple[Path, int]] = [(folder, 0)]
+    entries = total = 0
+    while pending:
+        current, depth = pending.pop()
+        with os.scandir(current) as found:
+            names = sorted(entry.name for entry in found)
+        for name in names:
+            path = current / name
+            info = os.lstat(path)
+            entries += 1
+            if entries > SUITE_MAX_ENTRIES:
+                raise BenchmarkError(folder, "(files)", f"the suite holds over {SUITE_MAX_ENTRIES} entries")
+            if stat.S_ISLNK(info.st_mode):
+                raise BenchmarkError(path, "(file)", "suites may not hold symlinks")
+            if stat.S_ISDIR(info.st_mode):
+                if depth + 1 > SUITE_MAX_DEPTH:
+                    raise BenchmarkError(path, "(file)", f"folders nested over {SUITE_MAX_DEPTH} deep")
+                pending.append((path, depth + 1))
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                raise BenchmarkError(path, "(file)", f"{file_kind(info.st_mode)}: suites may hold only plain files "
+                                     "and folders")
+            if info.st_size > SUITE_FILE_MAX_BYTES:
+                raise BenchmarkError(path, "(file)", f"{info.st_size} bytes, over the bound of {SUITE_FILE_MAX_BYTES}")
+            total += info.st_size
+            if total > SUITE_MAX_BYTES:
+                raise BenchmarkError(folder, "(files)", f"the suite holds over {SUITE_MAX_BYTES} bytes")
+
+
 def load_suite(folder: Path, configuration: str, instance_id: str) -> Suite:
-    """Load one suite package, rejecting symlinks and anything that is not a plain file."""
-    for path in folder.rglob("*"):
-        if path.is_symlink():
-            raise BenchmarkError(path, "(file)", "suites may not hold symlinks")
+    """Load one suite package, rejecting symlinks and anything that is not a plain file or
+    a folder, and packages past the size bounds (`_check_package`)."""
+    _check_package(folder)
     spec = SuiteSpec()
     suite_toml = folder / "suite.toml"
     if suite_toml.exists():
