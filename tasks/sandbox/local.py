@@ -8,9 +8,15 @@ interpreter when that lies outside them), the run's workspace writable at `/work
 a private /tmp, /var/tmp, /dev and /proc, and, for a run given a model channel, its socket
 (tasks/sandbox/model_access.py). Nothing else of the host: not the benchmark, the
 store, the work area's other states and runs, nor home folders. The sandbox dies with its
-parent. Limits: rlimits on address space, processes, file size and open files,
-set by the sandbox's shell (`ulimit`) before the command; a wall-clock timeout and an
-output bound that kill the process tree.
+parent. Limits: the run's processes together in a cgroup of the run's own
+(tasks/sandbox/cgroup.py: memory, tmpfs pages included, and processes; equal CPU weight),
+entered before the sandbox starts; the workspace on a size-limited tmpfs of its own that
+also holds the sandbox's /tmp, /var/tmp and /dev/shm (workspace.py `bound_workspace`); a
+run that reaches either is `E` with its reason (`ExecResult.limit`). rlimits on file size
+and open files, set by the sandbox's shell (`ulimit`) before the command, and where there
+is no run cgroup, on address space and processes as before (per process only: the row's
+`isolation` says `bubblewrap-rlimits`); a wall-clock timeout and an output bound that kill
+the process tree.
 When run as root, the sandbox drops to an unprivileged uid of its own (`setpriv`, before
 bubblewrap starts): root ignores the process limit, and untrusted code never runs as root.
 
@@ -33,7 +39,7 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 
 from testprism.tasks.model.benchmark import EnvironmentSpec
-from testprism.tasks.sandbox import layer
+from testprism.tasks.sandbox import cgroup, layer
 from testprism.tasks.sandbox.environment import build_environment
 from testprism.tasks.sandbox.base import (
     ExecResult,
@@ -46,7 +52,15 @@ from testprism.tasks.sandbox.base import (
 from testprism.tasks.sandbox.model_access import SANDBOX_SOCKET, channel_env, sandbox_command
 from testprism.tasks.sandbox.outputs import outputs_from_folder
 from testprism.tasks.sandbox.process import Unkillable, run_bounded
-from testprism.tasks.sandbox.workspace import export_program, fill_workspace, read_junit
+from testprism.tasks.sandbox.cgroup import RunCgroup
+from testprism.tasks.sandbox.workspace import (
+    bounds_available,
+    disk_exceeded,
+    export_program,
+    fill_workspace,
+    read_junit,
+    scratch_folders,
+)
 from testprism.tasks.model.workdir import WorkPaths, orphaned_workspaces, workspace_prefix
 
 log = logging.getLogger(__name__)
@@ -80,7 +94,9 @@ class LocalBackend(SandboxBackend):
         super().__init__(work)
         work.ensure()
         if bubblewrap_works():
-            self.isolation = "bubblewrap"
+            # "-rlimits": a run's memory and processes bounded per process, its disk per file
+            bounded = cgroup.available() and bounds_available()
+            self.isolation = "bubblewrap" if bounded else "bubblewrap-rlimits"
         elif trusted or unsafe:
             self.isolation = "none"
             log.warning(
@@ -121,12 +137,15 @@ class LocalBackend(SandboxBackend):
         leftovers = orphaned_workspaces(work, "run")
         for path in leftovers:
             layer.discard(path)
-        return len(leftovers)
+        return len(leftovers) + cgroup.sweep("run")
 
     # -- one run ---------------------------------------------------------------------------
 
-    def _command_argv(self, request: RunRequest) -> list[str]:
+    def _command_argv(self, request: RunRequest, per_run: bool) -> list[str]:
         """`bash -c` with the rlimits set first, by the same shell that then runs the command.
+        `per_run`: the run has a cgroup, which bounds its memory and processes together, so
+        no per-process address-space or process limit is set (RLIMIT_AS would refuse the
+        large virtual reservations of runtimes that the memory cgroup allows).
 
         `ulimit` is a builtin, so the limits cost no process of their own (a `prlimit`
         wrapper was an exec per run), and none of the command runs before them: bash parses
@@ -137,24 +156,29 @@ class LocalBackend(SandboxBackend):
         Same line as the command, so its line numbers in bash's messages do not move.
         """
         limits = request.limits
-        nproc = limits.processes
-        if not self.drop_privileges:
-            # RLIMIT_NPROC counts every process of the real uid, not just this run's.
-            nproc += sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owned(p))
-        ulimit = (f"ulimit -v {limits.memory_mb * 1024} -u {nproc} -f {limits.file_size_mb * 1024} "
-                  f"-c 0 -n 1024 || exit {LIMITS_FAILED}")
+        per_process = ""
+        if not per_run:
+            nproc = limits.processes
+            if not self.drop_privileges:
+                # RLIMIT_NPROC counts every process of the real uid, not just this run's.
+                nproc += sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owned(p))
+            per_process = f"-v {limits.memory_mb * 1024} -u {nproc} "
+        ulimit = f"ulimit {per_process}-f {limits.file_size_mb * 1024} -c 0 -n 1024 || exit {LIMITS_FAILED}"
         return ["bash", "-c", f"{ulimit}; {sandbox_command(request)}"]
 
     def _bwrap_argv(self, ws: Path, request: RunRequest, status_fd: int) -> list[str]:
         """A root of the sandbox's own (bwrap starts from an empty tmpfs) with only the
         mounts listed in the module docstring, and the model channel's socket when the run
-        has one (tasks/sandbox/model_access.py)."""
+        has one (tasks/sandbox/model_access.py). /tmp, /var/tmp and /dev/shm are the
+        workspace's scratch folders (after `--dev`, which makes a /dev/shm of its own), so
+        they share its bound."""
         environment = request.environment
         mounts = [*_system_mounts(), *(a for ro in _interpreter_prefix(environment) for a in ("--ro-bind", ro, ro))]
         if request.channel is not None:
             mounts += ["--ro-bind", str(request.channel), str(SANDBOX_SOCKET)]
+        scratch = [a for host, inside in scratch_folders(ws) for a in ("--bind", str(host), inside)]
         return [
-            self.bwrap, *mounts, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp",
+            self.bwrap, *mounts, "--dev", "/dev", "--proc", "/proc", *scratch,
             "--ro-bind", str(environment), str(environment),
             "--bind", str(ws), str(WORKSPACE), "--chdir", str(WORKSPACE / "program"),
             "--unshare-all", "--die-with-parent", "--new-session",
@@ -162,29 +186,33 @@ class LocalBackend(SandboxBackend):
         ]
 
     def run(self, request: RunRequest) -> ExecResult:
-        if request.channel is not None and self.isolation != "bubblewrap":
+        if request.channel is not None and self.isolation == "none":
             # Without namespaces the run has the host's network: the channel would not be
             # its one way out, and there is no private path to put the socket at.
             raise SandboxUnavailable("the local backend gives a run a model channel only under bubblewrap")
         ws = Path(tempfile.mkdtemp(prefix=workspace_prefix("run"), dir=self.work.workspaces))
+        group: RunCgroup | None = None
         try:
             uid = UID_BASE + secrets.randbelow(60_000) if self.drop_privileges else None
-            installed = fill_workspace(request, ws, uid, layered=True)
-            return self._run_in(ws, request, uid, installed)
+            installed = fill_workspace(request, ws, uid, layered=True, bounded=True)
+            group = cgroup.create(ws.name, request.limits)  # named as the workspace: swept alike
+            return self._run_in(ws, request, uid, installed, group)
         except (Unkillable, OSError) as exc:
             raise SandboxError(f"local sandbox failed: {exc}") from exc
         finally:
-            self._discard(ws)
+            self._discard(ws, group)
 
-    def _discard(self, ws: Path) -> None:
-        """Remove a finished run's workspace off the caller's path (inline once closed)."""
+    def _discard(self, ws: Path, group: RunCgroup | None) -> None:
+        """Remove a finished run's workspace and cgroup off the caller's path (inline once
+        closed)."""
         try:
-            self._cleaner.submit(layer.discard, ws)
+            self._cleaner.submit(_remove, ws, group)
         except RuntimeError:  # closed: no cleaner left
-            layer.discard(ws)
+            _remove(ws, group)
 
-    def _run_in(self, ws: Path, request: RunRequest, uid: int | None, installed: str) -> ExecResult:
-        inside = WORKSPACE if self.isolation == "bubblewrap" else ws
+    def _run_in(self, ws: Path, request: RunRequest, uid: int | None, installed: str,
+                group: RunCgroup | None) -> ExecResult:
+        inside = WORKSPACE if self.isolation != "none" else ws
         env = {
             "PATH": f"{request.environment / 'bin'}:/usr/local/bin:/usr/bin:/bin",
             "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
@@ -196,11 +224,12 @@ class LocalBackend(SandboxBackend):
             # whole Python process instead of vfork-ing, which cost 4 ms at 40 MB of memory and
             # 50 ms at 340 MB; setpriv costs ~2 ms whatever the caller's size.
             drop = [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
-        command = self._command_argv(request)
-        if self.isolation == "bubblewrap":
+        command = self._command_argv(request, per_run=group is not None)
+        enter = group.enter() if group is not None else []  # as root, before setpriv and bwrap
+        if self.isolation != "none":
             read_fd, write_fd = os.pipe()
             try:
-                argv = drop + self._bwrap_argv(ws, request, write_fd) + command
+                argv = enter + drop + self._bwrap_argv(ws, request, write_fd) + command
                 done = run_bounded(argv, cwd=ws / "program", env=env, timeout_s=request.limits.timeout_s,
                                    output_bytes=request.limits.output_bytes, tail_bytes=request.limits.tail_bytes,
                                    pass_fds=(write_fd,))
@@ -208,17 +237,20 @@ class LocalBackend(SandboxBackend):
                 os.close(write_fd)
                 with os.fdopen(read_fd, "rb") as fh:
                     status = fh.read()
+            limit = _limit(ws, group)
             # bwrap reports the command's exit ("exit-code") only when the command ran: a
             # sandbox whose set-up failed (a bind source it cannot reach) exits 1 after
-            # "child-pid", which must not read as the suite failing
-            if b"exit-code" not in status and not (done.timed_out or done.output_exceeded):
+            # "child-pid", which must not read as the suite failing. (A run the OOM killer
+            # ended may have lost bwrap itself: its limit says what happened.)
+            if b"exit-code" not in status and not (done.timed_out or done.output_exceeded or limit):
                 raise SandboxError(f"bubblewrap did not start the command: {done.output_tail[-2000:].decode(errors='replace')}")
             exit_code = _exit_code(status, done.exit_code)
         else:
-            done = run_bounded(drop + command, cwd=ws / "program", env=env,
+            done = run_bounded(enter + drop + command, cwd=ws / "program", env=env,
                                timeout_s=request.limits.timeout_s, output_bytes=request.limits.output_bytes,
                                tail_bytes=request.limits.tail_bytes)
             exit_code = done.exit_code
+            limit = _limit(ws, group)
         if request.export_tree is not None and not (done.timed_out or done.output_exceeded):
             export_program(ws, request.export_tree)
         return ExecResult(
@@ -230,7 +262,22 @@ class LocalBackend(SandboxBackend):
             junit_xml=read_junit(ws),
             suite_patch_method=installed,
             outputs=outputs_from_folder(ws / "program", request.tree) if request.keep_outputs else None,
+            limit=limit,
         )
+
+
+def _limit(ws: Path, group: RunCgroup | None) -> str | None:
+    """The run-wide limit a finished run reached, if any: its cgroup's (memory, processes),
+    else its workspace filled (`disk_limit`)."""
+    hit = group.limit_hit() if group is not None else None
+    return hit or ("disk_limit" if disk_exceeded(ws) else None)
+
+
+def _remove(ws: Path, group: RunCgroup | None) -> None:
+    """A finished run's workspace (mounts first, layer.discard), then its cgroup."""
+    layer.discard(ws)
+    if group is not None:
+        group.remove()
 
 
 def _exit_code(status: bytes, fallback: int | None) -> int | None:

@@ -12,6 +12,11 @@ test patch is applied by `git apply` / GNU patch, which refuse to write beyond a
 Reports are read back the same way; workspaces are removed by tasks/sandbox/layer.py
 `discard` (mounts detached first, then removal.remove_tree, which does not follow links).
 
+A fill asked for a bounded workspace (`bounded=True`; `bound_workspace` says how) puts the
+workspace on a size-limited tmpfs of its own, with the sandbox's temporary folders inside
+(`scratch_folders`), so that all a run writes fits in the state's tree + `Limits.disk_mb`,
+and `disk_exceeded` tells afterwards whether it filled it.
+
 Where the harness is root and the kernel can, a fill asked for a layered program does not
 copy the state's tree: `program/` is an overlay over it with an upper layer of the run's own
 (tasks/sandbox/layer.py says how and why); everything else here is the same either way.
@@ -20,12 +25,15 @@ copy the state's tree: `program/` is an overlay over it with an upper layer of t
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 from testprism.tasks.sandbox import layer
+from testprism.tasks.sandbox.layer import _MS_NODEV, _MS_NOSUID, _MS_PRIVATE, LayerUnavailable, _mount
 from testprism.tasks.sandbox.nofollow import UnsafeTarget, read_file, write_file
 from testprism.tasks.sandbox.removal import remove_tree
 from testprism.tasks.sandbox.base import RunRequest, SuiteNotInstalled
@@ -37,10 +45,25 @@ JUNIT_MAX_BYTES = 8 * 1024 * 1024
 #: the access and modification time of every entry of a workspace (2020-09-13), as
 #: reproducible builds fix SOURCE_DATE_EPOCH: the same in every state and every run
 SETTLED_MTIME = 1_600_000_000
+#: `0` turns bounded workspaces off (on the work area's disk, unbounded): the tests' control
+BOUNDED_SETTING = "TESTPRISM_BOUNDED_WORKSPACE"
+#: the sandbox's temporary folders, inside a bounded workspace: (folder in the workspace,
+#: where a sandbox shows it). Every run has them, empty, whatever its state.
+SCRATCH = (("scratch/tmp", "/tmp"), ("scratch/var-tmp", "/var/tmp"), ("scratch/shm", "/dev/shm"))
+#: free space under which a workspace counts as filled: a write that did not fit fills a
+#: tmpfs to its last page, so a run that met ENOSPC leaves less than this
+FULL_BELOW = 1024 * 1024
+#: a bounded workspace's size while the harness fills it: a tmpfs cannot be limited once
+#: mounted unlimited, so it is mounted at this (never reached) and sealed after the fill
+_FILL_SIZE = 1 << 40
+_MS_REMOUNT = 0x20
 
 
-def fill_workspace(request: RunRequest, ws: Path, uid: int | None = None, layered: bool = False) -> str:
+def fill_workspace(request: RunRequest, ws: Path, uid: int | None = None, layered: bool = False,
+                   bounded: bool = False) -> str:
     """Fill the empty harness-made folder `ws`; everything owned by `uid` when given.
+    `bounded`: on a tmpfs of its own (`bound_workspace`; already mounted is kept), with the
+    SCRATCH folders, sealed at what the fill put there + `request.limits.disk_mb`.
     `layered`: the caller binds `ws` as it is and removes it with layer.discard, so its
     program may be a layer over the state's tree rather than a copy (when a uid is given and
     layer.available()). A state's build step always gets a copy: it runs once per state, its
@@ -48,6 +71,7 @@ def fill_workspace(request: RunRequest, ws: Path, uid: int | None = None, layere
     folder it may replace (and be refused for). Returns how the suite's test patch applied
     ("" when it has none)."""
     program = ws / "program"
+    sealed = bounded and bound_workspace(ws)
     layered = (layered and uid is not None and request.export_tree is None and layer.available()
                and _layer(request, ws, uid))
     if not layered:
@@ -66,13 +90,92 @@ def fill_workspace(request: RunRequest, ws: Path, uid: int | None = None, layere
                                     f"--fuzz={request.patch_fuzz}:\n{applied.message}")
         method = applied.method
     (ws / "out").mkdir()
+    if bounded:
+        for folder, _ in SCRATCH:
+            (ws / folder).mkdir(parents=True)
     _hand_over(ws, uid, layer.added_entries(ws) if layered else None)
+    if sealed:
+        _seal(ws, request.limits.disk_mb)
     return method
+
+
+def bound_workspace(ws: Path) -> bool:
+    """Make the empty host folder `ws` a workspace whose space is bounded; returns whether
+    it is (False: the one warning `bounds_available` logs, and `ws` stays a folder on the
+    work area's disk, bounded only by the per-file limit).
+
+    For a backend's engineer: a tmpfs of the workspace's own is mounted at `ws` (nosuid,
+    nodev, mode 0700, private propagation, so it reaches no other mount namespace), as
+    large as needed while the harness fills it; `fill_workspace(..., bounded=True)` calls
+    this, then seals it at what the fill put there + `Limits.disk_mb`, and makes the SCRATCH
+    folders, which the backend shows the run at /tmp, /var/tmp and /dev/shm (bind them), so
+    the run's temporary files share the one bound. Call it yourself only where something
+    must bind `ws` before the fill (a pre-started container): call it BEFORE that bind, and
+    before `layer.share_workspace` (a folder that is already a mount point is taken as
+    bounded and left as it is). After the run, `disk_exceeded(ws)` says whether the run
+    filled it (`ExecResult.limit = "disk_limit"`). `layer.discard(ws)` unmounts and removes
+    it like any workspace. A tmpfs is memory: its pages count against the memory cgroup of
+    whoever writes them (the run's, for what the run writes), so a full workspace is also
+    memory a run holds, bounded by its memory limit too."""
+    if os.path.ismount(ws):
+        return True
+    if not bounds_available():
+        return False
+    _mount("tmpfs", ws, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={_FILL_SIZE},mode=0700")
+    _mount(None, ws, None, _MS_PRIVATE, None)
+    return True
+
+
+def _seal(ws: Path, disk_mb: int) -> None:
+    """Shrink the bounded workspace to what the fill used + `disk_mb` (tmpfs allows it:
+    the new size is never below what is in use)."""
+    info = os.statvfs(ws)
+    used = (info.f_blocks - info.f_bfree) * info.f_frsize
+    _mount(None, ws, None, _MS_REMOUNT | _MS_NOSUID | _MS_NODEV, f"size={used + disk_mb * 1024 * 1024}")
+
+
+def scratch_folders(ws: Path) -> list[tuple[Path, str]]:
+    """The host folders of a bounded fill's SCRATCH, each with the path a sandbox shows it at."""
+    return [(ws / folder, inside) for folder, inside in SCRATCH]
+
+
+def disk_exceeded(ws: Path) -> bool:
+    """Whether the run filled its workspace (or, layered, its program's upper layer): less
+    than FULL_BELOW free, or no inode left. A run that filled it and freed it again before
+    ending is judged on how it ended."""
+    for fs in (ws, layer.layer_folder(ws)):
+        try:
+            info = os.statvfs(fs)
+        except FileNotFoundError:
+            continue
+        if info.f_bavail * info.f_frsize < FULL_BELOW or (info.f_files and not info.f_favail):
+            return True
+    return False
+
+
+def bounds_available() -> bool:
+    """Whether workspaces can be bounded: not turned off (`$TESTPRISM_BOUNDED_WORKSPACE=0`,
+    read at every call) and a tmpfs mountable here (root: probed once per process)."""
+    return os.environ.get(BOUNDED_SETTING, "1") != "0" and _tmpfs_mountable()
+
+
+@functools.cache
+def _tmpfs_mountable() -> bool:
+    probe = Path(tempfile.mkdtemp(prefix="testprism-bound-probe-"))
+    try:
+        _mount("tmpfs", probe, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=0700")
+        layer.unmount_under(probe)
+        return True
+    except LayerUnavailable as exc:
+        log.warning("workspaces are not bounded (%s): a run's disk use is bounded per file only", exc)
+        return False
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
 
 
 def _layer(request: RunRequest, ws: Path, uid: int) -> bool:
     try:
-        layer.mount_program(request.tree, ws, uid, SETTLED_MTIME, request.limits.memory_mb)
+        layer.mount_program(request.tree, ws, uid, SETTLED_MTIME, request.limits.disk_mb)
     except layer.LayerUnavailable as exc:
         log.warning("workspace %s: no layer (%s); copying the state's tree", ws.name, exc)
         return False

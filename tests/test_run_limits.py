@@ -1,0 +1,201 @@
+"""A run's memory, processes and disk bounded per run, not per process (issue 26, item 3).
+
+Each attack is one the red team ran: memory held across several processes, memory parked
+in the sandbox's tmpfs folders, the workspace filled, forks past the process limit. With
+the defence in force each ends `E` with its limit's reason; each has a CONTROL that turns
+the defence off (`$TESTPRISM_RUN_CGROUP=0`: per-process rlimits only;
+`$TESTPRISM_BOUNDED_WORKSPACE=0`: the workspace on the work area's disk) and shows the
+attack going through, so none of these tests can pass without the defence working.
+
+Small limits keep them fast: 256 MiB of memory against 3 processes of 150 MiB each.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testprism.tasks.execution.verdict import classify
+from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.outcome import Outcome, Reason
+from testprism.tasks.model.workdir import WorkPaths, workspace_prefix
+from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, cgroup
+from testprism.tasks.sandbox.local import LocalBackend
+from testprism.tasks.sandbox.workspace import BOUNDED_SETTING
+from tests.conftest import open_backend
+
+BARE = EnvironmentSpec(python="3.11", packages=())
+MIB = 1024 * 1024
+
+#: three processes each holding 150 MiB at once; the parent reports what they hold together
+#: (their resident sizes, read while all three are alive), then lets them go
+ACROSS_PROCESSES = """python - <<'EOF'
+import os, time
+r, w = os.pipe()
+kids = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        held = b"x" * (150 << 20)
+        os.write(w, b"1")
+        time.sleep(2)
+        os._exit(0)
+    kids.append(pid)
+os.close(w)
+ready = b""
+while len(ready) < 3 and (chunk := os.read(r, 3)):
+    ready += chunk
+if len(ready) < 3:
+    raise SystemExit("a holder died")
+rss = 0
+for pid in kids:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            rss += int(line.split()[1]) // 1024
+print(f"held {rss} MiB across processes")
+for pid in kids:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+EOF"""
+
+#: 3 x 120 MiB parked in the sandbox's tmpfs folders, no process holding any of it
+THROUGH_TMPFS = ("head -c 125829120 /dev/zero > /tmp/a && head -c 125829120 /dev/zero > /var/tmp/b && "
+                 "head -c 125829120 /dev/zero > /dev/shm/c && du -cm /tmp/a /var/tmp/b /dev/shm/c | tail -1")
+
+#: 200 MiB written into the program's own folder, 8 MiB at a time
+FILLING_THE_WORKSPACE = "head -c 209715200 /dev/zero > filler && du -m filler"
+
+#: forks until one is refused, then fails as a test would
+FORKING_PAST_THE_LIMIT = """python - <<'EOF'
+import os, time
+for n in range(40):
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        raise SystemExit(f"fork {n} refused: {exc}")
+    if pid == 0:
+        time.sleep(3)
+        os._exit(0)
+print("40 forks")
+EOF"""
+
+
+@pytest.fixture(scope="module", params=["local"])
+def backend(request, work) -> Iterator[SandboxBackend]:
+    made = open_backend(request.param, work)
+    yield made
+    made.close()
+
+
+@pytest.fixture(scope="module")
+def env(backend) -> Path:
+    return backend.prepare(BARE)
+
+
+@pytest.fixture()
+def tree(work_root) -> Path:
+    root = work_root / f"tree-{os.getpid()}-{time.monotonic_ns()}"
+    root.mkdir()
+    (root / "data.txt").write_text("program file\n")
+    return root
+
+
+@pytest.fixture(params=["defended", "control"])
+def defence(request, monkeypatch) -> bool:
+    """Each attack twice: with the run's cgroup and bounded workspace, and without them
+    (the control: what a run could do before)."""
+    if request.param == "control":
+        monkeypatch.setenv(cgroup.SETTING, "0")
+        monkeypatch.setenv(BOUNDED_SETTING, "0")
+        return False
+    return True
+
+
+def run(backend, env, tree, script: str, **limits):
+    request = RunRequest(tree=tree, suite_folder=None, suite_files=(), command=script, environment=env,
+                         limits=Limits(**{"timeout_s": 60.0, **limits}))
+    return backend.run(request)
+
+
+def test_memory_held_across_processes_is_memory_limit(backend, env, tree, defence):
+    result = run(backend, env, tree, ACROSS_PROCESSES, memory_mb=256)
+    if defence:
+        assert classify(result) == (Outcome.ERROR, Reason.MEMORY_LIMIT), result.output_tail
+        assert "across processes" not in result.output_tail
+    else:  # each process within its own 256 MiB address space, together well past it
+        assert classify(result) == (Outcome.PASS, None), result.output_tail
+        held = int(result.output_tail.split("held ")[1].split()[0])
+        assert held >= 3 * 150 - 5 > 256
+
+
+def test_memory_parked_in_tmpfs_folders_is_a_limit(backend, env, tree, defence):
+    result = run(backend, env, tree, THROUGH_TMPFS, memory_mb=256)
+    if defence:
+        assert classify(result) in {(Outcome.ERROR, Reason.MEMORY_LIMIT), (Outcome.ERROR, Reason.DISK_LIMIT)}, \
+            result.output_tail
+    else:  # no process holds it, so no per-process limit sees it
+        assert classify(result) == (Outcome.PASS, None), result.output_tail
+        assert int(result.output_tail.split()[-2]) >= 360
+
+
+def test_filling_the_workspace_is_disk_limit(backend, env, tree, defence):
+    result = run(backend, env, tree, FILLING_THE_WORKSPACE, disk_mb=64, memory_mb=1024)
+    if defence:
+        assert classify(result) == (Outcome.ERROR, Reason.DISK_LIMIT), result.output_tail
+        assert "No space left" in result.output_tail
+    else:  # the work area's disk takes it all
+        assert classify(result) == (Outcome.PASS, None), result.output_tail
+        assert result.output_tail.split()[-2] == "200"
+
+
+def test_tmp_filled_past_the_disk_bound_is_disk_limit(backend, env, tree, defence):
+    """/tmp shares the workspace's bound: a run cannot park files beside it."""
+    result = run(backend, env, tree, "head -c 209715200 /dev/zero > /tmp/filler && du -m /tmp/filler",
+                 disk_mb=64, memory_mb=1024)
+    if defence:
+        assert classify(result) == (Outcome.ERROR, Reason.DISK_LIMIT), result.output_tail
+    else:
+        assert classify(result) == (Outcome.PASS, None), result.output_tail
+
+
+def test_forks_past_the_process_limit_are_process_limit(backend, env, tree, defence):
+    result = run(backend, env, tree, FORKING_PAST_THE_LIMIT, processes=16)
+    assert "fork" in result.output_tail and "refused" in result.output_tail, result.output_tail
+    if defence:
+        assert classify(result) == (Outcome.ERROR, Reason.PROCESS_LIMIT)
+    else:  # RLIMIT_NPROC refuses the fork too, but the run reads as the state failing it
+        assert classify(result) == (Outcome.FAIL, None)
+
+
+def test_runs_within_their_limits_pass_and_leave_no_cgroup(backend, env, tree):
+    """A run that stays within its bounds passes, writes its /tmp, and its cgroup is gone
+    once the backend is closed; the row says the bounds were in force."""
+    result = run(backend, env, tree, "echo hi > /tmp/x && cat /tmp/x && df -m /tmp | tail -1", memory_mb=256,
+                 disk_mb=64)
+    assert classify(result) == (Outcome.PASS, None), result.output_tail
+    assert "hi" in result.output_tail
+    assert backend.isolation == "bubblewrap"
+    assert cgroup.available()
+
+
+def test_a_crashed_harness_leaves_no_cgroup_behind(work: WorkPaths):
+    """A run cgroup whose harness process is gone (named `run-<pid>.<start>-…` as its
+    workspace) is removed by the backend's sweep; a live process's is left alone."""
+    hierarchy = cgroup._hierarchy()
+    assert hierarchy is not None
+    dead, live = "run-999999999.1-leftover", workspace_prefix("run") + "live"  # no process 999999999
+    made = [cgroup.create(dead, Limits()), cgroup.create(live, Limits())]
+    try:
+        assert all((base / name).is_dir() for base in hierarchy.bases.values() for name in (dead, live))
+        assert LocalBackend.sweep(work) >= 1
+        assert not any((base / dead).exists() for base in hierarchy.bases.values())
+        assert all((base / live).is_dir() for base in hierarchy.bases.values())
+    finally:
+        for group in made:
+            if group is not None:
+                group.remove()
