@@ -182,6 +182,8 @@ def judged_generation(unit: GenerationSpec, done: ExecResult, usage: Usage, exha
         reason = Reason.TIMEOUT
     elif done.output_exceeded:
         reason = Reason.OUTPUT_LIMIT
+    elif done.limit is not None:  # a run-wide limit (memory, processes, disk)
+        reason = Reason(done.limit)
     elif exhausted or _over(reported, unit):
         reason = Reason.OVER_BUDGET
     elif done.exit_code != 0:
