@@ -15,7 +15,8 @@ where the defence is off (the old code path reproduced, or the check monkeypatch
 
 from __future__ import annotations
 
-import io
+import base64
+import hashlib
 import os
 import shutil
 import stat
@@ -23,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
+import zlib
 from pathlib import Path
 
 import polars as pl
@@ -35,7 +36,11 @@ from testprism.tasks.execution import junit
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.junit import parse_junit
 from testprism.tasks.model import benchmark as loader
+from testprism.tasks.model import patches
+from testprism.tasks.model import state as state_module
 from testprism.tasks.model.benchmark import BenchmarkError, load_benchmark
+from testprism.tasks.model.state import materialise, states_of
+from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.replay.runs import execute_batch, plan, record_plan, unrunnable_rows
 from testprism.tasks.sandbox import removal
 from testprism.tasks.sandbox.removal import RemovalError, remove_tree
@@ -316,3 +321,105 @@ def test_removal_never_leaves_its_tree_and_fails_with_one_error(tmp_path, monkey
     monkeypatch.setattr(removal, "MAX_ENTRIES", 3)
     with pytest.raises(RemovalError, match=str(tree)):
         remove_tree(tree)
+
+
+# -- patches --------------------------------------------------------------------------------
+
+def _base85(data: bytes) -> str:
+    """Data as a git binary hunk's lines: a length letter, then base85 of up to 52 bytes."""
+    lines = []
+    for start in range(0, len(data), 52):
+        chunk = data[start:start + 52]
+        letter = chr(ord("A") + len(chunk) - 1) if len(chunk) <= 26 else chr(ord("a") + len(chunk) - 27)
+        lines.append(letter + base64.b85encode(chunk, pad=True).decode())
+    return "\n".join(lines) + "\n"
+
+
+def binary_bomb(name: str, size: int) -> bytes:
+    """A git binary patch adding `name`, `size` zero bytes: a few hundred KiB of patch."""
+    content = b"\0" * size
+    blob = hashlib.sha1(b"blob %d\0" % size + content).hexdigest()
+    return (f"diff --git a/{name} b/{name}\nnew file mode 100644\nindex 0000000000000000000000000000000000000000..{blob}\n"
+            f"GIT binary patch\nliteral {size}\n{_base85(zlib.compress(content, 9))}\n"
+            f"literal 0\n{_base85(zlib.compress(b''))}\n").encode()
+
+
+def _state_tree(tmp_path: Path, work_root: Path, patch: bytes) -> tuple[object, Path]:
+    """The candidate `hostile` (this patch) materialised in a work area of its own."""
+    root = make_benchmark(tmp_path / "b", {}, extra_candidates={"hostile": ("invalid", patch.decode())})
+    instance = load_benchmark(root).instances[INSTANCE]
+    state = next(s for s in states_of(instance) if s.candidate_id == "hostile")
+    built = materialise(instance, state, WorkPaths(Path(tempfile.mkdtemp(dir=work_root))), fuzz=5)
+    return built, built.tree
+
+
+def _largest_file(tree: Path) -> int:
+    return max((p.lstat().st_size for p in tree.rglob("*") if p.is_file()), default=0)
+
+
+BOMB_BYTES = 96 * 1024 * 1024
+
+
+def test_a_binary_patch_bomb_is_refused_before_it_writes(tmp_path, work_root, monkeypatch):
+    patch = binary_bomb("blob.bin", BOMB_BYTES)
+    assert len(patch) < 1024 * 1024
+    built, tree = _state_tree(tmp_path, work_root, patch)
+    assert not built.patch.applied and "binary hunks would write" in built.patch.message
+    assert not tree.exists()  # a failed state's tree goes whole
+    # the second bound alone (the declared sizes not checked): git dies at RLIMIT_FSIZE
+    monkeypatch.setattr(patches, "binary_output_bytes", lambda patch: 0)
+    built, tree = _state_tree(tmp_path / "fsize", work_root, patch)
+    assert not built.patch.applied and not tree.exists()
+    # the CONTROL: neither bound, and the 96 MiB file lands in the state's tree
+    monkeypatch.setattr(state_module, "PATCH_OUTPUT_MAX_BYTES", 1 << 40)
+    built, tree = _state_tree(tmp_path / "control", work_root, patch)
+    assert built.patch.applied and (tree / "blob.bin").stat().st_size == BOMB_BYTES
+
+
+QUOTED_GIT = (
+    'diff --git "a/\\056git/config" "b/\\056git/config"\nnew file mode 100644\n--- /dev/null\n'
+    '+++ "b/\\056git/config"\n@@ -0,0 +1,2 @@\n+[core]\n+\tfsmonitor = touch /tmp/pwned\n'
+)
+
+
+def test_a_git_folder_planted_through_a_c_quoted_name_is_refused(tmp_path, work_root, monkeypatch):
+    assert not (set(patches.touched_files(patches.parse(QUOTED_GIT))) & {".git/config", "b/.git/config"})
+    built, tree = _state_tree(tmp_path, work_root, QUOTED_GIT.encode())
+    assert not built.patch.applied and ".git" in built.patch.message and not tree.exists()
+    # each later line of defence holds alone: GNU patch's dry run names .git/config ...
+    monkeypatch.setattr(state_module, "_refusal", lambda patch: None)
+    built, tree = _state_tree(tmp_path / "dry", work_root, QUOTED_GIT.encode())
+    assert not built.patch.applied and "'.git/config'" in built.patch.message
+    # ... and the tree is checked after applying
+    monkeypatch.setattr(state_module, "_unsafe_checked", lambda output: [])
+    built, tree = _state_tree(tmp_path / "after", work_root, QUOTED_GIT.encode())
+    assert not built.patch.applied and "wrote under a .git folder" in built.patch.message and not tree.exists()
+    # the CONTROL: every check off, GNU patch writes .git/config into the state's tree
+    monkeypatch.setattr(state_module, "_git_entries", lambda tree: {})
+    built, tree = _state_tree(tmp_path / "control", work_root, QUOTED_GIT.encode())
+    assert built.patch.applied and "fsmonitor" in (tree / ".git" / "config").read_text()
+
+
+def test_c_quoted_headers_are_read_as_the_tools_read_them():
+    patch = (b'diff --git "a/x" "b/y"\nrename from "a\\056\\056/up"\nrename to \\056git\n'
+             b'--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n--- ../not-a-header\n+--- /etc/not-either\n ctx\n'
+             b'Index: "sub/\\056GIT/hooks/pre-commit"\n')
+    names = patches.header_paths(patch)
+    assert {"a../up", "sub/.GIT/hooks/pre-commit", "a/f", "b/f"} <= names
+    assert not any("not-a-header" in n or "not-either" in n for n in names)
+    assert patches.unsafe_path("sub/.GIT/hooks/pre-commit") and not patches.unsafe_path("a../up")
+
+
+def test_a_failed_apply_leaves_no_link_behind(tmp_path, work_root, monkeypatch):
+    """A patch that GNU patch applies (a link `escape -> /etc`, and `.git/config`) and that
+    the check after applying then refuses: the failed tree goes whole, link and all."""
+    link = ("diff --git a/escape b/escape\nnew file mode 120000\n--- /dev/null\n+++ b/escape\n@@ -0,0 +1 @@\n"
+            "+/etc\n\\ No newline at end of file\n")
+    monkeypatch.setattr(state_module, "_refusal", lambda patch: None)
+    monkeypatch.setattr(state_module, "_unsafe_checked", lambda output: [])
+    built, tree = _state_tree(tmp_path, work_root, (link + QUOTED_GIT).encode())
+    assert not built.patch.applied and not os.path.lexists(tree / "escape") and not tree.exists()
+    # the CONTROL: without the removal, the refused tree keeps the link
+    monkeypatch.setattr(removal, "remove_tree", lambda path: None)
+    built, tree = _state_tree(tmp_path / "control", work_root, (link + QUOTED_GIT).encode())
+    assert not built.patch.applied and os.readlink(tree / "escape") == "/etc"

@@ -21,8 +21,10 @@ does it change?" asks here, so that the answer cannot drift between callers.
 
 from __future__ import annotations
 
+import base64
 import difflib
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
@@ -102,6 +104,152 @@ def escapes_program(name: str) -> bool:
     """Whether a diff path, once its prefix is stripped, is absolute or climbs out with `..`."""
     rel = relative_path(name)
     return rel is not None and (rel.startswith("/") or ".." in PurePosixPath(rel).parts)
+
+
+_C_ESCAPES = {ord("a"): 7, ord("b"): 8, ord("t"): 9, ord("n"): 10, ord("v"): 11, ord("f"): 12, ord("r"): 13,
+              ord("\\"): 92, ord('"'): 34}
+
+
+def c_unquote(text: bytes) -> tuple[bytes, bytes]:
+    """A C-quoted name at the start of `text` (`"b/\\056git/config"`) decoded as git and GNU
+    patch decode it (`\\ooo` octal, `\\n`-style escapes), and what follows it. Text that
+    does not start with a quote is returned as is, with nothing after it."""
+    if not text.startswith(b'"'):
+        return text, b""
+    out, i = bytearray(), 1
+    while i < len(text):
+        byte = text[i]
+        if byte == ord('"'):
+            return bytes(out), text[i + 1:]
+        if byte == ord("\\") and i + 1 < len(text):
+            nxt = text[i + 1]
+            if ord("0") <= nxt <= ord("7"):
+                digits = re.match(rb"[0-7]{1,3}", text[i + 1:i + 4])[0]
+                out.append(int(digits, 8) & 0xFF)
+                i += 1 + len(digits)
+                continue
+            out.append(_C_ESCAPES.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(byte)
+        i += 1
+    return bytes(out), b""
+
+
+#: header lines that name a path some patch tool writes (git: `diff --git`, `rename/copy
+#: from/to`, `---`/`+++`; GNU patch: those, `Index:` and a context diff's `***`)
+_NAME_HEADERS = (b"diff --git ", b"--- ", b"+++ ", b"*** ", b"Index: ", b"rename from ", b"rename to ",
+                 b"copy from ", b"copy to ", b"rename old ", b"rename new ")
+_HUNK = re.compile(rb"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+
+
+def _names_in(rest: bytes) -> list[str]:
+    """Every reading of the names on a header line that a tool might take: each C-quoted
+    name decoded, and for unquoted text the whole (up to a tab) and each word."""
+    names: list[bytes] = []
+    rest = rest.rstrip(b"\r")
+    while rest:
+        rest = rest.lstrip(b" ")
+        if rest.startswith(b'"'):
+            name, rest = c_unquote(rest)
+            names.append(name)
+            continue
+        unquoted = rest.split(b"\t")[0]
+        names += [unquoted, *unquoted.split()]
+        break
+    return [name.decode("utf-8", "surrogateescape") for name in names if name]
+
+
+def header_paths(patch: bytes) -> set[str]:
+    """The paths a patch's headers name, as a tool would write them: C-quoted names decoded
+    (unidiff reads `"b/\\056git/config"` literally, GNU patch writes `.git/config`). Lines
+    inside a unified hunk's body are not headers and are skipped by the hunk's counts."""
+    found: set[str] = set()
+    old = new = 0
+    for line in patch.split(b"\n"):
+        if old > 0 or new > 0:
+            tag = line[:1]
+            if tag in (b" ", b""):
+                old, new = old - 1, new - 1
+            elif tag == b"-":
+                old -= 1
+            elif tag == b"+":
+                new -= 1
+            elif tag != b"\\":
+                old = new = 0  # a body cut short: read the line as a header again
+            if old > 0 or new > 0 or tag in (b" ", b"", b"-", b"+", b"\\"):
+                continue
+        hunk = _HUNK.match(line)
+        if hunk:
+            old = int(hunk[1]) if hunk[1] is not None else 1
+            new = int(hunk[2]) if hunk[2] is not None else 1
+            continue
+        for header in _NAME_HEADERS:
+            if line.startswith(header):
+                found.update(_names_in(line[len(header):]))
+    return found
+
+
+def unsafe_path(name: str) -> bool:
+    """Whether a path a patch tool writes (as given, or with its first component stripped,
+    as `-p1` does) is absolute, climbs out with `..`, or lies in a `.git` folder (in any
+    letter case: git refuses those too)."""
+    if name == "/dev/null":
+        return False
+    parts = name.replace("\\", "/").split("/")
+    return name.startswith("/") or any(part == ".." or part.lower().rstrip(". ") == ".git" for part in parts)
+
+
+def _base85_lines(lines: list[bytes]) -> bytes:
+    """The bytes of a git binary hunk's base85 lines (a length letter, then the data)."""
+    out = bytearray()
+    for line in lines:
+        size = line[0] - ord("A") + 1 if line[:1].isupper() else line[0] - ord("a") + 27
+        out += base64.b85decode(line[1:])[:size]
+    return bytes(out)
+
+
+def _delta_result_size(lines: list[bytes]) -> int | None:
+    """The size of the file a git binary delta makes: the second varint of the inflated
+    delta's header; None when the hunk cannot be read that far."""
+    try:
+        head = zlib.decompressobj().decompress(_base85_lines(lines), 32)
+    except (ValueError, zlib.error, IndexError):
+        return None
+    values, value, shift = [], 0, 0
+    for byte in head:
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            values.append(value)
+            value, shift = 0, 0
+            if len(values) == 2:
+                return values[1]
+    return None
+
+
+def binary_output_bytes(patch: bytes) -> int:
+    """The bytes a patch's git binary hunks would write: a `literal N` hunk writes N, a
+    `delta N` the result size its delta declares (it may copy up to 16 MiB per few bytes of
+    data, so N says nothing); an unreadable delta counts as its declared N. Every hunk
+    counts, the reverse ones too: an over-estimate, never an under-estimate."""
+    lines = patch.split(b"\n")
+    total = 0
+    for index, line in enumerate(lines):
+        found = re.fullmatch(rb"(literal|delta) (\d+)\r?", line)
+        if not found:
+            continue
+        size = int(found[2])
+        if found[1] == b"delta":
+            data = []
+            for following in lines[index + 1:]:
+                if not following.strip():
+                    break
+                data.append(following.rstrip(b"\r"))
+            result = _delta_result_size(data)
+            size = max(size, result) if result is not None else size
+        total += size
+    return total
 
 
 def touched_files(patch: PatchSet) -> set[str]:

@@ -13,6 +13,14 @@ one procedure for references, candidates, checks and suites alike; the method th
 is kept with the tree and written into the rows. Neither tool writes through a symbolic
 link (git: "beyond a symbolic link"; GNU patch: "Invalid file name"), so a patch cannot
 make the harness write outside its tree.
+
+A patch is untrusted, and applying it runs as root outside every sandbox, so what it may
+write is bounded and checked three times: before (the paths its headers name, C-quoted
+names decoded as the tools decode them, and the bytes its git binary hunks declare, at most
+PATCH_OUTPUT_MAX_BYTES), during (each tool runs under RLIMIT_FSIZE of that size; GNU
+patch's dry run must name only safe paths) and after (no entry under a `.git` folder was
+added or changed). Past any of them the patch does not apply (`patch_failed`), and a state
+tree whose patch failed is removed whole.
 """
 
 from __future__ import annotations
@@ -82,6 +90,10 @@ class PatchResult:
 #: how long one `git apply` or `patch` may take: a patch that keeps `patch --fuzz` searching
 #: longer is one that does not apply, not a reason to stop the replay
 APPLY_TIMEOUT_S = 120
+#: what one patch may write: its binary hunks' declared output in all, and any one file
+#: (RLIMIT_FSIZE on git and patch). A 0.7 MB git binary patch once wrote a 560 MiB file
+#: into the work area, copied again into every run's workspace.
+PATCH_OUTPUT_MAX_BYTES = 64 * 1024 * 1024
 
 
 @cache
@@ -104,20 +116,67 @@ def _git_env(tree: Path) -> dict[str, str]:
             "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0"}
 
 
-def _touches_git(patch: bytes) -> bool:
-    """Whether the patch names a `.git` path component (git apply refuses those; GNU patch
-    would write them). Text the diff reader cannot read names nothing it could check, so it
-    counts as touching."""
+def _refusal(patch: bytes) -> str | None:
+    """Why a patch may not be applied at all, or None. It may not name a `.git` path, an
+    absolute one or `..` (git apply refuses those; GNU patch would write them), read as
+    unidiff reads it and as the tools do (C-quoted names decoded: unidiff reads
+    `"b/\\056git/config"` literally, GNU patch writes `.git/config`); text the diff reader
+    cannot read names nothing it could check, so it is refused too. Nor may its git binary
+    hunks declare more than PATCH_OUTPUT_MAX_BYTES."""
     try:
         names = patches.touched_files(patches.parse(patch))
     except UnidiffParseError:
-        return True
-    return any(".git" in PurePosixPath(name).parts for name in names)
+        return "the patch cannot be read as a unified diff"
+    unsafe = sorted(name for name in names | patches.header_paths(patch)
+                    if ".git" in PurePosixPath(name).parts or patches.unsafe_path(name))
+    if unsafe:
+        return f"the patch touches a .git path, an absolute path or '..', which no patch may: {unsafe[0]!r}"
+    declared = patches.binary_output_bytes(patch)
+    if declared > PATCH_OUTPUT_MAX_BYTES:
+        return f"the patch's binary hunks would write {declared} bytes, over the bound of {PATCH_OUTPUT_MAX_BYTES}"
+    return None
+
+
+def _git_entries(tree: Path) -> dict[str, tuple[int, ...]]:
+    """Every entry at or under a `.git` folder of `tree` (any letter case) with what a
+    write changes (inode, mode, size, modification and change times), found without
+    following links and without recursion."""
+    found: dict[str, tuple[int, ...]] = {}
+    pending = [(str(tree), False)]
+    while pending:
+        folder, inside = pending.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                under = inside or entry.name.lower().rstrip(". ") == ".git"
+                if under:
+                    info = entry.stat(follow_symlinks=False)
+                    found[entry.path] = (info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, under))
+    return found
+
+
+def _unsafe_checked(output: bytes) -> list[str]:
+    """The paths GNU patch's dry run says it would write (`checking file "..."`, C-quoted
+    under QUOTING_STYLE=c) that are absolute, climb out or lie in a `.git` folder."""
+    names = []
+    for line in output.splitlines():
+        if line.startswith(b"checking file "):
+            rest = line[len(b"checking file "):]
+            while b'"' in rest:
+                name, rest = patches.c_unquote(rest[rest.index(b'"'):])
+                names.append(name.decode("utf-8", "surrogateescape"))
+    return [name for name in names if patches.unsafe_path(name)]
 
 
 def _run(argv: list[str], tree: Path, patch: bytes, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    """`argv` in `tree` under RLIMIT_FSIZE (prlimit: no Python runs in the forked child),
+    with GNU patch's names C-quoted; past APPLY_TIMEOUT_S it counts as failed."""
+    bound = ["prlimit", f"--fsize={PATCH_OUTPUT_MAX_BYTES}", "--"]
+    env = {**(env if env is not None else os.environ), "QUOTING_STYLE": "c"}
     try:
-        return subprocess.run(argv, cwd=tree, input=patch, capture_output=True, env=env, timeout=APPLY_TIMEOUT_S)
+        return subprocess.run(bound + argv, cwd=tree, input=patch, capture_output=True, env=env,
+                              timeout=APPLY_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(argv, 124, b"", f"{argv[0]} took over {APPLY_TIMEOUT_S} s\n".encode())
 
@@ -126,9 +185,20 @@ def apply_patch(tree: Path, patch: bytes, fuzz: int = DEFAULT_FUZZ) -> PatchResu
     """Apply with `git apply`, then `patch -p1 --fuzz` (SWE-bench's order, with `--forward`:
     `--batch` alone would take an already applied patch for a reversed one and revert it);
     leave the tree untouched when neither applies (patch is tried dry first: no half-applied
-    tree). A patch that names `.git` applies under no method."""
-    if _touches_git(patch):
-        return PatchResult(False, "none", "the patch touches a .git path, which no patch may")
+    tree). A patch that names `.git`, whose binary hunks write too much, or after which an
+    entry under a `.git` folder changed, applies under no method (module docstring)."""
+    refused = _refusal(patch)
+    if refused is not None:
+        return PatchResult(False, "none", refused)
+    before = _git_entries(tree)
+    result = _apply(tree, patch, fuzz)
+    if result.applied and _git_entries(tree) != before:
+        return PatchResult(False, "none", f"applying the patch ({result.method}) wrote under a .git folder")
+    return result
+
+
+def _apply(tree: Path, patch: bytes, fuzz: int) -> PatchResult:
+    """git apply, else GNU patch (dry run first, whose named files must all be safe)."""
     env = {**_git_env(tree), "GIT_DIR": str(_empty_repository()), "GIT_WORK_TREE": str(tree)}
     git = _run(["git", "-c", f"core.attributesFile={os.devnull}", "-c", "core.hooksPath=" + os.devnull,
                 "apply", "--whitespace=nowarn", "-p1", "-"], tree, patch, env)
@@ -136,6 +206,9 @@ def apply_patch(tree: Path, patch: bytes, fuzz: int = DEFAULT_FUZZ) -> PatchResu
         return PatchResult(True, "git apply", "")
     args = ["patch", "-p1", "--batch", "--forward", "--no-backup-if-mismatch", f"--fuzz={fuzz}"]
     dry = _run([*args, "--dry-run"], tree, patch)
+    unsafe = _unsafe_checked(dry.stdout)
+    if unsafe:
+        return PatchResult(False, "none", f"patch would write {unsafe[0]!r}, which no patch may")
     if dry.returncode == 0:
         real = _run(args, tree, patch)
         if real.returncode == 0:
@@ -164,6 +237,11 @@ def materialise(instance: Instance, state: State, work: WorkPaths, fuzz: int = D
         tree = target / "tree"
         shutil.copytree(instance.program, tree, symlinks=True)
         result = apply_patch(tree, state.patch, fuzz) if state.patch else PatchResult.unpatched()
+        if not result.applied:
+            # imported here: tasks.sandbox's package imports this module
+            from testprism.tasks.sandbox.removal import remove_tree
+
+            remove_tree(tree)  # nothing a failed patch left (a link, a half-written file) is kept
         (target / "patch.json").write_text(json.dumps(result.__dict__))
 
     folder = build_once(work.state(instance.id, tree_key(state, fuzz)), build)
