@@ -263,6 +263,25 @@ def test_6000_nested_folders_are_removed_without_recursion(tmp_path):
     assert not os.path.lexists(tree) and Path("/etc/passwd").exists()
 
 
+def test_6000_nested_folders_left_by_a_generation_run_are_read_without_recursion(tmp_path, monkeypatch):
+    """A generation run's outputs (tasks/sandbox/outputs.py) are walked through
+    nofollow.walk_tree: the deep tree is one skipped entry, not a crash of the harness."""
+    from testprism.tasks.sandbox import nofollow
+    from testprism.tasks.sandbox.outputs import outputs_from_folder
+
+    original, program = tmp_path / "original", tmp_path / "program"
+    for tree in (original, program):
+        write(tree / "calc.py", "x = 1\n")
+    write(program / "tmp" / "test_it.py", "def test_it():\n    pass\n")
+    _nested(program, 6000)
+    read = outputs_from_folder(program, original)
+    assert "test_it.py" in read.suite_files and any(s.startswith("d/d/d") for s in read.skipped)
+    monkeypatch.setattr(nofollow, "MAX_WALK_DEPTH", 10**6)  # the CONTROL: no depth bound
+    with pytest.raises(RecursionError):
+        outputs_from_folder(program, original)
+    remove_tree(program)
+
+
 UNPRIVILEGED_REMOVAL = """
 import importlib.util, shutil, sys
 spec = importlib.util.spec_from_file_location("removal", sys.argv[2])

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -121,7 +120,10 @@ def build_once(target: Path, build: Callable[[Path], None]) -> Path:
     with locked(target.with_name(target.name + ".lock")):
         if ready.exists():
             return target
-        shutil.rmtree(target, ignore_errors=True)
+        if target.exists():  # a killed build's tree: a patch's or a build's output, so untrusted
+            from testprism.tasks.sandbox.removal import remove_tree  # sandbox/ loads model/ first
+
+            remove_tree(target)
         target.mkdir(parents=True)
         build(target)
         ready.touch()

@@ -140,17 +140,23 @@ class TreeEntry:
     on (it opens relative to the descriptor of the entry's folder)."""
 
     parts: tuple[str, ...]
-    kind: str  # "file", "link" or "other" (a FIFO, a socket, a device)
+    kind: str  # "file", "link" or "other" (a FIFO, a socket, a device, a folder past MAX_WALK_DEPTH)
     size: int
     executable: bool
     link_target: str
     open: Callable[[], BinaryIO | None]
 
 
+#: how deep `walk_tree` enters a tree a run shaped: 6,000 nested folders would otherwise
+#: exhaust Python's recursion (and a descriptor each); a folder past it is one "other" entry
+MAX_WALK_DEPTH = 64
+
+
 def walk_tree(root: Path, skip_folder: Callable[[str], bool]) -> Iterator[TreeEntry]:
     """Every entry under `root` but folders, in name order, reached through directory
     descriptors opened with O_NOFOLLOW: a link is reported as a link and never entered or
-    read through. Folders named so that `skip_folder(name)` holds are not entered."""
+    read through. Folders named so that `skip_folder(name)` holds are not entered, nor
+    folders deeper than MAX_WALK_DEPTH (reported as "other", which readers skip)."""
     fd = os.open(root, _DIR)
     try:
         yield from _walk(fd, (), skip_folder)
@@ -169,6 +175,9 @@ def _walk(fd: int, prefix: tuple[str, ...], skip_folder: Callable[[str], bool]) 
         parts = (*prefix, name)
         if stat.S_ISDIR(st.st_mode):
             if skip_folder(name):
+                continue
+            if len(parts) > MAX_WALK_DEPTH:
+                yield TreeEntry(parts, "other", 0, False, "", lambda: None)
                 continue
             try:
                 child = os.open(name, _DIR, dir_fd=fd)
