@@ -172,15 +172,22 @@ def test_forks_past_the_process_limit_are_process_limit(backend, env, tree, defe
         assert classify(result) == (Outcome.FAIL, None)
 
 
-def test_runs_within_their_limits_pass_and_leave_no_cgroup(backend, env, tree):
-    """A run that stays within its bounds passes, writes its /tmp, and its cgroup is gone
-    once the backend is closed; the row says the bounds were in force."""
-    result = run(backend, env, tree, "echo hi > /tmp/x && cat /tmp/x && df -m /tmp | tail -1", memory_mb=256,
-                 disk_mb=64)
+def test_runs_within_their_limits_pass_and_leave_no_cgroup(work, tree):
+    """A run that stays within its bounds passes and writes its /tmp; once the backend is
+    closed its cgroup and workspace are gone; the row says the bounds were in force."""
+    made = LocalBackend(work)
+    try:
+        result = run(made, made.prepare(BARE), tree, "echo hi > /tmp/x && cat /tmp/x", memory_mb=256, disk_mb=64)
+    finally:
+        made.close()
     assert classify(result) == (Outcome.PASS, None), result.output_tail
     assert "hi" in result.output_tail
-    assert backend.isolation == "bubblewrap"
-    assert cgroup.available()
+    assert made.isolation == "bubblewrap"
+    hierarchy = cgroup._hierarchy()
+    assert hierarchy is not None
+    ours = workspace_prefix("run")
+    assert [p for base in hierarchy.bases.values() for p in base.iterdir() if p.name.startswith(ours)] == []
+    assert [p for p in work.workspaces.iterdir() if p.name.startswith(ours)] == []
 
 
 def test_a_crashed_harness_leaves_no_cgroup_behind(work: WorkPaths):

@@ -15,12 +15,14 @@ run bounds them all at once, and the harness is root, so it can make one:
 
 Where (`_hierarchy`, probed once per process): cgroup v2 when its unified hierarchy has
 the memory and pids controllers, else v1 with memory and pids mounted (cpu where mounted).
-Run cgroups go in a `testprism` folder under the harness's own cgroup (never above it, so
-whatever bounds the harness, a container's or a unit's limit, bounds its runs too). v2
-lets only leaves hold processes: when the harness's cgroup holds processes (it does unless
-it is the root), every process of it is first moved into a leaf beside `testprism`,
-`testprism-harness`, and the controllers are then enabled for the children. A second
-harness process that finds itself in that leaf uses its parent. Without either hierarchy,
+Run cgroups are children of the harness's own cgroup (never above it, so whatever bounds
+the harness, a container's or a unit's limit, bounds its runs too), and peers of its
+processes rather than children of one folder of their own: under CPU contention a folder
+would give all the runs together the weight of one task. v2 lets only leaves hold
+processes: when the harness's cgroup holds processes (it does unless it is the root),
+every process of it is first moved into a leaf, `testprism-harness`, and the controllers
+are then enabled for the children. A second harness process that finds itself in that
+leaf uses its parent. Without either hierarchy,
 or when `$TESTPRISM_RUN_CGROUP=0` (the tests' control, the benchmark's arm), there is no
 run cgroup and the caller keeps per-process rlimits.
 
@@ -52,8 +54,6 @@ log = logging.getLogger(__name__)
 
 #: `0` turns run cgroups off (per-process rlimits only): the tests' control and a bench arm
 SETTING = "TESTPRISM_RUN_CGROUP"
-#: the folder under the harness's own cgroup that holds the runs' cgroups
-BASE = "testprism"
 #: cgroup v2: the leaf the harness's processes move into, so its parent may have children
 HARNESS_LEAF = "testprism-harness"
 #: the exit status of `enter()` when the run cannot enter its cgroup (nothing else ran)
@@ -221,15 +221,11 @@ def _v2(mounts: list[tuple[str, Path, str, set[str]]], own: dict[str, str]) -> _
         return "the memory and pids controllers are not available to this process's cgroup"
     if folder.name == HARNESS_LEAF:  # another harness process moved us here
         folder = folder.parent
-    enable = " ".join(f"+{c}" for c in wanted)
     if set(wanted) - set((folder / "cgroup.subtree_control").read_text().split()):
         if folder != unified[0]:  # not the root: no processes may stay beside child cgroups
             _move_all(folder, folder / HARNESS_LEAF)
-        _write(folder / "cgroup.subtree_control", enable)
-    base = folder / BASE
-    base.mkdir(exist_ok=True)
-    _write(base / "cgroup.subtree_control", enable)
-    return _Hierarchy(2, {"unified": base})
+        _write(folder / "cgroup.subtree_control", " ".join(f"+{c}" for c in wanted))
+    return _Hierarchy(2, {"unified": folder})
 
 
 def _move_all(folder: Path, leaf: Path) -> None:
@@ -255,9 +251,9 @@ def _v1(mounts: list[tuple[str, Path, str, set[str]]], own: dict[str, str]) -> _
             if controller == "cpu":
                 continue
             return f"no usable v1 {controller} hierarchy"
-        bases[controller] = folder / BASE
-    for base in bases.values():
-        base.mkdir(exist_ok=True)
+        if not os.access(folder, os.W_OK):
+            return f"cannot make cgroups in {folder}"
+        bases[controller] = folder
     return _Hierarchy(1, bases)
 
 
