@@ -106,6 +106,8 @@ class _RunContainers:
         if request.channel is not None:
             binds[str(request.channel)] = {"bind": str(SANDBOX_SOCKET), "mode": "ro"}
         scratch = f"rw,nosuid,nodev,size={limits.disk_mb}m,mode=1777"
+        # archive mode copies the workspace into the image's root before the start (a
+        # tmpfs is not there yet): its root stays writable, bounded per file only
         return api.create_host_config(
             network_mode="none", mem_limit=memory, memswap_limit=memory, pids_limit=limits.processes,
             nano_cpus=int(self.cpus * 1e9), init=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
@@ -113,7 +115,7 @@ class _RunContainers:
                      docker.types.Ulimit(name="core", soft=0, hard=0),
                      docker.types.Ulimit(name="nofile", soft=1024, hard=1024)],
             log_config=docker.types.LogConfig(type="none"),
-            read_only=True, tmpfs={"/tmp": scratch, "/var/tmp": scratch}, shm_size=f"{limits.disk_mb}m",
+            read_only=self.copy == "bind", tmpfs={"/tmp": scratch, "/var/tmp": scratch}, shm_size=f"{limits.disk_mb}m",
             binds=binds or None, runtime=self.runtime,
         )
 

@@ -52,7 +52,7 @@ from testprism.tasks.sandbox.docker.engine import _errors, api_client
 from testprism.tasks.sandbox.docker.pump import _Pump
 from testprism.tasks.sandbox.model_access import sandbox_command
 from testprism.tasks.sandbox.outputs import outputs_from_folder
-from testprism.tasks.sandbox.workspace import export_program, fill_workspace, read_junit
+from testprism.tasks.sandbox.workspace import bound_workspace, disk_exceeded, export_program, fill_workspace, read_junit
 
 if TYPE_CHECKING:
     from docker import APIClient
@@ -126,7 +126,7 @@ class _FreshRuns(_RunContainers):
                     api, request, tag)
             if box.started:
                 assert box.ws is not None and box.control is not None
-                box.installed = fill_workspace(request, box.ws, box.uid, layered=box.shared)
+                box.installed = fill_workspace(request, box.ws, box.uid, layered=box.shared, bounded=True)
                 _write_run_script(box.control, box.uid, request)
             result = self._execute(api, box, request)
         except BaseException:
@@ -164,8 +164,11 @@ class _FreshRuns(_RunContainers):
         finally:
             pump.close()
         exit_code = status.get("StatusCode")
-        oom = exit_code != 0 and not pump.exceeded and self._oom_since(api, container, started_at - 1)
-        limit = "memory_limit" if oom else None
+        limit = None
+        if not pump.exceeded and self._oom_since(api, container, started_at - 1):
+            limit = "memory_limit"
+        elif box.ws is not None and disk_exceeded(box.ws):
+            limit = "disk_limit"
         junit = None
         if not (timed_out or pump.exceeded):
             junit = read_junit(box.ws) if box.ws is not None else _fetch_junit(api, container)
@@ -264,8 +267,10 @@ class _FreshRuns(_RunContainers):
         try:
             box.control.mkdir(mode=0o700)
             os.mkfifo(box.control / "go", 0o600)
-            for path in (box.control / "go", box.control, ws):
+            for path in (box.control / "go", box.control):
                 os.chown(path, uid, uid)
+            bound_workspace(ws)  # before the bind (and the share): the fill seals it (workspace.py)
+            os.chown(ws, uid, uid)
             if layer.available():
                 try:
                     layer.share_workspace(ws)

@@ -16,7 +16,13 @@ from testprism.tasks.sandbox.docker.archive import WORKSPACE, _fetch_junit, work
 from testprism.tasks.sandbox.docker.containers import STOP_GRACE_S, _merged, _run_env, _run_uid, _RunContainers
 from testprism.tasks.sandbox.docker.engine import api_client
 from testprism.tasks.sandbox.docker.pump import _Pump
-from testprism.tasks.sandbox.workspace import clear_workspace, fill_workspace, read_junit
+from testprism.tasks.sandbox.workspace import (
+    bound_workspace,
+    clear_workspace,
+    disk_exceeded,
+    fill_workspace,
+    read_junit,
+)
 
 if TYPE_CHECKING:
     from docker import APIClient
@@ -51,6 +57,8 @@ class _ReusedRuns(_RunContainers):
             if idle:
                 return idle.pop()
         ws = self._host_workspace() if self.copy == "bind" else None
+        if ws is not None:
+            bound_workspace(ws)  # before the bind: each run's fill seals it (workspace.py)
         container = api.create_container(
             tag, command=["sleep", "infinity"], user="0", network_disabled=True,
             labels=self._labels(**{"testprism.reused": "1"}), host_config=self._host_config(api, request, ws),
@@ -95,7 +103,7 @@ class _ReusedRuns(_RunContainers):
             uid = _run_uid()
             if reusable.ws is not None:
                 clear_workspace(reusable.ws)
-                installed = fill_workspace(request, reusable.ws, uid)
+                installed = fill_workspace(request, reusable.ws, uid, bounded=True)
             else:
                 archive, installed = workspace_archive(request, uid, self.work.workspaces)
                 with archive:
@@ -130,8 +138,11 @@ class _ReusedRuns(_RunContainers):
             exit_code = api.exec_inspect(exec_id).get("ExitCode")
             # the engine's `oom` events (containers.py): the container's own count cannot be read
             # once its memory is full of the run's tmpfs pages (a reader is killed too)
-            oom = exit_code != 0 and not pump.exceeded and self._oom_since(api, container, started_at)
-            limit = "memory_limit" if oom else None
+            limit = None
+            if not pump.exceeded and self._oom_since(api, container, started_at):
+                limit = "memory_limit"
+            elif reusable.ws is not None and disk_exceeded(reusable.ws):
+                limit = "disk_limit"
             junit = None
             if not (timed_out or pump.exceeded):
                 junit = read_junit(reusable.ws) if reusable.ws is not None else _fetch_junit(api, container)
