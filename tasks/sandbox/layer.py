@@ -216,10 +216,14 @@ def share_workspace(ws: Path) -> None:
     """Make the (empty) workspace a mount of its own with shared propagation, so that a
     program layer mounted after a pre-started container bound it (`rslave`) appears inside:
     private first, so that it is a peer group of its own even where the host's `/` is
-    shared (systemd's default), and its layers reach no other namespace."""
+    shared (systemd's default), and its layers reach no other namespace. A workspace that
+    is a mount already (a bounded one: workspace.bound_workspace) is shared as it is: a bind
+    stacked on it would leave the engine judging propagation by the mount below (docker
+    refuses `rslave` on "a mount that is not shared or slave")."""
     ws = Path(os.path.realpath(ws))
     try:
-        _mount(str(ws), ws, None, _MS_BIND, None)
+        if not os.path.ismount(ws):
+            _mount(str(ws), ws, None, _MS_BIND, None)
         _mount(None, ws, None, _MS_PRIVATE, None)
         _mount(None, ws, None, _MS_SHARED, None)
     except LayerUnavailable:
