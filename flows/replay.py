@@ -34,6 +34,7 @@ from testprism.tasks.replay.runs import (
     record_early_stopped,
     record_reused,
     record_unrunnable,
+    run_order,
 )
 from testprism.tasks.execution.batch import Batch, BatchSummary, ExecutionOptions, batches
 from testprism.tasks.execution.parcel import pack
@@ -170,7 +171,9 @@ def replay_flow(
                     _count(outcomes, counts)
                 if not units:
                     continue
-                groups = batches(units, place.batch_target(len(units)), group_of if early_stop else None)
+                # in an order drawn from the replay's secret: a run's place tells nothing of its state
+                groups = batches(run_order(units, options.order_secret), place.batch_target(len(units)),
+                                 group_of if early_stop else None, options.order_secret)
                 for batch, summary in run_batches(runner, groups, sent, shared_disk, max(4, 2 * place.parallelism)):
                     if summary.rows:
                         writer.write(target, summary.rows)

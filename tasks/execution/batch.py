@@ -7,7 +7,10 @@ does in the sandbox and the row it leaves. What they share lives here, once:
 - the backend's lifecycle: opened for the batch, closed when it ends, failed or not;
 - the environments the batch prepared (`Environments`), a failed build recorded once;
 - twins: units with the same content key run once and leave a row each;
-- a bounded thread pool (`ExecutionOptions.concurrency`: the backend's safe concurrency);
+- a bounded number of units at once (`ExecutionOptions.concurrency`: the backend's safe
+  concurrency), in an order drawn from a secret the runs never see (`Schedule`), with every
+  confirmation replay put back at a drawn place among the work left, so that neither a
+  run's place nor what ran just before it says which state it is on or that it confirms;
 - rows written every `flush_every` units, so a killed batch loses at most that many; or,
   on a worker that cannot reach the store, returned with the batch for the caller to write.
 
@@ -17,11 +20,14 @@ sandbox that breaks is retried the same way whichever job ran in it.
 
 from __future__ import annotations
 
+import hmac
 import itertools
 import logging
+import secrets
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Sequence
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -67,6 +73,12 @@ class ExecutionOptions:
     #: what the dead one had not stored (rows carry their start time; workers of one
     #: cluster are assumed to keep their clocks in step).
     replay_started: datetime | None = None
+    #: What the order of runs and the places of confirmations are drawn from (`secret_order`,
+    #: `Schedule`): a suite that counts its own runs (through the page cache of a system
+    #: file, say) must learn nothing from its place. A fresh secret per options object, so
+    #: per replay; in no key and no row, never shown to a run (not in its repr either, which
+    #: logs print). Tests fix it to replay one order.
+    order_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False, compare=False)
 
     @property
     def policy_hash(self) -> str:
@@ -95,22 +107,40 @@ class Batch:
         return len(self.specs)
 
 
-def batches(specs: list, target_runs: int, together: Callable[[object], Hashable] | None = None) -> list[Batch]:
-    """Cut a plan into batches of about `target_runs`, in plan order, so the units of one
-    instance (which share state trees and an environment) mostly land in the same batch.
-    `together`: units with the same key (consecutive in the plan) are never split, even if
-    a batch grows past the target (early stop decides inside one batch: all the runs of a
-    suite on an instance must be there)."""
+T = TypeVar("T")
+
+
+def drawn(secret: bytes, *parts: str) -> int:
+    """A number drawn from `secret` for `parts` (HMAC-SHA256): the same for the same secret,
+    unpredictable to whoever lacks it, however many of them it has seen."""
+    return int.from_bytes(hmac.digest(secret, "\0".join(parts).encode(), "sha256"), "big")
+
+
+def secret_order(items: Iterable[T], secret: bytes, key: Callable[[T], str]) -> list[T]:
+    """`items` in an order drawn from `secret` (`key`: each item's distinct name)."""
+    return sorted(items, key=lambda item: drawn(secret, "order", key(item)))
+
+
+def batches(specs: list, target_runs: int, together: Callable[[object], Hashable] | None = None,
+            secret: bytes | None = None) -> list[Batch]:
+    """Cut a plan into batches of about `target_runs`, in the order given, so the units of
+    one instance (which share state trees and an environment) mostly land in the same
+    batch. `together`: units with the same key (consecutive in the plan) are never split,
+    even if a batch grows past the target (early stop decides inside one batch: all the
+    runs of a suite on an instance must be there). `secret`: the batches come back in an
+    order drawn from it, so a batch's turn says nothing of where it lay in the plan."""
     size = max(1, target_runs)
     if together is None:
-        return [Batch(specs[i : i + size]) for i in range(0, len(specs), size)]
-    out: list[list] = [[]]
-    for _, units in itertools.groupby(specs, together):
-        group = list(units)
-        if out[-1] and len(out[-1]) + len(group) > size:
-            out.append([])
-        out[-1] += group
-    return [Batch(units) for units in out if units]
+        out = [specs[i : i + size] for i in range(0, len(specs), size)]
+    else:
+        out = [[]]
+        for _, units in itertools.groupby(specs, together):
+            group = list(units)
+            if out[-1] and len(out[-1]) + len(group) > size:
+                out.append([])
+            out[-1] += group
+    cut = [Batch(units) for units in out if units]
+    return cut if secret is None else [cut[i] for i in secret_order(range(len(cut)), secret, lambda i: f"batch {i}")]
 
 
 class Environments:
@@ -119,8 +149,10 @@ class Environments:
     the batch goes on with the others (a build is not attempted again for each run). One
     lock per environment: runs of a ready environment never wait for another's build."""
 
-    def __init__(self, backend: SandboxBackend) -> None:
+    def __init__(self, backend: SandboxBackend, pace: Callable[[], None] | None = None) -> None:
         self.backend = backend
+        #: called before each confirmation replay: the batch's `Schedule.wait_turn`
+        self.pace = pace
         self._done: dict[str, Path | EnvironmentBuildError] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
@@ -161,7 +193,7 @@ class Environments:
         if isinstance(environment, Verdict):
             return environment
         made = request(environment)
-        return judge(lambda: self.run(spec, made), options.policy, selected, confirm)
+        return judge(lambda: self.run(spec, made), options.policy, selected, confirm, self.pace)
 
     def run(self, spec: EnvironmentSpec, request: RunRequest) -> ExecResult:
         """One run in `spec`'s environment: its `variables` set under the request's own."""
@@ -235,21 +267,109 @@ def open_backend(options: ExecutionOptions) -> SandboxBackend:
     return backend_class(options.backend)(options.work, trusted=options.trusted, unsafe=options.unsafe)
 
 
+class BatchAborted(Exception):
+    """Raised in a unit waiting for its confirmation's turn when its batch stopped early."""
+
+
+class Schedule:
+    """Which of a batch's units runs next, `slots` at a time, and where confirmations wait.
+
+    The units run in the order given (the caller draws it: `secret_order`). A unit whose
+    failure is to be confirmed (`judge`) does not replay at once: `wait_turn` puts a turn
+    at a place drawn from `secret` among the work not yet started, gives its slot up and
+    blocks until the turn comes, so that a suite counting its own runs cannot tell a
+    confirmation from a first run by what ran just before it. What is left: a confirmation
+    always comes after its first attempt (SECURITY.md, "What runs can still share")."""
+
+    def __init__(self, work: list, secret: bytes, slots: int) -> None:
+        self._queue: list[list | threading.Event] = list(work)
+        self._secret = secret
+        self._free = max(1, slots)
+        self._turns = 0  #: turns drawn so far: each draw's own name
+        self._running = 0  #: units started and not finished, those waiting for a turn included
+        self._results: deque = deque()
+        self._aborted = False
+        self._cv = threading.Condition()
+
+    def wait_turn(self) -> None:
+        """From a running unit: wait for a turn drawn among the work left, then go on."""
+        turn = threading.Event()
+        with self._cv:
+            if self._aborted:
+                raise BatchAborted("the batch stopped before this confirmation")
+            self._turns += 1
+            self._queue.insert(drawn(self._secret, "confirm", str(self._turns)) % (len(self._queue) + 1), turn)
+            self._free += 1
+            self._cv.notify_all()
+        turn.wait()
+        if self._aborted:
+            raise BatchAborted("the batch stopped before this confirmation")
+
+    def run(self, pool: ThreadPoolExecutor, work: Callable[[list], T]) -> Iterator[T]:
+        """`work(unit)` for every unit on `pool`, each result as it comes; the first error a
+        unit raised is raised here, after which nothing more starts."""
+        try:
+            while True:
+                with self._cv:
+                    while not self._results:
+                        if self._queue and self._free > 0:
+                            self._free -= 1
+                            item = self._queue.pop(0)
+                            if isinstance(item, threading.Event):
+                                item.set()  # the waiting unit takes this slot
+                            else:
+                                self._running += 1
+                                pool.submit(self._work, work, item)
+                        elif not self._queue and not self._running:
+                            return
+                        else:
+                            self._cv.wait()
+                    result = self._results.popleft()
+                if isinstance(result, BaseException):
+                    raise result
+                yield result
+        finally:
+            with self._cv:
+                self._aborted = True
+                for item in self._queue:
+                    if isinstance(item, threading.Event):
+                        item.set()
+
+    def _work(self, work: Callable[[list], T], unit: list) -> None:
+        try:
+            result: T | BaseException = work(unit)
+        except BaseException as exc:  # noqa: BLE001 - handed to the batch's thread, raised there
+            result = exc
+        with self._cv:
+            if not (isinstance(result, BatchAborted) and self._aborted):
+                self._results.append(result)
+            self._running -= 1
+            self._free += 1
+            self._cv.notify_all()
+
+
 def execute(job: Job[U, R], units: Sequence[U], options: ExecutionOptions) -> BatchSummary:
-    """Run `units` on a bounded pool, writing their rows through `job` as they finish, or,
-    without a store, returning them with the summary."""
+    """Run `units`, `options.concurrency` at a time in an order drawn from
+    `options.order_secret` (`Schedule`), writing their rows through `job` as they finish,
+    or, without a store, returning them with the summary."""
     store = Store(options.store_root) if options.store_root is not None else None
     summary = BatchSummary()
     if not units:
         return summary
     backend = open_backend(options)
-    environments = Environments(backend)
     pending: list[dict] = []
 
     def flush() -> None:
         if pending and store is not None:
             job.write(store, pending)
             pending.clear()
+
+    twins: dict[str, list[U]] = {}
+    for unit in units:
+        twins.setdefault(job.content_key(unit), []).append(unit)
+    schedule = Schedule(secret_order(twins.values(), options.order_secret, lambda group: job.content_key(group[0])),
+                        options.order_secret, options.concurrency)
+    environments = Environments(backend, pace=schedule.wait_turn)
 
     def work(group: list[U]) -> tuple[U, R, datetime, bool]:
         started = datetime.now(UTC)
@@ -260,12 +380,10 @@ def execute(job: Job[U, R], units: Sequence[U], options: ExecutionOptions) -> Ba
         job.observe(group, result)
         return group[0], result, started, ran
 
-    twins: dict[str, list[U]] = {}
-    for unit in units:
-        twins.setdefault(job.content_key(unit), []).append(unit)
     try:
-        with ThreadPoolExecutor(max_workers=max(1, options.concurrency)) as pool:
-            for unit, result, started, ran in pool.map(work, list(twins.values())):
+        # threads are made as units start: at most `concurrency` run, the rest wait for a turn
+        with ThreadPoolExecutor(max_workers=len(twins)) as pool:
+            for unit, result, started, ran in schedule.run(pool, work):
                 summary.executed += ran
                 outcome = job.outcome(result)
                 for twin in twins[job.content_key(unit)]:

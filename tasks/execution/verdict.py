@@ -125,9 +125,11 @@ class Attempts:
 
 
 def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str, ...] = (),
-          confirm: bool = True) -> Verdict:
+          confirm: bool = True, pace: Callable[[], None] | None = None) -> Verdict:
     """Run `attempt` until its outcome is settled under `policy`; `confirm` False
-    (Policy.confirms) lets a failure stand without its replays."""
+    (Policy.confirms) lets a failure stand without its replays. `pace` is called before
+    each confirmation replay: the batch's turn (tasks/execution/batch.py `Schedule`), so a
+    confirmation does not run right after the attempt it confirms."""
     confirmations = policy.confirm_failures if confirm else 0
     runs = Attempts(attempt, policy.infra_retries)
     seen: list[Outcome] = []
@@ -141,6 +143,8 @@ def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str
         outcome, reason = classify(last, selected)
         seen.append(outcome)
         if outcome is Outcome.FAIL and len(seen) <= confirmations:
+            if pace is not None:
+                pace()
             continue  # confirm the failure by replaying it
         if len(seen) > 1 and any(o != seen[0] for o in seen):
             outcome, reason = Outcome.ERROR, Reason.UNSTABLE

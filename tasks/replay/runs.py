@@ -18,7 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from testprism.storage import SCHEMAS, Store
-from testprism.tasks.execution.batch import BatchSummary, Environments, ExecutionOptions, Job, execute
+from testprism.tasks.execution.batch import BatchSummary, Environments, ExecutionOptions, Job, execute, secret_order
 from testprism.tasks.execution.build import state_tree
 from testprism.tasks.execution.parcel import Parcel, unpack
 from testprism.tasks.execution.verdict import RunResult, failed
@@ -72,6 +72,25 @@ def plan(benchmark: Benchmark, options: ExecutionOptions) -> list[RunSpec]:
             suite, unrunnable = benchmark.suite_of(configuration, instance.id)
             specs += [run_spec(configuration, instance, state, suite, unrunnable, options, keys) for state in states]
     return specs
+
+
+def run_order(specs: list[RunSpec], secret: bytes) -> list[RunSpec]:
+    """The runs in an order drawn from `secret`, to be cut into batches: the instances in a
+    drawn order, each one's runs kept together (they share state trees and an environment,
+    so batches stay local), and inside an instance its suites and each suite's states in a
+    drawn order (a suite's runs stay together: early stop's `group_of`). Wherever a batch's
+    end cuts an instance, which states fall on either side is drawn, not instance.toml's
+    order (buggy, reference, then valid before invalid in the bundled instances); the
+    batch then runs its units in an order of its own (tasks/execution/batch.py `execute`)."""
+    instances: dict[str, dict[tuple[str, str], list[RunSpec]]] = {}
+    for spec in specs:
+        instances.setdefault(spec.instance.id, {}).setdefault(group_of(spec), []).append(spec)
+    ordered: list[RunSpec] = []
+    for instance_id in secret_order(instances, secret, lambda i: f"instance {i}"):
+        groups = instances[instance_id]
+        for group in secret_order(groups, secret, lambda g: f"suite {g[0]} {g[1]}"):
+            ordered += secret_order(groups[group], secret, lambda s: f"run {s.run_key}")
+    return ordered
 
 
 def suite_hash_of(spec: RunSpec) -> str:
