@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -33,65 +34,21 @@ from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox.base import Limits, RunRequest
 from testprism.tasks.sandbox.docker.backend import DockerBackend
-from testprism.tasks.sandbox.docker.engine import api_client
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # tests/ is not installed: the probe lives there, shared with its test
+    sys.path.insert(0, str(ROOT))
+
+from tests.pagecache_probe import OBSERVE, TOUCH, evict, observed, probe_host_path  # noqa: E402
 
 log = logging.getLogger("gvisor_overhead")
 
-PROBE_FILE = "/usr/lib/x86_64-linux-gnu/perl/5.36.0/CORE/charclass_invlists.h"
-OBSERVE = f"""python - <<'END'
-import ctypes, mmap, os, time
-fd = os.open("{PROBE_FILE}", os.O_RDONLY)
-size = os.fstat(fd).st_size
-m = mmap.mmap(fd, size, prot=mmap.PROT_READ)
-pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
-vec = (ctypes.c_ubyte * pages)()
-libc = ctypes.CDLL(None, use_errno=True)
-buf = (ctypes.c_char * size).from_buffer(m)
-rc = libc.mincore(ctypes.c_void_p(ctypes.addressof(buf)), ctypes.c_size_t(size), vec)
-resident = sum(v & 1 for v in vec) if rc == 0 else -1
-del buf
-start = time.perf_counter()
-while os.read(fd, 1 << 20):
-    pass
-print("OBSERVED", resident, pages, round((time.perf_counter() - start) * 1e3, 3))
-END
-"""
-TOUCH = f"cat {PROBE_FILE} > /dev/null && echo TOUCHED"
 IMPORTS = "python -c 'import json, email.parser, http.client, xml.dom.minidom, unittest, argparse, decimal'"
-
-
-def _host_path(image: str) -> Path:
-    """Where the probe file of `image` lies on the host: in the overlay layer that holds it."""
-    api = api_client()
-    try:
-        data = api.inspect_image(image)["GraphDriver"]["Data"]
-    finally:
-        api.close()
-    layers = [data.get("UpperDir", "")] + (data.get("LowerDir") or "").split(":")
-    for folder in layers:
-        candidate = Path(folder) / PROBE_FILE.lstrip("/")
-        if folder and candidate.exists():
-            return candidate
-    raise SystemExit(f"{PROBE_FILE} is in no layer of {image}")
-
-
-def _evict(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def _request(env: Path, tree: Path, command: str) -> RunRequest:
     return RunRequest(tree=tree, suite_folder=None, suite_files=(), command=command, environment=env,
                       limits=Limits(timeout_s=120.0))
-
-
-def _observed(output: str) -> dict:
-    line = next(line for line in output.splitlines() if line.startswith("OBSERVED"))
-    _, resident, pages, read_ms = line.split()
-    return {"resident_pages": int(resident), "pages": int(pages), "read_ms": float(read_ms)}
 
 
 def main() -> None:
@@ -111,7 +68,7 @@ def main() -> None:
     arms = {name: DockerBackend(work, runtime=None if name == "runc" else name) for name in ("runc", "runsc")}
     envs = {name: b.prepare(EnvironmentSpec(python="3.11", packages=())) for name, b in arms.items()}
     image = arms["runc"]._tag_of(_request(envs["runc"], tree, "true"))
-    host_file = _host_path(image)
+    host_file = probe_host_path(image)
     results: dict[str, dict] = {name: {"pass": [], "imports": []} for name in arms}
     try:
         for name, b in arms.items():  # warm up: images, page cache, the first pre-started container
@@ -127,11 +84,11 @@ def main() -> None:
                         results[name][kind].append(time.monotonic() - start)
         channel = {}
         for name, b in arms.items():
-            _evict(host_file)
-            before = _observed(b.run(_request(envs[name], tree, OBSERVE)).output_tail)
-            _evict(host_file)
+            evict(host_file)
+            before = observed(b.run(_request(envs[name], tree, OBSERVE)).output_tail)
+            evict(host_file)
             assert "TOUCHED" in b.run(_request(envs[name], tree, TOUCH)).output_tail
-            after = _observed(b.run(_request(envs[name], tree, OBSERVE)).output_tail)
+            after = observed(b.run(_request(envs[name], tree, OBSERVE)).output_tail)
             channel[name] = {"after_eviction": before, "after_another_run_read_it": after}
     finally:
         for b in arms.values():

@@ -355,3 +355,37 @@ def test_filling_the_workspace_is_a_disk_limit_error(mode, work, tree, monkeypat
     _, unbounded = attack()
     assert "rc=0" in unbounded.output_tail and "300\tbig" in unbounded.output_tail
     assert classify(unbounded) == (Outcome.PASS, None)
+
+
+# -- gVisor: the host's page cache is not the run's ------------------------------------------------
+
+
+@pytest.mark.parametrize("runtime", ["runc", "runsc"])
+def test_a_run_times_what_an_earlier_run_left_in_the_page_cache_only_under_runc(runtime, work, tree):
+    """The counting channel of issue 26: a file of the image evicted on the host, one run
+    reads it, the next times reading each of its pages. Under runc (the CONTROL) a page
+    answers ~35x faster once the earlier run read it (the host's page cache is shared);
+    under gVisor's runsc (TESTPRISM_DOCKER_RUNTIME=runsc) the run's reads go to a kernel of
+    its own, whose cost per read drowns the host's cache: no such step (measured: ratios
+    0.55 to 1.7 against 33 to 37 under runc; bench/gvisor_overhead.py)."""
+    from tests.pagecache_probe import OBSERVE, TOUCH, evict, observed, probe_host_path
+
+    backend = DockerBackend(work, runtime=None if runtime == "runc" else runtime)
+    try:
+        assert backend.isolation == ("container" if runtime == "runc" else "container+runsc")
+        env = backend.prepare(BARE)
+        host_file = probe_host_path(backend._tag_of(_request(env, tree, None, "true")))
+        evict(host_file)
+        first = observed(backend.run(_request(env, tree, None, OBSERVE)).output_tail)
+        evict(host_file)
+        assert "TOUCHED" in backend.run(_request(env, tree, None, TOUCH)).output_tail
+        second = observed(backend.run(_request(env, tree, None, OBSERVE)).output_tail)
+        kernel = backend.run(_request(env, tree, None, "dmesg 2>/dev/null | head -1; true")).output_tail
+    finally:
+        backend.close()
+    ratio = first["median_us"] / second["median_us"]
+    if runtime == "runc":
+        assert ratio > 10, (first, second)
+    else:
+        assert "gVisor" in kernel
+        assert 1 / 4 < ratio < 4, (first, second)
