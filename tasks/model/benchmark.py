@@ -27,6 +27,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from unidiff.errors import UnidiffParseError
 
+from testprism.tasks.execution.logs import PARSERS
 from testprism.tasks.model import patches
 from testprism.tasks.model.hashing import digest, tree_digest, tree_files
 from testprism.tasks.model.syntax import LANGUAGES
@@ -206,6 +207,16 @@ class ChecksSpec(_Model):
     command: str
     fail_to_pass: tuple[str, ...] = Field(min_length=1)
     pass_to_pass: tuple[str, ...] = ()
+    #: where per-test results come from when the runner writes no JUnit: the name of the
+    #: log parser (tasks/execution/logs PARSERS) that reads the command's output; None: JUnit
+    parser: str | None = None
+
+    @field_validator("parser")
+    @classmethod
+    def _known_parser(cls, value: str | None) -> str | None:
+        if value is not None and value not in PARSERS:
+            raise ValueError(f"{value!r} is not a log parser testprism knows; one of {', '.join(PARSERS)}")
+        return value
 
 
 class CandidateSpec(_Model):

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Regenerate the runner logs the log parsers are tested on (tests/test_log_parsers.py):
+# each runner is run for real on its small project under projects/ (passing, failing,
+# erroring and skipped tests, awkward names), its output written whole to <parser>.log and
+# its version to versions.txt. Nothing here is written by hand.
+#
+#   tests/data/runner_logs/make_logs.sh [RUNNER...]    default: every runner
+#
+# Needs: python3.11 with venv (pytest, django, sympy from PyPI), go, cargo, node + npm
+# (jest, mocha, vitest from the npm registry), mvn (Maven Central), php-cli + phpunit,
+# ruby + ruby-rspec + ruby-minitest (Debian; .ci/setup installs them). SWE-bench Pro's
+# parser.py is read from a checkout given as PRO_PARSER=path/to/parser.py (not committed:
+# it is the benchmark's code) and run under bubblewrap, never on the host.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+PROJECTS=$HERE/projects
+PYTHON=${PYTHON:-python3.11}
+CACHE=${TESTPRISM_CACHE:-$HOME/.cache/testprism}/runner_logs
+DJANGO=${DJANGO:-4.2.16}
+SYMPY=${SYMPY:-1.13.3}
+mkdir -p "$CACHE"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+version() { printf '%s\t%s\n' "$1" "$2" >>"$HERE/versions.new"; }
+# Runs "$@" in the current folder, its stdout and stderr together into $HERE/$name.log;
+# the runner's failing exit status is the point, not an error.
+record() { local name=$1; shift; "$@" >"$HERE/$name.log" 2>&1 || true; }
+copy() { rm -rf "$WORK/$1"; cp -r "$PROJECTS/$1" "$WORK/$1"; cd "$WORK/$1"; }
+venv() {  # a cached virtualenv named $1 with the requirements $2...
+    local dir=$CACHE/venv-$1; shift
+    [ -x "$dir/bin/python" ] || { "$PYTHON" -m venv "$dir" && "$dir/bin/pip" install -q "$@"; }
+    echo "$dir"
+}
+sdist() {  # the unpacked source release $1==$2 from PyPI, cached
+    local dir=$CACHE/$1-$2
+    if [ ! -d "$dir" ]; then
+        "$PYTHON" -m pip download -q --no-deps --no-binary :all: "$1==$2" -d "$CACHE/dl"
+        tar -xzf "$CACHE/dl/$(ls "$CACHE/dl" | grep -i "^$1-$2\.tar\.gz$")" -C "$CACHE"
+        mv "$CACHE/$(ls "$CACHE" | grep -i "^$1-$2$" | head -1)" "$dir.tmp" && mv "$dir.tmp" "$dir"
+    fi
+    echo "$dir"
+}
+
+run_pytest() {
+    local env; env=$(venv pytest "pytest==8.3.5")
+    copy pytest
+    record pytest "$env/bin/python" -m pytest -rA -p no:cacheprovider --continue-on-collection-errors tests
+    record pytest_verbose "$env/bin/python" -m pytest -rA -v -p no:cacheprovider --continue-on-collection-errors tests
+    version pytest "$("$env/bin/python" -m pytest --version 2>&1)"
+}
+
+run_django() {
+    local src env; src=$(sdist django "$DJANGO"); env=$(venv "django-$DJANGO" "$src")
+    rm -rf "$WORK/django" && cp -r "$src" "$WORK/django"
+    cp -r "$PROJECTS/django/testprism_sample" "$WORK/django/tests/"
+    cd "$WORK/django/tests"
+    record django "$env/bin/python" runtests.py --verbosity 2 --parallel 1 testprism_sample
+    version django "django $DJANGO (tests/runtests.py --verbosity 2), $("$env/bin/python" --version)"
+}
+
+run_sympy() {
+    local src env; src=$(sdist sympy "$SYMPY"); env=$(venv "sympy-$SYMPY" "mpmath==1.3.0")
+    rm -rf "$WORK/sympy" && cp -r "$src" "$WORK/sympy"
+    cp "$PROJECTS/sympy/test_testprism_sample.py" "$WORK/sympy/sympy/utilities/tests/"
+    cd "$WORK/sympy"
+    # The source release ships no bin/test (a git checkout's front end to sympy's own runner,
+    # sympy.testing.runtests.test): the runner is called as bin/test -C --verbose calls it
+    # (no cache, verbose); sympy.test() itself runs pytest since 1.13
+    record sympy env SYMPY_USE_CACHE=no "$env/bin/python" -c \
+        'import sys; from sympy.testing.runtests import test; sys.exit(not test(sys.argv[1], verbose=True, colors=False))' \
+        sympy/utilities/tests/test_testprism_sample.py
+    version sympy "sympy $SYMPY (sympy.testing.runtests.test(verbose=True), SYMPY_USE_CACHE=no, as bin/test -C --verbose), $("$env/bin/python" --version)"
+}
+
+run_go() {
+    copy go
+    record go_test env GOFLAGS=-count=1 GOPROXY=off go test -v ./...
+    record go_test_json env GOFLAGS=-count=1 GOPROXY=off go test -json ./...
+    version go "$(go version)"
+}
+
+run_cargo() {
+    copy rust
+    record cargo cargo test --offline --no-fail-fast --color never
+    version cargo "$(cargo --version), $(rustc --version)"
+}
+
+run_node() {  # $1: jest | mocha | vitest; the rest: the runner's command line
+    local runner=$1; shift
+    copy "$runner"
+    npm install -q --no-audit --no-fund >/dev/null 2>&1
+    record "$runner" env CI=true NO_COLOR=1 FORCE_COLOR=0 "$@"
+    version "$runner" "$runner $(node -p "require('$runner/package.json').version"), node $(node --version)"
+}
+
+run_maven() {
+    copy maven
+    mvn -q -B -ntp test >/dev/null 2>&1 || true
+    record maven cat target/surefire-reports/TEST-sample.SampleTest.xml
+    mv "$HERE/maven.log" "$HERE/surefire.xml"
+    version surefire "$(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g'), surefire $(sed -n 's:.*<surefire.version>\(.*\)</surefire.version>.*:\1:p' pom.xml)"
+}
+
+run_phpunit() {
+    copy phpunit
+    record phpunit phpunit --testdox --colors=never tests
+    version phpunit "$(phpunit --version | head -1), $(php --version | head -1)"
+}
+
+run_ruby() {
+    copy rspec
+    record rspec rspec --format documentation --no-color spec
+    record rspec_json rspec --format json spec
+    version rspec "$(rspec --version | tr '\n' ' '), $(ruby --version)"
+    copy minitest
+    record minitest ruby test_sample.rb --verbose --seed 1
+    version minitest "minitest $(ruby -e 'require "minitest"; print Minitest::VERSION'), $(ruby --version)"
+}
+
+run_script() {  # SWE-bench Pro's parser.py over the pytest log, under bubblewrap
+    [ -n "${PRO_PARSER:-}" ] || { echo "script: set PRO_PARSER=path/to/parser.py" >&2; return 1; }
+    mkdir -p "$WORK/pro" && cp "$PRO_PARSER" "$WORK/pro/parser.py"
+    cp "$HERE/pytest_verbose.log" "$WORK/pro/stdout.log" && : >"$WORK/pro/stderr.log"
+    bwrap --ro-bind / / --bind "$WORK/pro" "$WORK/pro" --unshare-all --die-with-parent --chdir "$WORK/pro" \
+        "$PYTHON" parser.py stdout.log stderr.log output.json
+    cp "$WORK/pro/output.json" "$HERE/script_output.json"
+    version script "SWE-bench Pro parser.py (${PRO_PARSER_NAME:-$PRO_PARSER}) over pytest_verbose.log, $("$PYTHON" --version)"
+}
+
+RUNNERS=("$@")
+((${#RUNNERS[@]})) || RUNNERS=(pytest django sympy go cargo jest mocha vitest maven phpunit ruby script)
+: >"$HERE/versions.new"
+for runner in "${RUNNERS[@]}"; do
+    case $runner in
+        jest) run_node jest npx jest --verbose ;;
+        mocha) run_node mocha npx mocha --reporter spec test.js ;;
+        vitest) run_node vitest npx vitest run --reporter=verbose ;;
+        *) "run_$runner" ;;
+    esac
+    echo "make_logs: $runner done" >&2
+done
+# versions.txt keeps the other runners' lines when only some were regenerated
+touch "$HERE/versions.txt"
+awk -F'\t' 'NR == FNR { fresh[$1] = 1; next } !($1 in fresh)' "$HERE/versions.new" "$HERE/versions.txt" \
+    | cat - "$HERE/versions.new" | sort >"$HERE/versions.tmp"
+mv "$HERE/versions.tmp" "$HERE/versions.txt" && rm "$HERE/versions.new"

@@ -1,0 +1,5 @@
+package sub
+
+import "testing"
+
+func TestAfterPanic(t *testing.T) {}

@@ -1,0 +1,12 @@
+// Runner-log fixture: every outcome Jest reports, with awkward names.
+describe("math", () => {
+  test("adds", () => expect(1 + 1).toBe(2));
+  test("fails › oddly named", () => expect(1 + 1).toBe(3));
+  test.skip("skipped one", () => {});
+  test.todo("todo one");
+  test.each([["a b"], ["ünï"]])("each %s", (text) => expect(text).not.toBe("ünï"));
+  describe("nested", () => {
+    test("throws", () => { throw new TypeError("boom"); });
+  });
+});
+test("top level ✓ name", () => {});

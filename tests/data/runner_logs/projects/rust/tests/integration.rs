@@ -1,0 +1,4 @@
+#[test]
+fn integration_passes() {
+    assert_eq!(sample::add(2, 2), 4);
+}
