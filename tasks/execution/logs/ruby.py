@@ -13,13 +13,18 @@ from testprism.tasks.execution.logs.results import Results, lines
 
 _FAILED_MARK = re.compile(r" \(FAILED - \d+\)$")
 #: what follows the listing, at the margin
+_TOTALS = re.compile(r"^\d+ examples?, \d+ failures?", re.MULTILINE)
 _AFTER = re.compile(r"^(?:Pending:|Failures:|Failed examples:|Finished in )")
 
 
 def rspec(log: str, results: Results) -> None:
     """`--format documentation`: groups and examples are indented two spaces a level, and a
     line is a group exactly when the next line is indented deeper. The listing ends at the
-    first line back at the margin (`Pending:`, `Failures:`, `Finished in`)."""
+    first line back at the margin (`Pending:`, `Failures:`, `Finished in`). Since any
+    indented text looks like such a listing, a log without RSpec's totals line (`8 examples,
+    4 failures`) is not one (ValueError: unreadable)."""
+    if not _TOTALS.search(log):
+        raise ValueError("no RSpec totals line")
     listing: list[tuple[int, str]] = []
     for text in lines(log):
         if not text:
