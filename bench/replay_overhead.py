@@ -20,6 +20,10 @@ it:
   `TESTPRISM_LAYERED=1`: every run's program the state's tree shared read-only under a
   writable layer of the run's own (tasks/sandbox/layer.py; opt-in) instead of the default
   copy, measured side by side with it.
+- `local-unbounded` (only when asked for): `local` without the run's cgroup and without
+  the bounded workspace (`$TESTPRISM_RUN_CGROUP=0`, `$TESTPRISM_BOUNDED_WORKSPACE=0`): what
+  the per-run bounds cost, side by side (`--against` the revision before them is the other
+  way to see it).
 - `docker-1cpu` (only when asked for): `docker` with a CPU quota of 1 CPU (the default is
   every core, as `bare` and `local` have; TESTPRISM_DOCKER_CPUS sets one): what a quota
   costs a suite (a multi-threaded toolchain, Go's, is throttled by it where a one-threaded
@@ -42,6 +46,10 @@ targets: local overhead ≤ 10% of bare + 5 ms, docker overhead ≤ 0.3 s.
 imported beside this one in the same process and interleaved with them round by round, so
 a change's cost is measured side by side (its table row's overhead is against the same
 `bare`).
+
+`--command CMD` runs CMD in place of the suite's entry in every mode (`true`: what the
+sandbox itself costs, without a test run's spread, which on a loaded machine hides a few
+milliseconds).
 
 `--instance` given several times measures several instances side by side, in the same
 rounds (each round runs every instance's modes, one after another): each instance has its
@@ -73,6 +81,7 @@ built-in one-file program.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import importlib
 import io
@@ -103,10 +112,10 @@ from testprism.tasks.model.benchmark import Benchmark, EnvironmentSpec, load_ben
 from testprism.tasks.sandbox.base import Limits, RunRequest
 from testprism.tasks.sandbox.docker.backend import DockerBackend
 from testprism.tasks.sandbox.docker.engine import api_client
-from testprism.tasks.sandbox import layer
+from testprism.tasks.sandbox import cgroup, layer
 from testprism.tasks.sandbox.docker.environment_image import environment_tag
 from testprism.tasks.sandbox.local import LocalBackend
-from testprism.tasks.sandbox.workspace import fill_workspace
+from testprism.tasks.sandbox.workspace import BOUNDED_SETTING, fill_workspace
 from testprism.tasks.model.state import apply_patch, states_of
 from testprism.tasks.model.workdir import WorkPaths
 
@@ -496,26 +505,35 @@ def fill_cost(subj: Subject, environment: Path, scratch: Path, layered: bool, ru
         ws = scratch / f"fill-{subj.id}-{k}"
         ws.mkdir()
         start = time.perf_counter()
-        fill = functools.partial(fill_workspace, request, ws, 261_000, layered=layered)
-        (layering(fill) if layered else fill)()
+        fill = functools.partial(fill_workspace, request, ws, 261_000, layered=layered, bounded=True)
+        (with_settings(fill, MODE_SETTINGS["-layered"]) if layered else fill)()
         layer.discard(ws)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
 
-def layering(run: Callable[[], int]) -> Callable[[], int]:
-    """`run` with layered programs switched on (TESTPRISM_LAYERED=1) for its duration."""
-    def layered() -> int:
-        before = os.environ.get(layer.SETTING)
-        os.environ[layer.SETTING] = "1"
+def with_settings(run: Callable[[], int], settings: dict[str, str]) -> Callable[[], int]:
+    """`run` with environment `settings` for its duration (modes run one at a time)."""
+    def switched() -> int:
+        before = {name: os.environ.get(name) for name in settings}
+        os.environ.update(settings)
         try:
             return run()
         finally:
-            if before is None:
-                os.environ.pop(layer.SETTING, None)
-            else:
-                os.environ[layer.SETTING] = before
-    return layered
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+    return switched
+
+
+#: per mode, the settings it runs under: layered programs on (opt-in), or a run's cgroup and
+#: bounded workspace off (per-process rlimits and the work area's disk, as before issue 26)
+MODE_SETTINGS = {
+    "-layered": {layer.SETTING: "1"},
+    "-unbounded": {cgroup.SETTING: "0", BOUNDED_SETTING: "0"},
+}
 
 
 #: how each toolchain a bench instance names tells its version
@@ -551,7 +569,7 @@ def _version(said: str) -> str:
 
 
 #: modes measured only when asked for, each a variant of local or docker
-EXTRA_MODES = ("local-layered", "docker-layered", "local-tmpfs", "docker-tmpfs", "docker-1cpu")
+EXTRA_MODES = ("local-layered", "docker-layered", "local-tmpfs", "docker-tmpfs", "local-unbounded", "docker-1cpu")
 
 
 def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]], times: dict[str, list[float]],
@@ -637,6 +655,9 @@ def main() -> None:
                              "with several instances bare,local,docker")
     parser.add_argument("--concurrency-sweep", action="store_true")
     parser.add_argument("--work", default=None, help="work area (default: a temporary one)")
+    parser.add_argument("--command", default=None,
+                        help="run this command instead of the suite's entry (every mode, bare too): `true` "
+                             "measures the sandbox's own cost without the suite's run-to-run spread")
     parser.add_argument("--against", default=None, metavar="REV",
                         help="also run the local and docker modes of git revision REV (as local@REV, docker@REV)")
     args = parser.parse_args()
@@ -671,6 +692,8 @@ def main() -> None:
                 raise
             log.warning("cannot use %s/%s (%s): using the built-in one-file program", args.benchmark, instances[0], exc)
             subjects = [tiny_subject(scratch)]
+        if args.command is not None:
+            subjects = [dataclasses.replace(s, command=args.command) for s in subjects]
         builds = over_docker.builds + over_local.builds
         log.info("state builds run: %d (over docker %d, over local %d) for %d built state(s); expect one per built "
                  "state per work area, 0 on a rerun with the same --work", builds, over_docker.builds,
@@ -698,6 +721,8 @@ def main() -> None:
             extra["local-layered"] = LocalBackend(work)
         if "docker-layered" in modes:
             extra["docker-layered"] = DockerBackend(work, reuse=False)
+        if "local-unbounded" in modes:  # without the run's cgroup and bounded workspace
+            extra["local-unbounded"] = LocalBackend(work)
         if "docker-1cpu" in modes:  # a diagnosis: `docker` with a quota of 1 CPU
             extra["docker-1cpu"] = DockerBackend(work, reuse=False, cpus=1.0)
         backends += list(extra.values())
@@ -727,7 +752,8 @@ def main() -> None:
                         at_rev["RunRequest"], at_rev["Limits"], name=prefix + name)
                 else:
                     runner = backend_runner(made, subj, made.prepare(subj.environment), name=prefix + name)
-                    runners[prefix + name] = layering(runner) if name.endswith("-layered") else runner
+                    settings = next((v for suffix, v in MODE_SETTINGS.items() if name.endswith(suffix)), None)
+                    runners[prefix + name] = with_settings(runner, settings) if settings else runner
             if any(m.startswith("swebench") for m in modes):
                 if subj.environment.python is None:
                     log.warning("%s: no swebench modes (its eval script is Python's)", subj.id)

@@ -175,6 +175,14 @@ def test_forks_past_the_process_limit_are_process_limit(backend, env, tree, defe
 def test_runs_within_their_limits_pass_and_leave_no_cgroup(work, tree):
     """A run that stays within its bounds passes and writes its /tmp; once the backend is
     closed its cgroup and workspace are gone; the row says the bounds were in force."""
+    hierarchy = cgroup._hierarchy()
+    assert hierarchy is not None
+    ours = workspace_prefix("run")
+
+    def present() -> set[Path]:  # this process's run cgroups (another backend's parked launchers too)
+        return {p for base in hierarchy.bases.values() for p in base.iterdir() if p.name.startswith(ours)}
+
+    before = present()
     made = LocalBackend(work)
     try:
         result = run(made, made.prepare(BARE), tree, "echo hi > /tmp/x && cat /tmp/x", memory_mb=256, disk_mb=64)
@@ -183,10 +191,7 @@ def test_runs_within_their_limits_pass_and_leave_no_cgroup(work, tree):
     assert classify(result) == (Outcome.PASS, None), result.output_tail
     assert "hi" in result.output_tail
     assert made.isolation == "bubblewrap"
-    hierarchy = cgroup._hierarchy()
-    assert hierarchy is not None
-    ours = workspace_prefix("run")
-    assert [p for base in hierarchy.bases.values() for p in base.iterdir() if p.name.startswith(ours)] == []
+    assert present() == before
     assert [p for p in work.workspaces.iterdir() if p.name.startswith(ours)] == []
 
 

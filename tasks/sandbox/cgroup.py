@@ -26,11 +26,16 @@ leaf uses its parent. Without either hierarchy,
 or when `$TESTPRISM_RUN_CGROUP=0` (the tests' control, the benchmark's arm), there is no
 run cgroup and the caller keeps per-process rlimits.
 
-A run's processes enter its cgroup before any of them runs untrusted code: `enter()` is an
-argv prefix, `/bin/sh` (still root) writing its own pid into the cgroup and exec'ing the
-rest (~1 ms, measured in bench/replay_overhead.py). A hook in Popen (preexec_fn) would
-instead make Popen fork the whole, possibly large, Python process rather than vfork it
-(tasks/sandbox/local.py). The cgroup is named as its run's workspace (`run-<pid>.<start>-…`),
+A run's processes enter its cgroup before any of them runs untrusted code: a root
+`/bin/sh` writes its own pid into the cgroup, then execs the rest (`setpriv`, bubblewrap).
+A hook in Popen (preexec_fn) would instead make Popen fork the whole, possibly large,
+Python process rather than vfork it (tasks/sandbox/local.py). Entering a cgroup is cheap
+in CPU but waits for an RCU grace period (the kernel's cgroup_threadgroup_rwsem): +10 ms
+per run measured here, twice the budget, when runs come tens of milliseconds apart. So the
+entry happens ahead of the run: a `Launcher` is that shell, started for the next run while
+the current one executes, already in a fresh cgroup and parked on its stdin until it is
+handed the run's command (builtins only: `cd`, `export`, `exec`); `enter()` is the inline
+form for a run that finds none parked. The cgroup is named as its run's workspace (`run-<pid>.<start>-…`),
 so `sweep` removes those of a harness process that is gone, as workspaces are.
 """
 
@@ -42,7 +47,9 @@ import functools
 import logging
 import os
 import re
+import shlex
 import signal
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +102,23 @@ class RunCgroup:
             self.remove()
             raise
 
+    def set_limits(self, limits: Limits) -> None:
+        """Change the memory and process limits (a parked launcher's cgroup was made with the
+        defaults): writing a limit moves no process, so it costs no grace period."""
+        memory = str(limits.memory_mb * 1024 * 1024)
+        if self.version == 2:
+            _write(self.folders["unified"] / "memory.max", memory)
+            _write(self.folders["unified"] / "pids.max", str(limits.processes))
+            return
+        memsw = self.folders["memory"] / "memory.memsw.limit_in_bytes"
+        # memsw may never be below the memory limit: raise in the order that keeps it so
+        order = [self.folders["memory"] / "memory.limit_in_bytes", memsw]
+        if memsw.exists() and int(memsw.read_text()) < int(memory):
+            order.reverse()
+        for path in order:
+            _write_if_present(path, memory)
+        _write(self.folders["pids"] / "pids.max", str(limits.processes))
+
     def enter(self) -> list[str]:
         """The argv prefix that puts the command into this cgroup, then execs it: a root
         `/bin/sh` writes its own pid into every `cgroup.procs`, and exits ENTER_FAILED, the
@@ -120,6 +144,80 @@ class RunCgroup:
         """Kill whatever is left in the cgroup and remove it; what will not go within
         REMOVE_WITHIN_S is left to `sweep` (logged)."""
         _remove(list(self.folders.values()), self.version)
+
+
+class Launcher:
+    """A root `/bin/sh` already in a new run cgroup (named `name`), parked until `go`.
+
+    Started with what does not depend on the run: no variables, `/` as its folder, its
+    stdout and stderr one pipe, a session of its own, and the write end of a status pipe
+    passed (`status_fd`, for bubblewrap's `--json-status-fd`). It enters the cgroup first
+    (exit ENTER_FAILED if it cannot, before reading anything), then sources its stdin:
+    `go` writes the run's folder, variables and argv there as a script of builtins and
+    closes it. A launcher whose harness dies reads end-of-file and exits."""
+
+    def __init__(self, name: str, limits: Limits) -> None:
+        hierarchy = _hierarchy()
+        if hierarchy is None:
+            raise OSError(errno.ENOTSUP, "no cgroup hierarchy for run cgroups")
+        self.group = RunCgroup(hierarchy, name, limits)
+        self.status_read, self.status_fd = os.pipe()
+        try:
+            procs = [str(folder / "cgroup.procs") for folder in self.group.folders.values()]
+            writes = " && ".join(f'echo $$ > "${i}"' for i in range(1, len(procs) + 1))
+            self.proc = subprocess.Popen(
+                ["/bin/sh", "-c", f"{writes} || exit {ENTER_FAILED}; . /dev/stdin", "sh", *procs],
+                cwd="/", env={}, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                start_new_session=True, pass_fds=(self.status_fd,),
+            )
+        except BaseException:
+            self.discard()
+            raise
+
+    def go(self, argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
+        """Hand the launcher its run: it `cd`s to `cwd`, exports `env` and execs `argv` with
+        stdin from /dev/null. Returns its process (the run's first)."""
+        assert self.proc.stdin is not None
+        script = (f"cd {shlex.quote(str(cwd))} || exit {ENTER_FAILED}\n"
+                  + "".join(f"export {name}={shlex.quote(value)}\n" for name, value in env.items())
+                  + "exec " + " ".join(shlex.quote(a) for a in argv) + " </dev/null\n")
+        try:
+            self.proc.stdin.write(script.encode())
+        finally:
+            self.proc.stdin.close()
+        return self.proc
+
+    def close_status(self) -> bytes:
+        """Close the harness's copy of the status pipe's write end and read what was written."""
+        os.close(self.status_fd)
+        self.status_fd = -1
+        read, self.status_read = self.status_read, -1
+        with os.fdopen(read, "rb") as fh:
+            return fh.read()
+
+    def discard(self) -> None:
+        """Never used: let it go (end of input: it exits), its pipes and its cgroup with it."""
+        proc = getattr(self, "proc", None)
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        for fd in (self.status_read, self.status_fd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.group.remove()
+
+
+def exportable(env: dict[str, str]) -> bool:
+    """Whether a launcher's `export` can set every variable (a shell name each)."""
+    return all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) for name in env)
 
 
 def available() -> bool:

@@ -34,6 +34,8 @@ import secrets
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path, PurePosixPath
@@ -43,6 +45,7 @@ from testprism.tasks.sandbox import cgroup, layer
 from testprism.tasks.sandbox.environment import build_environment
 from testprism.tasks.sandbox.base import (
     ExecResult,
+    Limits,
     RunRequest,
     SandboxBackend,
     SandboxError,
@@ -51,8 +54,8 @@ from testprism.tasks.sandbox.base import (
 )
 from testprism.tasks.sandbox.model_access import SANDBOX_SOCKET, channel_env, sandbox_command
 from testprism.tasks.sandbox.outputs import outputs_from_folder
-from testprism.tasks.sandbox.process import Unkillable, run_bounded
-from testprism.tasks.sandbox.cgroup import RunCgroup
+from testprism.tasks.sandbox.process import Unkillable, run_bounded, supervise
+from testprism.tasks.sandbox.cgroup import Launcher, RunCgroup
 from testprism.tasks.sandbox.workspace import (
     bounds_available,
     disk_exceeded,
@@ -118,6 +121,11 @@ class LocalBackend(SandboxBackend):
         # one thread does it after run() returns, in order. close() waits for it, and sweep()
         # removes what a crash left.
         self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-cleanup")
+        # Launchers already in a run cgroup of their own (cgroup.py: entering one waits ~10 ms
+        # for the kernel), parked by one thread while runs execute, at most one per slot.
+        self._parked: list[Launcher] = []
+        self._parked_lock = threading.Lock()
+        self._parker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-park")
 
     @classmethod
     def default_concurrency(cls) -> int:
@@ -127,8 +135,39 @@ class LocalBackend(SandboxBackend):
         return build_environment(environment, self.work, need_world_readable=self.drop_privileges)
 
     def close(self) -> None:
-        """Wait until every finished run's workspace is gone."""
+        """Let the parked launchers go; wait until every finished run's workspace is gone."""
+        self._parker.shutdown(wait=True)
+        with self._parked_lock:
+            parked, self._parked = self._parked, []
+        for launcher in parked:
+            self._cleaner.submit(launcher.discard)
         self._cleaner.shutdown(wait=True)
+
+    def _launcher(self, env: dict[str, str]) -> Launcher | None:
+        """A parked launcher for this run (one parked at once for the next), or a new one
+        when none is ready; None where runs get no cgroup, without bubblewrap, or with a
+        variable a shell cannot export (then the run enters its cgroup inline)."""
+        if self.isolation == "none" or not cgroup.available() or not cgroup.exportable(env):
+            return None
+        with self._parked_lock:
+            ready = self._parked.pop() if self._parked else None
+        try:
+            self._parker.submit(self._park)
+        except RuntimeError:  # closed
+            pass
+        return ready if ready is not None else Launcher(workspace_prefix("run") + secrets.token_hex(4), Limits())
+
+    def _park(self) -> None:
+        with self._parked_lock:
+            if len(self._parked) >= self.default_concurrency():
+                return
+        try:
+            launcher = Launcher(workspace_prefix("run") + secrets.token_hex(4), Limits())
+        except OSError as exc:  # the run that needs one makes it, and fails as a sandbox error
+            log.debug("could not park a launcher: %s", exc)
+            return
+        with self._parked_lock:
+            self._parked.append(launcher)
 
     @classmethod
     def sweep(cls, work: WorkPaths) -> int:
@@ -192,32 +231,38 @@ class LocalBackend(SandboxBackend):
             raise SandboxUnavailable("the local backend gives a run a model channel only under bubblewrap")
         ws = Path(tempfile.mkdtemp(prefix=workspace_prefix("run"), dir=self.work.workspaces))
         group: RunCgroup | None = None
-        try:
-            uid = UID_BASE + secrets.randbelow(60_000) if self.drop_privileges else None
-            installed = fill_workspace(request, ws, uid, layered=True, bounded=True)
-            group = cgroup.create(ws.name, request.limits)  # named as the workspace: swept alike
-            return self._run_in(ws, request, uid, installed, group)
-        except (Unkillable, OSError) as exc:
-            raise SandboxError(f"local sandbox failed: {exc}") from exc
-        finally:
-            self._discard(ws, group)
-
-    def _discard(self, ws: Path, group: RunCgroup | None) -> None:
-        """Remove a finished run's workspace and cgroup off the caller's path (inline once
-        closed)."""
-        try:
-            self._cleaner.submit(_remove, ws, group)
-        except RuntimeError:  # closed: no cleaner left
-            _remove(ws, group)
-
-    def _run_in(self, ws: Path, request: RunRequest, uid: int | None, installed: str,
-                group: RunCgroup | None) -> ExecResult:
+        launcher: Launcher | None = None
         inside = WORKSPACE if self.isolation != "none" else ws
         env = {
             "PATH": f"{request.environment / 'bin'}:/usr/local/bin:/usr/bin:/bin",
             "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
             "TESTPRISM_JUNIT": str(inside / "out" / "junit.xml"), **request.env, **channel_env(request),
         }
+        try:
+            launcher = self._launcher(env)
+            uid = UID_BASE + secrets.randbelow(60_000) if self.drop_privileges else None
+            installed = fill_workspace(request, ws, uid, layered=True, bounded=True)
+            if launcher is not None:
+                group = launcher.group
+                group.set_limits(request.limits)
+            else:
+                group = cgroup.create(ws.name, request.limits)  # named as the workspace: swept alike
+            return self._run_in(ws, request, uid, installed, env, group, launcher)
+        except (Unkillable, OSError) as exc:
+            raise SandboxError(f"local sandbox failed: {exc}") from exc
+        finally:
+            self._discard(ws, group, launcher)
+
+    def _discard(self, ws: Path, group: RunCgroup | None, launcher: Launcher | None) -> None:
+        """Remove a finished run's workspace and cgroup off the caller's path (inline once
+        closed)."""
+        try:
+            self._cleaner.submit(_remove, ws, group, launcher)
+        except RuntimeError:  # closed: no cleaner left
+            _remove(ws, group, launcher)
+
+    def _run_in(self, ws: Path, request: RunRequest, uid: int | None, installed: str, env: dict[str, str],
+                group: RunCgroup | None, launcher: Launcher | None) -> ExecResult:
         drop: list[str] = []
         if uid is not None:
             # An exec'd helper rather than Popen(user=): with a uid to set, Popen forks the
@@ -225,8 +270,17 @@ class LocalBackend(SandboxBackend):
             # 50 ms at 340 MB; setpriv costs ~2 ms whatever the caller's size.
             drop = [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
         command = self._command_argv(request, per_run=group is not None)
+        limits = request.limits
         enter = group.enter() if group is not None else []  # as root, before setpriv and bwrap
-        if self.isolation != "none":
+        if launcher is not None:  # in its cgroup already: hand it the run
+            argv = drop + self._bwrap_argv(ws, request, launcher.status_fd) + command
+            start = time.monotonic()
+            try:
+                done = supervise(launcher.go(argv, env, ws / "program"), start, timeout_s=limits.timeout_s,
+                                 output_bytes=limits.output_bytes, tail_bytes=limits.tail_bytes)
+            finally:
+                status = launcher.close_status()
+        elif self.isolation != "none":
             read_fd, write_fd = os.pipe()
             try:
                 argv = enter + drop + self._bwrap_argv(ws, request, write_fd) + command
@@ -237,6 +291,7 @@ class LocalBackend(SandboxBackend):
                 os.close(write_fd)
                 with os.fdopen(read_fd, "rb") as fh:
                     status = fh.read()
+        if self.isolation != "none":
             limit = _limit(ws, group)
             # bwrap reports the command's exit ("exit-code") only when the command ran: a
             # sandbox whose set-up failed (a bind source it cannot reach) exits 1 after
@@ -273,10 +328,13 @@ def _limit(ws: Path, group: RunCgroup | None) -> str | None:
     return hit or ("disk_limit" if disk_exceeded(ws) else None)
 
 
-def _remove(ws: Path, group: RunCgroup | None) -> None:
-    """A finished run's workspace (mounts first, layer.discard), then its cgroup."""
+def _remove(ws: Path, group: RunCgroup | None, launcher: Launcher | None) -> None:
+    """A finished run's workspace (mounts first, layer.discard), then its cgroup (with its
+    launcher, when it had one: a run that failed before handing it over lets it go)."""
     layer.discard(ws)
-    if group is not None:
+    if launcher is not None:
+        launcher.discard()
+    elif group is not None:
         group.remove()
 
 

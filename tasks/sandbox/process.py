@@ -54,6 +54,15 @@ def run_bounded(
         list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True, pass_fds=tuple(pass_fds),
     )
+    return supervise(proc, start, timeout_s=timeout_s, output_bytes=output_bytes, tail_bytes=tail_bytes)
+
+
+def supervise(proc: subprocess.Popen[bytes], start: float, *, timeout_s: float, output_bytes: int,
+              tail_bytes: int) -> Bounded:
+    """The bounds of `run_bounded` on a process already started (stdout+stderr a pipe, a
+    session of its own), its run counted from `start` (a parked launcher's go,
+    tasks/sandbox/cgroup.py)."""
+    argv = proc.args if isinstance(proc.args, list) else [str(proc.args)]
     tail: deque[bytes] = deque()
     state = {"total": 0, "kept": 0, "exceeded": False}
 
