@@ -48,6 +48,13 @@ from testprism.tasks.sandbox.environment import EnvironmentBuildError
 
 log = logging.getLogger(__name__)
 
+
+def new_order_secret() -> bytes:
+    """A replay's order secret (`ExecutionOptions.order_secret`); one name, looked up when
+    each options object is made, so that a test can fix the order of a whole flow."""
+    return secrets.token_bytes(32)
+
+
 @dataclass(frozen=True)
 class ExecutionOptions:
     """Everything a batch needs to run anywhere (a Dask worker included): picklable."""
@@ -78,7 +85,7 @@ class ExecutionOptions:
     #: file, say) must learn nothing from its place. A fresh secret per options object, so
     #: per replay; in no key and no row, never shown to a run (not in its repr either, which
     #: logs print). Tests fix it to replay one order.
-    order_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False, compare=False)
+    order_secret: bytes = field(default_factory=lambda: new_order_secret(), repr=False, compare=False)
 
     @property
     def policy_hash(self) -> str:
