@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import posixpath
 import re
 import stat
 import shutil
@@ -36,6 +37,11 @@ from testprism.tasks.model.outcome import Reason
 log = logging.getLogger(__name__)
 
 NAME = r"^[A-Za-z0-9_.-]+$"
+#: An image reference as docker reads one: an optional registry host[:port], lower-case path
+#: components, then a tag, a digest, or both (`NAME[:TAG][@sha256:DIGEST]`)
+IMAGE_REFERENCE = (r"^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+                   r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
+                   r"(?:@sha256:[0-9a-f]{64})?$")
 #: A configuration folder's name: NAME's characters and `+`, which model names use
 #: (`otter++`); a single path component, never `.` or `..`.
 CONFIGURATION = r"^(?!\.\.?$)[A-Za-z0-9_.+-]+$"
@@ -94,7 +100,12 @@ class EnvironmentSpec(_Model):
     built once per key by either backend); a `dockerfile` the docker backend builds `FROM`
     its bootstrapped base image (system packages, toolchains: Go, Node.js, a JDK); and
     `toolchains`, the host commands the local backend, which cannot build a Dockerfile,
-    checks for instead. `variables` are set for the build step and every run on both."""
+    checks for instead. `variables` are set for the build step and every run on both.
+
+    Or, alone, an `image` that already holds the program at `program_in_image` and its
+    toolchain (SWE-bench's per-instance images): nothing is built, so it takes none of the
+    recipes above. Its key is made of the image's id, bound once the image is resolved on
+    an engine (`resolved`, tasks/sandbox/image): a tag can be moved to other content."""
 
     python: str | None = Field("3.11", pattern=r"^3\.\d+$")
     packages: tuple[str, ...] = ("pytest>=8,<10",)
@@ -102,6 +113,12 @@ class EnvironmentSpec(_Model):
     dockerfile: str | None = None
     toolchains: tuple[str, ...] = ()
     variables: tuple[tuple[str, str], ...] = ()
+    #: an image holding the program and its environment: NAME[:TAG|@sha256:DIGEST]
+    image: str | None = None
+    #: where the program is in the image: an absolute, normalised path, not `/`
+    program_in_image: str | None = None
+    #: the image's id (`sha256:…`), bound when the image is resolved: the key is made of it
+    _image_id: str = PrivateAttr("")
     #: the Dockerfile's build context (its folder) and that folder's content hash, set by
     #: the loader: the content, not the path, goes into the key
     _context: Path | None = PrivateAttr(None)
@@ -121,11 +138,64 @@ class EnvironmentSpec(_Model):
             return tuple(sorted(value.items()))
         return value
 
+    @field_validator("image")
+    @classmethod
+    def _image_reference(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(IMAGE_REFERENCE, value):
+            raise ValueError(f"{value!r} is not an image reference: NAME[:TAG|@sha256:DIGEST], the name in lower case")
+        return value
+
+    @field_validator("program_in_image")
+    @classmethod
+    def _program_path(cls, value: str | None) -> str | None:
+        """The program's folder in the image, written one way only: two spellings of one
+        folder would be two keys, and `/` (or `..` climbing to it) would make the workspace
+        the whole root."""
+        if value is None:
+            return value
+        if not value.startswith("/") or posixpath.normpath(value) != value or value.startswith("//") or "\0" in value:
+            raise ValueError(f"{value!r} is not an absolute, normalised path (like /testbed)")
+        if value == "/":
+            raise ValueError("'/' is the image's whole root, not a program folder")
+        return value
+
+    @model_validator(mode="after")
+    def _image_alone(self) -> EnvironmentSpec:
+        """An image instance names both fields, and none of the recipes that build an
+        environment (the image is the environment); the Python defaults then do not apply."""
+        if (self.image is None) != (self.program_in_image is None):
+            missing = "program_in_image" if self.program_in_image is None else "image"
+            raise ValueError(f"image and program_in_image go together: {missing} is missing")
+        if self.image is not None:
+            mixed = sorted({"python", "packages", "dockerfile", "toolchains"} & self.model_fields_set)
+            if mixed:
+                raise ValueError(f"an image holds its environment: {', '.join(mixed)} cannot be added to image "
+                                 f"{self.image!r}")
+            object.__setattr__(self, "python", None)
+            object.__setattr__(self, "packages", ())
+        return self
+
+    @property
+    def image_id(self) -> str:
+        """The bound image's id ('' until the image is resolved, or without an image)."""
+        return self._image_id
+
+    def resolved(self, image_id: str) -> EnvironmentSpec:
+        """This spec with its image bound to the content `image_id` (`sha256:…`)."""
+        copy = self.model_copy()
+        copy._image_id = image_id
+        return copy
+
     @property
     def key(self) -> str:
         """A Python-only recipe keeps the key it always had (stores keyed by it stay valid);
-        each other part is added only when set."""
+        each other part is added only when set. An image's part is its id and the program's
+        path; before the image is resolved, a key marked unresolved, which only a run that
+        could not have its environment (`environment_failed`) is ever recorded under, so the
+        runs are made again, under the id's key, once the image is there."""
         parts = ["env", self.python or "none", *sorted(self.packages)]
+        if self.image is not None:
+            parts += ["image", self._image_id or f"unresolved {self.image}", self.program_in_image or ""]
         if self.dockerfile is not None:
             parts += ["dockerfile", self._context_hash or self.dockerfile]
         if self.toolchains:
@@ -146,6 +216,8 @@ class EnvironmentSpec(_Model):
             table["dockerfile"] = self.dockerfile
         if self.toolchains:
             table["toolchains"] = list(self.toolchains)
+        if self.image is not None:
+            table |= {"image": self.image, "program_in_image": self.program_in_image}
         if self.variables:
             table["variables"] = dict(self.variables)
         return table
@@ -164,6 +236,8 @@ class EnvironmentSpec(_Model):
         parts = [f"python {self.python}: {', '.join(self.packages) or 'no packages'}"] if self.python else []
         parts += [f"dockerfile {self.dockerfile}"] if self.dockerfile else []
         parts += [f"toolchains {', '.join(self.toolchains)}"] if self.toolchains else []
+        parts += [f"image {self.image} ({self._image_id or 'unresolved'}), program at {self.program_in_image}"] \
+            if self.image else []
         return "; ".join(parts) or "host tools only"
 
     @property
@@ -302,6 +376,9 @@ class Instance:
     reference: bytes
     checks_patch: bytes
     candidates: tuple[Candidate, ...]
+    #: an image instance's program: the tree read out of its image into the work area
+    #: (tasks/sandbox/image `bind_image`); None: the program is the instance's own folder
+    program_tree: Path | None = None
 
     @property
     def id(self) -> str:
@@ -313,10 +390,14 @@ class Instance:
 
     @property
     def program(self) -> Path:
-        return self.folder / self.spec.program.path
+        return self.program_tree if self.program_tree is not None else self.folder / self.spec.program.path
 
     @cached_property
     def program_hash(self) -> str:
+        env = self.spec.environment
+        if env.image is not None and not env.image_id:
+            # an image not resolved (missing): no tree to hash; its runs can only be E
+            return digest("program", "unresolved image", env.image, env.program_in_image or "")
         return tree_digest(self.program)
 
     def relocated(self, folder: Path, context: Path | None) -> Instance:
@@ -326,7 +407,7 @@ class Instance:
         spec = self.spec
         if context is not None:
             spec = spec.model_copy(update={"environment": spec.environment.relocated(context)})
-        moved = replace(self, folder=folder, spec=spec)
+        moved = replace(self, folder=folder, spec=spec, program_tree=None)
         moved.__dict__["program_hash"] = self.program_hash
         return moved
 
@@ -512,7 +593,11 @@ def load_instance(folder: Path) -> Instance:
     if spec.id != folder.name:
         raise BenchmarkError(toml_path, "id", f"{spec.id!r} differs from its folder name {folder.name!r}")
     program = _inside(folder, spec.program.path, toml_path, "program.path")
-    if not program.is_dir():
+    if spec.environment.image is not None:
+        if "program" in spec.model_fields_set:
+            raise BenchmarkError(toml_path, "program.path", "an image instance's program is read out of its image "
+                                 "(environment.program_in_image): drop [program]")
+    elif not program.is_dir():
         raise BenchmarkError(toml_path, "program.path", f"{program} is not a folder")
     if spec.environment.dockerfile is not None:
         spec = spec.model_copy(update={"environment": spec.environment.bound(_dockerfile(folder, spec, toml_path))})
