@@ -748,7 +748,9 @@ def main() -> None:
             for name, made in extra.items():
                 if "@" in name:
                     runners[prefix + name] = backend_runner(
-                        made, subj, made.prepare(at_rev["EnvironmentSpec"](**subj.environment.model_dump())),
+                        made, subj, made.prepare(at_rev["EnvironmentSpec"](**{  # the fields that revision knows
+                            k: v for k, v in subj.environment.model_dump().items()
+                            if k in at_rev["EnvironmentSpec"].model_fields})),
                         at_rev["RunRequest"], at_rev["Limits"], name=prefix + name)
                 else:
                     runner = backend_runner(made, subj, made.prepare(subj.environment), name=prefix + name)
