@@ -94,7 +94,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from replay_overhead import (  # noqa: E402 - the bench's sibling, one mechanism per job
-    backend_runner, bare_environment, bare_runner, fill_cost, layering, measure, subject,
+    MODE_SETTINGS, backend_runner, bare_environment, bare_runner, fill_cost, measure, subject, with_settings,
 )
 
 from testprism.storage import Store  # noqa: E402
@@ -308,7 +308,8 @@ def main() -> None:
         runners = {
             "bare": bare_runner(subj, environment, scratch),
             "local": backend_runner(local, subj, environment, name="local"),
-            "local-layered": layering(backend_runner(local, subj, environment, name="local-layered")),
+            "local-layered": with_settings(backend_runner(local, subj, environment, name="local-layered"),
+                                           MODE_SETTINGS["-layered"]),
             "start": command_runner([python, "-c", "import pytest"], subj.tree, env),
             "start+program": command_runner([python, "-c", "import pytest, sympy"], subj.tree, env),
             "state": state_runner(instance, reference, scratch),

@@ -226,7 +226,7 @@ try:
 except OSError as e:
     relay = type(e).__name__
 print(json.dumps({{"relay": relay, "vars": sorted(k for k in os.environ if "OPENAI" in k or "MODEL" in k),
-                   "socket": os.path.exists("/run/testprism")}}))
+                   "socket": os.path.exists("/run/testprism/model.sock")}}))
 ''')
     assert result.exit_code == 0, result.output_tail
     assert json.loads(result.output_tail.strip().splitlines()[-1]) == {
