@@ -372,7 +372,8 @@ def _write_instance(instance: Instance, chosen: Iterable[CandidatePatch], target
                          "note": _note(cand)} | ({"provenance": cand.provenance} if cand.provenance != "agent" else {})
                         | ({"failed_checks": sorted(cand.failed_checks)}  # the curves' invalid diversity, replayed
                            if cand.label == "invalid" and cand.failed_checks else {}))
-    spec = instance.spec.model_dump(mode="json", exclude={"candidates", "environment", "build"})
+    # TOML has no null: an unset optional field (checks.parser, say) is left out, as when read
+    spec = instance.spec.model_dump(mode="json", exclude={"candidates", "environment", "build"}, exclude_none=True)
     spec["program"]["path"] = "program"
     spec["checks"]["patch"] = "checks.diff"
     spec["environment"] = instance.spec.environment.as_table()
