@@ -75,13 +75,28 @@ DEBIAN_PACKAGES = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs"
                    "gradle": "gradle", "cargo": "cargo", "tsc": "node-typescript"}
 
 
+#: the folders on a run's PATH after the environment's own bin/ (tasks/sandbox/local.py)
+RUN_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
+
+
+def _link_toolchains(spec: EnvironmentSpec, prefix: Path) -> None:
+    """An empty prefix whose `bin/` links each toolchain command that the host has outside
+    the run's PATH (Go at /usr/local/go/bin, say): a run sees the host's system folders, not
+    its PATH. A link, so the toolchain finds its own root through it (go, node do)."""
+    (prefix / "bin").mkdir(parents=True)
+    for name in spec.toolchains:
+        found = shutil.which(name)
+        if found and str(Path(found).parent) not in RUN_PATH:
+            (prefix / "bin" / name).symlink_to(found)
+
+
 def build_environment(spec: EnvironmentSpec, work: WorkPaths, need_world_readable: bool) -> Path:
     """Build (once) the virtualenv of an environment key; returns its folder. Without a
     Python, the folder is an empty prefix (`bin/` first on PATH, nothing in it): runs use
     the host's toolchains, checked first."""
     check_toolchains(spec)
     if spec.python is None:
-        return build_once(work.environment(spec.key), lambda target: (target / "bare" / "bin").mkdir(parents=True)) / "bare"
+        return build_once(work.environment(spec.key), lambda target: _link_toolchains(spec, target / "host")) / "host"
 
     def build(target: Path) -> None:
         assert spec.python is not None
