@@ -329,7 +329,7 @@ def test_measure_coverage_of_go_and_javascript_instances_under_local(tmp_path, w
     frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
     rows = {(r["configuration"], r["instance_id"]): r for r in frame.iter_rows(named=True)}
     assert set(rows) == {(c, i) for c in ("strong", "weak") for i in ("go__clamp", "js__clamp")}
-    assert all(r["reason"] is None and r["changed_lines"] == 1 and r["changed_functions"] == 1 for r in rows.values())
+    assert all(r["reason"] is None and r["changed_lines"] == 1 and r["changed_functions"] == 1 for r in rows.values()), rows
     assert rows[("strong", "go__clamp")]["delta_c"] == 1.0 and rows[("strong", "js__clamp")]["delta_c"] == 1.0
     assert rows[("weak", "go__clamp")]["missed_lines"] == ["calc/calc.go:9"]
     assert rows[("weak", "js__clamp")]["missed_lines"] == ["src/clamp.js:6"]
