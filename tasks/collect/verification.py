@@ -166,7 +166,7 @@ class VerifyJob(Job[Verification, RunResult]):
                                       lambda environment: RunRequest(
             tree=tree, suite_folder=None, suite_files=(), command=unit.instance.spec.checks.command,
             environment=environment, limits=options.limits, patch_fuzz=options.policy.patch_fuzz,
-        ))
+        ), parser=unit.instance.spec.checks.parser)
         log.debug("verified %s %s (repeat %d): %s %s", unit.instance.id, unit.state.name, unit.repeat,
                   verdict.outcome.value, verdict.reason or "")
         return RunResult(verdict, method)

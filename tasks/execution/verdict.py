@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from testprism.tasks.execution.junit import parse_junit, select
+from testprism.tasks.execution.logs import parse_log
 from testprism.tasks.model.hashing import digest
-from testprism.tasks.model.outcome import Outcome, Reason, Verdict
-from testprism.tasks.sandbox.base import ExecResult, SandboxError, SuiteNotInstalled
+from testprism.tasks.model.outcome import Outcome, Reason, TestResult, Verdict
+from testprism.tasks.sandbox.base import ExecResult, Limits, SandboxError, SuiteNotInstalled
 from testprism.tasks.model.state import DEFAULT_FUZZ
 
 log = logging.getLogger(__name__)
@@ -62,16 +63,34 @@ class Policy:
         return draw < self.audit_share
 
 
-def classify(result: ExecResult, selected: tuple[str, ...] = ()) -> tuple[Outcome, Reason | None]:
-    """One attempt's outcome, before confirmation. With `selected` tests and a readable
-    JUnit report, only those tests decide; otherwise the exit status and any failing case."""
+def logged_limits(limits: Limits) -> Limits:
+    """The limits of a run whose results a log parser reads: its whole output kept (up to
+    the output bound, past which the run is `E`/output_limit anyway), not just a tail."""
+    return replace(limits, tail_bytes=max(limits.tail_bytes, limits.output_bytes))
+
+
+def test_results(result: ExecResult, parser: str | None = None) -> tuple[TestResult, ...] | None:
+    """The per-test results of a run: read from its output by the log parser `parser`
+    (tasks/execution/logs; the run made with `logged_limits`), else from its JUnit report;
+    None when there is none or it is unreadable."""
+    if parser is not None:
+        return parse_log(parser, result.output_tail.encode("utf-8", errors="surrogateescape"))
+    return parse_junit(result.junit_xml) if result.junit_xml else None
+
+
+def classify(result: ExecResult, selected: tuple[str, ...] = (), parser: str | None = None) -> tuple[Outcome, Reason | None]:
+    """One attempt's outcome, before confirmation. With `selected` tests and readable
+    results, only those tests decide; otherwise the exit status and any failing case. A
+    run whose log `parser` cannot read is `E`/parse_failed: never a pass or a failure."""
     if result.timed_out:
         return Outcome.ERROR, Reason.TIMEOUT
     if result.output_exceeded:
         return Outcome.ERROR, Reason.OUTPUT_LIMIT
     if result.limit is not None:  # a run-wide limit: what the suite saw says nothing of the state
         return Outcome.ERROR, Reason(result.limit)
-    tests = parse_junit(result.junit_xml) if result.junit_xml else None
+    tests = test_results(result, parser)
+    if parser is not None and tests is None:
+        return Outcome.ERROR, Reason.PARSE_FAILED
     if selected and tests is not None:
         passed = all(o == "passed" for o in select(tests, selected).values())
         return (Outcome.PASS, None) if passed else (Outcome.FAIL, None)
@@ -125,11 +144,13 @@ class Attempts:
 
 
 def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str, ...] = (),
-          confirm: bool = True, pace: Callable[[], None] | None = None) -> Verdict:
+          confirm: bool = True, pace: Callable[[], None] | None = None, parser: str | None = None) -> Verdict:
     """Run `attempt` until its outcome is settled under `policy`; `confirm` False
     (Policy.confirms) lets a failure stand without its replays. `pace` is called before
     each confirmation replay: the batch's turn (tasks/execution/batch.py `Schedule`), so a
-    confirmation does not run right after the attempt it confirms."""
+    confirmation does not run right after the attempt it confirms. `parser`: the log
+    parser that reads the tests' results (`test_results`); the verdict keeps the output's
+    usual tail, not the whole log."""
     confirmations = policy.confirm_failures if confirm else 0
     runs = Attempts(attempt, policy.infra_retries)
     seen: list[Outcome] = []
@@ -140,7 +161,7 @@ def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str
             return failed(Reason.SUITE_NOT_INSTALLED, str(exc), runs.count)
         except SandboxError as exc:
             return failed(Reason.SANDBOX_ERROR, str(exc), runs.count)
-        outcome, reason = classify(last, selected)
+        outcome, reason = classify(last, selected, parser)
         seen.append(outcome)
         if outcome is Outcome.FAIL and len(seen) <= confirmations:
             if pace is not None:
@@ -149,6 +170,7 @@ def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str
         if len(seen) > 1 and any(o != seen[0] for o in seen):
             outcome, reason = Outcome.ERROR, Reason.UNSTABLE
         replayed = (len(seen) > 1) if seen[0] is Outcome.FAIL else None
-        tests = parse_junit(last.junit_xml) if last.junit_xml else None
-        return Verdict(outcome, reason, last.exit_code, last.duration_s, runs.count, last.output_tail, tests or (),
+        tests = test_results(last, parser)
+        tail = last.output_tail[-Limits.tail_bytes:] if parser is not None else last.output_tail
+        return Verdict(outcome, reason, last.exit_code, last.duration_s, runs.count, tail, tests or (),
                        last.suite_patch_method, replayed)
