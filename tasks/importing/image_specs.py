@@ -166,14 +166,14 @@ def swebench_command(specs: SweBenchSpecs, repo: str, version: str, test_files: 
         raise RowError("repo", f"{repo} is not in the SWE-bench specs table ({SPECS / 'swebench.toml'}); add it "
                                "there or with --specs")
     override = spec.versions.get(version, VersionSpec())
-    language = LANGUAGE.get(spec.language)
-    if language is None:
-        raise RowError("repo", f"{repo} is {spec.language}, not a language testprism knows "
-                               f"({', '.join(sorted(set(LANGUAGE.values())))})")
     parser = specs.parsers.get(spec.log_parser)
     if parser is None:
         raise RowError("repo", f"SWE-bench reads {repo}'s log with {spec.log_parser}, which no testprism parser "
                                "reads (swebench.toml [parsers]): its per-test results cannot be kept")
+    language = LANGUAGE.get(spec.language)
+    if language is None:
+        raise RowError("repo", f"{repo} is {spec.language}, not a language testprism knows "
+                               f"({', '.join(sorted(set(LANGUAGE.values())))})")
     test = override.test_command or spec.test_command
     if spec.language == "python":
         files = [f for f in test_files if not f.endswith(NON_TEST_EXTS)]
