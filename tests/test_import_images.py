@@ -179,12 +179,16 @@ def test_rows_whose_log_or_language_cannot_be_kept_are_refused_with_the_reason(t
         swebench_row("fastlane/fastlane", "21857", "fastlane__fastlane-21857", "fastlane/spec/x_spec.rb"),
         swebench_row("tokio-rs/tokio", "6724", "tokio-rs__tokio-6724", "tokio/tests/io_write_all_buf.rs"),
         swebench_row("acme/unknown", "1.0", "acme__unknown-1", "tests/test_x.py"),
+        swebench_row("gin-gonic/gin", "9999", "gin-gonic__gin-9999", "gin_test.go"),
         swebench_row("sympy/sympy", "1.11", "sympy__sympy-1", "sympy/tests/test_x.py"),
     ])
     report = import_image_rows(rows, tmp_path / "bench", route())
     assert report.imported == ["sympy__sympy-1"]
     issues = {i.instance_id: i for i in report.issues}
-    assert all(i.fatal and i.field == "repo" for i in issues.values())
+    assert all(i.fatal for i in issues.values())
+    assert {i.instance_id: i.field for i in issues.values()} == {
+        "fastlane__fastlane-21857": "repo", "tokio-rs__tokio-6724": "repo", "acme__unknown-1": "repo",
+        "gin-gonic__gin-9999": "version"}  # SWE-bench has no spec for that pull request either
     assert "parse_log_rspec_transformed_json" in issues["fastlane__fastlane-21857"].message
     assert "rust, not a language testprism knows" in issues["tokio-rs__tokio-6724"].message
     assert "not in the SWE-bench specs table" in issues["acme__unknown-1"].message
@@ -196,9 +200,11 @@ def test_a_row_that_names_its_image_keeps_it(tmp_path):
     # R2E-Gym / DeepSWE-style rows carry `docker_image`
     row = swebench_row("pytest-dev/pytest", "5.4", "pytest-dev__pytest-1", "testing/test_mark.py")
     row["docker_image"] = "namanjain12/pytest_final:0123abcd"
-    report = import_image_rows(write_rows(tmp_path / "rows.jsonl", [row]), tmp_path / "bench", route())
+    bad = {**row, "instance_id": "pytest-dev__pytest-2", "docker_image": "Not An/Image"}
+    report = import_image_rows(write_rows(tmp_path / "rows.jsonl", [row, bad]), tmp_path / "bench", route())
     assert report.imported == ["pytest-dev__pytest-1"]
     assert toml(tmp_path / "bench", "pytest-dev__pytest-1")["environment"]["image"] == "namanjain12/pytest_final:0123abcd"
+    assert [(i.row, i.field) for i in report.failed] == [("rows.jsonl:2", "docker_image")]
 
 
 def test_multilingual_row_through_the_users_specs_and_names(tmp_path):

@@ -52,7 +52,7 @@ from testprism.tasks.importing.instance_writer import summary_line
 from testprism.tasks.importing.rows import ImportReport, Issue, Record, RowError, SweBenchRow, read_records, validation_field
 from testprism.tasks.importing.staging import staged
 from testprism.tasks.model import toml_writer
-from testprism.tasks.model.benchmark import NAME, BenchmarkError, load_instance
+from testprism.tasks.model.benchmark import NAME, BenchmarkError, EnvironmentSpec, load_instance
 from testprism.tasks.model.patches import parse_field, with_final_newline
 
 log = logging.getLogger(__name__)
@@ -82,6 +82,8 @@ class ImageTask:
     origin: dict[str, Any]
     #: where `image`'s name comes from (the benchmark's scheme, or the row)
     image_from: str
+    #: the row's field the name is made of, blamed when it is no image reference
+    image_field: str
     #: what the benchmark ships that the instance does not keep: (row field, why)
     caveats: tuple[tuple[str, str], ...] = ()
 
@@ -203,6 +205,7 @@ def swebench_task(data: dict[str, Any], specs: ImageSpecs) -> ImageTask:
                 "log_parser": checks.log_parser},
         image_from="the row's docker_image" if row.docker_image else
         "SWE-bench's naming (swebench/image_builder/image_spec.py)",
+        image_field="docker_image" if row.docker_image else "instance_id",
     )
 
 
@@ -274,6 +277,7 @@ def pro_task(data: dict[str, Any], scripts: Path | None) -> ImageTask:
                 "selected_test_files_to_run": list(row.selected_test_files_to_run),
                 "scripts": str(scripts / row.instance_id)},
         image_from="Pro's jefzda/sweap-images:<dockerhub_tag>" if row.dockerhub_tag else "Pro's helper_code/image_uri.py",
+        image_field="dockerhub_tag" if row.dockerhub_tag else "instance_id",
         caveats=tuple(caveats),
     )
 
@@ -311,6 +315,7 @@ def multi_task(data: dict[str, Any], specs: ImageSpecs) -> ImageTask:
         command=specs.multi.command, parser=parser, fail_to_pass=fail_to_pass, pass_to_pass=tuple(row.p2p_tests),
         origin={"repo": f"{row.org}/{row.repo}", "number": row.number, "base_commit": row.base.sha},
         image_from="Multi-SWE-bench's naming (multi_swe_bench/harness/image.py)",
+        image_field="repo",
         caveats=tuple(caveats),
     )
 
@@ -383,6 +388,10 @@ def import_image_row(record: Record, out: Path, route: ImageRoute, source: str, 
         return "exists"
     image, overridden = route.images.name(task.instance_id, task.image)
     image_from = overridden or task.image_from
+    try:
+        EnvironmentSpec(image=image, program_in_image=task.program_in_image)
+    except ValidationError as exc:
+        raise RowError(task.image_field, f"gives the image {image!r}: {exc.errors()[0]['msg']}") from exc
     with staged(out, final, overwrite=overwrite) as folder:
         folder.mkdir()
         write_image_instance(folder, task, source=source, image=image, image_from=image_from, record=record.label)

@@ -62,6 +62,8 @@ class RepoSpec(_Spec):
     #: how the touched test files are named on the command line (Python only)
     directives: Literal["files", "django"] = "files"
     versions: dict[str, VersionSpec] = {}
+    #: every version with a spec; empty: any version (a repository the user adds)
+    known_versions: tuple[str, ...] = ()
 
 
 class PythonSpec(_Spec):
@@ -165,6 +167,9 @@ def swebench_command(specs: SweBenchSpecs, repo: str, version: str, test_files: 
     if spec is None:
         raise RowError("repo", f"{repo} is not in the SWE-bench specs table ({SPECS / 'swebench.toml'}); add it "
                                "there or with --specs")
+    if spec.known_versions and version not in spec.known_versions:
+        raise RowError("version", f"{repo} has no spec for version {version!r} in the SWE-bench specs table "
+                                  f"(versions {', '.join(spec.known_versions)})")
     override = spec.versions.get(version, VersionSpec())
     parser = specs.parsers.get(spec.log_parser)
     if parser is None:
