@@ -408,3 +408,57 @@ def test_cli_routes_and_their_options(tmp_path):
     no_recipes = runner.invoke(import_app, ["swebench", rows, "--out", str(tmp_path / "b3"), "--releases",
                                             str(tmp_path)])
     assert no_recipes.exit_code == 2 and "--recipes" in no_recipes.output
+
+
+# -- on an image in SWE-bench's official layout --------------------------------------------------
+
+
+def run_in_image(image: str, script: str) -> bytes:
+    """`bash -c script` in a fresh container of `image`, without network; its output."""
+    from testprism.tasks.sandbox.docker.engine import api_client
+
+    api = api_client(timeout=600)
+    container = api.create_container(image, command=["bash", "-c", script], network_disabled=True)
+    try:
+        api.start(container)
+        api.wait(container, timeout=600)
+        return api.logs(container, stdout=True, stderr=True)
+    finally:
+        api.remove_container(container, force=True)
+
+
+@pytest.mark.slow
+@pytest.mark.requires("docker")
+def test_the_imported_command_grades_the_real_row_on_its_image(tmp_path):
+    """The real row imported through the image route, its checks command run in the image of
+    SWE-bench's layout built here (tests/swebench_image.py), the patches applied as SWE-bench's
+    eval script applies them (`git apply` from a heredoc, in /testbed): read by the parser the
+    import chose, the FAIL_TO_PASS test fails on the buggy program and every listed test passes
+    with the reference. That image's program is the sympy 1.10 source release, which has no
+    `bin/test` (SWE-bench's images are git clones that do): sympy's spec is replaced through
+    --specs by pytest -rA (SWE-bench's parse_log_pytest), the data path a user takes for a
+    repository whose runner differs."""
+    from tests.swebench_image import IMAGE, build_swebench_image
+
+    build_swebench_image()
+    specs = tmp_path / "specs.toml"
+    specs.write_text('[swebench.repos."sympy/sympy"]\nlanguage = "python"\nlog_parser = "parse_log_pytest"\n'
+                     'test_command = "python -m pytest -rA -p no:cacheprovider"\n')
+    out = tmp_path / "bench"
+    assert import_image_rows(EXAMPLES / "swebench.jsonl", out, route(specs=specs)).imported == ["sympy__sympy-23191"]
+    instance = load_benchmark(out).instances["sympy__sympy-23191"]
+    assert instance.spec.environment.image == IMAGE  # the official name the fixture tags its image with
+    checks = instance.spec.checks
+    assert checks.parser == "pytest"
+    ids = (*checks.fail_to_pass, *checks.pass_to_pass)
+    outcomes = {}
+    for state, patches in (("buggy", [instance.checks_patch]), ("reference", [instance.reference, instance.checks_patch])):
+        applies = "".join(f"git apply -v - <<'EOF_114329324912'\n{p.decode()}\nEOF_114329324912\n" for p in patches)
+        log = run_in_image(IMAGE, f"set -e\ncd {instance.spec.environment.program_in_image}\n{applies}set +e\n"
+                                  f"{checks.command}\n")
+        results = parse_log(checks.parser, log)
+        assert results is not None, log[-2000:]
+        outcomes[state] = {test: {r.outcome for r in results if matches(r, test)} for test in ids}
+    assert outcomes["buggy"]["test_issue_23058"] == {"failed"}
+    assert all(outcomes["buggy"][t] == {"passed"} for t in checks.pass_to_pass)
+    assert all(found == {"passed"} for found in outcomes["reference"].values()), outcomes
