@@ -205,6 +205,15 @@ def test_a_row_that_names_its_image_keeps_it(tmp_path):
     assert report.imported == ["pytest-dev__pytest-1"]
     assert toml(tmp_path / "bench", "pytest-dev__pytest-1")["environment"]["image"] == "namanjain12/pytest_final:0123abcd"
     assert [(i.row, i.field) for i in report.failed] == [("rows.jsonl:2", "docker_image")]
+    # R2E-Gym's own layout (its HF dataset's columns): tests in the image, graded against
+    # expected_output_json; refused with that reason rather than a missing-field one
+    r2e = {"repo_name": "aiohttp", "docker_image": "namanjain12/aiohttp_final:f0d74880deec8fcd982bce639c93c5e130d41198",
+           "commit_hash": "f0d74880deec8fcd982bce639c93c5e130d41198", "parsed_commit_content": "{}",
+           "execution_result_content": "", "modified_files": [], "relevant_files": [], "problem_statement": "x",
+           "expected_output_json": "{}"}
+    refused = import_image_rows(write_rows(tmp_path / "r2e.jsonl", [r2e]), tmp_path / "bench", route())
+    assert [(i.row, i.field) for i in refused.failed] == [("r2e.jsonl:1", "expected_output_json")]
+    assert "R2E-Gym" in refused.failed[0].message
 
 
 def test_multilingual_row_through_the_users_specs_and_names(tmp_path):

@@ -16,6 +16,10 @@ Each row is read on its own (`rows.read_records`), recognised by its fields:
   p2p_tests, s2p_tests, n2p_tests, resolved_issues`; multi-swe-bench
   multi_swe_bench/harness/dataset.py `Dataset`).
 
+R2E-Gym's own rows (`docker_image, repo_name, commit_hash, parsed_commit_content,
+expected_output_json`, no FAIL_TO_PASS) differ in kind: their tests live in the image and
+are graded against `expected_output_json`; each is refused with that reason.
+
 A row missing a field is an issue naming the rows file, the row and the field; what a
 row's benchmark ships that an instance cannot hold is a caveat of the imported row (an
 Issue with `fatal=False`). An instance is written in a staging folder, loaded as the loader
@@ -174,6 +178,8 @@ class MultiRow(BaseModel):
 
 def row_kind(data: dict[str, Any]) -> str:
     """Which benchmark a row comes from, by the fields only it has."""
+    if "expected_output_json" in data and "FAIL_TO_PASS" not in data:
+        return "r2e-gym"
     if "dockerhub_tag" in data or "before_repo_set_cmd" in data or "selected_test_files_to_run" in data:
         return "swe-bench-pro"
     if {"org", "number", "fix_patch"} <= data.keys():
@@ -370,6 +376,11 @@ class ImageRoute:
 
     def task(self, data: dict[str, Any]) -> ImageTask:
         kind = row_kind(data)
+        if kind == "r2e-gym":
+            raise RowError("expected_output_json", "an R2E-Gym row: its tests are in its image (/r2e_tests), not in a "
+                                                   "test patch, and it is graded against expected_output_json, which "
+                                                   "this route does not convert; rows in SWE-bench's layout that name "
+                                                   "their image (docker_image) are imported")
         if kind == "swe-bench-pro":
             return pro_task(data, self.pro_scripts)
         if kind == "multi-swe-bench":
