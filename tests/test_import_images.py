@@ -304,6 +304,16 @@ def test_pro_rows_without_their_scripts_or_tag(tmp_path):
     caveats = {i.field for i in report.issues if not i.fatal}
     assert caveats == {"dockerhub_tag", "before_repo_set_cmd"}
     assert [(i.row, i.field) for i in report.failed] == [("pro.jsonl:2", "parser.py")]
+    # a link in the scripts folder is not followed (its target would land in the benchmark)
+    linked = {**row, "instance_id": "instance_acme__slugs-6-vnan"}
+    (scripts / linked["instance_id"]).mkdir()
+    (scripts / linked["instance_id"] / "run_script.sh").symlink_to(EXAMPLES / "run_scripts" / PRO_ID / "run_script.sh")
+    shutil.copy(EXAMPLES / "run_scripts" / PRO_ID / "parser.py", scripts / linked["instance_id"])
+    dot = {**row, "instance_id": ".."}
+    refused = import_image_rows(write_rows(tmp_path / "more.jsonl", [linked, dot]), out, route(scripts=scripts))
+    assert [(i.row, i.field) for i in refused.failed] == [("more.jsonl:1", "run_script.sh"),
+                                                          ("more.jsonl:2", "instance_id")]
+    assert "symbolic link" in refused.failed[0].message
     # no --pro-scripts at all: the row cannot be tested, and says how to fix it
     none = import_image_rows(EXAMPLES / "pro.jsonl", tmp_path / "other", route())
     assert [i.field for i in none.failed] == ["run_script.sh"] and "--pro-scripts" in none.failed[0].message

@@ -109,11 +109,21 @@ def _list_literal(value: Any) -> Any:
         raise ValueError(f"neither a list nor a JSON or Python list literal: {exc}") from exc
 
 
+def own_folder(value: str) -> str:
+    """An instance id names the instance's folder and Pro's run_scripts/<instance_id>/:
+    NAME's characters (the field's pattern), and never `.` or `..`."""
+    if value in (".", ".."):
+        raise ValueError(f"{value!r} names no folder of its own")
+    return value
+
+
 class SweBenchImageRow(SweBenchRow):
     """A SWE-bench row; `docker_image` is set by R2E-Gym / DeepSWE-style rows, which name
     their image themselves."""
 
     docker_image: str = ""
+
+    _own_folder = field_validator("instance_id")(own_folder)
 
 
 class ProRow(BaseModel):
@@ -135,6 +145,8 @@ class ProRow(BaseModel):
     selected_test_files_to_run: tuple[str, ...] = Field(min_length=1)
     dockerhub_tag: str = ""
     repo_language: str = ""
+
+    _own_folder = field_validator("instance_id")(own_folder)
 
     @field_validator("fail_to_pass", "pass_to_pass", "selected_test_files_to_run", mode="before")
     @classmethod
@@ -174,6 +186,8 @@ class MultiRow(BaseModel):
     n2p_tests: dict[str, Any] = {}
     instance_id: str = Field("", pattern=r"^([A-Za-z0-9_.-]+)?$")
     lang: str = ""
+
+    _own_folder = field_validator("instance_id")(own_folder)
 
 
 def row_kind(data: dict[str, Any]) -> str:
@@ -226,13 +240,16 @@ def pro_scripts_diff(scripts: Path, instance_id: str) -> str:
     """The diff that adds the instance's run_script.sh and parser.py under PRO_FOLDER, so
     that the checks run them in the sandbox; RowError naming the missing script."""
     folder = scripts / instance_id
+    if folder.is_symlink():
+        raise RowError("run_script.sh", f"{folder} is a symbolic link: not followed (what it points at would be "
+                                        "copied into the benchmark)")
     files: dict[str, bytes] = {}
     for name in ("run_script.sh", "parser.py"):
         path = folder / name
         if path.is_symlink() or not path.is_file():
             raise RowError(name, f"{path} is not a file: the run_scripts/<instance_id>/ folder of "
                                  "scaleapi/SWE-bench_Pro-os holds the instance's run_script.sh and parser.py "
-                                 "(--pro-scripts)")
+                                 "(--pro-scripts); a symbolic link is not followed")
         files[f"{PRO_FOLDER}/{name}"] = path.read_bytes()
     with tempfile.TemporaryDirectory(prefix="testprism-pro-") as empty:
         return edit_diff(Path(empty), files)
@@ -445,4 +462,8 @@ def import_image_rows(rows: Path, out: Path, route: ImageRoute, *, source: str =
 
         report.attempt(record.label, instance_id, lambda r=record, c=caveat: import_image_row(
             r, out, route, source, overwrite=overwrite, caveat=c))
+    unused = sorted(set(route.images.names) - seen)
+    if unused:
+        log.warning("%s names images of instances that are not rows of %s: %s", route.images.path, rows.name,
+                    ", ".join(unused))
     return report
