@@ -53,7 +53,16 @@ from testprism.tasks.importing.image_names import (
 )
 from testprism.tasks.importing.image_specs import ImageSpecs, multi_swe_bench_parser, swebench_command
 from testprism.tasks.importing.instance_writer import summary_line
-from testprism.tasks.importing.rows import ImportReport, Issue, Record, RowError, SweBenchRow, read_records, validation_field
+from testprism.tasks.importing.rows import (
+    ImportReport,
+    Issue,
+    Record,
+    RowError,
+    SweBenchRow,
+    own_folder,
+    read_records,
+    validation_field,
+)
 from testprism.tasks.importing.staging import staged
 from testprism.tasks.model import toml_writer
 from testprism.tasks.model.benchmark import NAME, BenchmarkError, EnvironmentSpec, load_instance
@@ -109,21 +118,11 @@ def _list_literal(value: Any) -> Any:
         raise ValueError(f"neither a list nor a JSON or Python list literal: {exc}") from exc
 
 
-def own_folder(value: str) -> str:
-    """An instance id names the instance's folder and Pro's run_scripts/<instance_id>/:
-    NAME's characters (the field's pattern), and never `.` or `..`."""
-    if value in (".", ".."):
-        raise ValueError(f"{value!r} names no folder of its own")
-    return value
-
-
 class SweBenchImageRow(SweBenchRow):
     """A SWE-bench row; `docker_image` is set by R2E-Gym / DeepSWE-style rows, which name
     their image themselves."""
 
     docker_image: str = ""
-
-    _own_folder = field_validator("instance_id")(own_folder)
 
 
 class ProRow(BaseModel):
