@@ -31,6 +31,7 @@ from testprism.tasks.importing.image_names import (
 )
 from testprism.tasks.importing.image_route import ImageRoute, import_image_rows
 from testprism.tasks.importing.image_specs import ImageSpecs, SpecsError
+from testprism.tasks.importing.suite_import import import_suites
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.state import apply_patch
 
@@ -481,3 +482,26 @@ def test_the_imported_command_grades_the_real_row_on_its_image(tmp_path):
     assert outcomes["buggy"]["test_issue_23058"] == {"failed"}
     assert all(outcomes["buggy"][t] == {"passed"} for t in checks.pass_to_pass)
     assert all(found == {"passed"} for found in outcomes["reference"].values()), outcomes
+
+
+def test_suites_of_an_image_instance_run_swebench_command_on_their_files(tmp_path):
+    """origin.toml keeps SWE-bench's command with `{test_files}` open (pytest repositories
+    also write JUnit, which a suite's verdict is read from), so `import suites` (SWT-bench's
+    generated test patches) works on image instances as on the source route's."""
+    out = tmp_path / "bench"
+    row = swebench_row("pytest-dev/pytest", "5.4", "pytest-dev__pytest-1", "testing/test_mark.py")
+    import_image_rows(write_rows(tmp_path / "rows.jsonl", [row]), out, route())
+    template = toml(out, "pytest-dev__pytest-1", "origin.toml")["test_command"]
+    assert template.endswith('pytest -rA {test_files} --junitxml="$TESTPRISM_JUNIT"')
+    generated = ("diff --git a/testing/test_new.py b/testing/test_new.py\nnew file mode 100644\n--- /dev/null\n"
+                 "+++ b/testing/test_new.py\n@@ -0,0 +1,2 @@\n+def test_new():\n+    assert True\n")
+    predictions = write_rows(tmp_path / "preds.jsonl", [{"instance_id": "pytest-dev__pytest-1",
+                                                          "model_name_or_path": "gen", "model_patch": generated}])
+    report = import_suites(predictions, out, scope="files")
+    assert report.imported == ["gen/pytest-dev__pytest-1"], [str(i) for i in report.issues]
+    script = (out / "suites/gen/pytest-dev__pytest-1/run_tests.sh").read_text()
+    assert 'pytest -rA testing/test_new.py --junitxml="$TESTPRISM_JUNIT"' in script
+    # django names its test files as modules: no template, and `import suites` asks for --command
+    django = swebench_row("django/django", "3.0", "django__django-1", "tests/admin_views/tests.py")
+    import_image_rows(write_rows(tmp_path / "django.jsonl", [django]), out, route())
+    assert "test_command" not in toml(out, "django__django-1", "origin.toml")

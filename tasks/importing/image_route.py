@@ -221,7 +221,8 @@ def swebench_task(data: dict[str, Any], specs: ImageSpecs) -> ImageTask:
         program_in_image=SWEBENCH_PROGRAM, reference=row.patch, checks_patch=row.test_patch,
         command=checks.command, parser=checks.parser, fail_to_pass=row.FAIL_TO_PASS, pass_to_pass=row.PASS_TO_PASS,
         origin={"repo": row.repo, "base_commit": row.base_commit, "version": row.version,
-                "log_parser": checks.log_parser},
+                "log_parser": checks.log_parser,
+                **({"test_command": checks.template} if checks.template else {})},
         image_from="the row's docker_image" if row.docker_image else
         "SWE-bench's naming (swebench/image_builder/image_spec.py)",
         image_field="docker_image" if row.docker_image else "instance_id",

@@ -158,6 +158,10 @@ class SweBenchCommand:
     command: str
     parser: str
     log_parser: str  #: SWE-bench's own, for the provenance
+    #: the command with `{test_files}` open, which `import suites` fills with a suite's own
+    #: files (origin.toml `test_command`); None where SWE-bench's command names the
+    #: instance's tests itself (the other languages) or its files as modules (django)
+    template: str | None = None
 
 
 def swebench_command(specs: SweBenchSpecs, repo: str, version: str, test_files: list[str]) -> SweBenchCommand:
@@ -185,11 +189,16 @@ def swebench_command(specs: SweBenchSpecs, repo: str, version: str, test_files: 
         if spec.directives == "django":
             files = [f.removesuffix(".py").removeprefix("tests/").replace("/", ".") for f in files]
         eval_commands = override.eval_commands if override.eval_commands is not None else spec.eval_commands
-        steps = [specs.python.activate, *eval_commands, " ".join([test, *map(shlex.quote, files)])]
-    else:
-        build = override.build if override.build is not None else spec.build
-        steps = [*build, test]
-    return SweBenchCommand(language, " && ".join(steps), parser, spec.log_parser)
+        steps = [specs.python.activate, *eval_commands]
+        command = " && ".join([*steps, " ".join([test, *map(shlex.quote, files)])])
+        template = None
+        if spec.directives == "files":
+            # a suite's verdict comes from JUnit (docs/benchmark-format.md, Suites): pytest writes it
+            junit = ' --junitxml="$TESTPRISM_JUNIT"' if parser == "pytest" else ""
+            template = " && ".join([*steps, f"{test} {{test_files}}{junit}"])
+        return SweBenchCommand(language, command, parser, spec.log_parser, template)
+    build = override.build if override.build is not None else spec.build
+    return SweBenchCommand(language, " && ".join([*build, test]), parser, spec.log_parser)
 
 
 def multi_swe_bench_parser(specs: MultiSweBenchSpecs, org: str, repo: str, lang: str) -> tuple[str, str]:
