@@ -220,9 +220,9 @@ class LocalBackend(SandboxBackend):
             mounts = list(_image_mounts(image))
             placed = ["--bind", str(ws / "program"), image.program, "--chdir", str(image.workdir)]
         else:
-            mounts = [*_system_mounts(), *(a for ro in _interpreter_prefix(environment) for a in ("--ro-bind", ro, ro)),
-                      "--ro-bind", str(environment), str(environment)]
-            placed = ["--chdir", str(WORKSPACE / "program")]
+            mounts = [*_system_mounts(), *(a for ro in _interpreter_prefix(environment) for a in ("--ro-bind", ro, ro))]
+            # after the scratch folders: an environment under the host's /tmp or /var/tmp stays seen
+            placed = ["--ro-bind", str(environment), str(environment), "--chdir", str(WORKSPACE / "program")]
         if request.channel is not None:
             mounts += ["--ro-bind", str(request.channel), str(SANDBOX_SOCKET)]
         scratch = [a for host, inside in scratch_folders(ws) for a in ("--bind", str(host), inside)]
