@@ -200,7 +200,7 @@ def make_language_benchmark(root: Path) -> Path:
               {"go.mod": "module example.com/calc\n\ngo 1.19\n", "calc/calc.go": GO_BUGGY}, "calc/calc.go",
               {"buggy": GO_BUGGY, "reference": GO_REFERENCE, "valid": GO_VALID, "invalid": GO_INVALID},
               ("calc/official_test.go", GO_CHECKS), "gotestsum --junitfile $TESTPRISM_JUNIT -- -count=1 ./calc/",
-              (["TestClampHigh"], ["TestClampInside"]), build="go vet ./... && go build ./... && touch BUILT")
+              (["TestClampHigh"], ["TestClampInside"]), build="go vet ./... && go build testing testing/internal/testdeps ./... && touch BUILT")
     write(root / "suites" / "strong" / "go__clamp" / "clamp_test.go", GO_SUITE)
     write(root / "suites" / "strong" / "go__clamp" / "run_tests.sh", GO_RUN)
     _instance(root, "js__clamp", "javascript", "node",
