@@ -24,6 +24,11 @@ it:
   the bounded workspace (`$TESTPRISM_RUN_CGROUP=0`, `$TESTPRISM_BOUNDED_WORKSPACE=0`): what
   the per-run bounds cost, side by side (`--against` the revision before them is the other
   way to see it).
+- `local-image`, `docker-image` (an image instance's, `--swebench-image`): the instance's own
+  route, `local` on the image's exported root filesystem under bubblewrap and `docker` on the
+  image itself (tasks/sandbox/image/), side by side with `bare`, `local` and `docker` on the
+  same state's tree through the venv route (a host folder program, the tree read out of the
+  image, in an environment of the image's Python and packages, VENV_ROUTE).
 - `docker-1cpu` (only when asked for): `docker` with a CPU quota of 1 CPU (the default is
   every core, as `bare` and `local` have; TESTPRISM_DOCKER_CPUS sets one): what a quota
   costs a suite (a multi-threaded toolchain, Go's, is throttled by it where a one-threaded
@@ -50,6 +55,13 @@ a change's cost is measured side by side (its table row's overhead is against th
 `--command CMD` runs CMD in place of the suite's entry in every mode (`true`: what the
 sandbox itself costs, without a test run's spread, which on a loaded machine hides a few
 milliseconds).
+
+`--swebench-image ID` measures an image instance: the SWE-bench row ID of
+tests/data/realdata written as an image instance (tests/image_rows.py) on its image in
+SWE-bench's layout (tests/swebench_image.py: built once, kept on the engine), bound as a
+flow binds it (`bind_images`), with a suite of its own running a real test file of the
+program (`--image-tests`). Its modes default to bare,local,docker,local-image,docker-image;
+the log gives each image mode against its venv-route twin, paired by round.
 
 `--instance` given several times measures several instances side by side, in the same
 rounds (each round runs every instance's modes, one after another): each instance has its
@@ -114,21 +126,36 @@ from testprism.tasks.sandbox.docker.backend import DockerBackend
 from testprism.tasks.sandbox.docker.engine import api_client
 from testprism.tasks.sandbox import cgroup, layer
 from testprism.tasks.sandbox.docker.environment_image import environment_tag
+from testprism.tasks.sandbox.image.binding import bind_images
 from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.sandbox.workspace import BOUNDED_SETTING, fill_workspace
 from testprism.tasks.model.state import apply_patch, states_of
 from testprism.tasks.model.workdir import WorkPaths
 
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # tests/ is not installed: the image instance's pieces live there
+    sys.path.insert(0, str(ROOT))
+from tests.image_rows import write_image_instances  # noqa: E402
+from tests.swebench_image import PACKAGES, build_swebench_image  # noqa: E402
+
 log = logging.getLogger("bench.replay_overhead")
 console = Console(width=max(220, Console().width))
 
-ROOT = Path(__file__).resolve().parents[1]
 LOCAL_TARGET_RATIO, LOCAL_TARGET_MS = 0.10, 5.0
 DOCKER_TARGET_S = 0.3
 
 TINY_PROGRAM = "def add(a, b):\n    return a + b\n"
 TINY_TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 TINY_RUN = 'exec python -m pytest -q -p no:cacheprovider tmp --junitxml="$TESTPRISM_JUNIT"\n'
+
+#: the SWE-bench rows `--swebench-image` reads, and the configuration its suite is written under
+REAL_ROWS = ROOT / "tests" / "data" / "realdata" / "swebench_lite_sympy_dev.jsonl"
+IMAGE_CONFIGURATION = "image-bench"
+#: an image instance's program through today's route: a host venv of the image's Python and
+#: packages (tests/swebench_image.py installs these in the image's /opt/miniconda3/envs/testbed)
+VENV_ROUTE = EnvironmentSpec(python="3.11", packages=list(PACKAGES))
+#: the modes of an image instance's own route
+IMAGE_MODES = {"local-image": "local", "docker-image": "docker"}
 
 
 @dataclass
@@ -147,6 +174,7 @@ class Subject:
     language: str = "python"
     build: str | None = None  #: the instance's build step, which `tree` is the output of
     suite_patch: bytes | None = None  #: the suite's test patch (an imported suite's), applied in every run
+    image: EnvironmentSpec | None = None  #: an image instance's own environment; `environment` is its venv route
 
     @property
     def built(self) -> bool:
@@ -166,11 +194,16 @@ def tiny_subject(scratch: Path) -> Subject:
 
 
 def subject(bench: Benchmark, instance_id: str, configuration: str, work: WorkPaths,
-            environments: list[Environments]) -> Subject:
+            environments: list[Environments], venv_route: EnvironmentSpec | None = None) -> Subject:
     """The reference state of `instance_id`, materialised and built (when it has a build
     step) through `state_tree`, over each of `environments` in turn: the first one builds,
-    the others find the built tree in the work area."""
+    the others find the built tree in the work area. An image instance (bound) keeps its
+    image as `image` and runs `venv_route` as its `environment` in the other modes."""
     instance = bench.instances[instance_id]
+    image = instance.spec.environment if instance.spec.environment.image is not None else None
+    if image is not None and venv_route is None:
+        raise RuntimeError(f"{instance_id}: an image instance needs a venv route for its other modes "
+                           "(--swebench-image gives one)")
     suite = bench.suites[(configuration, instance_id)]
     state = next(s for s in states_of(instance) if s.kind == "reference")
     trees = []
@@ -183,8 +216,30 @@ def subject(bench: Benchmark, instance_id: str, configuration: str, work: WorkPa
         raise RuntimeError(f"{instance_id}: the backends' Environments gave different trees: {trees}")
     build = instance.spec.build.command if instance.spec.build is not None else None
     return Subject(trees[0], suite.folder, suite.files, suite.entry, instance.reference, instance.program,
-                   instance.spec.environment, f"{instance.id} / {configuration} / reference", instance.id,
-                   instance.spec.language, build, suite.patch)
+                   venv_route if image is not None else instance.spec.environment,
+                   f"{instance.id} / {configuration} / reference", instance.id, instance.spec.language, build,
+                   suite.patch, image)
+
+
+def swebench_image_benchmark(instance_id: str, tests: str, root: Path) -> Path:
+    """A benchmark under `root` holding the SWE-bench row `instance_id` (REAL_ROWS) as an
+    image instance on its image in SWE-bench's layout (built here once, then found on the
+    engine), and a suite of configuration IMAGE_CONFIGURATION running `tests` (paths of the
+    program's own test files) with pytest and JUnit."""
+    image_id, seconds = build_swebench_image(instance_id=instance_id)
+    log.info("%s: image %s (%s)", instance_id, image_id[:19], f"built in {seconds:.0f} s" if seconds else "on the engine")
+    rows = [line for line in REAL_ROWS.read_text().splitlines() if f'"instance_id": "{instance_id}"' in line]
+    if not rows:
+        raise RuntimeError(f"{REAL_ROWS}: no row of {instance_id}")
+    bench = root / "image-bench"
+    picked = root / "rows.jsonl"
+    picked.write_text(rows[0] + "\n")
+    write_image_instances(picked, bench)
+    suite = bench / "suites" / IMAGE_CONFIGURATION / instance_id
+    suite.mkdir(parents=True)
+    (suite / "run_tests.sh").write_text(f'exec python -m pytest -q -p no:cacheprovider {tests} '
+                                        '--junitxml="$TESTPRISM_JUNIT"\n')
+    return bench
 
 
 # -- the modes ---------------------------------------------------------------------------------
@@ -464,20 +519,22 @@ def report(times: dict[str, list[float]], per_round: dict[str, list[float]], tit
     console.print(table)
     console.print("overhead = median over rounds of (mode − bare, same round); ÷ peer = overhead ÷ "
                   "swebench-lean's overhead")
-    if "local" in times:
-        local = paired_overhead(per_round, "local")
-        budget = LOCAL_TARGET_RATIO * bare + LOCAL_TARGET_MS / 1000
-        verdict = "met" if local <= budget else f"MISSED by {1000 * (local - budget):.0f} ms"
-        log.info("%slocal overhead %.0f ms vs target %.0f ms (10%% of bare + 5 ms): %s", f"{title}: " if title else "",
-                 1000 * local, 1000 * budget, verdict)
-    for name in [n for n in times if "@" in n]:
-        now = name.split("@", 1)[0]
-        if now in times:
+    for name in ("local", "local-image"):
+        if name in times:
+            local = paired_overhead(per_round, name)
+            budget = LOCAL_TARGET_RATIO * bare + LOCAL_TARGET_MS / 1000
+            verdict = "met" if local <= budget else f"MISSED by {1000 * (local - budget):.0f} ms"
+            log.info("%s%s overhead %.0f ms vs target %.0f ms (10%% of bare + 5 ms): %s", f"{title}: " if title else "",
+                     name, 1000 * local, 1000 * budget, verdict)
+    twins = [(n.split("@", 1)[0], n) for n in times if "@" in n]
+    twins += [(n, IMAGE_MODES[n]) for n in times if n in IMAGE_MODES]
+    for now, name in twins:
+        if now in times and name in times:
             change = paired_overhead(per_round, now) - paired_overhead(per_round, name)
             change_ratio = statistics.median(t / o for t, o in zip(per_round[now], per_round[name], strict=False))
             log.info("%s against %s: overhead %+.1f ms per run; run time × %.3f (median of per-round ratios)",
                      now, name, 1000 * change, change_ratio)
-    for name in ("docker", "docker-cold", "docker-reused"):
+    for name in ("docker", "docker-cold", "docker-reused", "docker-image"):
         if name in times:
             over = paired_overhead(per_round, name)
             verdict = "met" if over <= DOCKER_TARGET_S else f"MISSED by {1000 * (over - DOCKER_TARGET_S):.0f} ms"
@@ -658,13 +715,21 @@ def main() -> None:
     parser.add_argument("--command", default=None,
                         help="run this command instead of the suite's entry (every mode, bare too): `true` "
                              "measures the sandbox's own cost without the suite's run-to-run spread")
+    parser.add_argument("--swebench-image", default=None, metavar="ID",
+                        help="measure the SWE-bench row ID (tests/data/realdata) as an image instance: its image "
+                             "in SWE-bench's layout (built once), modes local-image and docker-image beside the "
+                             "venv route's bare, local and docker")
+    parser.add_argument("--image-tests", default="sympy/vector/tests/test_operators.py",
+                        help="the program's test files the --swebench-image suite runs (default: one that passes "
+                             "on sympy 1.5.1 under pytest 8: test_printing.py's sympy-own XFAIL fails there)")
     parser.add_argument("--against", default=None, metavar="REV",
                         help="also run the local and docker modes of git revision REV (as local@REV, docker@REV)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[RichHandler(console=console, show_path=False)])
-    instances = args.instance or ["calkit__merge-touching"]
+    instances = [args.swebench_image] if args.swebench_image else args.instance or ["calkit__merge-touching"]
     several = len(instances) > 1
-    modes = (args.modes or ("bare,local,docker" if several else
+    modes = (args.modes or ("bare,local,docker" if several else "bare,local,docker,local-image,docker-image"
+                            if args.swebench_image else
                             "bare,local,docker,docker-cold,docker-reused,swebench-lean,swebench-shipped")).split(",")
 
     base = Path("/var/tmp") if Path("/var/tmp").is_dir() else Path(tempfile.gettempdir())
@@ -684,11 +749,15 @@ def main() -> None:
         over_docker, over_local = Environments(docker), Environments(local)
         subjects: list[Subject] = []
         try:
-            bench = load_benchmark(Path(args.benchmark), (args.configuration,))
+            if args.swebench_image:
+                args.benchmark = str(swebench_image_benchmark(args.swebench_image, args.image_tests, scratch))
+                args.configuration = IMAGE_CONFIGURATION
+            bench = bind_images(load_benchmark(Path(args.benchmark), (args.configuration,)), work)
             for instance_id in instances:
-                subjects.append(subject(bench, instance_id, args.configuration, work, [over_docker, over_local]))
+                subjects.append(subject(bench, instance_id, args.configuration, work, [over_docker, over_local],
+                                        VENV_ROUTE if args.swebench_image else None))
         except Exception as exc:  # noqa: BLE001 - any problem with the bundled one: use the tiny one
-            if several:
+            if several or args.swebench_image:
                 raise
             log.warning("cannot use %s/%s (%s): using the built-in one-file program", args.benchmark, instances[0], exc)
             subjects = [tiny_subject(scratch)]
@@ -745,6 +814,13 @@ def main() -> None:
                 runners[prefix + "local"] = backend_runner(local, subj, local_env, name=prefix + "local")
             if "docker" in modes:
                 runners[prefix + "docker"] = backend_runner(docker, subj, docker_env, name=prefix + "docker")
+            for name, made in ((n, {"local": local, "docker": docker}[b]) for n, b in IMAGE_MODES.items()
+                               if n in modes):
+                if subj.image is None:
+                    log.warning("%s: no %s (not an image instance)", subj.id, name)
+                    continue
+                runners[prefix + name] = backend_runner(made, dataclasses.replace(subj, environment=subj.image),
+                                                        made.prepare(subj.image), name=prefix + name)
             for name, made in extra.items():
                 if "@" in name:
                     runners[prefix + name] = backend_runner(
