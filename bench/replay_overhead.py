@@ -57,7 +57,7 @@ sandbox itself costs, without a test run's spread, which on a loaded machine hid
 milliseconds).
 
 `--swebench-image ID` measures an image instance: the SWE-bench row ID of
-tests/data/realdata written as an image instance (tests/image_rows.py) on its image in
+tests/data/realdata imported as an image instance (`import swebench --route image`) on its image in
 SWE-bench's layout (tests/swebench_image.py: built once, kept on the engine), bound as a
 flow binds it (`bind_images`), with a suite of its own running a real test file of the
 program (`--image-tests`). Its modes default to bare,local,docker,local-image,docker-image;
@@ -131,11 +131,12 @@ from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.sandbox.workspace import BOUNDED_SETTING, fill_workspace
 from testprism.tasks.model.state import apply_patch, states_of
 from testprism.tasks.model.workdir import WorkPaths
+from testprism.tasks.importing.image_route import ImageRoute, import_image_rows
+from testprism.tasks.importing.image_specs import ImageSpecs
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # tests/ is not installed: the image instance's pieces live there
     sys.path.insert(0, str(ROOT))
-from tests.image_rows import write_image_instances  # noqa: E402
 from tests.swebench_image import PACKAGES, build_swebench_image  # noqa: E402
 
 log = logging.getLogger("bench.replay_overhead")
@@ -234,7 +235,9 @@ def swebench_image_benchmark(instance_id: str, tests: str, root: Path) -> Path:
     bench = root / "image-bench"
     picked = root / "rows.jsonl"
     picked.write_text(rows[0] + "\n")
-    write_image_instances(picked, bench)
+    report = import_image_rows(picked, bench, ImageRoute(ImageSpecs.load()))  # `import swebench --route image`
+    if report.issues:
+        raise RuntimeError(f"{REAL_ROWS}: {instance_id} does not import: {report.issues}")
     suite = bench / "suites" / IMAGE_CONFIGURATION / instance_id
     suite.mkdir(parents=True)
     (suite / "run_tests.sh").write_text(f'exec python -m pytest -q -p no:cacheprovider {tests} '
