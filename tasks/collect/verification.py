@@ -30,9 +30,10 @@ from testprism.tasks.model.outcome import Reason, Verdict
 from testprism.tasks.execution import batch
 from testprism.tasks.execution.batch import Environments, ExecutionOptions, Job
 from testprism.tasks.execution.build import built_tree
-from testprism.tasks.sandbox.base import RunRequest, SandboxBackend
+from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend
 from testprism.tasks.model.state import DEFAULT_FUZZ, PatchResult, State, apply_patch, states_of
-from testprism.tasks.execution.verdict import RunResult, failed
+from testprism.tasks.execution.reward import read_reward, verifier_command
+from testprism.tasks.execution.verdict import RunResult, failed, judge
 from testprism.tasks.model.workdir import WorkPaths, build_once
 
 log = logging.getLogger(__name__)
@@ -44,9 +45,18 @@ def check_ids(instance: Instance) -> tuple[str, ...]:
 
 
 def checks_hash(instance: Instance) -> str:
-    """What the checks are: the test patch, the command, and the ids that decide."""
+    """What the checks are: the test patch, the command, and the ids that decide (and,
+    for a verifier's reward, the folder placed at /tests)."""
     checks = instance.spec.checks
-    return digest("checks", instance.checks_patch, checks.command, *checks.fail_to_pass, "|", *checks.pass_to_pass)
+    reward = ("reward", checks.reward.tests) if checks.reward is not None else ()
+    return digest("checks", instance.checks_patch, checks.command, *checks.fail_to_pass, "|", *checks.pass_to_pass,
+                  *reward)
+
+
+def run_limits(instance: Instance, limits: Limits) -> Limits:
+    """The limits of the instance's runs: `limits` with the instance's own in their place."""
+    own = instance.spec.limits
+    return limits if own is None else own.over(limits)
 
 
 def candidate_states(instance: Instance, patches: Mapping[str, str]) -> dict[str, State]:
@@ -69,6 +79,8 @@ class Verification:
 def plan(instance: Instance, states: Sequence[State], options: ExecutionOptions, repeats: int = 1) -> list[Verification]:
     """Verifications of `states`, `repeats` times each, keyed by content and policy."""
     base = (checks_hash(instance), instance.spec.environment.key, options.policy_hash)
+    if instance.spec.limits is not None:  # the instance's own limits: keys of others unchanged
+        base += (run_limits(instance, options.limits).key,)
     return [
         Verification(digest("verification", state.hash, *base, str(repeat)), instance, state, repeat)
         for state in states for repeat in range(repeats)
@@ -161,12 +173,19 @@ class VerifyJob(Job[Verification, RunResult]):
             if isinstance(made, Verdict):
                 return RunResult(made, method)
             tree = made
+        checks = unit.instance.spec.checks
         # an environment that cannot be had is infrastructure or a failed build: not a verdict on the state
-        verdict = environments.judged(unit.instance.spec.environment, options, check_ids(unit.instance),
-                                      lambda environment: RunRequest(
-            tree=tree, suite_folder=None, suite_files=(), command=unit.instance.spec.checks.command,
-            environment=environment, limits=options.limits, patch_fuzz=options.policy.patch_fuzz,
-        ))
+        environment = environments.ready(unit.instance.spec.environment)
+        if isinstance(environment, Verdict):
+            return RunResult(environment, method)
+        request = RunRequest(
+            tree=tree, suite_folder=None, suite_files=(), environment=environment,
+            command=checks.command if checks.reward is None else verifier_command(checks.command),
+            limits=run_limits(unit.instance, options.limits), patch_fuzz=options.policy.patch_fuzz,
+        )
+        verdict = judge(lambda: environments.run(unit.instance.spec.environment, request), options.policy,
+                        check_ids(unit.instance), pace=environments.pace,
+                        read=None if checks.reward is None else lambda result: read_reward(result.junit_xml))
         log.debug("verified %s %s (repeat %d): %s %s", unit.instance.id, unit.state.name, unit.repeat,
                   verdict.outcome.value, verdict.reason or "")
         return RunResult(verdict, method)

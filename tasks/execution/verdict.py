@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from testprism.tasks.execution.junit import parse_junit, select
 from testprism.tasks.model.hashing import digest
-from testprism.tasks.model.outcome import Outcome, Reason, Verdict
+from testprism.tasks.model.outcome import Outcome, Reason, TestResult, Verdict
 from testprism.tasks.sandbox.base import ExecResult, SandboxError, SuiteNotInstalled
 from testprism.tasks.model.state import DEFAULT_FUZZ
 
@@ -62,16 +62,37 @@ class Policy:
         return draw < self.audit_share
 
 
-def classify(result: ExecResult, selected: tuple[str, ...] = ()) -> tuple[Outcome, Reason | None]:
-    """One attempt's outcome, before confirmation. With `selected` tests and a readable
-    JUnit report, only those tests decide; otherwise the exit status and any failing case."""
+class Unreadable(ValueError):
+    """A run's results cannot be read by its `Reader` (a reward that is not a number): the
+    run is `E`/parse_failed with this message, never `P` or `F`."""
+
+
+#: reads an attempt's per-test results another way than its JUnit report (a verifier's
+#: reward, tasks/execution/reward.py); raises Unreadable when they cannot be read
+Reader = Callable[[ExecResult], tuple[TestResult, ...]]
+
+
+def _tests(result: ExecResult, read: Reader | None) -> tuple[TestResult, ...] | None:
+    """The attempt's per-test results: `read`'s, else its JUnit report's (None without one)."""
+    if read is not None:
+        return read(result)
+    return parse_junit(result.junit_xml) if result.junit_xml else None
+
+
+def classify(result: ExecResult, selected: tuple[str, ...] = (), read: Reader | None = None) -> tuple[Outcome, Reason | None]:
+    """One attempt's outcome, before confirmation. With `selected` tests and readable
+    results (JUnit's, or `read`'s), only those tests decide; otherwise the exit status and
+    any failing case. Results `read` cannot read are `E`/parse_failed."""
     if result.timed_out:
         return Outcome.ERROR, Reason.TIMEOUT
     if result.output_exceeded:
         return Outcome.ERROR, Reason.OUTPUT_LIMIT
     if result.limit is not None:  # a run-wide limit: what the suite saw says nothing of the state
         return Outcome.ERROR, Reason(result.limit)
-    tests = parse_junit(result.junit_xml) if result.junit_xml else None
+    try:
+        tests = _tests(result, read)
+    except Unreadable:
+        return Outcome.ERROR, Reason.PARSE_FAILED
     if selected and tests is not None:
         passed = all(o == "passed" for o in select(tests, selected).values())
         return (Outcome.PASS, None) if passed else (Outcome.FAIL, None)
@@ -125,11 +146,12 @@ class Attempts:
 
 
 def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str, ...] = (),
-          confirm: bool = True, pace: Callable[[], None] | None = None) -> Verdict:
+          confirm: bool = True, pace: Callable[[], None] | None = None, read: Reader | None = None) -> Verdict:
     """Run `attempt` until its outcome is settled under `policy`; `confirm` False
     (Policy.confirms) lets a failure stand without its replays. `pace` is called before
     each confirmation replay: the batch's turn (tasks/execution/batch.py `Schedule`), so a
-    confirmation does not run right after the attempt it confirms."""
+    confirmation does not run right after the attempt it confirms. `read`: where the
+    per-test results come from, when not from JUnit (classify)."""
     confirmations = policy.confirm_failures if confirm else 0
     runs = Attempts(attempt, policy.infra_retries)
     seen: list[Outcome] = []
@@ -140,7 +162,7 @@ def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str
             return failed(Reason.SUITE_NOT_INSTALLED, str(exc), runs.count)
         except SandboxError as exc:
             return failed(Reason.SANDBOX_ERROR, str(exc), runs.count)
-        outcome, reason = classify(last, selected)
+        outcome, reason = classify(last, selected, read)
         seen.append(outcome)
         if outcome is Outcome.FAIL and len(seen) <= confirmations:
             if pace is not None:
@@ -149,6 +171,9 @@ def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str
         if len(seen) > 1 and any(o != seen[0] for o in seen):
             outcome, reason = Outcome.ERROR, Reason.UNSTABLE
         replayed = (len(seen) > 1) if seen[0] is Outcome.FAIL else None
-        tests = parse_junit(last.junit_xml) if last.junit_xml else None
-        return Verdict(outcome, reason, last.exit_code, last.duration_s, runs.count, last.output_tail, tests or (),
+        try:
+            tests, message = _tests(last, read), last.output_tail
+        except Unreadable as exc:
+            tests, message = None, f"{exc}\n{last.output_tail}"
+        return Verdict(outcome, reason, last.exit_code, last.duration_s, runs.count, message, tests or (),
                        last.suite_patch_method, replayed)
