@@ -349,8 +349,8 @@ class CandidateSpec(_Model):
 class LimitsSpec(_Model):
     """The instance's own run limits, as its benchmark ships them (Harbor's task.toml):
     each one set replaces the run's default (`sandbox.base.Limits`) for this instance's
-    runs. `agent_timeout_s` bounds a generation run (the agent's time), `timeout_s` every
-    other run (the verifier's time)."""
+    runs of its official checks (the verifier's time, memory and disk); `agent_timeout_s`
+    bounds a generation run (the agent's time, tasks/generate/generation.py)."""
 
     timeout_s: float | None = Field(None, gt=0)
     memory_mb: int | None = Field(None, gt=0)
