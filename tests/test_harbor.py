@@ -10,7 +10,7 @@ install jq, which the base lacks, from the Debian mirror; their verifier needs i
 
 from __future__ import annotations
 
-import shutil
+import re
 import subprocess
 from pathlib import Path
 
@@ -235,3 +235,35 @@ def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker
     assert b"+++ b/tests/test.sh" in greeting.checks_patch
     dockerfile = (bench.instances["fetching"].folder / "environment" / "Dockerfile").read_text()
     assert dockerfile.endswith("RUN apt-get update\nRUN apt-get install -y jq\n")
+
+
+@pytest.mark.slow
+@pytest.mark.requires("docker")
+def test_solutions_that_change_nothing_and_programs_with_their_own_tests(tmp_path, docker_backend):
+    tasks = tmp_path / "tasks"
+    harbor_task(tasks, "no-change", {"solution/solve.sh": "echo looked around\n"})
+    harbor_task(tasks, "own-tests", {"environment/tests/test_greet.py": "def test_nothing():\n    pass\n"})
+    report = import_harbor(tasks, tmp_path / "bench", source="h", backend=docker_backend)
+    assert issues_of(report) == {"no-change": ("solution/solve.sh", "changes nothing in the program")}
+    instance = load_benchmark(tmp_path / "bench").instances["own-tests"]
+    # the program has its own tests/: the task's go under tests/harbor/, placed at /tests from there
+    assert instance.spec.checks.reward.tests == "tests/harbor"
+    assert b"+++ b/tests/harbor/test.sh" in instance.checks_patch
+
+
+@pytest.mark.slow
+@pytest.mark.requires("docker")
+def test_cli_imports_the_bundled_harbor_tasks(tmp_path, work_root):
+    from typer.testing import CliRunner
+
+    from testprism.flows.cli import import_app
+
+    out = tmp_path / "bench"
+    harbor = Path(__file__).resolve().parents[1] / "examples" / "sources" / "harbor"
+    args = ["harbor", str(harbor), "--out", str(out), "--source", "harbor-mini", "--work", str(work_root)]
+    result = CliRunner().invoke(import_app, args)
+    assert result.exit_code == 0, result.output
+    assert re.search(r"│\s+1\s+│\s+0\s+│\s+1\s+│\s+0\s+│", result.output)  # imported, present, rejected, caveats
+    greeting = load_instance(out / "instances" / "fix-greeting")
+    assert greeting.spec.environment.dockerfile == "environment/Dockerfile"
+    assert greeting.spec.limits.timeout_s == 120.0 and greeting.spec.limits.agent_timeout_s == 600.0
