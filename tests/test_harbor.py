@@ -213,10 +213,16 @@ def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker
         "tests/test.sh": fetching,
         "environment/Dockerfile": "FROM testprism-base:bookworm\nWORKDIR /app\nCOPY greet.py /app/greet.py\n"})
     harbor_task(tasks, "absolute", {"solution/solve.sh": FIXED.replace("greet.py", "/app/greet.py")})
+    harbor_task(tasks, "elsewhere", {"environment/Dockerfile": DOCKERFILE.replace(
+        "testprism-base:bookworm", "testprism-test.invalid/python:3.11-slim")})
     report = import_harbor(tasks, tmp_path / "bench", source="h", backend=docker_backend, limits=Limits(timeout_s=120))
     assert sorted(report.imported) == ["fetching", "greeting"], report.issues
     field, message = issues_of(report)["absolute"]
     assert field == "solution/solve.sh" and "solve.sh names /app, the image's WORKDIR" in message
+    assert issues_of(report)["elsewhere"] == (
+        "environment/Dockerfile", "FROM testprism-test.invalid/python:3.11-slim: the image is not on the engine and "
+        "no registry is reachable; provide it first (`docker load -i FILE.tar`, or `docker tag LOCAL "
+        "testprism-test.invalid/python:3.11-slim`)")
     caveats = {(i.instance_id, i.field, i.message) for i in report.issues if not i.fatal}
     assert ("fetching", "tests/test.sh", "test.sh fetches over the network at run time ('apt-get install -y jq'): "
             "run at the environment's build instead (environment/Dockerfile, RUN)") in caveats

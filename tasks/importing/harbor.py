@@ -80,6 +80,7 @@ from testprism.tasks.model.benchmark import REWARD_CHECK, EnvironmentSpec, Limit
 from testprism.tasks.model.patches import parse_field
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, backend_class
+from testprism.tasks.sandbox.environment import EnvironmentBuildError
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +189,17 @@ class Task:
     workdir: str  #: the Dockerfile's last WORKDIR, "" without one
 
 
+def missing_base(build_error: str) -> str | None:
+    """The image a failed build's `FROM` step names, when that step is where it failed: the
+    engine has no such image and could not pull it (docker's legacy builder numbers its
+    steps, `Step 1/7 : FROM python:3.11-slim`); None when another step failed."""
+    steps = re.findall(r"^Step \d+/\d+ : (.*)$", build_error, re.MULTILINE)
+    last = steps[-1].split() if steps else []
+    if len(last) < 2 or last[0].upper() != "FROM":
+        return None
+    return next((word for word in last[1:] if not word.startswith("--")), None)
+
+
 def _workdir(dockerfile: str) -> str:
     found = re.findall(r"^\s*WORKDIR\s+(\S+)", dockerfile, re.IGNORECASE | re.MULTILINE)
     return found[-1] if found else ""
@@ -286,7 +298,15 @@ class Solver:
         """What solve.sh does to `program`, run in the task's environment (its Dockerfile
         at `dockerfile`) with the task's memory and disk and its agent's time."""
         spec = EnvironmentSpec(python=None, packages=(), dockerfile=DOCKERFILE).bound(dockerfile)
-        environment = self.backend.prepare(spec)
+        try:
+            environment = self.backend.prepare(spec)
+        except EnvironmentBuildError as exc:
+            base = missing_base(str(exc))
+            if base is None:
+                raise
+            raise RowError("environment/Dockerfile", f"FROM {base}: the image is not on the engine and no registry "
+                           f"is reachable; provide it first (`docker load -i FILE.tar`, or `docker tag LOCAL {base}`)"
+                           ) from exc
         limits = LimitsSpec.model_validate(task.config.limits()).over(self.limits)
         limits = replace(limits, timeout_s=task.config.agent.timeout_sec or self.limits.timeout_s)
         with tempfile.TemporaryDirectory(prefix="testprism-harbor-") as scratch:
