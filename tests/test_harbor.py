@@ -11,6 +11,7 @@ install jq, which the base lacks, from the Debian mirror; their verifier needs i
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -273,3 +274,48 @@ def test_cli_imports_the_bundled_harbor_tasks(tmp_path, work_root):
     greeting = load_instance(out / "instances" / "fix-greeting")
     assert greeting.spec.environment.dockerfile == "environment/Dockerfile"
     assert greeting.spec.limits.timeout_s == 120.0 and greeting.spec.limits.agent_timeout_s == 600.0
+
+
+# -- the checks run: test.sh's reward under docker ---------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.requires("docker")
+def test_test_sh_decides_buggy_fails_the_reference_passes(tmp_path, docker_backend, work_root):
+    """Gold validation (tasks/collect/label.py) of imported Harbor tasks: the verifier runs
+    in the image their Dockerfile builds (jq, pytest from the Debian mirror), its reward
+    decides; a reward that is not a number is `E`/parse_failed naming the file."""
+    from dataclasses import replace
+
+    from testprism.storage import Store
+    from testprism.tasks.collect.label import GOLD_POLICY, gold_plan, gold_verdict
+    from testprism.tasks.collect.verification import execute, stored_rows
+    from testprism.tasks.execution.batch import ExecutionOptions
+
+    tasks = tmp_path / "tasks"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "sources" / "harbor" / "fix-greeting",
+                    tasks / "fix-greeting")
+    harbor_task(tasks, "greeting")
+    harbor_task(tasks, "fetching", {
+        "tests/test.sh": VERIFY.replace("#!/bin/bash\n", "#!/bin/bash\napt-get update\napt-get install -y jq\n"),
+        "environment/Dockerfile": "FROM testprism-base:bookworm\nWORKDIR /app\nCOPY greet.py /app/greet.py\n"})
+    harbor_task(tasks, "word-reward", {"tests/test.sh": "#!/bin/bash\necho passed > /logs/verifier/reward.txt\n"})
+    report = import_harbor(tasks, tmp_path / "bench", source="h", backend=docker_backend)
+    assert sorted(report.imported) == ["fetching", "fix-greeting", "greeting", "word-reward"], report.issues
+    bench = load_benchmark(tmp_path / "bench")
+
+    options = replace(ExecutionOptions(backend="docker", work_root=work_root, store_root=tmp_path / "store"),
+                      policy=GOLD_POLICY)
+    specs = {iid: gold_plan(instance, options) for iid, instance in bench.instances.items()}
+    execute([s for group in specs.values() for s in group], options)
+    rows = stored_rows(Store(tmp_path / "store"), [s.key for group in specs.values() for s in group])
+    verdicts = {iid: gold_verdict(bench.instances[iid], [rows[s.key] for s in group]) for iid, group in specs.items()}
+    for iid in ("fetching", "fix-greeting", "greeting"):
+        assert verdicts[iid].validated, (iid, verdicts[iid].reason, verdicts[iid].detail)
+        by_state = {rows[s.key]["state"]: rows[s.key] for s in specs[iid]}
+        assert by_state["buggy"]["tests"][0] | {"message": ""} == {"name": "reward", "outcome": "failed", "message": ""}
+        assert by_state["reference"]["outcome"] == "P"
+    assert verdicts["word-reward"].reason == Reason.UNRESOLVED
+    unreadable = rows[specs["word-reward"][0].key]
+    assert (unreadable["outcome"], unreadable["reason"]) == ("E", "parse_failed")
+    assert unreadable["stdout_tail"].startswith("/logs/verifier/reward.txt holds 'passed', not a number")
