@@ -20,6 +20,7 @@ from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.model.benchmark import Benchmark, load_benchmark
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox.base import SandboxBackend, backend_class
+from testprism.tasks.sandbox.image.binding import bind_images
 
 #: the most runs one batch (one Prefect task) holds
 MAX_BATCH_RUNS = 200
@@ -62,6 +63,8 @@ def open_inputs(benchmark: str, store: str, configurations: tuple[str, ...], bac
     backend_cls = backend_class(backend)
     probe = backend_cls(WorkPaths(work_root), trusted=trusted, unsafe=unsafe)
     probe.close()
+    # image instances bound to their images' ids, their programs read out (once per content)
+    bench = bind_images(bench, WorkPaths(work_root))
     return Inputs(bench, Store(store), backend_cls, probe.isolation)  # last: a refused run creates no store
 
 

@@ -358,7 +358,11 @@ def _note(cand: CandidatePatch) -> str:
 
 
 def _write_instance(instance: Instance, chosen: Iterable[CandidatePatch], target: Path) -> None:
-    shutil.copytree(instance.program, target / "program", symlinks=True)
+    image = instance.spec.environment.image is not None  # its program is the image's: not copied
+    if not image:
+        shutil.copytree(instance.program, target / "program", symlinks=True)
+    else:
+        target.mkdir(parents=True)
     shutil.copy2(instance.folder / "instruction.md", target / "instruction.md")
     if (instance.folder / "origin.toml").is_file():  # `import suites --out PANEL` reads its test command
         shutil.copy2(instance.folder / "origin.toml", target / "origin.toml")
@@ -373,8 +377,10 @@ def _write_instance(instance: Instance, chosen: Iterable[CandidatePatch], target
                         | ({"failed_checks": sorted(cand.failed_checks)}  # the curves' invalid diversity, replayed
                            if cand.label == "invalid" and cand.failed_checks else {}))
     # TOML has no null: an unset optional field (checks.parser, say) is left out, as when read
-    spec = instance.spec.model_dump(mode="json", exclude={"candidates", "environment", "build"}, exclude_none=True)
-    spec["program"]["path"] = "program"
+    spec = instance.spec.model_dump(mode="json", exclude={"candidates", "environment", "build"}
+                                    | ({"program"} if image else set()), exclude_none=True)
+    if not image:
+        spec["program"]["path"] = "program"
     spec["checks"]["patch"] = "checks.diff"
     spec["environment"] = instance.spec.environment.as_table()
     if instance.spec.build is not None:

@@ -175,20 +175,32 @@ class VerifyJob(Job[Verification, RunResult]):
             tree = made
         checks = unit.instance.spec.checks
         # an environment that cannot be had is infrastructure or a failed build: not a verdict on the state
-        environment = environments.ready(unit.instance.spec.environment)
-        if isinstance(environment, Verdict):
-            return RunResult(environment, method)
-        request = RunRequest(
-            tree=tree, suite_folder=None, suite_files=(), environment=environment,
-            command=checks.command if checks.reward is None else verifier_command(checks.command),
-            limits=run_limits(unit.instance, options.limits), patch_fuzz=options.policy.patch_fuzz,
-        )
-        verdict = judge(lambda: environments.run(unit.instance.spec.environment, request), options.policy,
-                        check_ids(unit.instance), pace=environments.pace,
-                        read=None if checks.reward is None else lambda result: read_reward(result.junit_xml))
+        limits = run_limits(unit.instance, options.limits)
+        if checks.reward is not None:
+            verdict = self._rewarded(unit, tree, environments, options, limits)
+        else:
+            verdict = environments.judged(unit.instance.spec.environment, options, check_ids(unit.instance),
+                                          lambda environment: RunRequest(
+                tree=tree, suite_folder=None, suite_files=(), command=checks.command,
+                environment=environment, limits=limits, patch_fuzz=options.policy.patch_fuzz,
+            ), parser=checks.parser)
         log.debug("verified %s %s (repeat %d): %s %s", unit.instance.id, unit.state.name, unit.repeat,
                   verdict.outcome.value, verdict.reason or "")
         return RunResult(verdict, method)
+
+    @staticmethod
+    def _rewarded(unit: Verification, tree: Path, environments: Environments, options: ExecutionOptions,
+                  limits: Limits) -> Verdict:
+        """The checks as a verifier whose reward decides (`[checks.reward]`, tasks/execution/reward.py)."""
+        spec = unit.instance.spec.environment
+        environment = environments.ready(spec)
+        if isinstance(environment, Verdict):
+            return environment
+        request = RunRequest(tree=tree, suite_folder=None, suite_files=(), environment=environment, limits=limits,
+                             command=verifier_command(unit.instance.spec.checks.command),
+                             patch_fuzz=options.policy.patch_fuzz)
+        return judge(lambda: environments.run(spec, request), options.policy, check_ids(unit.instance),
+                     pace=environments.pace, read=lambda result: read_reward(result.junit_xml))
 
     def row(self, unit: Verification, result: RunResult, started: datetime, backend: SandboxBackend) -> dict:
         """One `verifications` row (storage/schema.py VERIFICATIONS)."""

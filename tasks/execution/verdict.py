@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from testprism.tasks.execution.junit import parse_junit, select
+from testprism.tasks.execution.logs import parse_log
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Outcome, Reason, TestResult, Verdict
-from testprism.tasks.sandbox.base import ExecResult, SandboxError, SuiteNotInstalled
+from testprism.tasks.sandbox.base import ExecResult, Limits, SandboxError, SuiteNotInstalled
 from testprism.tasks.model.state import DEFAULT_FUZZ
 
 log = logging.getLogger(__name__)
@@ -62,27 +63,41 @@ class Policy:
         return draw < self.audit_share
 
 
+def logged_limits(limits: Limits) -> Limits:
+    """The limits of a run whose results a log parser reads: its whole output kept (up to
+    the output bound, past which the run is `E`/output_limit anyway), not just a tail."""
+    return replace(limits, tail_bytes=max(limits.tail_bytes, limits.output_bytes))
+
+
 class Unreadable(ValueError):
     """A run's results cannot be read by its `Reader` (a reward that is not a number): the
     run is `E`/parse_failed with this message, never `P` or `F`."""
 
 
-#: reads an attempt's per-test results another way than its JUnit report (a verifier's
-#: reward, tasks/execution/reward.py); raises Unreadable when they cannot be read
+#: reads a run's per-test results from what it handed back (a verifier's reward,
+#: tasks/execution/reward.py); raises Unreadable, with why, when they cannot be read
 Reader = Callable[[ExecResult], tuple[TestResult, ...]]
 
 
-def _tests(result: ExecResult, read: Reader | None) -> tuple[TestResult, ...] | None:
-    """The attempt's per-test results: `read`'s, else its JUnit report's (None without one)."""
+def test_results(result: ExecResult, parser: str | None = None,
+                 read: Reader | None = None) -> tuple[TestResult, ...] | None:
+    """The per-test results of a run: `read`'s (which may raise Unreadable), else read from
+    its output by the log parser `parser` (tasks/execution/logs; the run made with
+    `logged_limits`), else from its JUnit report; None when there is none or it is
+    unreadable."""
     if read is not None:
         return read(result)
+    if parser is not None:
+        return parse_log(parser, result.output_tail.encode("utf-8", errors="surrogateescape"))
     return parse_junit(result.junit_xml) if result.junit_xml else None
 
 
-def classify(result: ExecResult, selected: tuple[str, ...] = (), read: Reader | None = None) -> tuple[Outcome, Reason | None]:
+def classify(result: ExecResult, selected: tuple[str, ...] = (), parser: str | None = None,
+             read: Reader | None = None) -> tuple[Outcome, Reason | None]:
     """One attempt's outcome, before confirmation. With `selected` tests and readable
-    results (JUnit's, or `read`'s), only those tests decide; otherwise the exit status and
-    any failing case. Results `read` cannot read are `E`/parse_failed."""
+    results, only those tests decide; otherwise the exit status and any failing case. A
+    run whose log `parser` or `read` cannot read is `E`/parse_failed: never a pass or a
+    failure."""
     if result.timed_out:
         return Outcome.ERROR, Reason.TIMEOUT
     if result.output_exceeded:
@@ -90,8 +105,10 @@ def classify(result: ExecResult, selected: tuple[str, ...] = (), read: Reader | 
     if result.limit is not None:  # a run-wide limit: what the suite saw says nothing of the state
         return Outcome.ERROR, Reason(result.limit)
     try:
-        tests = _tests(result, read)
+        tests = test_results(result, parser, read)
     except Unreadable:
+        return Outcome.ERROR, Reason.PARSE_FAILED
+    if parser is not None and tests is None:
         return Outcome.ERROR, Reason.PARSE_FAILED
     if selected and tests is not None:
         passed = all(o == "passed" for o in select(tests, selected).values())
@@ -146,12 +163,15 @@ class Attempts:
 
 
 def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str, ...] = (),
-          confirm: bool = True, pace: Callable[[], None] | None = None, read: Reader | None = None) -> Verdict:
+          confirm: bool = True, pace: Callable[[], None] | None = None, parser: str | None = None,
+          read: Reader | None = None) -> Verdict:
     """Run `attempt` until its outcome is settled under `policy`; `confirm` False
     (Policy.confirms) lets a failure stand without its replays. `pace` is called before
     each confirmation replay: the batch's turn (tasks/execution/batch.py `Schedule`), so a
-    confirmation does not run right after the attempt it confirms. `read`: where the
-    per-test results come from, when not from JUnit (classify)."""
+    confirmation does not run right after the attempt it confirms. `parser`: the log
+    parser that reads the tests' results (`test_results`); the verdict keeps the output's
+    usual tail, not the whole log. `read`: where the results come from instead (a
+    verifier's reward), its Unreadable message heading the verdict's."""
     confirmations = policy.confirm_failures if confirm else 0
     runs = Attempts(attempt, policy.infra_retries)
     seen: list[Outcome] = []
@@ -162,7 +182,7 @@ def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str
             return failed(Reason.SUITE_NOT_INSTALLED, str(exc), runs.count)
         except SandboxError as exc:
             return failed(Reason.SANDBOX_ERROR, str(exc), runs.count)
-        outcome, reason = classify(last, selected, read)
+        outcome, reason = classify(last, selected, parser, read)
         seen.append(outcome)
         if outcome is Outcome.FAIL and len(seen) <= confirmations:
             if pace is not None:
@@ -171,9 +191,10 @@ def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str
         if len(seen) > 1 and any(o != seen[0] for o in seen):
             outcome, reason = Outcome.ERROR, Reason.UNSTABLE
         replayed = (len(seen) > 1) if seen[0] is Outcome.FAIL else None
+        tail = last.output_tail[-Limits.tail_bytes:] if parser is not None else last.output_tail
         try:
-            tests, message = _tests(last, read), last.output_tail
+            tests = test_results(last, parser, read)
         except Unreadable as exc:
-            tests, message = None, f"{exc}\n{last.output_tail}"
-        return Verdict(outcome, reason, last.exit_code, last.duration_s, runs.count, message, tests or (),
+            tests, tail = None, f"{exc}\n{tail}"
+        return Verdict(outcome, reason, last.exit_code, last.duration_s, runs.count, tail, tests or (),
                        last.suite_patch_method, replayed)

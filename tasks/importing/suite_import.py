@@ -33,6 +33,10 @@ from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.importing.fitting import Scratch
 from testprism.tasks.importing.rows import ImportReport, Issue, Record, RowError, read_records, validation_field
 from testprism.tasks.importing.staging import staged
+from testprism.tasks.model.workdir import WorkPaths, default_work_root
+from testprism.tasks.sandbox.base import SandboxError
+from testprism.tasks.sandbox.environment import EnvironmentBuildError
+from testprism.tasks.sandbox.image.binding import bind_instance
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +175,9 @@ def find_target(out: Path, instance_id: str, command: str | None) -> Target:
         raise RowError("instance_id", f"no instance {instance_id} in {out}: import the instance first")
     try:
         instance = load_instance(folder)
-    except BenchmarkError as exc:
+        if instance.spec.environment.image is not None:  # its program is read out of its image
+            instance = bind_instance(instance, WorkPaths(default_work_root()))
+    except (BenchmarkError, EnvironmentBuildError, SandboxError) as exc:
         raise RowError("instance_id", f"instance {instance_id} does not load: {exc}") from exc
     if command:
         return Target(instance, command)
@@ -239,7 +245,8 @@ def import_prediction(record: Record, row: Prediction, name: str, out: Path, tar
     with staged(out, final, overwrite=overwrite) as folder:
         folder.mkdir()
         (folder / "test.diff").write_text(patch, encoding="utf-8")
-        script = RUN_TESTS.format(command=fill_test_files(target.template, files))
+        # `{tests}` in the command: the tests that decide (scope "tests"), so only they run
+        script = RUN_TESTS.format(command=fill_test_files(target.template, files, tests))
         (folder / "run_tests.sh").write_text(script, encoding="utf-8")
         (folder / "run_tests.sh").chmod(0o755)
         (folder / "suite.toml").write_text(suite_toml(record, owner, chosen, tests), encoding="utf-8")

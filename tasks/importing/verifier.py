@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from testprism.tasks.execution.batch import Environments
 from testprism.tasks.execution.build import state_tree
-from testprism.tasks.execution.junit import parse_junit, select
+from testprism.tasks.execution.junit import select
+from testprism.tasks.execution.verdict import logged_limits, test_results
 from testprism.tasks.model.benchmark import Instance
 from testprism.tasks.model.outcome import Verdict
 from testprism.tasks.model.state import states_of
@@ -45,16 +46,19 @@ class Verifier:
                 found.append(f"{state.name}: the patch does not apply: {tree.patch.message[-300:]}")
                 continue
             try:  # the checks patch applied as every patch is (tasks/sandbox/workspace.py)
+                limits = logged_limits(self.limits) if spec.parser else self.limits
                 result = environments.run(instance.spec.environment, RunRequest(
                     tree=tree.tree, suite_folder=None, suite_files=(), command=spec.command,
-                    environment=environment, limits=self.limits, suite_patch=instance.checks_patch,
+                    environment=environment, limits=limits, suite_patch=instance.checks_patch,
                 ))
             except SuiteNotInstalled as exc:
                 found.append(f"{state.name}: the checks patch does not apply: {str(exc)[-300:]}")
                 continue
-            cases = parse_junit(result.junit_xml) if result.junit_xml else None
+            cases = test_results(result, spec.parser)
             if result.timed_out or cases is None:
-                why = "timed out" if result.timed_out else "wrote no readable JUnit report"
+                unread = f"wrote a log its {spec.parser} parser cannot read" if spec.parser else \
+                    "wrote no readable JUnit report"
+                why = "timed out" if result.timed_out else unread
                 found.append(f"{state.name}: the checks {why}: {result.output_tail[-600:]}")
                 continue
             if state.kind == "buggy":

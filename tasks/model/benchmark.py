@@ -121,6 +121,8 @@ class EnvironmentSpec(_Model):
     program_in_image: str | None = None
     #: the image's id (`sha256:…`), bound when the image is resolved: the key is made of it
     _image_id: str = PrivateAttr("")
+    #: why the image could not be bound (`unbound`): what its runs' `environment_failed` says
+    _image_error: str = PrivateAttr("")
     #: the Dockerfile's build context (its folder) and that folder's content hash, set by
     #: the loader: the content, not the path, goes into the key
     _context: Path | None = PrivateAttr(None)
@@ -187,6 +189,18 @@ class EnvironmentSpec(_Model):
         copy = self.model_copy()
         copy._image_id = image_id
         return copy
+
+    def unbound(self, reason: str) -> EnvironmentSpec:
+        """This spec with its image left unbound for `reason` (one line naming the file and
+        the field): a backend's prepare raises it, so each run is `environment_failed`."""
+        copy = self.model_copy()
+        copy._image_error = reason
+        return copy
+
+    @property
+    def image_error(self) -> str:
+        """Why the image is unbound ('' when bound, never tried, or without an image)."""
+        return self._image_error
 
     @property
     def key(self) -> str:

@@ -43,6 +43,7 @@ from pathlib import Path, PurePosixPath
 from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.sandbox import cgroup, layer
 from testprism.tasks.sandbox.environment import build_environment
+from testprism.tasks.sandbox.image.binding import ImageRun, image_run, prepare_image
 from testprism.tasks.sandbox.base import (
     ExecResult,
     Limits,
@@ -132,6 +133,8 @@ class LocalBackend(SandboxBackend):
         return max(1, os.cpu_count() or 1)
 
     def prepare(self, environment: EnvironmentSpec) -> Path:
+        if environment.image is not None:  # its root filesystem exported once: runs need no engine
+            return prepare_image(environment, self.work, export=True)
         return build_environment(environment, self.work, need_world_readable=self.drop_privileges)
 
     def close(self) -> None:
@@ -212,14 +215,20 @@ class LocalBackend(SandboxBackend):
         workspace's scratch folders (after `--dev`, which makes a /dev/shm of its own), so
         they share its bound."""
         environment = request.environment
-        mounts = [*_system_mounts(), *(a for ro in _interpreter_prefix(environment) for a in ("--ro-bind", ro, ro))]
+        image = image_run(environment)
+        if image is not None:  # the image's root instead of the host's, the program where the image has it
+            mounts = list(_image_mounts(image))
+            placed = ["--bind", str(ws / "program"), image.program, "--chdir", str(image.workdir)]
+        else:
+            mounts = [*_system_mounts(), *(a for ro in _interpreter_prefix(environment) for a in ("--ro-bind", ro, ro)),
+                      "--ro-bind", str(environment), str(environment)]
+            placed = ["--chdir", str(WORKSPACE / "program")]
         if request.channel is not None:
             mounts += ["--ro-bind", str(request.channel), str(SANDBOX_SOCKET)]
         scratch = [a for host, inside in scratch_folders(ws) for a in ("--bind", str(host), inside)]
         return [
             self.bwrap, *mounts, "--dev", "/dev", "--proc", "/proc", *scratch,
-            "--ro-bind", str(environment), str(environment),
-            "--bind", str(ws), str(WORKSPACE), "--chdir", str(WORKSPACE / "program"),
+            "--bind", str(ws), str(WORKSPACE), *placed,
             "--unshare-all", "--die-with-parent", "--new-session",
             "--json-status-fd", str(status_fd), "--",
         ]
@@ -238,6 +247,12 @@ class LocalBackend(SandboxBackend):
             "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
             "TESTPRISM_JUNIT": str(inside / "out" / "junit.xml"), **request.env, **channel_env(request),
         }
+        image = image_run(request.environment)
+        if image is not None:
+            if self.isolation == "none":
+                raise SandboxUnavailable("the local backend runs an image instance only under bubblewrap (its root "
+                                         "filesystem is the sandbox's root)")
+            env = image.variables(env)
         try:
             launcher = self._launcher(env)
             uid = UID_BASE + secrets.randbelow(60_000) if self.drop_privileges else None
@@ -368,6 +383,27 @@ def _system_mounts() -> tuple[str, ...]:
             args += ["--symlink", os.readlink(path), name]
         elif path.is_dir():
             args += ["--ro-bind", name, name]
+    return tuple(args)
+
+
+@cache
+def _image_mounts(image: ImageRun) -> tuple[str, ...]:
+    """bwrap arguments that show the image's exported root filesystem as the sandbox's
+    root, read-only, entry by entry on bwrap's own tmpfs root (so the mount points a run
+    needs, /workspace among them, can be made there whatever the image holds): a folder
+    bound, a link recreated as the link it is (it resolves inside the sandbox), a file
+    bound; the program's top folder is bound too, the state's tree then over the program.
+    /proc, /dev, /tmp and the rest of a run's own mounts go over these as for any run."""
+    root = Path(image.root)
+    args: list[str] = []
+    for entry in sorted(root.iterdir()):
+        inside = f"/{entry.name}"
+        if inside in ("/proc", "/dev", str(WORKSPACE)):
+            continue
+        if entry.is_symlink():
+            args += ["--symlink", os.readlink(entry), inside]
+        elif entry.is_dir() or entry.is_file():
+            args += ["--ro-bind", str(entry), inside]
     return tuple(args)
 
 

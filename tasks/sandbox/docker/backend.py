@@ -64,6 +64,7 @@ from testprism.tasks.sandbox.docker.environment_image import (
 )
 from testprism.tasks.sandbox.docker.fresh import _FreshRuns
 from testprism.tasks.sandbox.docker.reused import _ReusedRuns
+from testprism.tasks.sandbox.image.binding import image_run, prepare_image
 
 if TYPE_CHECKING:
     from docker import APIClient
@@ -165,6 +166,9 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
         handle = self._handles.get(environment.key)
         if handle is not None:
             return handle
+        if environment.image is not None:  # the image is the environment: nothing to build
+            handle = self._handles[environment.key] = prepare_image(environment, self.work, export=False)
+            return handle
         base = self.base()
         key = environment_image_key(base, environment)
         with self._lock:
@@ -201,6 +205,12 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
         return environment_tag(handle.name)
 
     def _run_on(self, request: RunRequest, tag: str) -> ExecResult:
+        image = image_run(request.environment)
+        if image is not None:
+            if self.copy != "bind":
+                raise SandboxUnavailable("docker: an image instance's run needs an engine on this host (copy mode "
+                                         f"bind, not {self.copy}): its tree is bound at {image.program}")
+            return self._run_fresh(request, image.image.id, image)
         reused = self.reuse and not _own_container(request)
         return self._run_reused(request, tag) if reused else self._run_fresh(request, tag)
 
@@ -221,7 +231,8 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
             # or rootless engine (archive mode) cannot see it.
             raise SandboxUnavailable("docker: a model channel needs an engine on this host (copy mode bind, "
                                      f"not {self.copy}): its socket is bound into the container")
-        tag = self._tag_of(request)
+        image = image_run(request.environment)
+        tag = image.image.id if image is not None else self._tag_of(request)
         errors = _errors()
         with self._lock:
             self._in_flight += 1

@@ -84,10 +84,11 @@ class _RunContainers:
             ...
 
     def _host_config(self, api: APIClient, request: RunRequest, ws: Path | None, shared: bool = False,
-                     control: Path | None = None) -> dict:
+                     control: Path | None = None, program_at: str | None = None) -> dict:
         """`shared`: `ws` is a shared mount (layer.share_workspace), bound `rslave` so that
         the program layer mounted there after the container started is seen inside.
-        `control`: the launcher's host folder (fresh.py), bound at LAUNCH.
+        `control`: the launcher's host folder (fresh.py), bound at LAUNCH. `program_at`: an
+        image run's program path, where the workspace's (filled) program is bound too.
 
         The image's root is read-only and every place a run may write besides its workspace
         (/tmp, /var/tmp, /dev/shm) is a tmpfs of `Limits.disk_mb`: the container's writable
@@ -101,6 +102,8 @@ class _RunContainers:
         binds = {}
         if ws is not None:
             binds[str(ws)] = {"bind": str(WORKSPACE), "mode": "rw", **({"propagation": "rslave"} if shared else {})}
+        if ws is not None and program_at is not None:
+            binds[str(ws / "program")] = {"bind": program_at, "mode": "rw"}
         if control is not None:
             binds[str(control)] = {"bind": str(LAUNCH), "mode": "rw"}
         if request.channel is not None:

@@ -50,6 +50,7 @@ from testprism.tasks.sandbox.docker.containers import (
 )
 from testprism.tasks.sandbox.docker.engine import _errors, api_client
 from testprism.tasks.sandbox.docker.pump import _Pump
+from testprism.tasks.sandbox.image.binding import ImageRun
 from testprism.tasks.sandbox.model_access import sandbox_command
 from testprism.tasks.sandbox.outputs import outputs_from_folder
 from testprism.tasks.sandbox.workspace import bound_workspace, disk_exceeded, export_program, fill_workspace, read_junit
@@ -81,14 +82,17 @@ class _Box:
     control: Path | None = None  # the launcher's host folder (bound at LAUNCH)
 
 
-def _write_run_script(control: Path, uid: int, request: RunRequest) -> None:
+def _write_run_script(control: Path, uid: int, request: RunRequest, image: ImageRun | None = None) -> None:
     """The script the launcher runs: it removes itself and the FIFO (the run finds its
     launcher's folder empty, in every container alike), then runs the command from the
-    program root with exactly the run's variables (`env -i`: not the launcher's)."""
-    variables = " ".join(shlex.quote(f"{k}={v}") for k, v in _run_env(request).items())
+    program root (an image's: its working directory) with exactly the run's variables
+    (`env -i`: not the launcher's; an image's own under them)."""
+    env = _run_env(request) if image is None else image.variables(_run_env(request))
+    variables = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+    where = f"{WORKSPACE}/program" if image is None else shlex.quote(str(image.workdir))
     script = control / "run"
     script.write_text(
-        f"rm -f {LAUNCH}/run {LAUNCH}/go\ncd {WORKSPACE}/program || exit 126\n"
+        f"rm -f {LAUNCH}/run {LAUNCH}/go\ncd {where} || exit 126\n"
         f"exec env -i {variables} bash -c {shlex.quote(sandbox_command(request))} 2>&1\n"
     )
     os.chown(script, uid, uid)
@@ -117,17 +121,22 @@ class _FreshRuns(_RunContainers):
         with contextlib.suppress(errors.APIError), contextlib.closing(api_client(timeout=30)) as api:
             api.kill(container)
 
-    def _run_fresh(self, request: RunRequest, tag: str) -> ExecResult:
+    def _run_fresh(self, request: RunRequest, tag: str, image: ImageRun | None = None) -> ExecResult:
+        """`image`: a run of an image instance, in a container of `tag` (the image's id)
+        made for it after its workspace is filled, so that the state's tree can be bound at
+        the program's path (never pre-started: every such run is made alike)."""
         api = self._api()
-        box = self._take_warm(request, tag) if self.prewarm and not _own_container(request) else None
+        prewarm = self.prewarm and not _own_container(request) and image is None
+        box = self._take_warm(request, tag) if prewarm else None
         try:
             if box is None:
-                box = self._create_started(api, request, tag) if self.copy == "bind" else self._create_archived(
-                    api, request, tag)
+                box = self._create_started(api, request, tag, image) if self.copy == "bind" else \
+                    self._create_archived(api, request, tag)
             if box.started:
                 assert box.ws is not None and box.control is not None
-                box.installed = fill_workspace(request, box.ws, box.uid, layered=box.shared, bounded=True)
-                _write_run_script(box.control, box.uid, request)
+                if image is None:
+                    box.installed = fill_workspace(request, box.ws, box.uid, layered=box.shared, bounded=True)
+                _write_run_script(box.control, box.uid, request, image)
             result = self._execute(api, box, request)
         except BaseException:
             if box is not None:  # the run's own error says more than a removal's
@@ -256,10 +265,12 @@ class _FreshRuns(_RunContainers):
         except SandboxError as exc:
             log.warning("%s", exc)
 
-    def _create_started(self, api: APIClient, request: RunRequest, tag: str) -> _Box:
+    def _create_started(self, api: APIClient, request: RunRequest, tag: str, image: ImageRun | None = None) -> _Box:
         """Bind mode's container, for a run now or ahead of one: started with an empty
         workspace and the launcher blocked on its FIFO (the module docstring). Nothing of
-        `request` but its limits and channel goes into it."""
+        `request` but its limits and channel goes into it. For an `image` run, the
+        workspace is filled first and its program bound at the image's program path (over
+        the image's own copy), and the image's entrypoint is not run."""
         uid = _run_uid()
         ws = self._host_workspace()
         box = _Box("", uid, ws, None, started=True, control=ws.with_name(ws.name + ".launch"))
@@ -271,7 +282,9 @@ class _FreshRuns(_RunContainers):
                 os.chown(path, uid, uid)
             bound_workspace(ws)  # before the bind (and the share): the fill seals it (workspace.py)
             os.chown(ws, uid, uid)
-            if layer.available():
+            if image is not None:  # filled before the container exists: its program is bound as it is
+                box.installed = fill_workspace(request, ws, uid, layered=True, bounded=True)
+            elif layer.available():
                 try:
                     layer.share_workspace(ws)
                     box.shared = True
@@ -279,8 +292,9 @@ class _FreshRuns(_RunContainers):
                     log.debug("docker: workspace %s not shared (%s): its run copies the tree", ws.name, exc)
             box.id = api.create_container(
                 tag, command=LAUNCHER, user=f"{uid}:{uid}", working_dir=str(WORKSPACE), environment=LAUNCHER_ENV,
-                network_disabled=True, labels=self._labels(),
-                host_config=self._host_config(api, request, ws, shared=box.shared, control=box.control),
+                network_disabled=True, labels=self._labels(), **({"entrypoint": []} if image is not None else {}),
+                host_config=self._host_config(api, request, ws, shared=box.shared, control=box.control,
+                                              program_at=image.program if image is not None else None),
             )["Id"]
             box.sock = api.attach_socket(box.id, params={"stdout": 1, "stderr": 1, "stream": 1})
             api.start(box.id)

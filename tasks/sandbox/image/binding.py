@@ -1,0 +1,157 @@
+"""Image instances from load to run: a benchmark's images bound once (`bind_images`), each
+backend's handle of an image environment (`prepare_image`), and what a run of one gets
+(`ImageRun`: the image, where the state's tree goes, the working directory, the variables).
+
+The handle a backend's `prepare` returns is a folder of the work area holding
+`binding.json` (the image's id and configuration, the program's path, and for `local` the
+exported root filesystem): a run is placed from it alone, whichever backend instance or
+process prepared it, and no engine is asked again on a run's path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from testprism.tasks.model.benchmark import Benchmark, EnvironmentSpec, Instance
+from testprism.tasks.model.hashing import digest
+from testprism.tasks.model.workdir import WorkPaths, build_once
+from testprism.tasks.sandbox.base import SandboxError
+from testprism.tasks.sandbox.docker.engine import _errors, api_client
+from testprism.tasks.sandbox.environment import EnvironmentBuildError
+from testprism.tasks.sandbox.image.program import bind_image, images_root
+from testprism.tasks.sandbox.image.resolve import ImageConfig
+from testprism.tasks.sandbox.image.rootfs import exported_root
+
+if TYPE_CHECKING:
+    from docker import APIClient
+
+log = logging.getLogger(__name__)
+
+BINDING = "binding.json"
+#: a run's PATH where the image sets none (Docker's own default)
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageRun:
+    """Where and how a run of an image environment runs: from `image` (its id), with the
+    state's tree at `program` (hiding the image's own copy), in `workdir`; under `local`,
+    on `root`, the image's exported root filesystem ('' under docker)."""
+
+    image: ImageConfig
+    program: str
+    root: str = ""
+
+    @property
+    def workdir(self) -> PurePosixPath:
+        """The image's WORKDIR as `docker run` honours it, else the program's folder."""
+        return PurePosixPath(self.image.workdir or self.program)
+
+    def variables(self, harness: dict[str, str]) -> dict[str, str]:
+        """The run's variables: the image's own (its PATH: a conda or a toolchain the image
+        put first), under the harness's (HOME, LANG, TESTPRISM_JUNIT, the instance's
+        `variables`), whose PATH gives way to the image's."""
+        own = dict(self.image.env)
+        merged = {**own, **harness}
+        merged["PATH"] = own.get("PATH") or DEFAULT_PATH
+        return merged
+
+
+def image_run(handle: Path) -> ImageRun | None:
+    """The ImageRun a handle of `prepare_image` describes, or None for any other handle."""
+    return _read(str(handle))
+
+
+@lru_cache(maxsize=256)
+def _read(handle: str) -> ImageRun | None:
+    path = Path(handle) / BINDING
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    image = data["image"]
+    config = ImageConfig(name=image["name"], id=image["id"], workdir=image["workdir"], user=image["user"],
+                         env=tuple((k, v) for k, v in image["env"]))
+    return ImageRun(image=config, program=data["program"], root=data["root"])
+
+
+def _write(folder: Path, run: ImageRun) -> None:
+    (folder / BINDING).write_text(json.dumps({"image": dataclasses.asdict(run.image), "program": run.program,
+                                              "root": run.root}))
+
+
+def bound_id(spec: EnvironmentSpec) -> str:
+    """The image id `spec` is bound to; EnvironmentBuildError with why when it is not."""
+    if not spec.image_id:
+        raise EnvironmentBuildError(spec.image_error or f"environment.image: {spec.image} is not bound to an image "
+                                    "id (the flow binds images after loading the benchmark)")
+    return spec.image_id
+
+
+def image_config(api: APIClient, spec: EnvironmentSpec) -> ImageConfig:
+    """The bound image's configuration, by its id (a tag moved since the binding does not
+    change what runs). EnvironmentBuildError when the binding failed or the content is gone."""
+    bound_id(spec)
+    errors = _errors()
+    try:
+        return ImageConfig.of(spec.image or spec.image_id, api.inspect_image(spec.image_id))
+    except errors.ImageNotFound:
+        raise EnvironmentBuildError(f"environment.image: image {spec.image} ({spec.image_id}) is no longer on the "
+                                    "engine") from None
+    except errors.APIError as exc:
+        raise SandboxError(f"docker: cannot inspect image {spec.image_id}: {exc}") from exc
+
+
+def prepare_image(spec: EnvironmentSpec, work: WorkPaths, *, export: bool) -> Path:
+    """A backend's handle of an image environment (module docstring); `export`: with the
+    image's root filesystem exported for a daemon-less run (`local`), once per image id."""
+    assert spec.program_in_image is not None
+    bound_id(spec)  # an unbound image says why without asking an engine
+    with api_client() as api:
+        image = image_config(api, spec)
+        root = str(exported_root(api, image, work)) if export else ""
+    run = ImageRun(image=image, program=spec.program_in_image, root=root)
+    folder = images_root(work) / "bound" / digest("image run", image.id, run.program, root)
+    return build_once(folder, lambda target: _write(target, run))
+
+
+def bind_instance(instance: Instance, work: WorkPaths) -> Instance:
+    """One image instance bound (`bind_image`) on the engine of this host; raises
+    EnvironmentBuildError or SandboxError naming the instance's file and field."""
+    with api_client() as api:
+        return bind_image(instance, work, api)
+
+
+def bind_images(benchmark: Benchmark, work: WorkPaths) -> Benchmark:
+    """The benchmark with each image instance bound to its image's id and its program read
+    out (`bind_image`); an instance whose image cannot be had is kept unbound with the
+    reason (its runs are `environment_failed`, the others go on). Without image instances,
+    the benchmark as it is, and no engine asked."""
+    images = [i for i in benchmark.instances.values() if i.spec.environment.image is not None]
+    if not images:
+        return benchmark
+    instances = dict(benchmark.instances)
+    try:
+        api = api_client()
+    except Exception as exc:  # noqa: BLE001 - no SDK, no engine: every image instance is unbound
+        api, reason = None, f"no Docker engine answers to read images from ({exc})"
+    try:
+        for instance in images:
+            try:
+                if api is None:
+                    raise EnvironmentBuildError(f"environment.image: {reason}")
+                instances[instance.id] = bind_image(instance, work, api)
+            except (EnvironmentBuildError, SandboxError) as exc:
+                message = str(exc) if str(exc).startswith(str(instance.folder)) else \
+                    f"{instance.folder / 'instance.toml'}: field {exc}"
+                log.error("%s", message)
+                spec = instance.spec.model_copy(update={"environment": instance.spec.environment.unbound(message)})
+                instances[instance.id] = dataclasses.replace(instance, spec=spec)
+    finally:
+        if api is not None:
+            api.close()
+    return dataclasses.replace(benchmark, instances=instances)

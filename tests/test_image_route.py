@@ -1,0 +1,93 @@
+"""Real SWE-bench instances through the image route (issue 27, build 1 and 5): images in
+SWE-bench's official layout built here (tests/swebench_image.py), the published rows
+imported as image instances, their real candidates labelled by the official checks (sympy's
+`bin/test` log read by the `sympy` parser), and a real generated suite replayed under
+`local` (the image's exported root under bubblewrap) and `docker` (the image itself), with
+the same outcomes run by run.
+
+Two rows of ../shared/realdata (the test reads the copy under tests/data/realdata):
+`sympy__sympy-18532`, whose checks reproduce on the `sympy==1.5.1` release
+(docs/swebench.md), with its two real resolved patches; and `sympy__sympy-18189`, the only
+row of that release with real generated tests (TDD-Bench's Otter and Otter++), replayed on
+buggy, reference and its real resolved patch. Both rows' images are one content (the same
+release and environment): two names, one program, one key.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from testprism.flows.collect import collect_flow
+from testprism.flows.replay import replay_flow
+from testprism.storage import Store
+from testprism.tasks.importing.suite_import import import_suites
+from testprism.tasks.model.benchmark import load_benchmark
+from tests.image_rows import write_image_instances
+from tests.swebench_image import build_swebench_image
+
+REALDATA = Path(__file__).parent / "data" / "realdata"
+LABELLED, REPLAYED = "sympy__sympy-18532", "sympy__sympy-18189"
+#: the suites' runner: pytest with JUnit, on the tests their test patches add or change
+#: (`{tests}`: test_diophantine.py whole takes ~35 s a run, its one generated test ~3 s)
+SUITE_COMMAND = "python -m pytest -p no:cacheprovider -q {test_files} -k {tests} --junitxml=$TESTPRISM_JUNIT"
+
+pytestmark = [pytest.mark.slow, pytest.mark.requires("docker", "sandbox"), pytest.mark.timeout(1800)]
+
+
+def _rows(name: str, ids: tuple[str, ...]) -> list[dict]:
+    return [r for r in map(json.loads, (REALDATA / name).read_text().splitlines()) if r["instance_id"] in ids]
+
+
+@pytest.fixture(scope="module")
+def image_bench(tmp_path_factory, docker_engine) -> Path:
+    """The two rows imported through the image route, with 18189's real resolved patch as
+    its candidate (label: the official one, resolved) and its real generated suites."""
+    for instance_id in (LABELLED, REPLAYED):
+        build_swebench_image(instance_id=instance_id)
+    root = tmp_path_factory.mktemp("image-route")
+    rows = root / "rows.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in _rows("swebench_lite_sympy_dev.jsonl",
+                                                                  (LABELLED, REPLAYED))))
+    bench = root / "bench"
+    write_image_instances(rows, bench, candidates=_rows("predictions_resolved_dev.jsonl", (REPLAYED,)))
+    generated = root / "generated.jsonl"
+    generated.write_text("".join(json.dumps(r) + "\n" for r in _rows("generated_tests_dev.jsonl", (REPLAYED,))))
+    report = import_suites(generated, bench, command=SUITE_COMMAND)
+    assert not [i for i in report.issues if i.fatal], report.issues
+    return bench
+
+
+def test_real_candidates_get_their_official_labels_through_the_image(image_bench, tmp_path, work_root):
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(json.dumps(r) + "\n" for r in _rows("predictions_resolved_dev.jsonl", (LABELLED,))))
+    bench = tmp_path / "labelled"  # the one row whose checks reproduce on the release
+    shutil.copytree(image_bench / "instances" / LABELLED, bench / "instances" / LABELLED)
+    summary = collect_flow(benchmark=str(bench), store=str(tmp_path / "store"), predictions=[str(predictions)],
+                           backend="local", work=str(work_root))
+    verifications = Store(tmp_path / "store").scan("verifications").collect()
+    mine = verifications.filter(pl.col("instance_id") == LABELLED)
+    assert set(zip(mine["state"], mine["outcome"])) >= {("buggy", "F"), ("reference", "P")}
+    agree, compared = summary.agreement
+    assert compared == 2 and agree == 2, summary.stages  # both resolved officially, both valid here
+
+
+def test_a_real_generated_suite_replays_alike_under_local_and_docker(image_bench, tmp_path, work_root):
+    outcomes = {}
+    for backend in ("local", "docker"):
+        store = tmp_path / backend
+        replay_flow(benchmark=str(image_bench), store=str(store), backend=backend, work=str(work_root))
+        runs = Store(store).scan("runs").collect().filter(pl.col("instance_id") == REPLAYED)
+        outcomes[backend] = {(r["configuration"], r["state"], r["candidate_id"]): (r["outcome"], r["reason"])
+                             for r in runs.iter_rows(named=True)}
+    assert outcomes["local"] == outcomes["docker"]
+    suites = {c for c, _, _ in outcomes["local"]}
+    assert len(suites) == 2
+    for suite in suites:  # the generated tests reproduce the issue: fail before the fix, pass after it
+        assert outcomes["local"][(suite, "buggy", None)][0] == "F"
+        assert outcomes["local"][(suite, "reference", None)][0] == "P"
+    assert load_benchmark(image_bench).instances[REPLAYED].spec.environment.image is not None
