@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import stat
 import subprocess
 import tarfile
@@ -325,3 +326,27 @@ def test_archive_over_its_bound_is_refused(tmp_path):
         extract_stream([data], tmp_path, limit=50_000)
     (tmp_path / "control").mkdir()
     assert extract_stream([data], tmp_path / "control", limit=1 << 20).entries == 1
+
+
+def test_a_replay_with_a_missing_image_goes_on_and_says_how_to_provide_it(api, work_root, tmp_path, require):
+    """An instance whose image is neither on the engine nor pullable (no registry here):
+    each of its runs is E/environment_failed with the one-line hint naming the image and
+    its instance.toml; the other instance of the benchmark replays as ever."""
+    require("sandbox")
+    from testprism.flows.replay import replay_flow
+    from testprism.storage import Store
+    from tests.synthbench import make_synthetic
+
+    bench = make_synthetic(tmp_path / "bench", 2, valid=1, invalid=1)
+    toml = bench / "instances" / "synth__0001" / "instance.toml"
+    toml.write_text(toml.read_text().replace("[environment]\npackages = []\n", '[environment]\nimage = '
+                                             '"testprism-test/nowhere:1"\nprogram_in_image = "/app"\n'))
+    shutil.rmtree(toml.parent / "program")
+    replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=str(work_root))
+    runs = Store(tmp_path / "store").scan("runs").collect()
+    missing = runs.filter(runs["instance_id"] == "synth__0001")
+    assert missing.height and set(missing["reason"]) == {"environment_failed"}
+    message = missing["stdout_tail"][0]
+    assert "testprism-test/nowhere:1" in message and "docker load" in message and str(toml) in message
+    fine = runs.filter(runs["instance_id"] == "synth__0000")
+    assert set(fine["outcome"]) == {"P", "F"} and fine["reason"].null_count() == fine.height

@@ -3,6 +3,8 @@ infrastructure errors are retried and never become verdicts."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.sandbox.base import ExecResult, SandboxError
 from testprism.tasks.execution.verdict import Policy, classify, judge
@@ -72,3 +74,19 @@ def test_test_ids_match_exactly_or_by_parametrisation():
     assert matches(TestResult("m::test_x[a b]", "passed"), "test_x")  # parametrisations of it
     assert matches(TestResult("tests.m::test_x[assert x == 1]", "passed"), "tests/m.py::test_x[assert")  # cut id
     assert select((TestResult("m::test_y", "skipped"),), ("test_y",)) == {"test_y": "skipped"}
+
+
+SYMPY_LOG = (Path(__file__).parent / "data" / "runner_logs" / "sympy.log").read_text()
+
+
+def test_a_log_the_parser_cannot_read_is_parse_failed_never_a_verdict():
+    """A run whose results its instance's log parser reads: garbage (or a crash of the
+    parser) is E/parse_failed whatever the exit code; the control, sympy's real log, is
+    read into per-test results and decides."""
+    for code in (0, 1):
+        garbage = ExecResult(exit_code=code, duration_s=0.1, output_tail="Segmentation fault\n\x00\x01 garbage")
+        assert classify(garbage, ("test_a",), parser="sympy") == (Outcome.ERROR, Reason.PARSE_FAILED)
+        assert classify(garbage, ("test_a",)) != (Outcome.ERROR, Reason.PARSE_FAILED)  # no parser: the exit decides
+    real = ExecResult(exit_code=1, duration_s=0.1, output_tail=SYMPY_LOG)
+    verdict = judge(scripted(real, real), Policy(), parser="sympy")
+    assert verdict.reason is not Reason.PARSE_FAILED and len(verdict.tests) > 1

@@ -29,7 +29,7 @@ from testprism.tasks.sandbox.nofollow import UnsafeTarget, remove_entry, write_f
 from testprism.tasks.model.outcome import Reason, Verdict
 from testprism.tasks.execution import batch
 from testprism.tasks.execution.batch import Environments, ExecutionOptions, Job
-from testprism.tasks.execution.build import built_tree
+from testprism.tasks.execution.build import built_tree, unbound_image
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend
 from testprism.tasks.model.state import DEFAULT_FUZZ, PatchResult, State, apply_patch, states_of
 from testprism.tasks.execution.reward import read_reward, verifier_command
@@ -160,6 +160,9 @@ class VerifyJob(Job[Verification, RunResult]):
         return unit.key
 
     def attempt(self, unit: Verification, environments: Environments, options: ExecutionOptions) -> RunResult:
+        missing = unbound_image(unit.instance, environments)
+        if missing is not None:
+            return RunResult(missing, "none")
         built = checked_tree(unit.instance, unit.state, options.work, options.policy.patch_fuzz)
         method = built.patch.method
         if not built.patch.applied:

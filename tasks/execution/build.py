@@ -52,11 +52,25 @@ def state_tree(instance: Instance, state: State, environments: Environments, wor
     instance has a build step; or the `E` verdict of a state whose build failed or whose
     environment cannot be had. A patch that did not apply is returned as it is: the caller
     records that (`patch_failed`)."""
+    missing = unbound_image(instance, environments)
+    if missing is not None:
+        return missing
     tree = materialise(instance, state, work, fuzz)
     if instance.spec.build is None or not tree.patch.applied:
         return tree
     built = built_tree(instance, tree.tree, environments, work, limits)
     return built if isinstance(built, Verdict) else StateTree(built, tree.patch)
+
+
+def unbound_image(instance: Instance, environments: Environments) -> Verdict | None:
+    """The `E` verdict of every run of an image instance whose image could not be bound
+    (tasks/sandbox/image/binding.py: missing, not pullable): it has no program to make a
+    tree of, and its environment's error says why and how to provide the image."""
+    environment = instance.spec.environment
+    if environment.image is None or environment.image_id:
+        return None
+    ready = environments.ready(environment)
+    return ready if isinstance(ready, Verdict) else None
 
 
 def built_tree(instance: Instance, tree: Path, environments: Environments, work: WorkPaths,
