@@ -25,6 +25,9 @@ from testprism.storage.schema import METRICS
 from testprism.tasks.collect.candidate import NEAR_DUPLICATE_COSINE
 from testprism.tasks.importing.exercises import import_exercises
 from testprism.tasks.importing.harbor import SOLVE_LIMITS, import_harbor
+from testprism.tasks.importing.image_names import ImageMap
+from testprism.tasks.importing.image_route import ImageRoute, import_image_rows
+from testprism.tasks.importing.image_specs import ImageSpecs
 from testprism.tasks.importing.recipe import load_recipes
 from testprism.tasks.importing.rows import ImportReport
 from testprism.tasks.importing.sources import ProgramSources
@@ -657,15 +660,34 @@ StrictOpt = Annotated[bool, typer.Option(help="exit non-zero on any issue, not o
 OverwriteOpt = Annotated[bool, typer.Option(help="replace folders already in the benchmark (default: keep them)")]
 
 
+class Route(StrEnum):
+    source = "source"
+    image = "image"
+
+
 @import_app.command("swebench")
 def swebench(
-    rows: Annotated[Path, typer.Argument(help="SWE-bench rows: JSON Lines or a JSON list", exists=True, dir_okay=False,
+    rows: Annotated[Path, typer.Argument(help="SWE-bench rows: JSON Lines or a JSON list (with --route image also "
+                                              "SWE-bench Pro and Multi-SWE-bench rows)", exists=True, dir_okay=False,
                                          readable=True)],
     out: Annotated[Path, typer.Option(help="benchmark folder to write instances/<id>/ into")],
-    recipes: Annotated[list[Path], typer.Option(help="recipe file or folder of *.toml (repeatable)")],
+    route: Annotated[Route, typer.Option(
+        help="source: rebuild the program from a clone or release with a recipe; image: keep the benchmark's "
+             "per-instance image, test command and log parser (docs/swebench.md)")] = Route.source,
+    recipes: Annotated[Optional[list[Path]], typer.Option(
+        help="recipe file or folder of *.toml (repeatable; --route source)")] = None,
     repos: Annotated[Optional[Path], typer.Option(help="folder of clones named owner__name, or a mapping file")] = None,
     releases: Annotated[Optional[Path], typer.Option(
         help="folder of release folders named by instance id, or a mapping file (instance id or owner/name@version)")] = None,
+    images: Annotated[Optional[Path], typer.Option(
+        help="--route image: TOML file of \"<instance_id>\" = \"<image>\" overriding the benchmark's names",
+        exists=True, dir_okay=False)] = None,
+    specs: Annotated[Optional[Path], typer.Option(
+        help="--route image: TOML [swebench]/[multi_swe_bench] tables over the bundled per-repository specs",
+        exists=True, dir_okay=False)] = None,
+    pro_scripts: Annotated[Optional[Path], typer.Option(
+        help="--route image: SWE-bench Pro's run_scripts/ folder (<instance_id>/run_script.sh, parser.py)",
+        exists=True, file_okay=False)] = None,
     source: Annotated[str, typer.Option(help="the `source` of every imported instance")] = "swe-bench-lite",
     fuzz: Annotated[int, typer.Option(help="fuzz allowed when a patch does not apply as published")] = DEFAULT_FUZZ,
     verify: Annotated[bool, typer.Option(
@@ -677,7 +699,25 @@ def swebench(
     overwrite: OverwriteOpt = False,
     strict: StrictOpt = False,
 ) -> None:
-    """Import SWE-bench rows as instances: the program at base_commit, reference, checks, instruction."""
+    """Import SWE-bench rows as instances: the program at base_commit (or the benchmark's image), reference,
+    checks, instruction."""
+    if route is Route.image:
+        unused = [name for name, given in (("--recipes", recipes), ("--repos", repos), ("--releases", releases),
+                                            ("--verify", verify)) if given]
+        if unused:
+            raise typer.BadParameter(f"{', '.join(unused)}: the image route keeps the benchmark's image; these are "
+                                     "options of --route source", param_hint="--route")
+        image_route = ImageRoute(ImageSpecs.load(specs), ImageMap.read(images), pro_scripts)
+        report = import_image_rows(rows, out, image_route, source=source, overwrite=overwrite)
+        _summarise(report, f"import swebench --route image {rows} → {out}", strict)
+        return
+    unused = [name for name, given in (("--images", images), ("--specs", specs), ("--pro-scripts", pro_scripts))
+              if given]
+    if unused:
+        raise typer.BadParameter(f"{', '.join(unused)}: options of --route image", param_hint="--route")
+    if not recipes:
+        raise typer.BadParameter("the source route builds environments from recipes: give --recipes",
+                                 param_hint="--recipes")
     book = load_recipes(recipes)
     sources = ProgramSources.from_options(repos, releases)
     verifier = None

@@ -31,6 +31,8 @@ from typer.core import TyperGroup
 from testprism.storage import StoreError
 from testprism.tasks.model.benchmark import BenchmarkError
 from testprism.tasks.generate.selection import SelectionError
+from testprism.tasks.importing.image_names import ImageMapError
+from testprism.tasks.importing.image_specs import SpecsError
 from testprism.tasks.importing.recipe import RecipeError
 from testprism.tasks.model.workdir import WorkspacesUnsafe
 from testprism.tasks.sandbox.base import SandboxError, SandboxUnavailable, backend_class
@@ -49,6 +51,8 @@ class ExitStatus(IntEnum):
 USER_ERRORS: dict[type[Exception], ExitStatus] = {
     BenchmarkError: ExitStatus.USAGE,
     RecipeError: ExitStatus.USAGE,
+    ImageMapError: ExitStatus.USAGE,
+    SpecsError: ExitStatus.USAGE,
     SelectionError: ExitStatus.USAGE,
     SourceError: ExitStatus.USAGE,
     StoreError: ExitStatus.USAGE,

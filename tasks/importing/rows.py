@@ -122,6 +122,15 @@ def validation_field(exc: ValidationError) -> tuple[str, str]:
     return ".".join(str(p) for p in first["loc"]) or "(row)", first["msg"]
 
 
+def own_folder(value: str) -> str:
+    """An instance id names the instance's folder (and SWE-bench Pro's run_scripts/<id>/):
+    NAME's characters (the field's pattern), and never `.` or `..`, which name no folder of
+    their own."""
+    if value in (".", ".."):
+        raise ValueError(f"{value!r} names no folder of its own")
+    return value
+
+
 class SweBenchRow(BaseModel):
     """The fields of a SWE-bench row this importer uses; others are ignored."""
 
@@ -138,6 +147,8 @@ class SweBenchRow(BaseModel):
     #: when the row names one (some multilingual copies do), it must be its recipe's
     language: str = ""
     problem_statement: str = Field(min_length=1)  # hints_text is left out: comments often hold the fix
+
+    _own_folder = field_validator("instance_id")(own_folder)
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod

@@ -1,0 +1,469 @@
+"""The image route of `testprism import swebench`: rows of the benchmarks that ship one image
+per instance become image instances (docs/benchmark-format.md "Image instances"), keeping
+what the benchmark ships: its image, named by its own scheme (`image_names`), the program's
+path in it, its test command and the parser of its official log (`image_specs`), its
+per-instance scripts (SWE-bench Pro's run_script.sh and parser.py).
+
+Each row is read on its own (`rows.read_records`), recognised by its fields:
+
+- SWE-bench / SWT-bench / Verified / Lite / Multilingual (`instance_id, repo, base_commit,
+  patch, test_patch, FAIL_TO_PASS, PASS_TO_PASS, version, problem_statement`), and
+  R2E-Gym / DeepSWE-style rows of the same shape that name their image (`docker_image`);
+- SWE-bench Pro (`dockerhub_tag`, `before_repo_set_cmd`, `selected_test_files_to_run`,
+  lower-case `fail_to_pass`/`pass_to_pass` as Python list literals; scaleapi/SWE-bench_Pro-os
+  swe_bench_pro_eval.py reads them with `eval`, here `ast.literal_eval`);
+- Multi-SWE-bench (`org, repo, number, base.sha, fix_patch, test_patch, f2p_tests,
+  p2p_tests, s2p_tests, n2p_tests, resolved_issues`; multi-swe-bench
+  multi_swe_bench/harness/dataset.py `Dataset`).
+
+R2E-Gym's own rows (`docker_image, repo_name, commit_hash, parsed_commit_content,
+expected_output_json`, no FAIL_TO_PASS) differ in kind: their tests live in the image and
+are graded against `expected_output_json`; each is refused with that reason.
+
+A row missing a field is an issue naming the rows file, the row and the field; what a
+row's benchmark ships that an instance cannot hold is a caveat of the imported row (an
+Issue with `fatal=False`). An instance is written in a staging folder, loaded as the loader
+will load it (an image instance loads without an engine: its key is marked unresolved) and
+renamed into place only when whole.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import shlex
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from testprism.tasks.importing.folders import edit_diff
+from testprism.tasks.importing.image_names import (
+    PRO_PROGRAM,
+    SWEBENCH_PROGRAM,
+    ImageMap,
+    multi_swe_bench_image,
+    pro_image,
+    pro_tag,
+    swebench_image,
+)
+from testprism.tasks.importing.image_specs import ImageSpecs, multi_swe_bench_parser, swebench_command
+from testprism.tasks.importing.instance_writer import summary_line
+from testprism.tasks.importing.rows import (
+    ImportReport,
+    Issue,
+    Record,
+    RowError,
+    SweBenchRow,
+    own_folder,
+    read_records,
+    validation_field,
+)
+from testprism.tasks.importing.staging import staged
+from testprism.tasks.model import toml_writer
+from testprism.tasks.model.benchmark import NAME, BenchmarkError, EnvironmentSpec, load_instance
+from testprism.tasks.model.patches import parse_field, with_final_newline
+
+log = logging.getLogger(__name__)
+
+#: where a Pro instance's run_script.sh and parser.py go in the program tree (with the
+#: checks: the checks' command runs them there), and where their logs are written
+PRO_FOLDER = ".swebench_pro"
+
+
+@dataclass(frozen=True)
+class ImageTask:
+    """An instance as a row's benchmark ships it, ready to be written."""
+
+    instance_id: str
+    kind: str  #: swe-bench | swe-bench-pro | multi-swe-bench
+    language: str
+    summary: str
+    instruction: str
+    image: str
+    program_in_image: str
+    reference: str
+    checks_patch: str
+    command: str
+    parser: str
+    fail_to_pass: tuple[str, ...]
+    pass_to_pass: tuple[str, ...]
+    origin: dict[str, Any]
+    #: where `image`'s name comes from (the benchmark's scheme, or the row)
+    image_from: str
+    #: the row's field the name is made of, blamed when it is no image reference
+    image_field: str
+    #: what the benchmark ships that the instance does not keep: (row field, why)
+    caveats: tuple[tuple[str, str], ...] = ()
+
+
+# -- the rows of each benchmark ---------------------------------------------------------------
+
+
+def _list_literal(value: Any) -> Any:
+    """A list given as a list, a JSON string (SWE-bench) or a Python literal (Pro's `eval`)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        pass
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError) as exc:
+        raise ValueError(f"neither a list nor a JSON or Python list literal: {exc}") from exc
+
+
+class SweBenchImageRow(SweBenchRow):
+    """A SWE-bench row; `docker_image` is set by R2E-Gym / DeepSWE-style rows, which name
+    their image themselves."""
+
+    docker_image: str = ""
+
+
+class ProRow(BaseModel):
+    """The fields of a SWE-bench Pro row this route uses (ScaleAI/SWE-bench_Pro's columns)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    instance_id: str = Field(pattern=NAME)
+    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    base_commit: str = Field(pattern=r"^[0-9a-fA-F]{7,40}$")
+    patch: str
+    test_patch: str
+    problem_statement: str = Field(min_length=1)
+    requirements: str = ""
+    interface: str = ""
+    fail_to_pass: tuple[str, ...] = Field(min_length=1)
+    pass_to_pass: tuple[str, ...]
+    before_repo_set_cmd: str = ""
+    selected_test_files_to_run: tuple[str, ...] = Field(min_length=1)
+    dockerhub_tag: str = ""
+    repo_language: str = ""
+
+    _own_folder = field_validator("instance_id")(own_folder)
+
+    @field_validator("fail_to_pass", "pass_to_pass", "selected_test_files_to_run", mode="before")
+    @classmethod
+    def _lists(cls, value: Any) -> Any:
+        return _list_literal(value)
+
+
+class MultiBase(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    sha: str = Field(pattern=r"^[0-9a-fA-F]{7,40}$")
+
+
+class ResolvedIssue(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    number: int
+    title: str = ""
+    body: str | None = None
+
+
+class MultiRow(BaseModel):
+    """The fields of a Multi-SWE-bench row this route uses (harness/dataset.py `Dataset`)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    org: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    number: int
+    base: MultiBase
+    title: str = ""
+    body: str | None = None
+    resolved_issues: tuple[ResolvedIssue, ...] = ()
+    fix_patch: str
+    test_patch: str
+    f2p_tests: dict[str, Any]
+    p2p_tests: dict[str, Any]
+    s2p_tests: dict[str, Any] = {}
+    n2p_tests: dict[str, Any] = {}
+    instance_id: str = Field("", pattern=r"^([A-Za-z0-9_.-]+)?$")
+    lang: str = ""
+
+    _own_folder = field_validator("instance_id")(own_folder)
+
+
+def row_kind(data: dict[str, Any]) -> str:
+    """Which benchmark a row comes from, by the fields only it has."""
+    if "expected_output_json" in data and "FAIL_TO_PASS" not in data:
+        return "r2e-gym"
+    if "dockerhub_tag" in data or "before_repo_set_cmd" in data or "selected_test_files_to_run" in data:
+        return "swe-bench-pro"
+    if {"org", "number", "fix_patch"} <= data.keys():
+        return "multi-swe-bench"
+    return "swe-bench"
+
+
+def _validated(model: type[BaseModel], data: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise RowError(*validation_field(exc)) from exc
+
+
+def swebench_task(data: dict[str, Any], specs: ImageSpecs) -> ImageTask:
+    """A SWE-bench-shaped row: the official image, the program at /testbed, the command and
+    parser of its repository (and version) in swebench.toml."""
+    row: SweBenchImageRow = _validated(SweBenchImageRow, data)
+    parse_field(row.patch, "patch")
+    touched = [patched.path for patched in parse_field(row.test_patch, "test_patch")]
+    checks = swebench_command(specs.swebench, row.repo, row.version, touched)
+    image = row.docker_image or swebench_image(row.instance_id)
+    return ImageTask(
+        instance_id=row.instance_id, kind="swe-bench", language=checks.language,
+        summary=summary_line(row.problem_statement), instruction=row.problem_statement, image=image,
+        program_in_image=SWEBENCH_PROGRAM, reference=row.patch, checks_patch=row.test_patch,
+        command=checks.command, parser=checks.parser, fail_to_pass=row.FAIL_TO_PASS, pass_to_pass=row.PASS_TO_PASS,
+        origin={"repo": row.repo, "base_commit": row.base_commit, "version": row.version,
+                "log_parser": checks.log_parser,
+                **({"test_command": checks.template} if checks.template else {})},
+        image_from="the row's docker_image" if row.docker_image else
+        "SWE-bench's naming (swebench/image_builder/image_spec.py)",
+        image_field="docker_image" if row.docker_image else "instance_id",
+    )
+
+
+def pro_instruction(row: ProRow) -> str:
+    """What Pro gives an agent: the issue, its requirements and the new interfaces
+    (helper_code/create_problem_statement.py)."""
+    return (f"{row.problem_statement}\n\nRequirements:\n{row.requirements}\n\n"
+            f"New interfaces introduced:\n{row.interface}")
+
+
+def pro_scripts_diff(scripts: Path, instance_id: str) -> str:
+    """The diff that adds the instance's run_script.sh and parser.py under PRO_FOLDER, so
+    that the checks run them in the sandbox; RowError naming the missing script."""
+    folder = scripts / instance_id
+    if folder.is_symlink():
+        raise RowError("run_script.sh", f"{folder} is a symbolic link: not followed (what it points at would be "
+                                        "copied into the benchmark)")
+    files: dict[str, bytes] = {}
+    for name in ("run_script.sh", "parser.py"):
+        path = folder / name
+        if path.is_symlink() or not path.is_file():
+            raise RowError(name, f"{path} is not a file: the run_scripts/<instance_id>/ folder of "
+                                 "scaleapi/SWE-bench_Pro-os holds the instance's run_script.sh and parser.py "
+                                 "(--pro-scripts); a symbolic link is not followed")
+        files[f"{PRO_FOLDER}/{name}"] = path.read_bytes()
+    with tempfile.TemporaryDirectory(prefix="testprism-pro-") as empty:
+        return edit_diff(Path(empty), files)
+
+
+def pro_command(selected: tuple[str, ...]) -> str:
+    """Pro's entry script (swe_bench_pro_eval.py `create_entryscript`) from the program root:
+    run_script.sh on the selected test files (comma-joined), its stdout and stderr to two
+    logs, parser.py over them into output.json, which is the command's only output, read by
+    the `script` parser (tasks/execution/logs/script.py)."""
+    logs = f"{PRO_FOLDER}/stdout.log {PRO_FOLDER}/stderr.log {PRO_FOLDER}/output.json"
+    return (f"bash {PRO_FOLDER}/run_script.sh {shlex.quote(','.join(selected))} > {PRO_FOLDER}/stdout.log "
+            f"2> {PRO_FOLDER}/stderr.log; python {PRO_FOLDER}/parser.py {logs} > /dev/null 2>&1; "
+            f"cat {PRO_FOLDER}/output.json")
+
+
+def pro_task(data: dict[str, Any], scripts: Path | None) -> ImageTask:
+    """A SWE-bench Pro row: its image, the program at /app, its run_script.sh and parser.py
+    run in the sandbox as the checks' command."""
+    row: ProRow = _validated(ProRow, data)
+    parse_field(row.patch, "patch")
+    parse_field(row.test_patch, "test_patch")
+    if scripts is None:
+        raise RowError("run_script.sh", "a SWE-bench Pro row is tested by its run_script.sh and parser.py: give "
+                                        "--pro-scripts (the run_scripts/ folder of scaleapi/SWE-bench_Pro-os)")
+    checks_patch = with_final_newline(row.test_patch) + pro_scripts_diff(scripts, row.instance_id)
+    caveats: list[tuple[str, str]] = []
+    tag = row.dockerhub_tag
+    if not tag:
+        tag = pro_tag(row.instance_id, row.repo)
+        caveats.append(("dockerhub_tag", f"missing: the tag {tag!r} is derived as Pro's helper_code/image_uri.py "
+                                         "derives it"))
+    if row.before_repo_set_cmd.strip():
+        caveats.append(("before_repo_set_cmd", "not run: the program is read out of the image without its .git, "
+                                               "so the test files it checks out come from test_patch (the checks); "
+                                               "kept in origin.toml"))
+    language = {"js": "javascript", "ts": "typescript", "go": "go", "python": "python"}.get(row.repo_language, "")
+    if not language:
+        raise RowError("repo_language", f"{row.repo_language!r} is not a language testprism knows "
+                                        "(python, go, js, ts)")
+    return ImageTask(
+        instance_id=row.instance_id, kind="swe-bench-pro", language=language,
+        summary=summary_line(row.problem_statement), instruction=pro_instruction(row),
+        image=pro_image(tag), program_in_image=PRO_PROGRAM, reference=row.patch, checks_patch=checks_patch,
+        command=pro_command(row.selected_test_files_to_run), parser="script",
+        fail_to_pass=row.fail_to_pass, pass_to_pass=row.pass_to_pass,
+        origin={"repo": row.repo, "base_commit": row.base_commit, "before_repo_set_cmd": row.before_repo_set_cmd,
+                "selected_test_files_to_run": list(row.selected_test_files_to_run),
+                "scripts": str(scripts / row.instance_id)},
+        image_from="Pro's jefzda/sweap-images:<dockerhub_tag>" if row.dockerhub_tag else "Pro's helper_code/image_uri.py",
+        image_field="dockerhub_tag" if row.dockerhub_tag else "instance_id",
+        caveats=tuple(caveats),
+    )
+
+
+def multi_instruction(row: MultiRow) -> str:
+    """The issues the pull request resolves (title and body), else the pull request's own."""
+    parts = [f"{issue.title}\n\n{issue.body or ''}".strip() for issue in row.resolved_issues]
+    return "\n\n".join(p for p in parts if p) or f"{row.title}\n\n{row.body or ''}".strip()
+
+
+def multi_task(data: dict[str, Any], specs: ImageSpecs) -> ImageTask:
+    """A Multi-SWE-bench row: its image, the program at /home/<repo>, the image's run.sh
+    as the checks' command and its language's parser. Tests that pass after the fix but
+    were skipped (s2p) or absent (n2p) before it decide with the fail-to-pass ones, as
+    Multi-SWE-bench's `fixed_tests` do; that they do not fail on the buggy program is a caveat."""
+    row: MultiRow = _validated(MultiRow, data)
+    instance_id = row.instance_id or f"{row.org}__{row.repo}-{row.number}"
+    parse_field(row.fix_patch, "fix_patch")
+    parse_field(row.test_patch, "test_patch")
+    language, parser = multi_swe_bench_parser(specs.multi, row.org, row.repo, row.lang)
+    fail_to_pass = tuple(row.f2p_tests) + tuple(row.s2p_tests) + tuple(row.n2p_tests)
+    if not fail_to_pass:
+        raise RowError("f2p_tests", "empty, and so are s2p_tests and n2p_tests: nothing decides the transition")
+    instruction = multi_instruction(row)
+    if not instruction:
+        raise RowError("resolved_issues", "no issue text and no pull request title: the instance has no instruction")
+    caveats = [(name, f"{len(tests)} tests kept as fail_to_pass: they pass after the fix but were "
+                      f"{'skipped' if name == 's2p_tests' else 'absent'} before it, so they may not fail on the buggy "
+                      "program")
+               for name, tests in (("s2p_tests", row.s2p_tests), ("n2p_tests", row.n2p_tests)) if tests]
+    return ImageTask(
+        instance_id=instance_id, kind="multi-swe-bench", language=language, summary=summary_line(instruction),
+        instruction=instruction, image=multi_swe_bench_image(row.org, row.repo, row.number),
+        program_in_image=f"/home/{row.repo}", reference=row.fix_patch, checks_patch=row.test_patch,
+        command=specs.multi.command, parser=parser, fail_to_pass=fail_to_pass, pass_to_pass=tuple(row.p2p_tests),
+        origin={"repo": f"{row.org}/{row.repo}", "number": row.number, "base_commit": row.base.sha},
+        image_from="Multi-SWE-bench's naming (multi_swe_bench/harness/image.py)",
+        image_field="repo",
+        caveats=tuple(caveats),
+    )
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+def instance_document(task: ImageTask, source: str, image: str) -> dict[str, Any]:
+    """instance.toml of an image instance: no [program] (the program is in the image)."""
+    return {
+        "id": task.instance_id,
+        "source": source,
+        "language": task.language,
+        "summary": task.summary,
+        "environment": {"image": image, "program_in_image": task.program_in_image},
+        "checks": {
+            "patch": "checks.diff",
+            "command": task.command,
+            "fail_to_pass": list(task.fail_to_pass),
+            "pass_to_pass": list(task.pass_to_pass),
+            "parser": task.parser,
+        },
+    }
+
+
+def write_image_instance(folder: Path, task: ImageTask, *, source: str, image: str, image_from: str,
+                         record: str) -> None:
+    """The instance's files: the diffs as published (no program here to fit them to), the
+    instruction, instance.toml and origin.toml (provenance, and what was not kept)."""
+    (folder / "reference.diff").write_text(with_final_newline(task.reference), encoding="utf-8")
+    (folder / "checks.diff").write_text(with_final_newline(task.checks_patch), encoding="utf-8")
+    (folder / "instruction.md").write_text(with_final_newline(task.instruction), encoding="utf-8")
+    comments = [f"Imported by `testprism import swebench --route image` from a {task.kind} row; provenance in "
+                "origin.toml."]
+    (folder / "instance.toml").write_text(
+        toml_writer.dumps(instance_document(task, source, image), comments), encoding="utf-8")
+    origin = {"row": record, "benchmark": task.kind, **task.origin, "image": image, "image_name_from": image_from,
+              "not_kept": [f"{name}: {why}" for name, why in task.caveats]}
+    (folder / "origin.toml").write_text(toml_writer.dumps(
+        origin, ["Where this instance came from (testprism import swebench --route image). Not read by the loader."]),
+        encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class ImageRoute:
+    """What the image route needs besides the rows: the specs tables, the user's names, and
+    SWE-bench Pro's run_scripts/ folder."""
+
+    specs: ImageSpecs
+    images: ImageMap = field(default_factory=ImageMap)
+    pro_scripts: Path | None = None
+
+    def task(self, data: dict[str, Any]) -> ImageTask:
+        kind = row_kind(data)
+        if kind == "r2e-gym":
+            raise RowError("expected_output_json", "an R2E-Gym row: its tests are in its image (/r2e_tests), not in a "
+                                                   "test patch, and it is graded against expected_output_json, which "
+                                                   "this route does not convert; rows in SWE-bench's layout that name "
+                                                   "their image (docker_image) are imported")
+        if kind == "swe-bench-pro":
+            return pro_task(data, self.pro_scripts)
+        if kind == "multi-swe-bench":
+            return multi_task(data, self.specs)
+        return swebench_task(data, self.specs)
+
+
+def import_image_row(record: Record, out: Path, route: ImageRoute, source: str, *, overwrite: bool,
+                     caveat: Callable[[str, str, str], None]) -> str:
+    """Import one row as an image instance; returns `imported` or `exists`. Raises RowError
+    (or DiffError) naming the field; each caveat is handed to `caveat(instance_id, field, why)`."""
+    assert record.data is not None
+    task = route.task(record.data)
+    final = out / "instances" / task.instance_id
+    if final.exists() and not overwrite:
+        return "exists"
+    image, overridden = route.images.name(task.instance_id, task.image)
+    image_from = overridden or task.image_from
+    try:
+        EnvironmentSpec(image=image, program_in_image=task.program_in_image)
+    except ValidationError as exc:
+        raise RowError(task.image_field, f"gives the image {image!r}: {exc.errors()[0]['msg']}") from exc
+    with staged(out, final, overwrite=overwrite) as folder:
+        folder.mkdir()
+        write_image_instance(folder, task, source=source, image=image, image_from=image_from, record=record.label)
+        try:
+            load_instance(folder)
+        except BenchmarkError as exc:
+            raise RowError(exc.field, f"the written instance does not load: {exc}") from exc
+    for name, why in task.caveats:
+        caveat(task.instance_id, name, why)
+    log.info("imported %s (%s, image %s)", task.instance_id, task.kind, image)
+    return "imported"
+
+
+def _instance_id(data: dict[str, Any]) -> str:
+    """The id a row will have, for the report (before it is validated)."""
+    if row_kind(data) == "multi-swe-bench" and not data.get("instance_id"):
+        return f"{data.get('org', '?')}__{data.get('repo', '?')}-{data.get('number', '?')}"
+    return str(data.get("instance_id", ""))
+
+
+def import_image_rows(rows: Path, out: Path, route: ImageRoute, *, source: str = "swe-bench-lite",
+                      overwrite: bool = False) -> ImportReport:
+    """Import every row of a rows file as image instances into the benchmark at `out`. A bad
+    row is an issue naming the file, the row and the field, and the others go on; what a
+    row's benchmark ships that its instance does not keep is a caveat of that row."""
+    report = ImportReport()
+    seen: set[str] = set()
+    for record in read_records(rows):
+        if record.data is None:
+            report.issues.append(Issue(record.label, "", "(row)", record.error))
+            continue
+        instance_id = _instance_id(record.data)
+        if instance_id and instance_id in seen:
+            report.issues.append(Issue(record.label, instance_id, "instance_id", "appears twice in the file; kept the first"))
+            continue
+        seen.add(instance_id)
+
+        def caveat(iid: str, name: str, why: str, label: str = record.label) -> None:
+            report.issues.append(Issue(label, iid, name, why, fatal=False))
+
+        report.attempt(record.label, instance_id, lambda r=record, c=caveat: import_image_row(
+            r, out, route, source, overwrite=overwrite, caveat=c))
+    unused = sorted(set(route.images.names) - seen)
+    if unused:
+        log.warning("%s names images of instances that are not rows of %s: %s", route.images.path, rows.name,
+                    ", ".join(unused))
+    return report

@@ -1,0 +1,217 @@
+"""How the benchmarks that ship one image per instance test a row, kept as data.
+
+SWE-bench keeps its per-repository test commands and log parsers in Python dictionaries;
+here they are the TOML tables of `image_specs/` (their headers say which published files
+and commits they were read from), validated by pydantic, so that a repository is added or
+corrected by editing data (or passing `--specs FILE` over them), never code:
+
+- `swebench.toml`: SWE-bench / SWT-bench / Verified / Multilingual, per repository and
+  version: the test command, the commands before it, and SWE-bench's log parser, mapped to
+  testprism's by `[parsers]`;
+- `multi_swe_bench.toml`: Multi-SWE-bench's one checks command (the image's own run.sh) and
+  the parser of each language's runner.
+"""
+
+from __future__ import annotations
+
+import shlex
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from testprism.tasks.execution.logs import PARSERS
+from testprism.tasks.importing.rows import RowError
+
+SPECS = Path(__file__).parent / "image_specs"
+#: SWE-bench's NON_TEST_EXTS (swebench/harness/constants): files of a test patch that are no test
+NON_TEST_EXTS = (".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml")
+#: SWE-bench's language of a repository → testprism's instance language
+LANGUAGE = {"python": "python", "go": "go", "golang": "go", "javascript": "javascript", "typescript": "typescript",
+            "java": "java"}
+
+
+class SpecsError(ValueError):
+    """A specs file is invalid; names the file and the field."""
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class VersionSpec(_Spec):
+    """What one version changes of its repository's spec."""
+
+    test_command: str | None = None
+    eval_commands: tuple[str, ...] | None = None
+    build: tuple[str, ...] | None = None
+
+
+class RepoSpec(_Spec):
+    """A repository as SWE-bench evaluates it."""
+
+    language: str
+    log_parser: str
+    test_command: str
+    #: Python only: commands before the tests (SWE-bench's `eval_commands`)
+    eval_commands: tuple[str, ...] = ()
+    #: other languages: the build before the tests (SWE-bench's `build`)
+    build: tuple[str, ...] = ()
+    #: how the touched test files are named on the command line (Python only)
+    directives: Literal["files", "django"] = "files"
+    versions: dict[str, VersionSpec] = {}
+    #: every version with a spec; empty: any version (a repository the user adds)
+    known_versions: tuple[str, ...] = ()
+
+
+class PythonSpec(_Spec):
+    activate: str
+
+
+class SweBenchSpecs(_Spec):
+    """`swebench.toml`: every repository, and SWE-bench's parsers → testprism's."""
+
+    python: PythonSpec
+    parsers: dict[str, str]
+    repos: dict[str, RepoSpec]
+
+    @field_validator("parsers")
+    @classmethod
+    def _known(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value.values()) - set(PARSERS))
+        if unknown:
+            raise ValueError(f"{unknown} are not testprism parsers; one of {', '.join(PARSERS)}")
+        return value
+
+
+class MultiRepo(_Spec):
+    language: str
+    parser: str | None = None
+
+
+class MultiSweBenchSpecs(_Spec):
+    """`multi_swe_bench.toml`: the checks command, and each language's and repository's parser."""
+
+    command: str
+    languages: dict[str, str]
+    repos: dict[str, MultiRepo] = {}
+
+    @field_validator("languages")
+    @classmethod
+    def _known(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value.values()) - set(PARSERS))
+        if unknown:
+            raise ValueError(f"{unknown} are not testprism parsers; one of {', '.join(PARSERS)}")
+        return value
+
+
+def _read(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise SpecsError(f"{path}: field (file): missing") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SpecsError(f"{path}: field (syntax): {exc}") from exc
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    """`extra`'s tables over `base`'s, key by key (a repository given again is replaced whole)."""
+    merged = dict(base)
+    for key, value in extra.items():
+        merged[key] = {**merged.get(key, {}), **value} if isinstance(value, dict) else value
+    return merged
+
+
+@dataclass(frozen=True)
+class ImageSpecs:
+    """The bundled tables, with the user's `--specs` file over them (its `[swebench]` and
+    `[multi_swe_bench]` tables, in the bundled files' layout)."""
+
+    swebench: SweBenchSpecs
+    multi: MultiSweBenchSpecs
+
+    @classmethod
+    def load(cls, extra: Path | None = None) -> ImageSpecs:
+        given = _read(extra) if extra is not None else {}
+        unknown = sorted(set(given) - {"swebench", "multi_swe_bench"})
+        if unknown:
+            raise SpecsError(f"{extra}: field {unknown[0]}: unknown table; give [swebench] or [multi_swe_bench]")
+        found = {}
+        for key, model in (("swebench", SweBenchSpecs), ("multi_swe_bench", MultiSweBenchSpecs)):
+            path = SPECS / f"{key}.toml"
+            try:
+                found[key] = model.model_validate(_merge(_read(path), given.get(key, {})))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = extra if key in given else path
+                raise SpecsError(f"{where}: field {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from exc
+        return cls(found["swebench"], found["multi_swe_bench"])
+
+
+@dataclass(frozen=True)
+class SweBenchCommand:
+    """A SWE-bench row's checks under its repository's spec."""
+
+    language: str
+    command: str
+    parser: str
+    log_parser: str  #: SWE-bench's own, for the provenance
+    #: the command with `{test_files}` open, which `import suites` fills with a suite's own
+    #: files (origin.toml `test_command`); None where SWE-bench's command names the
+    #: instance's tests itself (the other languages) or its files as modules (django)
+    template: str | None = None
+
+
+def swebench_command(specs: SweBenchSpecs, repo: str, version: str, test_files: list[str]) -> SweBenchCommand:
+    """The row's checks command as SWE-bench's eval script runs it (swebench.toml header):
+    RowError naming `repo` or `version` when the table has no entry or no parser for it."""
+    spec = specs.repos.get(repo)
+    if spec is None:
+        raise RowError("repo", f"{repo} is not in the SWE-bench specs table ({SPECS / 'swebench.toml'}); add it "
+                               "there or with --specs")
+    if spec.known_versions and version not in spec.known_versions:
+        raise RowError("version", f"{repo} has no spec for version {version!r} in the SWE-bench specs table "
+                                  f"(versions {', '.join(spec.known_versions)})")
+    override = spec.versions.get(version, VersionSpec())
+    parser = specs.parsers.get(spec.log_parser)
+    if parser is None:
+        raise RowError("repo", f"SWE-bench reads {repo}'s log with {spec.log_parser}, which no testprism parser "
+                               "reads (swebench.toml [parsers]): its per-test results cannot be kept")
+    language = LANGUAGE.get(spec.language)
+    if language is None:
+        raise RowError("repo", f"{repo} is {spec.language}, not a language testprism knows "
+                               f"({', '.join(sorted(set(LANGUAGE.values())))})")
+    test = override.test_command or spec.test_command
+    if spec.language == "python":
+        files = [f for f in test_files if not f.endswith(NON_TEST_EXTS)]
+        if spec.directives == "django":
+            files = [f.removesuffix(".py").removeprefix("tests/").replace("/", ".") for f in files]
+        eval_commands = override.eval_commands if override.eval_commands is not None else spec.eval_commands
+        steps = [specs.python.activate, *eval_commands]
+        command = " && ".join([*steps, " ".join([test, *map(shlex.quote, files)])])
+        template = None
+        if spec.directives == "files":
+            # a suite's verdict comes from JUnit (docs/benchmark-format.md, Suites): pytest writes it
+            junit = ' --junitxml="$TESTPRISM_JUNIT"' if parser == "pytest" else ""
+            template = " && ".join([*steps, f"{test} {{test_files}}{junit}"])
+        return SweBenchCommand(language, command, parser, spec.log_parser, template)
+    build = override.build if override.build is not None else spec.build
+    return SweBenchCommand(language, " && ".join([*build, test]), parser, spec.log_parser)
+
+
+def multi_swe_bench_parser(specs: MultiSweBenchSpecs, org: str, repo: str, lang: str) -> tuple[str, str]:
+    """The language and parser of a Multi-SWE-bench repository (the row's `lang` when it
+    has one, else the table's): RowError naming `repo` when neither is known."""
+    entry = specs.repos.get(f"{org}/{repo}")
+    language = lang or (entry.language if entry else "")
+    parser = (entry.parser if entry else None) or specs.languages.get(language)
+    if parser is None:
+        raise RowError("repo", f"no parser is known for {org}/{repo}"
+                               f"{f' ({language})' if language else ''}: Multi-SWE-bench reads its log with the "
+                               "repository's own parse_log; add it to multi_swe_bench.toml or --specs")
+    if language not in LANGUAGE:
+        raise RowError("repo", f"{org}/{repo} is {language}, not a language testprism knows "
+                               f"({', '.join(sorted(set(LANGUAGE.values())))})")
+    return LANGUAGE[language], parser
