@@ -25,9 +25,10 @@ import pytest
 from testprism.flows.collect import collect_flow
 from testprism.flows.replay import replay_flow
 from testprism.storage import Store
+from testprism.tasks.importing.image_route import ImageRoute, import_image_rows
+from testprism.tasks.importing.image_specs import ImageSpecs
 from testprism.tasks.importing.suite_import import import_suites
 from testprism.tasks.model.benchmark import load_benchmark
-from tests.image_rows import write_image_instances
 from tests.swebench_image import build_swebench_image
 
 REALDATA = Path(__file__).parent / "data" / "realdata"
@@ -45,8 +46,9 @@ def _rows(name: str, ids: tuple[str, ...]) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def image_bench(tmp_path_factory, docker_engine) -> Path:
-    """The two rows imported through the image route, with 18189's real resolved patch as
-    its candidate (label: the official one, resolved) and its real generated suites."""
+    """The two published rows imported through the image route (`import swebench --route
+    image`), with 18189's real resolved patch as its candidate (label: the official one,
+    resolved) and its real generated suites (`import suites`)."""
     for instance_id in (LABELLED, REPLAYED):
         build_swebench_image(instance_id=instance_id)
     root = tmp_path_factory.mktemp("image-route")
@@ -54,12 +56,28 @@ def image_bench(tmp_path_factory, docker_engine) -> Path:
     rows.write_text("".join(json.dumps(r) + "\n" for r in _rows("swebench_lite_sympy_dev.jsonl",
                                                                   (LABELLED, REPLAYED))))
     bench = root / "bench"
-    write_image_instances(rows, bench, candidates=_rows("predictions_resolved_dev.jsonl", (REPLAYED,)))
+    report = import_image_rows(rows, bench, ImageRoute(ImageSpecs.load()))
+    assert sorted(report.imported) == [REPLAYED, LABELLED] and not report.issues, report.issues
+    checks = load_benchmark(bench).instances[LABELLED].spec.checks
+    assert "bin/test -C --verbose" in checks.command and checks.parser == "sympy"  # SWE-bench's, as published
+    _add_candidates(bench / "instances" / REPLAYED, _rows("predictions_resolved_dev.jsonl", (REPLAYED,)))
     generated = root / "generated.jsonl"
     generated.write_text("".join(json.dumps(r) + "\n" for r in _rows("generated_tests_dev.jsonl", (REPLAYED,))))
     report = import_suites(generated, bench, command=SUITE_COMMAND)
     assert not [i for i in report.issues if i.fatal], report.issues
     return bench
+
+
+def _add_candidates(folder: Path, predictions: list[dict]) -> None:
+    """The instance's real resolved patches as its candidates, labelled as officially."""
+    (folder / "candidates").mkdir()
+    tables = []
+    for number, row in enumerate(predictions):
+        (folder / "candidates" / f"resolved-{number}.diff").write_text(row["model_patch"])
+        tables.append(f'\n[[candidates]]\nid = "resolved-{number}"\nlabel = "valid"\n'
+                      f'patch = "candidates/resolved-{number}.diff"\nnote = "{row["model_name_or_path"]}"\n')
+    with open(folder / "instance.toml", "a") as toml:
+        toml.write("".join(tables))
 
 
 def test_real_candidates_get_their_official_labels_through_the_image(image_bench, tmp_path, work_root):

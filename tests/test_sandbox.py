@@ -25,6 +25,7 @@ from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.replay.runs import plan, unrunnable_rows
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, SandboxUnavailable
+from testprism.tasks.sandbox.base import Mount
 from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.execution.verdict import Policy, classify, judge
 from testprism.tasks.model.workdir import WorkPaths, WorkspacesUnsafe
@@ -223,6 +224,26 @@ def test_symlinked_suite_is_rejected_before_any_sandbox(backend, tmp_path, work_
 def test_non_utf8_output_is_kept_readable(backend, env, tree):
     result = run(backend, env, tree, r"printf 'caf\xe9 \xff\xfe done\n'")
     assert result.exit_code == 0 and "done" in result.output_tail and "\ufffd" in result.output_tail
+
+
+def test_mounts_show_a_host_folder_read_only_and_a_writable_folder_of_the_run_s_own(backend, env, tree, work_root):
+    """RunRequest.mounts (a Harbor verifier's /tests and /logs): the host folder is there
+    and cannot be written; the folder without a host is the run's to write, empty in every
+    run. Control: the same run without mounts has neither."""
+    tests = work_root / "task-tests"
+    tests.mkdir(exist_ok=True)
+    (tests / "test.sh").write_text("echo from-the-task\n")
+    script = ("cat /tests/test.sh && ls -A /logs | wc -l && mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt "
+              "&& cat /logs/verifier/reward.txt && ! touch /tests/planted 2>/dev/null")
+    mounts = (Mount("/tests", tests), Mount("/logs"))
+    for _ in range(2):
+        result = backend.run(RunRequest(tree=tree, suite_folder=None, suite_files=(), command=script,
+                                        environment=env, limits=Limits(timeout_s=60), mounts=mounts))
+        assert result.exit_code == 0, result.output_tail
+        assert result.output_tail.split() == ["echo", "from-the-task", "0", "1"]
+    assert sorted(p.name for p in tests.iterdir()) == ["test.sh"]
+    control = run(backend, env, tree, "cat /tests/test.sh || touch /logs/reward.txt")
+    assert control.exit_code != 0
 
 
 def test_junit_is_never_read_through_a_link_the_suite_made(backend, env, tree, work_root):

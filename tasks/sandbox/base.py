@@ -71,6 +71,17 @@ def _canonical(value: float, declared: str) -> str:
 
 
 @dataclass(frozen=True)
+class Mount:
+    """A folder a run sees at `inside` (absolute) besides its workspace: the host folder
+    `host`, read-only (a Harbor task's tests/ at /tests); or, without one, an empty folder
+    of the run's own that it may write, bounded as its /tmp is (a verifier's /logs). Both
+    backends place it alike; its content comes back only through the workspace."""
+
+    inside: str
+    host: Path | None = None
+
+
+@dataclass(frozen=True)
 class RunRequest:
     """One command on one state: the backend fills a fresh workspace (tasks/sandbox/
     workspace.py: a copy of `tree`, the suite's files under `tmp/`, its test patch applied)
@@ -96,6 +107,8 @@ class RunRequest:
     #: copy the program folder the run left to this new host path (links kept as links,
     #: never followed): a state's build step (tasks/execution/build.py)
     export_tree: Path | None = None
+    #: folders the run sees besides its workspace (`Mount`)
+    mounts: tuple[Mount, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -226,6 +226,9 @@ class LocalBackend(SandboxBackend):
         if request.channel is not None:
             mounts += ["--ro-bind", str(request.channel), str(SANDBOX_SOCKET)]
         scratch = [a for host, inside in scratch_folders(ws) for a in ("--bind", str(host), inside)]
+        for number, mount in enumerate(request.mounts):
+            mounts += (["--ro-bind", str(mount.host), mount.inside] if mount.host is not None
+                       else ["--bind", str(_mount_scratch(ws, number)), mount.inside])
         return [
             self.bwrap, *mounts, "--dev", "/dev", "--proc", "/proc", *scratch,
             "--bind", str(ws), str(WORKSPACE), *placed,
@@ -257,6 +260,12 @@ class LocalBackend(SandboxBackend):
             launcher = self._launcher(env)
             uid = UID_BASE + secrets.randbelow(60_000) if self.drop_privileges else None
             installed = fill_workspace(request, ws, uid, layered=True, bounded=True)
+            for number, mount in enumerate(request.mounts):
+                if mount.host is None:  # on the workspace's bound, the run's own
+                    folder = _mount_scratch(ws, number)
+                    folder.mkdir(parents=True)
+                    if uid is not None:
+                        os.chown(folder, uid, uid)
             if launcher is not None:
                 group = launcher.group
                 group.set_limits(request.limits)
@@ -334,6 +343,11 @@ class LocalBackend(SandboxBackend):
             outputs=outputs_from_folder(ws / "program", request.tree) if request.keep_outputs else None,
             limit=limit,
         )
+
+
+def _mount_scratch(ws: Path, number: int) -> Path:
+    """The workspace folder behind the run's `number`th Mount without a host folder."""
+    return ws / "scratch" / f"mount-{number}"
 
 
 def _limit(ws: Path, group: RunCgroup | None) -> str | None:

@@ -52,7 +52,8 @@ def _own_container(request: RunRequest) -> bool:
     outputs are read before the container goes), and a state's build step (its tree is
     copied back). One per instance or state, often minutes long: what a pre-start saves
     does not matter there."""
-    return request.channel is not None or request.keep_outputs or request.export_tree is not None
+    return (request.channel is not None or request.keep_outputs or request.export_tree is not None
+            or bool(request.mounts))  # made into the container: one of its own (an official check's)
 
 
 def _merged(command: str) -> list[str]:
@@ -108,7 +109,9 @@ class _RunContainers:
             binds[str(control)] = {"bind": str(LAUNCH), "mode": "rw"}
         if request.channel is not None:
             binds[str(request.channel)] = {"bind": str(SANDBOX_SOCKET), "mode": "ro"}
+        binds |= {str(m.host): {"bind": m.inside, "mode": "ro"} for m in request.mounts if m.host is not None}
         scratch = f"rw,nosuid,nodev,size={limits.disk_mb}m,mode=1777"
+        extra = {m.inside: scratch for m in request.mounts if m.host is None}
         # archive mode copies the workspace into the image's root before the start (a
         # tmpfs is not there yet): its root stays writable, bounded per file only
         return api.create_host_config(
@@ -118,7 +121,7 @@ class _RunContainers:
                      docker.types.Ulimit(name="core", soft=0, hard=0),
                      docker.types.Ulimit(name="nofile", soft=1024, hard=1024)],
             log_config=docker.types.LogConfig(type="none"),
-            read_only=self.copy == "bind", tmpfs={"/tmp": scratch, "/var/tmp": scratch}, shm_size=f"{limits.disk_mb}m",
+            read_only=self.copy == "bind", tmpfs={"/tmp": scratch, "/var/tmp": scratch, **extra}, shm_size=f"{limits.disk_mb}m",
             binds=binds or None, runtime=self.runtime,
         )
 
