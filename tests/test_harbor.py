@@ -179,6 +179,21 @@ def test_run_time_fetches_are_found_line_by_line():
         run_time_fetches("uvx -w pytest==8.4.1 pytest /tests\n")
 
 
+def test_the_verifier_folder_is_bound_only_when_no_link_leads_there(tmp_path):
+    from testprism.tasks.collect.verification import real_folder
+
+    tree = tmp_path / "tree"
+    (tree / "tests" / "harbor").mkdir(parents=True)
+    assert real_folder(tree, "tests/harbor") == tree / "tests" / "harbor"  # control: a real folder is bound
+    (tree / "elsewhere").symlink_to(tmp_path)
+    (tree / "tests" / "up").symlink_to(tmp_path)
+    (tree / "tests" / "file").write_text("x")
+    assert real_folder(tree, "elsewhere") is None
+    assert real_folder(tree, "tests/up") is None
+    assert real_folder(tree, "tests/file") is None
+    assert real_folder(tree, "tests/absent") is None
+
+
 def test_a_reward_check_is_one_check_named_reward(tmp_path):
     folder = tmp_path / "instances" / "x"
     (folder / "program").mkdir(parents=True)
@@ -300,8 +315,10 @@ def test_test_sh_decides_buggy_fails_the_reference_passes(tmp_path, docker_backe
         "tests/test.sh": VERIFY.replace("#!/bin/bash\n", "#!/bin/bash\napt-get update\napt-get install -y jq\n"),
         "environment/Dockerfile": "FROM testprism-base:bookworm\nWORKDIR /app\nCOPY greet.py /app/greet.py\n"})
     harbor_task(tasks, "word-reward", {"tests/test.sh": "#!/bin/bash\necho passed > /logs/verifier/reward.txt\n"})
+    # control: the same task, its Dockerfile without jq: the verifier cannot pass, whatever the state
+    harbor_task(tasks, "no-jq", {"environment/Dockerfile": DOCKERFILE.replace("apt-get install -y", "echo")})
     report = import_harbor(tasks, tmp_path / "bench", source="h", backend=docker_backend)
-    assert sorted(report.imported) == ["fetching", "fix-greeting", "greeting", "word-reward"], report.issues
+    assert sorted(report.imported) == ["fetching", "fix-greeting", "greeting", "no-jq", "word-reward"], report.issues
     bench = load_benchmark(tmp_path / "bench")
 
     options = replace(ExecutionOptions(backend="docker", work_root=work_root, store_root=tmp_path / "store"),
@@ -315,6 +332,7 @@ def test_test_sh_decides_buggy_fails_the_reference_passes(tmp_path, docker_backe
         by_state = {rows[s.key]["state"]: rows[s.key] for s in specs[iid]}
         assert by_state["buggy"]["tests"][0] | {"message": ""} == {"name": "reward", "outcome": "failed", "message": ""}
         assert by_state["reference"]["outcome"] == "P"
+    assert verdicts["no-jq"].reason == Reason.REFERENCE_FAILS
     assert verdicts["word-reward"].reason == Reason.UNRESOLVED
     unreadable = rows[specs["word-reward"][0].key]
     assert (unreadable["outcome"], unreadable["reason"]) == ("E", "parse_failed")

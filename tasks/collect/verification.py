@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -30,9 +32,9 @@ from testprism.tasks.model.outcome import Reason, Verdict
 from testprism.tasks.execution import batch
 from testprism.tasks.execution.batch import Environments, ExecutionOptions, Job
 from testprism.tasks.execution.build import built_tree, unbound_image
-from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend
+from testprism.tasks.sandbox.base import Limits, Mount, RunRequest, SandboxBackend
 from testprism.tasks.model.state import DEFAULT_FUZZ, PatchResult, State, apply_patch, states_of
-from testprism.tasks.execution.reward import read_reward, verifier_command
+from testprism.tasks.execution.reward import LOGS_AT, TESTS_AT, read_reward, verifier_command
 from testprism.tasks.execution.verdict import RunResult, failed, judge
 from testprism.tasks.model.workdir import WorkPaths, build_once
 
@@ -51,6 +53,19 @@ def checks_hash(instance: Instance) -> str:
     reward = ("reward", checks.reward.tests) if checks.reward is not None else ()
     return digest("checks", instance.checks_patch, checks.command, *checks.fail_to_pass, "|", *checks.pass_to_pass,
                   *reward)
+
+
+def real_folder(tree: Path, rel: str) -> Path | None:
+    """`tree/rel` when each of its components is a folder, not a link (lstat'ed), else None."""
+    path = tree
+    for part in rel.split("/"):
+        path = path / part
+        try:
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                return None
+        except FileNotFoundError:
+            return None
+    return path
 
 
 def run_limits(instance: Instance, limits: Limits) -> Limits:
@@ -199,9 +214,16 @@ class VerifyJob(Job[Verification, RunResult]):
         environment = environments.ready(spec)
         if isinstance(environment, Verdict):
             return environment
+        reward = unit.instance.spec.checks.reward
+        assert reward is not None
+        tests = real_folder(tree, reward.tests)
+        if tests is None:  # the state's patch made it a link or a file: never bound (a bind follows links)
+            return failed(Reason.CHECKS_PATCH_FAILED, f"{reward.tests} of the checked tree is a link or not a folder: "
+                                                      f"not placed at {TESTS_AT}")
         request = RunRequest(tree=tree, suite_folder=None, suite_files=(), environment=environment, limits=limits,
                              command=verifier_command(unit.instance.spec.checks.command),
-                             patch_fuzz=options.policy.patch_fuzz)
+                             patch_fuzz=options.policy.patch_fuzz,
+                             mounts=(Mount(TESTS_AT, tests), Mount(LOGS_AT)))
         return judge(lambda: environments.run(spec, request), options.policy, check_ids(unit.instance),
                      pace=environments.pace, read=lambda result: read_reward(result.junit_xml))
 

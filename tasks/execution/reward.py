@@ -25,8 +25,10 @@ from testprism.tasks.execution.verdict import Unreadable
 from testprism.tasks.model.benchmark import REWARD_CHECK
 from testprism.tasks.model.outcome import TestResult
 
+#: Harbor's logs folder, inside the run: an empty writable folder of the run's own
+LOGS_AT = "/logs"
 #: where Harbor's verifier writes its reward, inside the run
-VERIFIER_LOGS = "/logs/verifier"
+VERIFIER_LOGS = f"{LOGS_AT}/verifier"
 #: where Harbor places the task's tests/, inside the run
 TESTS_AT = "/tests"
 #: bytes of each reward file handed back (a reward is a number; reward.json a small object)
@@ -46,7 +48,7 @@ def verifier_command(command: str) -> str:
         f'printf "== {name} %s\\n" "$(wc -c < "$reward_part")" >> "$TESTPRISM_JUNIT"; '
         f'cat "$reward_part" >> "$TESTPRISM_JUNIT"; fi\n'
         for name in REWARD_FILES)
-    return (f"rm -rf {VERIFIER_LOGS} && mkdir -p {VERIFIER_LOGS} /logs/agent || exit 96\n"
+    return (f"rm -rf {VERIFIER_LOGS} && mkdir -p {VERIFIER_LOGS} {LOGS_AT}/agent || exit 96\n"
             f"( {command}\n)\n"
             'reward_part="$(mktemp)"\n: > "$TESTPRISM_JUNIT"\n'
             + hand_back)
