@@ -337,3 +337,37 @@ def test_test_sh_decides_buggy_fails_the_reference_passes(tmp_path, docker_backe
     unreadable = rows[specs["word-reward"][0].key]
     assert (unreadable["outcome"], unreadable["reason"]) == ("E", "parse_failed")
     assert unreadable["stdout_tail"].startswith("/logs/verifier/reward.txt holds 'passed', not a number")
+
+
+@pytest.mark.requires("sandbox")
+def test_under_local_a_harbor_instance_is_environment_failed_with_why(tmp_path, work_root):
+    """bubblewrap cannot build a Dockerfile: the runs of an imported Harbor instance are E with
+    the reason, and the batch goes on (its Dockerfile is never silently dropped)."""
+    from dataclasses import replace
+
+    from testprism.storage import Store
+    from testprism.tasks.collect.label import GOLD_POLICY, gold_plan
+    from testprism.tasks.collect.verification import execute, stored_rows
+    from testprism.tasks.execution.batch import ExecutionOptions
+
+    folder = tmp_path / "bench" / "instances" / "greeting"
+    (folder / "program").mkdir(parents=True)
+    (folder / "program" / "greet.py").write_text(GREET)
+    (folder / "environment").mkdir()
+    (folder / "environment" / "Dockerfile").write_text(DOCKERFILE)
+    (folder / "instruction.md").write_text("x\n")
+    (folder / "reference.diff").write_text("--- a/greet.py\n+++ b/greet.py\n@@ -1,2 +1,2 @@\n def greet(name):\n"
+                                           "-    return \"Hello \" + name + \"!\"\n+    return \"Hello, \" + name + \"!\"\n")
+    (folder / "checks.diff").write_text("--- /dev/null\n+++ b/tests/test.sh\n@@ -0,0 +1 @@\n+echo 1 > /logs/verifier/reward.txt\n")
+    (folder / "instance.toml").write_text('id = "greeting"\nsource = "s"\n[environment]\ndockerfile = "environment/Dockerfile"\n'
+                                          '[checks]\ncommand = "bash /tests/test.sh"\nfail_to_pass = ["reward"]\n'
+                                          '[checks.reward]\ntests = "tests"\n')
+    instance = load_instance(folder)
+    options = replace(ExecutionOptions(backend="local", work_root=work_root, store_root=tmp_path / "store"),
+                      policy=GOLD_POLICY)
+    specs = gold_plan(instance, options)
+    execute(specs, options)
+    rows = stored_rows(Store(tmp_path / "store"), [s.key for s in specs])
+    row = rows[specs[0].key]
+    assert (row["outcome"], row["reason"]) == ("E", "environment_failed")
+    assert "the local backend cannot build environment/Dockerfile" in row["stdout_tail"]
