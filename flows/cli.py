@@ -745,7 +745,8 @@ def harbor(
                                               "environment (docker: the local backend cannot build one)",
                                          callback=known_backend)] = "docker",
     work: Annotated[Optional[Path], typer.Option(help="working area for environments (a cache)")] = None,
-    timeout: Annotated[float, typer.Option(help="wall-clock limit of one solve.sh run, seconds (a task's [agent] timeout_sec replaces it)")] = SOLVE_LIMITS.timeout_s,
+    timeout: Annotated[float, typer.Option(help="wall-clock limit of one solve.sh run, seconds (a task's "
+                                                "[agent] timeout_sec replaces it)")] = SOLVE_LIMITS.timeout_s,
     overwrite: OverwriteOpt = False,
     strict: StrictOpt = False,
 ) -> None:
