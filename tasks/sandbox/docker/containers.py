@@ -110,7 +110,9 @@ class _RunContainers:
         if request.channel is not None:
             binds[str(request.channel)] = {"bind": str(SANDBOX_SOCKET), "mode": "ro"}
         binds |= {str(m.host): {"bind": m.inside, "mode": "ro"} for m in request.mounts if m.host is not None}
-        scratch = f"rw,nosuid,nodev,size={limits.disk_mb}m,mode=1777"
+        # exec: docker makes a tmpfs noexec unless told, and toolchains run what they build
+        # in /tmp (go test links its test binary there)
+        scratch = f"rw,exec,nosuid,nodev,size={limits.disk_mb}m,mode=1777"
         extra = {m.inside: scratch for m in request.mounts if m.host is None}
         # archive mode copies the workspace into the image's root before the start (a
         # tmpfs is not there yet): its root stays writable, bounded per file only
