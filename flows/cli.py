@@ -741,13 +741,16 @@ def harbor(
                                                "environment/, solution/solve.sh, tests/)", exists=True, file_okay=False)],
     out: Annotated[Path, typer.Option(help="benchmark folder to write instances/<id>/ into")],
     source: SourceOpt,
-    backend: Annotated[str, typer.Option(help="sandbox backend solve.sh runs in", callback=known_backend)] = "local",
+    backend: Annotated[str, typer.Option(help="sandbox backend solve.sh runs in, in the task's Dockerfile "
+                                              "environment (docker: the local backend cannot build one)",
+                                         callback=known_backend)] = "docker",
     work: Annotated[Optional[Path], typer.Option(help="working area for environments (a cache)")] = None,
-    timeout: Annotated[float, typer.Option(help="wall-clock limit of one solve.sh run, seconds")] = SOLVE_LIMITS.timeout_s,
+    timeout: Annotated[float, typer.Option(help="wall-clock limit of one solve.sh run, seconds (a task's "
+                                                "[agent] timeout_sec replaces it)")] = SOLVE_LIMITS.timeout_s,
     overwrite: OverwriteOpt = False,
     strict: StrictOpt = False,
 ) -> None:
-    """Import Harbor tasks as instances: build context, what solve.sh changes (sandboxed), pytest checks."""
+    """Import Harbor tasks as instances: their Dockerfile, what solve.sh changes (sandboxed), test.sh's reward as the check."""
     sandbox = backend_class(backend)(WorkPaths(work or default_work_root()))
     try:
         report = import_harbor(tasks, out, source=source, overwrite=overwrite, backend=sandbox,

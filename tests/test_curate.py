@@ -252,7 +252,8 @@ def curate_cli(*args: str):
 
 
 @pytest.mark.slow
-@pytest.mark.requires("sandbox")  # the Harbor source's solution scripts run in the sandbox
+@pytest.mark.requires("sandbox")
+@pytest.mark.requires("docker")  # the Harbor source's solution scripts run in its Dockerfile's image
 def test_curate_the_examples_by_their_example_config(tmp_path, work_root):
     store, out = tmp_path / "store", tmp_path / "bench"
     args = [str(EXAMPLES / "curate.toml"), "--store", str(store), "--out", str(out), "--work", str(work_root)]
@@ -361,6 +362,7 @@ train_size = 6
 
 @pytest.mark.slow
 @pytest.mark.requires("sandbox")
+@pytest.mark.requires("docker")  # the Harbor source's solution scripts run in its Dockerfile's image
 def test_curate_a_mixed_set_of_four_kinds_of_source(tmp_path, work_root):
     from tests.gitfixture import build_git_fixture
 

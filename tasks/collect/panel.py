@@ -386,6 +386,10 @@ def _write_instance(instance: Instance, chosen: Iterable[CandidatePatch], target
     if instance.spec.build is not None:
         spec["build"] = instance.spec.build.model_dump(mode="json")
     (target / "instance.toml").write_text(toml_writer.dumps({**spec, "candidates": declared}), encoding="utf-8")
+    own = instance.folder.resolve()
+    context = instance.spec.environment.context
+    if context is not None and context != own and context.is_relative_to(own):  # its own (Harbor's environment/)
+        shutil.copytree(context, target / context.relative_to(own), symlinks=True)
     place_shared_environment(instance, target.parent.parent)
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -30,9 +32,10 @@ from testprism.tasks.model.outcome import Reason, Verdict
 from testprism.tasks.execution import batch
 from testprism.tasks.execution.batch import Environments, ExecutionOptions, Job
 from testprism.tasks.execution.build import built_tree, unbound_image
-from testprism.tasks.sandbox.base import RunRequest, SandboxBackend
+from testprism.tasks.sandbox.base import Limits, Mount, RunRequest, SandboxBackend
 from testprism.tasks.model.state import DEFAULT_FUZZ, PatchResult, State, apply_patch, states_of
-from testprism.tasks.execution.verdict import RunResult, failed
+from testprism.tasks.execution.reward import LOGS_AT, TESTS_AT, read_reward, verifier_command
+from testprism.tasks.execution.verdict import RunResult, failed, judge
 from testprism.tasks.model.workdir import WorkPaths, build_once
 
 log = logging.getLogger(__name__)
@@ -44,9 +47,31 @@ def check_ids(instance: Instance) -> tuple[str, ...]:
 
 
 def checks_hash(instance: Instance) -> str:
-    """What the checks are: the test patch, the command, and the ids that decide."""
+    """What the checks are: the test patch, the command, and the ids that decide (and,
+    for a verifier's reward, the folder placed at /tests)."""
     checks = instance.spec.checks
-    return digest("checks", instance.checks_patch, checks.command, *checks.fail_to_pass, "|", *checks.pass_to_pass)
+    reward = ("reward", checks.reward.tests) if checks.reward is not None else ()
+    return digest("checks", instance.checks_patch, checks.command, *checks.fail_to_pass, "|", *checks.pass_to_pass,
+                  *reward)
+
+
+def real_folder(tree: Path, rel: str) -> Path | None:
+    """`tree/rel` when each of its components is a folder, not a link (lstat'ed), else None."""
+    path = tree
+    for part in rel.split("/"):
+        path = path / part
+        try:
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                return None
+        except FileNotFoundError:
+            return None
+    return path
+
+
+def run_limits(instance: Instance, limits: Limits) -> Limits:
+    """The limits of the instance's runs: `limits` with the instance's own in their place."""
+    own = instance.spec.limits
+    return limits if own is None else own.over(limits)
 
 
 def candidate_states(instance: Instance, patches: Mapping[str, str]) -> dict[str, State]:
@@ -69,6 +94,8 @@ class Verification:
 def plan(instance: Instance, states: Sequence[State], options: ExecutionOptions, repeats: int = 1) -> list[Verification]:
     """Verifications of `states`, `repeats` times each, keyed by content and policy."""
     base = (checks_hash(instance), instance.spec.environment.key, options.policy_hash)
+    if instance.spec.limits is not None:  # the instance's own limits: keys of others unchanged
+        base += (run_limits(instance, options.limits).key,)
     return [
         Verification(digest("verification", state.hash, *base, str(repeat)), instance, state, repeat)
         for state in states for repeat in range(repeats)
@@ -164,15 +191,41 @@ class VerifyJob(Job[Verification, RunResult]):
             if isinstance(made, Verdict):
                 return RunResult(made, method)
             tree = made
+        checks = unit.instance.spec.checks
         # an environment that cannot be had is infrastructure or a failed build: not a verdict on the state
-        verdict = environments.judged(unit.instance.spec.environment, options, check_ids(unit.instance),
-                                      lambda environment: RunRequest(
-            tree=tree, suite_folder=None, suite_files=(), command=unit.instance.spec.checks.command,
-            environment=environment, limits=options.limits, patch_fuzz=options.policy.patch_fuzz,
-        ), parser=unit.instance.spec.checks.parser)
+        limits = run_limits(unit.instance, options.limits)
+        if checks.reward is not None:
+            verdict = self._rewarded(unit, tree, environments, options, limits)
+        else:
+            verdict = environments.judged(unit.instance.spec.environment, options, check_ids(unit.instance),
+                                          lambda environment: RunRequest(
+                tree=tree, suite_folder=None, suite_files=(), command=checks.command,
+                environment=environment, limits=limits, patch_fuzz=options.policy.patch_fuzz,
+            ), parser=checks.parser)
         log.debug("verified %s %s (repeat %d): %s %s", unit.instance.id, unit.state.name, unit.repeat,
                   verdict.outcome.value, verdict.reason or "")
         return RunResult(verdict, method)
+
+    @staticmethod
+    def _rewarded(unit: Verification, tree: Path, environments: Environments, options: ExecutionOptions,
+                  limits: Limits) -> Verdict:
+        """The checks as a verifier whose reward decides (`[checks.reward]`, tasks/execution/reward.py)."""
+        spec = unit.instance.spec.environment
+        environment = environments.ready(spec)
+        if isinstance(environment, Verdict):
+            return environment
+        reward = unit.instance.spec.checks.reward
+        assert reward is not None
+        tests = real_folder(tree, reward.tests)
+        if tests is None:  # the state's patch made it a link or a file: never bound (a bind follows links)
+            return failed(Reason.CHECKS_PATCH_FAILED, f"{reward.tests} of the checked tree is a link or not a folder: "
+                                                      f"not placed at {TESTS_AT}")
+        request = RunRequest(tree=tree, suite_folder=None, suite_files=(), environment=environment, limits=limits,
+                             command=verifier_command(unit.instance.spec.checks.command),
+                             patch_fuzz=options.policy.patch_fuzz,
+                             mounts=(Mount(TESTS_AT, tests), Mount(LOGS_AT)))
+        return judge(lambda: environments.run(spec, request), options.policy, check_ids(unit.instance),
+                     pace=environments.pace, read=lambda result: read_reward(result.junit_xml))
 
     def row(self, unit: Verification, result: RunResult, started: datetime, backend: SandboxBackend) -> dict:
         """One `verifications` row (storage/schema.py VERIFICATIONS)."""

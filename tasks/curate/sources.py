@@ -50,8 +50,8 @@ def _benchmark_root(source: SourceConfig, work: WorkPaths) -> tuple[Path, list[I
     if source.kind == "swebench":
         report = import_rows(source.path, root, load_recipes(list(source.recipes)),
                              ProgramSources.from_options(source.repos, source.releases), source=source.name)
-    elif source.kind == "harbor":  # solve.sh runs in the local sandbox (untrusted code)
-        backend = backend_class("local")(work)
+    elif source.kind == "harbor":  # solve.sh runs sandboxed (untrusted code), in the task's Dockerfile's image
+        backend = backend_class("docker")(work)
         try:
             report = import_harbor(source.path, root, source=source.name, backend=backend)
         finally:

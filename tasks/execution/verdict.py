@@ -69,26 +69,45 @@ def logged_limits(limits: Limits) -> Limits:
     return replace(limits, tail_bytes=max(limits.tail_bytes, limits.output_bytes))
 
 
-def test_results(result: ExecResult, parser: str | None = None) -> tuple[TestResult, ...] | None:
-    """The per-test results of a run: read from its output by the log parser `parser`
-    (tasks/execution/logs; the run made with `logged_limits`), else from its JUnit report;
-    None when there is none or it is unreadable."""
+class Unreadable(ValueError):
+    """A run's results cannot be read by its `Reader` (a reward that is not a number): the
+    run is `E`/parse_failed with this message, never `P` or `F`."""
+
+
+#: reads a run's per-test results from what it handed back (a verifier's reward,
+#: tasks/execution/reward.py); raises Unreadable, with why, when they cannot be read
+Reader = Callable[[ExecResult], tuple[TestResult, ...]]
+
+
+def test_results(result: ExecResult, parser: str | None = None,
+                 read: Reader | None = None) -> tuple[TestResult, ...] | None:
+    """The per-test results of a run: `read`'s (which may raise Unreadable), else read from
+    its output by the log parser `parser` (tasks/execution/logs; the run made with
+    `logged_limits`), else from its JUnit report; None when there is none or it is
+    unreadable."""
+    if read is not None:
+        return read(result)
     if parser is not None:
         return parse_log(parser, result.output_tail.encode("utf-8", errors="surrogateescape"))
     return parse_junit(result.junit_xml) if result.junit_xml else None
 
 
-def classify(result: ExecResult, selected: tuple[str, ...] = (), parser: str | None = None) -> tuple[Outcome, Reason | None]:
+def classify(result: ExecResult, selected: tuple[str, ...] = (), parser: str | None = None,
+             read: Reader | None = None) -> tuple[Outcome, Reason | None]:
     """One attempt's outcome, before confirmation. With `selected` tests and readable
     results, only those tests decide; otherwise the exit status and any failing case. A
-    run whose log `parser` cannot read is `E`/parse_failed: never a pass or a failure."""
+    run whose log `parser` or `read` cannot read is `E`/parse_failed: never a pass or a
+    failure."""
     if result.timed_out:
         return Outcome.ERROR, Reason.TIMEOUT
     if result.output_exceeded:
         return Outcome.ERROR, Reason.OUTPUT_LIMIT
     if result.limit is not None:  # a run-wide limit: what the suite saw says nothing of the state
         return Outcome.ERROR, Reason(result.limit)
-    tests = test_results(result, parser)
+    try:
+        tests = test_results(result, parser, read)
+    except Unreadable:
+        return Outcome.ERROR, Reason.PARSE_FAILED
     if parser is not None and tests is None:
         return Outcome.ERROR, Reason.PARSE_FAILED
     if selected and tests is not None:
@@ -144,13 +163,15 @@ class Attempts:
 
 
 def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str, ...] = (),
-          confirm: bool = True, pace: Callable[[], None] | None = None, parser: str | None = None) -> Verdict:
+          confirm: bool = True, pace: Callable[[], None] | None = None, parser: str | None = None,
+          read: Reader | None = None) -> Verdict:
     """Run `attempt` until its outcome is settled under `policy`; `confirm` False
     (Policy.confirms) lets a failure stand without its replays. `pace` is called before
     each confirmation replay: the batch's turn (tasks/execution/batch.py `Schedule`), so a
     confirmation does not run right after the attempt it confirms. `parser`: the log
     parser that reads the tests' results (`test_results`); the verdict keeps the output's
-    usual tail, not the whole log."""
+    usual tail, not the whole log. `read`: where the results come from instead (a
+    verifier's reward), its Unreadable message heading the verdict's."""
     confirmations = policy.confirm_failures if confirm else 0
     runs = Attempts(attempt, policy.infra_retries)
     seen: list[Outcome] = []
@@ -161,7 +182,7 @@ def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str
             return failed(Reason.SUITE_NOT_INSTALLED, str(exc), runs.count)
         except SandboxError as exc:
             return failed(Reason.SANDBOX_ERROR, str(exc), runs.count)
-        outcome, reason = classify(last, selected, parser)
+        outcome, reason = classify(last, selected, parser, read)
         seen.append(outcome)
         if outcome is Outcome.FAIL and len(seen) <= confirmations:
             if pace is not None:
@@ -170,7 +191,10 @@ def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str
         if len(seen) > 1 and any(o != seen[0] for o in seen):
             outcome, reason = Outcome.ERROR, Reason.UNSTABLE
         replayed = (len(seen) > 1) if seen[0] is Outcome.FAIL else None
-        tests = test_results(last, parser)
         tail = last.output_tail[-Limits.tail_bytes:] if parser is not None else last.output_tail
+        try:
+            tests = test_results(last, parser, read)
+        except Unreadable as exc:
+            tests, tail = None, f"{exc}\n{tail}"
         return Verdict(outcome, reason, last.exit_code, last.duration_s, runs.count, tail, tests or (),
                        last.suite_patch_method, replayed)

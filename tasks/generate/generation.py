@@ -74,9 +74,18 @@ class GenerationSpec:
         """Same instance, command, tools, mode, strategy, caps and feedback: the same run."""
         reference = self.instance.reference if self.mode is Mode.TESTPRISM else b""
         tools = [part for tool in self.tools for part in (tool.name, tool.read_bytes())]
+        # the instance's agent time, when it sets one, bounds the run: a key of its own (others unchanged)
+        own = () if self.wall_clock_s == self.caps.wall_clock_s else (f"wall={self.wall_clock_s}",)
         return digest("generation", self.instance.program_hash, (self.instance.folder / "instruction.md").read_bytes(),
                       reference, self.command, *tools, self.mode.value, self.strategy.key, self.caps.model_dump_json(),
-                      self.feedback or b"", str(self.round))
+                      self.feedback or b"", str(self.round), *own)
+
+    @property
+    def wall_clock_s(self) -> float:
+        """The run's wall clock: the caps', or the instance's agent time when shorter
+        (`[limits] agent_timeout_s`, Harbor's `[agent] timeout_sec`)."""
+        own = self.instance.spec.limits.agent_timeout_s if self.instance.spec.limits is not None else None
+        return self.caps.wall_clock_s if own is None else min(self.caps.wall_clock_s, own)
 
     @property
     def budget(self) -> Budget:
@@ -118,7 +127,7 @@ class GenerateJob(Job[GenerationSpec, GenerationResult]):
         tree = state_tree(unit.instance, buggy, environments, options.work, options.limits, options.policy.patch_fuzz)
         if isinstance(tree, Verdict):
             return GenerationResult(tree.reason, None, 0.0, NO_USAGE, {}, None)
-        limits = Limits(timeout_s=unit.caps.wall_clock_s, output_bytes=options.limits.output_bytes,
+        limits = Limits(timeout_s=unit.wall_clock_s, output_bytes=options.limits.output_bytes,
                         tail_bytes=options.limits.output_bytes, memory_mb=options.limits.memory_mb,
                         processes=options.limits.processes)
         with TaskFolder(options.work.workspaces, workspace_prefix("task"),

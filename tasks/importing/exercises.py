@@ -39,6 +39,7 @@ from testprism.tasks.importing.folders import (
     import_each,
     instance_folder,
     pytest_checks,
+    python_environment,
     write_authored,
 )
 from testprism.tasks.importing.instance_writer import summary_line
@@ -145,7 +146,8 @@ def import_exercise(folder: Path, out: Path, source: str, language: str, *, over
         write_authored(staging, Authored(
             instance_id=instance_id, source=source, summary=exercise.blurb.strip() or summary_line(instruction),
             instruction=instruction, reference=edit_diff(program, answers), checks_diff=edit_diff(program, tests),
-            checks=checks, packages=PYTEST_PACKAGES, origin={"adapter": "exercises", "exercise": str(folder.resolve())},
+            checks=checks.table(), environment=python_environment(PYTEST_PACKAGES),
+            origin={"adapter": "exercises", "exercise": str(folder.resolve())},
             made_by="testprism import exercises",
         ))
     log.info("imported %s from %s", instance_id, folder)

@@ -94,6 +94,15 @@ class PytestChecks:
     def command(self) -> str:
         return fill_test_files(PYTEST_TEMPLATE, list(self.files))
 
+    def table(self) -> dict[str, object]:
+        """`[checks]` of the instance (but its patch)."""
+        return {"command": self.command, "fail_to_pass": list(self.fail_to_pass), "pass_to_pass": []}
+
+
+def python_environment(packages: tuple[str, ...]) -> dict[str, object]:
+    """`[environment]` of an authored Python instance: Python 3.11 and `packages`."""
+    return {"python": "3.11", "packages": list(packages)}
+
 
 def pytest_checks(modules: Mapping[str, str], field: str) -> PytestChecks:
     """Every test of the pytest modules (path relative to the program → text) as a
@@ -120,10 +129,11 @@ class Authored:
     instruction: str
     reference: str
     checks_diff: str
-    checks: PytestChecks
-    packages: tuple[str, ...]
+    checks: Mapping[str, object]  #: `[checks]` but its patch (PytestChecks.table, or a verifier's)
+    environment: Mapping[str, object]  #: `[environment]` (python_environment, or a Dockerfile's)
     origin: Mapping[str, object]  #: provenance for origin.toml (`test_command` is added)
     made_by: str  #: the command, for the files' first comment line
+    limits: Mapping[str, object] | None = None  #: `[limits]`, the instance's own run limits
 
 
 def write_authored(folder: Path, authored: Authored) -> Instance:
@@ -142,13 +152,9 @@ def write_authored(folder: Path, authored: Authored) -> Instance:
         "language": "python",
         "summary": authored.summary,
         "program": {"path": "program"},
-        "environment": {"python": "3.11", "packages": list(authored.packages)},
-        "checks": {
-            "patch": "checks.diff",
-            "command": authored.checks.command,
-            "fail_to_pass": list(authored.checks.fail_to_pass),
-            "pass_to_pass": [],
-        },
+        "environment": dict(authored.environment),
+        **({"limits": dict(authored.limits)} if authored.limits else {}),
+        "checks": {"patch": "checks.diff", **authored.checks},
     }
     (folder / "instance.toml").write_text(
         toml_writer.dumps(document, [f"Imported by `{authored.made_by}`; provenance in origin.toml."]), encoding="utf-8")

@@ -1,33 +1,51 @@
-"""Import Harbor task directories as benchmark instances (docs/curate.md, "Source adapters").
+"""Import Harbor task directories as benchmark instances, whole (docs/curate.md, "Source adapters").
 
 A Harbor task is a folder holding `task.toml`, `instruction.md`, `environment/Dockerfile`
-(with its build context), `tests/test.sh` and `solution/solve.sh`. Each immediate
-subfolder of TASKS is one task (hidden folders are passed over), and becomes
+(with its build context), `tests/test.sh` and `solution/solve.sh` (Harbor's schema: harbor
+src/harbor/models/task/config.py; its verifier: src/harbor/verifier/verifier.py). Each
+immediate subfolder of TASKS is one task (hidden folders are passed over), and becomes
 `instances/<folder name>/` by these rules:
 
 - **id**: the folder's name, which must match `[A-Za-z0-9_.-]+`; **instruction**:
   instruction.md; **summary**: its first non-empty line.
-- **program**: the Dockerfile's build context, i.e. the files of `environment/` but the
-  ones that describe the image (`Dockerfile`, `.dockerignore`, `docker-compose.y(a)ml`).
-  A task whose environment/ holds nothing else fetches its program when the image is built,
-  over the network, which an offline import cannot do: skipped with an issue.
+- **environment**: the task's Dockerfile, kept: `environment/` is copied whole into the
+  instance and `[environment] dockerfile = "environment/Dockerfile"` (its folder the build
+  context), with no virtualenv on top: the image is the environment. The docker backend
+  builds it (with the host network: the package registries); it names its own `FROM`
+  image, which must be on the engine, as no image registry is reachable here (load or tag
+  it: `docker load -i`, `docker tag`; a build that cannot find it fails naming it). A task
+  with compose services (`environment/docker-compose.y(a)ml`) is refused: testprism runs
+  one container per run.
+- **program**: the files of `environment/` but the ones that describe the image
+  (`Dockerfile`, `.dockerignore`, compose files), the build context Harbor images COPY
+  into their WORKDIR; the runs' working directory is the program root, as the WORKDIR is
+  Harbor's. A task whose environment/ holds nothing else fetches its program when the
+  image is built: skipped with an issue (reading the program out of the built image,
+  `program_in_image`, is the image route's, docs/benchmark-format.md).
 - **reference**: solve.sh is a script, so the reference is what it does to the program. It
-  runs in the sandbox (untrusted code runs nowhere else), from the program root, with the
-  files of solution/ under `tmp/.testprism-solution/`; a git snapshot taken before it and
-  `git diff --binary` after it (tmp/.testprism-solution left out) come back through the
-  one file a backend returns, `$TESTPRISM_JUNIT`. Paths in solve.sh resolve relative to the
-  program root: `/app`, `/solution` or `/tests` of the Harbor image do not exist there. A
-  task whose solution fails (non-zero exit, timeout, too much output) or changes nothing is
-  skipped with an issue, which mentions the image's WORKDIR when solve.sh names it.
-- **checks**: the files of `tests/`, added by the checks patch under `tests/` of the
-  program, or under `tests/harbor/` when the program already has a `tests` entry (a task
-  whose program has `tests/harbor` too is skipped). The test modules among them (pytest's
-  `test_*.py` / `*_test.py`) are run whole; every test pytest would collect in them (from
-  the syntax tree) is a fail-to-pass check; pass_to_pass is empty. A task without such a
-  module is skipped: test.sh itself is not run by testprism's checks.
-- **environment**: Python 3.11, `pytest>=8,<10` plus each requirement line of
-  `environment/requirements.txt` (comments and blank lines dropped; a pip option line such
-  as `-r` or `--index-url` skips the task). The solution runs in that environment too.
+  runs in the sandbox (untrusted code runs nowhere else), in the task's environment, from
+  the program root, with the files of solution/ under `tmp/.testprism-solution/`; a git
+  snapshot taken before it and `git diff --binary` after it (tmp/.testprism-solution left
+  out) come back through the one file a backend returns, `$TESTPRISM_JUNIT`. A task whose
+  solution fails (non-zero exit, timeout, too much output) or changes nothing is skipped
+  with an issue, which mentions the image's WORKDIR when solve.sh names it.
+- **checks**: `tests/test.sh`, run as Harbor runs it (`bash /tests/test.sh`), is the
+  official check (`[checks.reward]`, tasks/execution/reward.py): the files of `tests/`,
+  added by the checks patch under `tests/` of the program (or `tests/harbor/` when the
+  program has a `tests` entry already), are placed read-only at `/tests`, and the reward it
+  writes to `/logs/verifier/reward.txt` (or `reward.json`) decides: 1 passes. The one check
+  is `reward`.
+- **limits**: task.toml's `[verifier] timeout_sec` (Harbor's default 600 s) bounds each run
+  of the checks, `[agent] timeout_sec` a generation run and solve.sh's, `[environment]
+  memory_mb` (2048) and `storage_mb` (10240) (or the older `memory`/`storage` sizes, "2G")
+  the runs' memory and disk (`[limits]`). `cpus` is not bounded per instance (the docker
+  backend's CPU quota is the backend's): a caveat in the report.
+- **run-time fetches**: test.sh lines that fetch tools over the network (`curl … | sh`,
+  `wget … | sh`, `pip install`, `uv pip install`, `apt-get update/install`) cannot work in a
+  run, which has no network: they are appended to the instance's Dockerfile as `RUN` steps,
+  so the environment's build (the only networked step) installs what they install and the
+  same lines at run time find it in place; the report says so, line by line (a caveat).
+  `uvx` resolves its tools on each call: refused, naming the line.
 
 The written instance is loaded and its reference and checks applied to its program before
 it is renamed into place (`folders.write_authored`); nothing is half-written.
@@ -40,40 +58,47 @@ import re
 import tempfile
 import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from testprism.tasks.importing.folders import (
-    PYTEST_PACKAGES,
     Authored,
     copy_files,
     edit_diff,
     import_each,
     instance_folder,
-    is_pytest_file,
-    pytest_checks,
     regular_files,
     write_authored,
 )
 from testprism.tasks.importing.instance_writer import summary_line
-from testprism.tasks.importing.rows import ImportReport, RowError
+from testprism.tasks.importing.rows import ImportReport, Issue, RowError
 from testprism.tasks.importing.staging import staged
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark import REWARD_CHECK, EnvironmentSpec, LimitsSpec
 from testprism.tasks.model.patches import parse_field
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, backend_class
+from testprism.tasks.sandbox.environment import EnvironmentBuildError
 
 log = logging.getLogger(__name__)
 
 #: what a task folder must hold
 REQUIRED = ("task.toml", "instruction.md", "environment/Dockerfile", "tests/test.sh", "solution/solve.sh")
+#: compose files: a task with services beside its main container
+COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
 #: files of environment/ that describe the image rather than belong to the program
-IMAGE_FILES = frozenset({"Dockerfile", ".dockerignore", "docker-compose.yaml", "docker-compose.yml"})
+IMAGE_FILES = frozenset({"Dockerfile", ".dockerignore", *COMPOSE_FILES})
+#: the instance's copy of environment/ and its Dockerfile, relative to the instance folder
+ENVIRONMENT_DIR = "environment"
+DOCKERFILE = f"{ENVIRONMENT_DIR}/Dockerfile"
 #: where solution/ is placed under the program root for the run (left out of the diff)
 SOLUTION_DIR = ".testprism-solution"
-#: the limits of one solve.sh run
+#: the limits of one solve.sh run (a task's `[agent] timeout_sec` replaces the timeout)
 SOLVE_LIMITS = Limits(timeout_s=600.0)
+#: the verifier, as Harbor runs it
+VERIFIER_COMMAND = "bash /tests/test.sh"
 
 #: Runs in the sandbox from the program root: snapshot, solve.sh, the diff to $TESTPRISM_JUNIT.
 #: The snapshot's repository lies outside the program, in the sandbox's private /tmp, so the
@@ -92,6 +117,62 @@ bash "tmp/{SOLUTION_DIR}/solve.sh" || exit $?
 cd "$root" && record && keep diff --cached --binary --no-renames --no-color --no-ext-diff > "$TESTPRISM_JUNIT"
 """
 
+#: test.sh lines that fetch over the network, which a run cannot: moved to the image's build
+FETCHES = re.compile(r"\b(?:curl|wget)\b.*\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b"
+                     r"|\b(?:pip3?|python3?(?:\.\d+)?\s+-m\s+pip|uv\s+pip)\s+install\b"
+                     r"|\bapt(?:-get)?\s+(?:-\S+\s+)*(?:update|install)\b")
+#: test.sh lines that fetch on every call: nothing to install ahead
+REFETCHES = re.compile(r"(?:^|[\s;&|(])uvx\s")
+
+
+class _Verifier(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    timeout_sec: float = Field(600.0, gt=0)
+
+
+class _Agent(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    timeout_sec: float | None = Field(None, gt=0)
+
+
+class _Environment(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    cpus: int | None = Field(None, gt=0)
+    memory_mb: int = Field(2048, gt=0)
+    storage_mb: int = Field(10240, gt=0)
+    #: Harbor's older size strings ("2G", "512M"), which its loader maps onto the _mb fields
+    memory: str | None = Field(None, pattern=r"^\s*\d+(\.\d+)?\s*[GgMmKk]\s*$")
+    storage: str | None = Field(None, pattern=r"^\s*\d+(\.\d+)?\s*[GgMmKk]\s*$")
+
+
+class TaskConfig(BaseModel):
+    """The parts of task.toml testprism honours, with Harbor's defaults (harbor
+    src/harbor/models/task/config.py: VerifierConfig, AgentConfig, EnvironmentConfig)."""
+
+    model_config = ConfigDict(extra="ignore")
+    verifier: _Verifier = _Verifier()
+    agent: _Agent = _Agent()
+    environment: _Environment = _Environment()
+
+    def limits(self) -> dict[str, object]:
+        """`[limits]` of the instance."""
+        env = self.environment
+        table: dict[str, object] = {
+            "timeout_s": self.verifier.timeout_sec,
+            "memory_mb": _megabytes(env.memory) if env.memory else env.memory_mb,
+            "disk_mb": _megabytes(env.storage) if env.storage else env.storage_mb,
+        }
+        if self.agent.timeout_sec is not None:
+            table["agent_timeout_s"] = self.agent.timeout_sec
+        return table
+
+
+def _megabytes(size: str) -> int:
+    """Harbor's `_parse_size_to_mb`: "2G" → 2048, "512M" → 512, "2048K" → 2."""
+    text = size.strip().upper()
+    scale = {"G": 1024.0, "M": 1.0, "K": 1 / 1024}[text[-1]]
+    return max(1, int(float(text[:-1]) * scale))
+
 
 @dataclass(frozen=True)
 class Task:
@@ -99,11 +180,24 @@ class Task:
 
     folder: Path
     instruction: str
+    config: TaskConfig
     program: dict[str, str]  #: program path → path under environment/
     solution: list[str]  #: files of solution/
     checks_files: dict[str, str]  #: program path → path under tests/
-    packages: tuple[str, ...]
+    tests_at: str  #: the program folder the checks patch puts tests/ in (placed at /tests)
+    fetches: tuple[str, ...]  #: test.sh's lines that fetch at run time, moved to the build
     workdir: str  #: the Dockerfile's last WORKDIR, "" without one
+
+
+def missing_base(build_error: str) -> str | None:
+    """The image a failed build's `FROM` step names, when that step is where it failed: the
+    engine has no such image and could not pull it (docker's legacy builder numbers its
+    steps, `Step 1/7 : FROM python:3.11-slim`); None when another step failed."""
+    steps = re.findall(r"^Step \d+/\d+ : (.*)$", build_error, re.MULTILINE)
+    last = steps[-1].split() if steps else []
+    if len(last) < 2 or last[0].upper() != "FROM":
+        return None
+    return next((word for word in last[1:] if not word.startswith("--")), None)
 
 
 def _workdir(dockerfile: str) -> str:
@@ -111,15 +205,30 @@ def _workdir(dockerfile: str) -> str:
     return found[-1] if found else ""
 
 
-def _requirements(environment: Path) -> tuple[str, ...]:
-    path = environment / "requirements.txt"
-    if not path.is_file():
-        return PYTEST_PACKAGES
-    lines = [line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines()]
-    options = [line for line in lines if line.startswith("-")]
-    if options:
-        raise RowError("environment/requirements.txt", f"pip options are not supported: {options[0]!r}")
-    return (*PYTEST_PACKAGES, *(line for line in lines if line))
+def _commands(script: str) -> Iterator[str]:
+    """The script's logical lines (continuations joined), comments and blanks dropped."""
+    pending = ""
+    for line in script.splitlines():
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        command = (pending + line).strip()
+        pending = ""
+        if command and not command.startswith("#"):
+            yield command
+
+
+def run_time_fetches(script: str) -> tuple[str, ...]:
+    """test.sh's lines that fetch over the network; RowError for one that would fetch at
+    every call (`uvx`), which no build step can do ahead."""
+    found = []
+    for command in _commands(script):
+        if REFETCHES.search(command):
+            raise RowError("tests/test.sh", f"{command!r}: uvx resolves its tools over the network on every call, "
+                                            "which a run cannot; install them in environment/Dockerfile")
+        if FETCHES.search(command):
+            found.append(command)
+    return tuple(found)
 
 
 def read_task(folder: Path) -> Task:
@@ -128,29 +237,54 @@ def read_task(folder: Path) -> Task:
         if not (folder / rel).is_file() or (folder / rel).is_symlink():
             raise RowError(rel, "missing: a Harbor task holds " + ", ".join(REQUIRED))
     try:
-        tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
+        config = TaskConfig.model_validate(tomllib.loads((folder / "task.toml").read_text(encoding="utf-8")))
     except tomllib.TOMLDecodeError as exc:
         raise RowError("task.toml", f"not TOML: {exc}") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise RowError(f"task.toml: {'.'.join(str(p) for p in first['loc'])}", first["msg"]) from exc
     environment = folder / "environment"
+    compose = [name for name in COMPOSE_FILES if (environment / name).exists()]
+    if compose:
+        raise RowError(f"environment/{compose[0]}", "the task has compose services beside its container: testprism "
+                                                    "runs each check in one container, without them")
     program = {rel: rel for rel in regular_files(environment, "environment/") if rel not in IMAGE_FILES}
     if not program:
         raise RowError("environment/", "holds nothing but the Dockerfile: the program is fetched when the image is "
-                                       "built (over the network), which an offline import cannot do")
+                                       "built, and reading it out of the image (program_in_image) is not done here")
     tests = regular_files(folder / "tests", "tests/")
-    if not any(is_pytest_file(rel) for rel in tests):
-        raise RowError("tests/", "tests are not pytest files: test.sh is not run by testprism's checks")
     into = "tests/harbor" if any(rel == "tests" or rel.startswith("tests/") for rel in program) else "tests"
     if any(rel == "tests/harbor" or rel.startswith("tests/harbor/") for rel in program):
         raise RowError("tests/", "the program already has tests/harbor/: no place to add the task's tests")
     return Task(
         folder=folder,
         instruction=(folder / "instruction.md").read_text(encoding="utf-8"),
+        config=config,
         program=program,
         solution=regular_files(folder / "solution", "solution/"),
         checks_files={f"{into}/{rel}": rel for rel in tests},
-        packages=_requirements(environment),
+        tests_at=into,
+        fetches=run_time_fetches((folder / "tests" / "test.sh").read_text(encoding="utf-8", errors="replace")),
         workdir=_workdir((environment / "Dockerfile").read_text(encoding="utf-8", errors="replace")),
     )
+
+
+def write_environment(task: Task, instance: Path) -> Path:
+    """The task's environment/ copied whole into the instance, its Dockerfile with test.sh's
+    run-time fetches appended as build steps; returns the Dockerfile."""
+    target = instance / ENVIRONMENT_DIR
+    copy_files(task.folder / "environment", {rel: rel for rel in regular_files(task.folder / "environment",
+                                                                               "environment/")}, target)
+    if task.fetches:
+        dockerfile = target / "Dockerfile"
+        text = dockerfile.read_text(encoding="utf-8")
+        steps = "".join(f"RUN {command}\n" for command in task.fetches)
+        dockerfile.write_text(
+            text + ("" if text.endswith("\n") else "\n")
+            + "# Added by `testprism import harbor`: tests/test.sh fetches these over the network, which its runs\n"
+              "# cannot; run here, at the environment's build (the only networked step), they are in place.\n"
+            + steps, encoding="utf-8")
+    return target / "Dockerfile"
 
 
 @dataclass
@@ -160,19 +294,34 @@ class Solver:
     backend: SandboxBackend
     limits: Limits = SOLVE_LIMITS
 
-    def reference(self, task: Task, program: Path) -> str:
-        environment = self.backend.prepare(EnvironmentSpec(python="3.11", packages=task.packages))
+    def reference(self, task: Task, program: Path, dockerfile: Path) -> str:
+        """What solve.sh does to `program`, run in the task's environment (its Dockerfile
+        at `dockerfile`) with the task's memory and disk and its agent's time."""
+        spec = EnvironmentSpec(python=None, packages=(), dockerfile=DOCKERFILE).bound(dockerfile)
+        try:
+            environment = self.backend.prepare(spec)
+        except EnvironmentBuildError as exc:
+            base = missing_base(str(exc))
+            if base is None:
+                raise
+            raise RowError("environment/Dockerfile", f"FROM {base}: the image is not on the engine and no registry "
+                           f"is reachable; provide it first (`docker load -i FILE.tar`, or `docker tag LOCAL {base}`)"
+                           ) from exc
+        limits = LimitsSpec.model_validate(task.config.limits()).over(self.limits)
+        limits = replace(limits, timeout_s=task.config.agent.timeout_sec or self.limits.timeout_s)
         with tempfile.TemporaryDirectory(prefix="testprism-harbor-") as scratch:
             helper = Path(scratch)
             copy_files(task.folder / "solution", {f"{SOLUTION_DIR}/{rel}": rel for rel in task.solution}, helper)
             result = self.backend.run(RunRequest(
                 tree=program, suite_folder=helper, suite_files=tuple(f"{SOLUTION_DIR}/{rel}" for rel in task.solution),
-                command=SOLVE_COMMAND, environment=environment, limits=self.limits,
+                command=SOLVE_COMMAND, environment=environment, limits=limits,
             ))
         if result.timed_out:
-            problem = f"timed out after {self.limits.timeout_s:g} s"
+            problem = f"timed out after {limits.timeout_s:g} s"
         elif result.output_exceeded:
-            problem = f"wrote more than {self.limits.output_bytes} bytes of output"
+            problem = f"wrote more than {limits.output_bytes} bytes of output"
+        elif result.limit is not None:
+            problem = f"hit its {result.limit.replace('_', ' ')}"
         elif result.exit_code != 0:
             problem = f"exited with status {result.exit_code}: {result.output_tail.strip()[-600:]}"
         elif not result.junit_xml:
@@ -192,28 +341,42 @@ class Solver:
         return ""
 
 
-def import_task(folder: Path, out: Path, solver: Solver, source: str, *, overwrite: bool) -> str:
-    """Import one task folder; returns `imported` or `exists`. Raises RowError naming the file."""
+def caveats(task: Task) -> list[str]:
+    """What the import changed or could not keep, for the report (non-fatal issues)."""
+    notes = [f"test.sh fetches over the network at run time ({command!r}): run at the environment's build "
+             f"instead ({DOCKERFILE}, RUN)" for command in task.fetches]
+    if task.config.environment.cpus is not None:
+        notes.append(f"[environment] cpus = {task.config.environment.cpus} is not bounded per instance (the docker "
+                     "backend's CPU quota, TESTPRISM_DOCKER_CPUS, is the backend's)")
+    return notes
+
+
+def import_task(folder: Path, out: Path, solver: Solver, source: str, notes: list[Issue], *, overwrite: bool) -> str:
+    """Import one task folder; returns `imported` or `exists`. Raises RowError naming the
+    file. What it changed or could not keep is added to `notes`."""
     instance_id = folder.name
     final = instance_folder(out, instance_id, "(folder name)")
     if final.exists() and not overwrite:
         return "exists"
     task = read_task(folder)
-    checks_modules = {to: (folder / "tests" / rel).read_text(encoding="utf-8", errors="replace")
-                      for to, rel in task.checks_files.items() if is_pytest_file(rel)}
-    checks = pytest_checks(checks_modules, "tests/")
     with staged(out, final, overwrite=overwrite) as staging:
         program = staging / "program"
         copy_files(folder / "environment", task.program, program)
-        reference = solver.reference(task, program)
+        dockerfile = write_environment(task, staging)
+        reference = solver.reference(task, program, dockerfile)
         checks_diff = edit_diff(program, {to: (folder / "tests" / rel).read_bytes()
                                           for to, rel in task.checks_files.items()})
         write_authored(staging, Authored(
             instance_id=instance_id, source=source, summary=summary_line(task.instruction),
-            instruction=task.instruction, reference=reference, checks_diff=checks_diff, checks=checks,
-            packages=task.packages, origin={"adapter": "harbor", "task": str(folder.resolve())},
+            instruction=task.instruction, reference=reference, checks_diff=checks_diff,
+            checks={"command": VERIFIER_COMMAND, "fail_to_pass": [REWARD_CHECK], "pass_to_pass": [],
+                    "reward": {"tests": task.tests_at}},
+            environment={"dockerfile": DOCKERFILE}, limits=task.config.limits(),
+            origin={"adapter": "harbor", "task": str(folder.resolve())},
             made_by="testprism import harbor",
         ))
+    notes += [Issue(instance_id, instance_id, "tests/test.sh" if "test.sh" in note else "task.toml", note, fatal=False)
+              for note in caveats(task)]
     log.info("imported %s from %s", instance_id, folder)
     return "imported"
 
@@ -225,15 +388,19 @@ def _task_folders(tasks_root: Path) -> Iterator[Path]:
 def import_harbor(tasks_root: Path, out: Path, *, source: str, overwrite: bool = False,
                   backend: SandboxBackend | None = None, limits: Limits = SOLVE_LIMITS) -> ImportReport:
     """Import every task folder of `tasks_root` into the benchmark at `out`. A task that does
-    not fit becomes an issue and the others go on. solve.sh runs on `backend` (default: the
-    local bubblewrap backend over the default work area, closed at the end)."""
+    not fit becomes an issue and the others go on; what an imported one changed or could not
+    keep is a caveat (a non-fatal issue). solve.sh runs on `backend` in the task's Dockerfile
+    environment (default: the docker backend over the default work area, closed at the end;
+    the local backend cannot build a Dockerfile)."""
     own = backend is None
-    solver = Solver(backend or backend_class("local")(WorkPaths(default_work_root())), limits)
+    solver = Solver(backend or backend_class("docker")(WorkPaths(default_work_root())), limits)
+    notes: list[Issue] = []
     try:
         report = import_each(
-            (folder.name, folder.name, partial(import_task, folder, out, solver, source, overwrite=overwrite))
+            (folder.name, folder.name, partial(import_task, folder, out, solver, source, notes, overwrite=overwrite))
             for folder in _task_folders(tasks_root))
     finally:
         if own:
             solver.backend.close()
+    report.issues += notes
     return report

@@ -37,6 +37,8 @@ from testprism.tasks.model.outcome import Reason
 log = logging.getLogger(__name__)
 
 NAME = r"^[A-Za-z0-9_.-]+$"
+#: run limits (tasks/sandbox/base.py Limits, which imports this module)
+L = TypeVar("L")
 #: An image reference as docker reads one: an optional registry host[:port], lower-case path
 #: components, then a tag, a digest, or both (`NAME[:TAG][@sha256:DIGEST]`)
 IMAGE_REFERENCE = (r"^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
@@ -288,8 +290,32 @@ class ProgramSpec(_Model):
     path: str = "program"
 
 
+#: the one check id of a reward check: the verifier's reward decides it (`RewardSpec`)
+REWARD_CHECK = "reward"
+
+
+class RewardSpec(_Model):
+    """A verifier whose reward decides (Harbor's `tests/test.sh`): the checks' command runs
+    with the checked tree's folder `tests` (the official files, which the checks patch adds
+    to the program) at `/tests` read-only and a fresh writable `/logs/verifier`, and passes
+    iff the reward it leaves there (`reward.json`'s `reward`, else `reward.txt`) is 1
+    (tasks/execution/reward.py). Harbor mounts them there and reads the reward so; a reward
+    that is not a number is no verdict: `E`/`parse_failed`."""
+
+    #: the folder of the checked tree placed at /tests: relative, normalised, inside the program
+    tests: str = Field(min_length=1)
+
+    @field_validator("tests")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        if value.startswith("/") or posixpath.normpath(value) != value or value.split("/")[0] == "..":
+            raise ValueError(f"{value!r} is not a relative, normalised path inside the program (like tests)")
+        return value
+
+
 class ChecksSpec(_Model):
-    """The official checks: a test patch, the command that runs it, the tests that decide."""
+    """The official checks: a test patch, the command that runs it, the tests that decide.
+    With `reward`, the command is a verifier script whose reward is the one check."""
 
     patch: str = "checks.diff"
     command: str
@@ -298,6 +324,8 @@ class ChecksSpec(_Model):
     #: where per-test results come from when the runner writes no JUnit: the name of the
     #: log parser (tasks/execution/logs PARSERS) that reads the command's output; None: JUnit
     parser: str | None = None
+    #: the checks are a verifier script whose reward decides (Harbor's test.sh); None: tests decide
+    reward: RewardSpec | None = None
 
     @field_validator("parser")
     @classmethod
@@ -305,6 +333,17 @@ class ChecksSpec(_Model):
         if value is not None and value not in PARSERS:
             raise ValueError(f"{value!r} is not a log parser testprism knows; one of {', '.join(PARSERS)}")
         return value
+
+    @model_validator(mode="after")
+    def _reward_alone(self) -> ChecksSpec:
+        """A reward check has one result, the reward: it is the one fail-to-pass check, and
+        no log or JUnit report is read beside it."""
+        if self.reward is not None:
+            if self.fail_to_pass != (REWARD_CHECK,) or self.pass_to_pass:
+                raise ValueError(f"with [checks.reward], fail_to_pass is [{REWARD_CHECK!r}] and pass_to_pass is empty")
+            if self.parser is not None:
+                raise ValueError("with [checks.reward], the reward decides: no parser")
+        return self
 
 
 class CandidateSpec(_Model):
@@ -321,6 +360,23 @@ class CandidateSpec(_Model):
     provenance: Literal["agent", "mutant"] = "agent"
 
 
+class LimitsSpec(_Model):
+    """The instance's own run limits, as its benchmark ships them (Harbor's task.toml):
+    each one set replaces the run's default (`sandbox.base.Limits`) for this instance's
+    runs of its official checks (the verifier's time, memory and disk); `agent_timeout_s`
+    bounds a generation run (the agent's time, tasks/generate/generation.py)."""
+
+    timeout_s: float | None = Field(None, gt=0)
+    memory_mb: int | None = Field(None, gt=0)
+    disk_mb: int | None = Field(None, gt=0)
+    agent_timeout_s: float | None = Field(None, gt=0)
+
+    def over(self, limits: L) -> L:
+        """`limits` (a sandbox.base.Limits) with this instance's run limits in place of its own."""
+        own = {"timeout_s": self.timeout_s, "memory_mb": self.memory_mb, "disk_mb": self.disk_mb}
+        return replace(limits, **{name: value for name, value in own.items() if value is not None})
+
+
 class InstanceSpec(_Model):
     id: str = Field(pattern=NAME)
     source: str = Field(pattern=NAME)
@@ -329,6 +385,7 @@ class InstanceSpec(_Model):
     program: ProgramSpec = ProgramSpec()
     environment: EnvironmentSpec = EnvironmentSpec()
     build: BuildSpec | None = None
+    limits: LimitsSpec | None = None
     checks: ChecksSpec
     candidates: tuple[CandidateSpec, ...] = ()
 
@@ -336,10 +393,12 @@ class InstanceSpec(_Model):
 
     @model_validator(mode="after")
     def _no_python_by_default(self) -> InstanceSpec:
-        """Another language's environment has no virtualenv unless it asks for one: the
-        Python defaults apply only when the instance is Python or names a version."""
+        """Another language's environment has no virtualenv unless it asks for one, nor has
+        a Dockerfile's (the image it builds is the environment): the Python defaults apply
+        only when the instance is Python without a Dockerfile, or names a version."""
         env = self.environment
-        if self.language != "python" and "python" not in env.model_fields_set:
+        own = self.language != "python" or env.dockerfile is not None
+        if own and "python" not in env.model_fields_set:
             packages = env.packages if "packages" in env.model_fields_set else ()
             object.__setattr__(self, "environment", env.model_copy(update={"python": None, "packages": packages}))
         return self

@@ -1,3 +1,8 @@
 #!/bin/bash
-# Harbor's verifier entry. testprism does not run it: its checks run test_outputs.py with pytest.
-cd /app && python -m pytest -q /tests/test_outputs.py && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt
+# Harbor's verifier entry: run from the working directory (the program), the task's tests at
+# /tests; the reward in /logs/verifier/reward.txt decides (1: resolved).
+if python3 -m pytest -q -p no:cacheprovider /tests/test_outputs.py; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi

@@ -1,0 +1,373 @@
+"""Harbor tasks imported whole (tasks/importing/harbor.py): the task's Dockerfile is the
+environment, tests/test.sh's reward is the official check (tasks/execution/reward.py),
+task.toml's limits are the instance's, test.sh's run-time fetches move to the build.
+
+The task folders here are written in Harbor's exact format (task.toml, instruction.md,
+environment/Dockerfile, tests/test.sh, solution/solve.sh). Their Dockerfiles start FROM
+testprism's own base image (the docker backend bootstraps it; no registry is reachable) and
+install jq, which the base lacks, from the Debian mirror; their verifier needs it.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from testprism.tasks.execution.reward import read_reward, verifier_command
+from testprism.tasks.execution.verdict import Unreadable, classify
+from testprism.tasks.importing.harbor import import_harbor, run_time_fetches
+from testprism.tasks.importing.rows import RowError
+from testprism.tasks.model.benchmark import BenchmarkError, load_benchmark, load_instance
+from testprism.tasks.model.outcome import Outcome, Reason
+from testprism.tasks.model.workdir import WorkPaths
+from testprism.tasks.sandbox.base import ExecResult, Limits, SandboxBackend
+
+from tests.test_adapters import NoSandbox
+
+GREET = 'def greet(name):\n    return "Hello " + name + "!"\n'
+FIXED = "cat > greet.py <<'PY'\ndef greet(name):\n    return f\"Hello, {name or 'World'}!\"\nPY\n"
+#: the verifier: jq decides, and the base image has no jq
+VERIFY = """#!/bin/bash
+out="$(python3 -c 'import json; from greet import greet; print(json.dumps([greet("Ada"), greet("")]))')"
+if echo "$out" | jq -e '. == ["Hello, Ada!", "Hello, World!"]' >/dev/null; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi
+"""
+DOCKERFILE = """FROM testprism-base:bookworm
+RUN apt-get update && apt-get install -y --no-install-recommends jq && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY greet.py /app/greet.py
+"""
+TASK_TOML = """version = "1.0"
+
+[metadata]
+difficulty = "easy"
+
+[verifier]
+timeout_sec = 120.0
+
+[agent]
+timeout_sec = 300.0
+
+[environment]
+memory = "1G"
+storage_mb = 2048
+cpus = 1
+"""
+
+
+def harbor_task(tasks: Path, name: str, files: dict[str, str | None] | None = None) -> Path:
+    """A Harbor task folder: the greeting task, with `files` replaced (None: left out)."""
+    folder = tasks / name
+    content = {"task.toml": TASK_TOML, "instruction.md": "greet() forgets its comma.\n\nFix greet.py.\n",
+               "environment/Dockerfile": DOCKERFILE, "environment/greet.py": GREET,
+               "tests/test.sh": VERIFY, "solution/solve.sh": "#!/bin/bash\n" + FIXED}
+    content |= files or {}
+    for rel, text in content.items():
+        if text is None:
+            continue
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+    return folder
+
+
+def issues_of(report) -> dict[str, tuple[str, str]]:
+    return {i.row: (i.field, i.message) for i in report.issues if i.fatal}
+
+
+# -- the reward, read by the harness ---------------------------------------------------------
+
+
+def framed(**files: bytes) -> bytes:
+    """What the wrapped verifier hands back: each reward file after its header."""
+    return b"".join(b"== %s %d\n" % (name.replace("_", ".").encode(), len(data)) + data for name, data in files.items())
+
+
+@pytest.mark.parametrize(("handed", "outcome"), [
+    (framed(reward_txt=b"1\n"), "passed"),
+    (framed(reward_txt=b"1.0"), "passed"),
+    (framed(reward_txt=b"0\n"), "failed"),
+    (framed(reward_txt=b"0.5\n"), "failed"),
+    (framed(reward_json=b'{"reward": 1, "tests": 3}'), "passed"),
+    (framed(reward_json=b'{"tests": 3}', reward_txt=b"1"), "passed"),  # Harbor's fallback to reward.txt
+    (framed(reward_json=b'{"reward": 0}', reward_txt=b"1"), "failed"),  # reward.json first
+])
+def test_a_reward_of_one_passes(handed, outcome):
+    (result,) = read_reward(handed)
+    assert (result.name, result.outcome) == ("reward", outcome)
+
+
+@pytest.mark.parametrize(("handed", "message"), [
+    (framed(reward_txt=b"passed\n"), "/logs/verifier/reward.txt holds 'passed', not a number"),
+    (framed(reward_txt=b"nan"), "/logs/verifier/reward.txt holds 'nan', not a finite number"),
+    (framed(reward_txt=b"  \n"), "/logs/verifier/reward.txt is empty"),
+    (framed(reward_json=b'{"reward": true}'), "/logs/verifier/reward.json has no numeric `reward` (got 'True')"),
+    (framed(reward_json=b"[1]"), "/logs/verifier/reward.json is not an object"),
+    (framed(reward_json=b"{"), "/logs/verifier/reward.json is not JSON"),
+    (b"", "the verifier left no reward: neither /logs/verifier/reward.json nor reward.txt"),
+    (b"<testsuite/>", "the reward files came back garbled"),
+    (b"== reward.txt 99\n1", "the reward files came back garbled"),
+])
+def test_a_reward_that_is_not_a_number_is_unreadable(handed, message):
+    with pytest.raises(Unreadable) as caught:
+        read_reward(handed)
+    assert str(caught.value) == message
+
+
+def test_an_unreadable_reward_is_an_error_never_a_verdict():
+    def run(handed: bytes, exit_code: int = 0) -> ExecResult:
+        return ExecResult(exit_code=exit_code, duration_s=0.1, output_tail="", junit_xml=handed)
+
+    def read(result):
+        return read_reward(result.junit_xml)
+
+    assert classify(run(framed(reward_txt=b"1"), exit_code=1), ("reward",), read=read) == (Outcome.PASS, None)
+    assert classify(run(framed(reward_txt=b"0")), ("reward",), read=read) == (Outcome.FAIL, None)
+    assert classify(run(framed(reward_txt=b"yes")), ("reward",), read=read) == (Outcome.ERROR, Reason.PARSE_FAILED)
+    # control: read as JUnit (no reader), the same run is a plain failure, not an error
+    assert classify(run(framed(reward_txt=b"yes"), exit_code=1), ("reward",)) == (Outcome.FAIL, None)
+
+
+def test_the_wrapped_verifier_hands_the_reward_files_back(tmp_path):
+    """The wrapper's shell, run here with its absolute paths moved into tmp_path."""
+    logs = tmp_path / "logs"
+    command = verifier_command("echo 0.5 > /logs/verifier/reward.txt; exit 3").replace("/logs", str(logs))
+    junit = tmp_path / "junit"
+    done = subprocess.run(["bash", "-c", command], env={"TESTPRISM_JUNIT": str(junit), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert junit.read_bytes() == b"== reward.txt 4\n0.5\n"
+    assert read_reward(junit.read_bytes())[0].outcome == "failed"
+
+
+# -- the import: refusals before anything runs -----------------------------------------------
+
+
+def test_tasks_refused_before_the_sandbox_is_asked(tmp_path):
+    tasks = tmp_path / "tasks"
+    harbor_task(tasks, "no-test-sh", {"tests/test.sh": None, "tests/test_outputs.py": "def test_a():\n    pass\n"})
+    harbor_task(tasks, "services", {"environment/docker-compose.yaml": "services:\n  db:\n    image: postgres\n"})
+    harbor_task(tasks, "uvx", {"tests/test.sh": "uvx pytest /tests/test_outputs.py\n"})
+    harbor_task(tasks, "bad-limits", {"task.toml": "[verifier]\ntimeout_sec = -1\n"})
+    harbor_task(tasks, "bad-size", {"task.toml": '[environment]\nmemory = "lots"\n'})
+    report = import_harbor(tasks, tmp_path / "bench", source="h", backend=NoSandbox(WorkPaths(tmp_path / "work")))
+    found = issues_of(report)
+    assert found["no-test-sh"] == ("tests/test.sh", "missing: a Harbor task holds task.toml, instruction.md, "
+                                                    "environment/Dockerfile, tests/test.sh, solution/solve.sh")
+    assert found["services"][0] == "environment/docker-compose.yaml"
+    assert "compose services" in found["services"][1]
+    assert found["uvx"][0] == "tests/test.sh" and "uvx resolves its tools over the network" in found["uvx"][1]
+    assert found["bad-limits"][0] == "task.toml: verifier.timeout_sec"
+    assert found["bad-size"][0] == "task.toml: environment.memory"
+    assert not report.imported and not (tmp_path / "bench" / "instances").exists()
+
+
+def test_run_time_fetches_are_found_line_by_line():
+    script = ("#!/bin/bash\napt-get update\napt-get install -y \\\n  jq\n# pip install not-this\n"
+              "curl -LsSf https://astral.sh/uv/install.sh | sh\npython3 -m pip install pytest==8.4.1\n"
+              "pytest /tests -rA\n")
+    assert run_time_fetches(script) == ("apt-get update", "apt-get install -y    jq",
+                                        "curl -LsSf https://astral.sh/uv/install.sh | sh",
+                                        "python3 -m pip install pytest==8.4.1")
+    with pytest.raises(RowError):
+        run_time_fetches("uvx -w pytest==8.4.1 pytest /tests\n")
+
+
+def test_the_verifier_folder_is_bound_only_when_no_link_leads_there(tmp_path):
+    from testprism.tasks.collect.verification import real_folder
+
+    tree = tmp_path / "tree"
+    (tree / "tests" / "harbor").mkdir(parents=True)
+    assert real_folder(tree, "tests/harbor") == tree / "tests" / "harbor"  # control: a real folder is bound
+    (tree / "elsewhere").symlink_to(tmp_path)
+    (tree / "tests" / "up").symlink_to(tmp_path)
+    (tree / "tests" / "file").write_text("x")
+    assert real_folder(tree, "elsewhere") is None
+    assert real_folder(tree, "tests/up") is None
+    assert real_folder(tree, "tests/file") is None
+    assert real_folder(tree, "tests/absent") is None
+
+
+def test_a_reward_check_is_one_check_named_reward(tmp_path):
+    folder = tmp_path / "instances" / "x"
+    (folder / "program").mkdir(parents=True)
+    (folder / "instruction.md").write_text("x\n")
+    (folder / "reference.diff").write_text("--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+x\n")
+    (folder / "checks.diff").write_text("--- a/tests/test.sh\n+++ b/tests/test.sh\n@@ -0,0 +1 @@\n+x\n")
+    (folder / "instance.toml").write_text('id = "x"\nsource = "s"\n[checks]\ncommand = "bash /tests/test.sh"\n'
+                                          'fail_to_pass = ["tests/x.py::test_a"]\n[checks.reward]\ntests = "tests"\n')
+    with pytest.raises(BenchmarkError) as caught:
+        load_instance(folder)
+    assert "field checks: Value error, with [checks.reward], fail_to_pass is ['reward']" in str(caught.value)
+
+
+# -- the import through the docker backend -----------------------------------------------------
+
+
+@pytest.fixture()
+def docker_backend(work_root):
+    from testprism.tasks.sandbox.docker.backend import DockerBackend
+
+    sandbox = DockerBackend(WorkPaths(work_root))
+    yield sandbox
+    sandbox.close()
+
+
+@pytest.mark.slow
+@pytest.mark.requires("docker")
+def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker_backend):
+    tasks = tmp_path / "tasks"
+    harbor_task(tasks, "greeting")
+    fetching = VERIFY.replace("#!/bin/bash\n", "#!/bin/bash\napt-get update\napt-get install -y jq\n")
+    harbor_task(tasks, "fetching", {
+        "tests/test.sh": fetching,
+        "environment/Dockerfile": "FROM testprism-base:bookworm\nWORKDIR /app\nCOPY greet.py /app/greet.py\n"})
+    harbor_task(tasks, "absolute", {"solution/solve.sh": FIXED.replace("greet.py", "/app/greet.py")})
+    harbor_task(tasks, "elsewhere", {"environment/Dockerfile": DOCKERFILE.replace(
+        "testprism-base:bookworm", "testprism-test.invalid/python:3.11-slim")})
+    report = import_harbor(tasks, tmp_path / "bench", source="h", backend=docker_backend, limits=Limits(timeout_s=120))
+    assert sorted(report.imported) == ["fetching", "greeting"], report.issues
+    field, message = issues_of(report)["absolute"]
+    assert field == "solution/solve.sh" and "solve.sh names /app, the image's WORKDIR" in message
+    assert issues_of(report)["elsewhere"] == (
+        "environment/Dockerfile", "FROM testprism-test.invalid/python:3.11-slim: the image is not on the engine and "
+        "no registry is reachable; provide it first (`docker load -i FILE.tar`, or `docker tag LOCAL "
+        "testprism-test.invalid/python:3.11-slim`)")
+    caveats = {(i.instance_id, i.field, i.message) for i in report.issues if not i.fatal}
+    assert ("fetching", "tests/test.sh", "test.sh fetches over the network at run time ('apt-get install -y jq'): "
+            "run at the environment's build instead (environment/Dockerfile, RUN)") in caveats
+    assert any(i == "greeting" and "cpus = 1 is not bounded" in m for i, _, m in caveats)
+
+    bench = load_benchmark(tmp_path / "bench")
+    greeting = bench.instances["greeting"]
+    spec = greeting.spec
+    assert spec.environment.dockerfile == "environment/Dockerfile" and spec.environment.python is None
+    assert (greeting.folder / "environment" / "Dockerfile").read_text() == DOCKERFILE  # kept as it is
+    assert (spec.checks.command, spec.checks.fail_to_pass, spec.checks.reward.tests) == (
+        "bash /tests/test.sh", ("reward",), "tests")
+    assert spec.limits.model_dump() == {"timeout_s": 120.0, "memory_mb": 1024, "disk_mb": 2048,
+                                        "agent_timeout_s": 300.0}
+    assert "name or 'World'" in greeting.reference.decode()
+    assert b"+++ b/tests/test.sh" in greeting.checks_patch
+    dockerfile = (bench.instances["fetching"].folder / "environment" / "Dockerfile").read_text()
+    assert dockerfile.endswith("RUN apt-get update\nRUN apt-get install -y jq\n")
+
+
+@pytest.mark.slow
+@pytest.mark.requires("docker")
+def test_solutions_that_change_nothing_and_programs_with_their_own_tests(tmp_path, docker_backend):
+    tasks = tmp_path / "tasks"
+    harbor_task(tasks, "no-change", {"solution/solve.sh": "echo looked around\n"})
+    harbor_task(tasks, "own-tests", {"environment/tests/test_greet.py": "def test_nothing():\n    pass\n"})
+    report = import_harbor(tasks, tmp_path / "bench", source="h", backend=docker_backend)
+    assert issues_of(report) == {"no-change": ("solution/solve.sh", "changes nothing in the program")}
+    instance = load_benchmark(tmp_path / "bench").instances["own-tests"]
+    # the program has its own tests/: the task's go under tests/harbor/, placed at /tests from there
+    assert instance.spec.checks.reward.tests == "tests/harbor"
+    assert b"+++ b/tests/harbor/test.sh" in instance.checks_patch
+
+
+@pytest.mark.slow
+@pytest.mark.requires("docker")
+def test_cli_imports_the_bundled_harbor_tasks(tmp_path, work_root):
+    from typer.testing import CliRunner
+
+    from testprism.flows.cli import import_app
+
+    out = tmp_path / "bench"
+    harbor = Path(__file__).resolve().parents[1] / "examples" / "sources" / "harbor"
+    args = ["harbor", str(harbor), "--out", str(out), "--source", "harbor-mini", "--work", str(work_root)]
+    result = CliRunner().invoke(import_app, args)
+    assert result.exit_code == 0, result.output
+    assert re.search(r"│\s+1\s+│\s+0\s+│\s+1\s+│\s+0\s+│", result.output)  # imported, present, rejected, caveats
+    greeting = load_instance(out / "instances" / "fix-greeting")
+    assert greeting.spec.environment.dockerfile == "environment/Dockerfile"
+    assert greeting.spec.limits.timeout_s == 120.0 and greeting.spec.limits.agent_timeout_s == 600.0
+
+
+# -- the checks run: test.sh's reward under docker ---------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.requires("docker")
+def test_test_sh_decides_buggy_fails_the_reference_passes(tmp_path, docker_backend, work_root):
+    """Gold validation (tasks/collect/label.py) of imported Harbor tasks: the verifier runs
+    in the image their Dockerfile builds (jq, pytest from the Debian mirror), its reward
+    decides; a reward that is not a number is `E`/parse_failed naming the file."""
+    from dataclasses import replace
+
+    from testprism.storage import Store
+    from testprism.tasks.collect.label import GOLD_POLICY, gold_plan, gold_verdict
+    from testprism.tasks.collect.verification import execute, stored_rows
+    from testprism.tasks.execution.batch import ExecutionOptions
+
+    tasks = tmp_path / "tasks"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "sources" / "harbor" / "fix-greeting",
+                    tasks / "fix-greeting")
+    harbor_task(tasks, "greeting")
+    harbor_task(tasks, "fetching", {
+        "tests/test.sh": VERIFY.replace("#!/bin/bash\n", "#!/bin/bash\napt-get update\napt-get install -y jq\n"),
+        "environment/Dockerfile": "FROM testprism-base:bookworm\nWORKDIR /app\nCOPY greet.py /app/greet.py\n"})
+    harbor_task(tasks, "word-reward", {"tests/test.sh": "#!/bin/bash\necho passed > /logs/verifier/reward.txt\n"})
+    # control: the same task, its Dockerfile without jq: the verifier cannot pass, whatever the state
+    harbor_task(tasks, "no-jq", {"environment/Dockerfile": DOCKERFILE.replace("apt-get install -y", "echo")})
+    report = import_harbor(tasks, tmp_path / "bench", source="h", backend=docker_backend)
+    assert sorted(report.imported) == ["fetching", "fix-greeting", "greeting", "no-jq", "word-reward"], report.issues
+    bench = load_benchmark(tmp_path / "bench")
+
+    options = replace(ExecutionOptions(backend="docker", work_root=work_root, store_root=tmp_path / "store"),
+                      policy=GOLD_POLICY)
+    specs = {iid: gold_plan(instance, options) for iid, instance in bench.instances.items()}
+    execute([s for group in specs.values() for s in group], options)
+    rows = stored_rows(Store(tmp_path / "store"), [s.key for group in specs.values() for s in group])
+    verdicts = {iid: gold_verdict(bench.instances[iid], [rows[s.key] for s in group]) for iid, group in specs.items()}
+    for iid in ("fetching", "fix-greeting", "greeting"):
+        assert verdicts[iid].validated, (iid, verdicts[iid].reason, verdicts[iid].detail)
+        by_state = {rows[s.key]["state"]: rows[s.key] for s in specs[iid]}
+        assert by_state["buggy"]["tests"][0] | {"message": ""} == {"name": "reward", "outcome": "failed", "message": ""}
+        assert by_state["reference"]["outcome"] == "P"
+    assert verdicts["no-jq"].reason == Reason.REFERENCE_FAILS
+    assert verdicts["word-reward"].reason == Reason.UNRESOLVED
+    unreadable = rows[specs["word-reward"][0].key]
+    assert (unreadable["outcome"], unreadable["reason"]) == ("E", "parse_failed")
+    assert unreadable["stdout_tail"].startswith("/logs/verifier/reward.txt holds 'passed', not a number")
+
+
+@pytest.mark.requires("sandbox")
+def test_under_local_a_harbor_instance_is_environment_failed_with_why(tmp_path, work_root):
+    """bubblewrap cannot build a Dockerfile: the runs of an imported Harbor instance are E with
+    the reason, and the batch goes on (its Dockerfile is never silently dropped)."""
+    from dataclasses import replace
+
+    from testprism.storage import Store
+    from testprism.tasks.collect.label import GOLD_POLICY, gold_plan
+    from testprism.tasks.collect.verification import execute, stored_rows
+    from testprism.tasks.execution.batch import ExecutionOptions
+
+    folder = tmp_path / "bench" / "instances" / "greeting"
+    (folder / "program").mkdir(parents=True)
+    (folder / "program" / "greet.py").write_text(GREET)
+    (folder / "environment").mkdir()
+    (folder / "environment" / "Dockerfile").write_text(DOCKERFILE)
+    (folder / "instruction.md").write_text("x\n")
+    (folder / "reference.diff").write_text("--- a/greet.py\n+++ b/greet.py\n@@ -1,2 +1,2 @@\n def greet(name):\n"
+                                           "-    return \"Hello \" + name + \"!\"\n+    return \"Hello, \" + name + \"!\"\n")
+    (folder / "checks.diff").write_text("--- /dev/null\n+++ b/tests/test.sh\n@@ -0,0 +1 @@\n+echo 1 > /logs/verifier/reward.txt\n")
+    (folder / "instance.toml").write_text('id = "greeting"\nsource = "s"\n[environment]\ndockerfile = "environment/Dockerfile"\n'
+                                          '[checks]\ncommand = "bash /tests/test.sh"\nfail_to_pass = ["reward"]\n'
+                                          '[checks.reward]\ntests = "tests"\n')
+    instance = load_instance(folder)
+    options = replace(ExecutionOptions(backend="local", work_root=work_root, store_root=tmp_path / "store"),
+                      policy=GOLD_POLICY)
+    specs = gold_plan(instance, options)
+    execute(specs, options)
+    rows = stored_rows(Store(tmp_path / "store"), [s.key for s in specs])
+    row = rows[specs[0].key]
+    assert (row["outcome"], row["reason"]) == ("E", "environment_failed")
+    assert "the local backend cannot build environment/Dockerfile" in row["stdout_tail"]
