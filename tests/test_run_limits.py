@@ -192,7 +192,9 @@ def test_runs_within_their_limits_pass_and_leave_no_cgroup(work, tree):
     assert classify(result) == (Outcome.PASS, None), result.output_tail
     assert "hi" in result.output_tail
     assert made.isolation == "bubblewrap"
-    assert present() == before
+    # none of this backend's is left (another backend's parked launchers, in `before`, may
+    # have gone meanwhile: their backend closed; only what this one made is asserted on)
+    assert present() - before == set()
     assert [p for p in work.workspaces.iterdir() if p.name.startswith(ours)] == []
 
 
