@@ -339,10 +339,8 @@ def test_test_sh_decides_buggy_fails_the_reference_passes(tmp_path, docker_backe
     assert unreadable["stdout_tail"].startswith("/logs/verifier/reward.txt holds 'passed', not a number")
 
 
-@pytest.mark.requires("sandbox")
-def test_under_local_a_harbor_instance_is_environment_failed_with_why(tmp_path, work_root):
-    """bubblewrap cannot build a Dockerfile: the runs of an imported Harbor instance are E with
-    the reason, and the batch goes on (its Dockerfile is never silently dropped)."""
+def _local_rewards(tmp_path: Path, work_root: Path, dockerfile: str) -> set[tuple[str, str | None]]:
+    """(outcome, reason) of a Harbor instance's gold verifications under local."""
     from dataclasses import replace
 
     from testprism.storage import Store
@@ -354,11 +352,13 @@ def test_under_local_a_harbor_instance_is_environment_failed_with_why(tmp_path, 
     (folder / "program").mkdir(parents=True)
     (folder / "program" / "greet.py").write_text(GREET)
     (folder / "environment").mkdir()
-    (folder / "environment" / "Dockerfile").write_text(DOCKERFILE)
+    (folder / "environment" / "Dockerfile").write_text(dockerfile)
+    (folder / "environment" / "greet.py").write_text(GREET)
     (folder / "instruction.md").write_text("x\n")
     (folder / "reference.diff").write_text("--- a/greet.py\n+++ b/greet.py\n@@ -1,2 +1,2 @@\n def greet(name):\n"
                                            "-    return \"Hello \" + name + \"!\"\n+    return \"Hello, \" + name + \"!\"\n")
-    (folder / "checks.diff").write_text("--- /dev/null\n+++ b/tests/test.sh\n@@ -0,0 +1 @@\n+echo 1 > /logs/verifier/reward.txt\n")
+    (folder / "checks.diff").write_text("--- /dev/null\n+++ b/tests/test.sh\n@@ -0,0 +1 @@\n"
+                                        "+jq --version && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n")
     (folder / "instance.toml").write_text('id = "greeting"\nsource = "s"\n[environment]\ndockerfile = "environment/Dockerfile"\n'
                                           '[checks]\ncommand = "bash /tests/test.sh"\nfail_to_pass = ["reward"]\n'
                                           '[checks.reward]\ntests = "tests"\n')
@@ -368,6 +368,17 @@ def test_under_local_a_harbor_instance_is_environment_failed_with_why(tmp_path, 
     specs = gold_plan(instance, options)
     execute(specs, options)
     rows = stored_rows(Store(tmp_path / "store"), [s.key for s in specs])
-    row = rows[specs[0].key]
-    assert (row["outcome"], row["reason"]) == ("E", "environment_failed")
-    assert "the local backend cannot build environment/Dockerfile" in row["stdout_tail"]
+    return {(r["outcome"], r["reason"]) for r in rows.values()}
+
+
+@pytest.mark.requires("sandbox", "docker")
+def test_under_local_a_harbor_instance_runs_on_its_dockerfile_s_image(tmp_path, work_root):
+    """bubblewrap cannot build a Dockerfile; the engine builds it once and local runs on the
+    image's exported root: the verifier finds the jq the Dockerfile installs (reward 1).
+    Control: the same task whose Dockerfile does not install jq gets reward 0 (F): the run
+    sees the image's root, not the host's."""
+    assert _local_rewards(tmp_path / "with", work_root, DOCKERFILE) == {("P", None)}
+    without = DOCKERFILE.replace("RUN apt-get update && apt-get install -y --no-install-recommends jq && rm -rf "
+                                 "/var/lib/apt/lists/*\n", "")
+    assert without != DOCKERFILE
+    assert _local_rewards(tmp_path / "without", work_root, without) == {("F", None)}

@@ -43,7 +43,7 @@ from pathlib import Path, PurePosixPath
 from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.sandbox import cgroup, layer
 from testprism.tasks.sandbox.environment import build_environment
-from testprism.tasks.sandbox.image.binding import ImageRun, image_run, prepare_image
+from testprism.tasks.sandbox.image.binding import ImageRun, image_run, prepare_dockerfile, prepare_image
 from testprism.tasks.sandbox.base import (
     ExecResult,
     Limits,
@@ -135,6 +135,8 @@ class LocalBackend(SandboxBackend):
     def prepare(self, environment: EnvironmentSpec) -> Path:
         if environment.image is not None:  # its root filesystem exported once: runs need no engine
             return prepare_image(environment, self.work, export=True)
+        if environment.dockerfile is not None and environment.python is None and not environment.toolchains:
+            return prepare_dockerfile(environment, self.work)  # the image's root, built and exported once
         return build_environment(environment, self.work, need_world_readable=self.drop_privileges)
 
     def close(self) -> None:
@@ -218,7 +220,8 @@ class LocalBackend(SandboxBackend):
         image = image_run(environment)
         if image is not None:  # the image's root instead of the host's, the program where the image has it
             mounts = list(_image_mounts(image))
-            placed = ["--bind", str(ws / "program"), image.program, "--chdir", str(image.workdir)]
+            placed = (["--bind", str(ws / "program"), image.program] if image.program else []) + [
+                "--chdir", str(image.workdir)]
         else:
             mounts = [*_system_mounts(), *(a for ro in _interpreter_prefix(environment) for a in ("--ro-bind", ro, ro))]
             # after the scratch folders: an environment under the host's /tmp or /var/tmp stays seen

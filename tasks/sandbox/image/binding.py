@@ -19,9 +19,16 @@ from typing import TYPE_CHECKING
 
 from testprism.tasks.model.benchmark import Benchmark, EnvironmentSpec, Instance
 from testprism.tasks.model.hashing import digest
-from testprism.tasks.model.workdir import WorkPaths, build_once
+from testprism.tasks.model.workdir import WorkPaths, build_once, locked
 from testprism.tasks.sandbox.base import SandboxError
+from testprism.tasks.sandbox.docker.base_image import base_image_name, ensure_base_image
 from testprism.tasks.sandbox.docker.engine import _errors, api_client
+from testprism.tasks.sandbox.docker.environment_image import (
+    BUILD_TIMEOUT_S,
+    build_dockerfile_image,
+    environment_image_key,
+    environment_tag,
+)
 from testprism.tasks.sandbox.environment import EnvironmentBuildError
 from testprism.tasks.sandbox.image.program import bind_image, images_root
 from testprism.tasks.sandbox.image.resolve import ImageConfig
@@ -33,6 +40,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BINDING = "binding.json"
+#: where every run's program is, but an image instance's (the backends' WORKSPACE/program)
+WORKSPACE_PROGRAM = PurePosixPath("/workspace/program")
 #: a run's PATH where the image sets none (Docker's own default)
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -41,7 +50,9 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 class ImageRun:
     """Where and how a run of an image environment runs: from `image` (its id), with the
     state's tree at `program` (hiding the image's own copy), in `workdir`; under `local`,
-    on `root`, the image's exported root filesystem ('' under docker)."""
+    on `root`, the image's exported root filesystem ('' under docker). `program` '': a
+    Dockerfile environment's image under `local` (`prepare_dockerfile`): the program stays
+    at /workspace/program and the run gets the variables the docker backend gives it."""
 
     image: ImageConfig
     program: str
@@ -50,12 +61,17 @@ class ImageRun:
     @property
     def workdir(self) -> PurePosixPath:
         """The image's WORKDIR as `docker run` honours it, else the program's folder."""
+        if not self.program:
+            return WORKSPACE_PROGRAM
         return PurePosixPath(self.image.workdir or self.program)
 
     def variables(self, harness: dict[str, str]) -> dict[str, str]:
         """The run's variables: the image's own (its PATH: a conda or a toolchain the image
         put first), under the harness's (HOME, LANG, TESTPRISM_JUNIT, the instance's
-        `variables`), whose PATH gives way to the image's."""
+        `variables`), whose PATH gives way to the image's. A Dockerfile environment's run
+        gets the harness's alone, as under docker."""
+        if not self.program:
+            return harness
         own = dict(self.image.env)
         merged = {**own, **harness}
         merged["PATH"] = own.get("PATH") or DEFAULT_PATH
@@ -116,6 +132,32 @@ def prepare_image(spec: EnvironmentSpec, work: WorkPaths, *, export: bool) -> Pa
         root = str(exported_root(api, image, work)) if export else ""
     run = ImageRun(image=image, program=spec.program_in_image, root=root)
     folder = images_root(work) / "bound" / digest("image run", image.id, run.program, root)
+    return build_once(folder, lambda target: _write(target, run))
+
+
+def prepare_dockerfile(spec: EnvironmentSpec, work: WorkPaths) -> Path:
+    """`local`'s handle of a Dockerfile environment without a Python or host toolchains
+    (a Harbor task's): its image built by the engine once, as the docker backend builds it
+    (`FROM` the base image, the same tag, so either backend reuses the other's), and its
+    root filesystem exported; runs are bubblewrap on that root, the program at
+    /workspace/program. No engine: EnvironmentBuildError saying so."""
+    try:
+        api = api_client(timeout=BUILD_TIMEOUT_S)
+    except SandboxError as exc:
+        raise EnvironmentBuildError(f"environment.dockerfile: the local backend runs {spec.dockerfile} on the "
+                                    f"image a Docker engine builds, and none answers ({exc})") from exc
+    with api:
+        base_name = base_image_name(None)
+        tag = environment_tag(environment_image_key(ensure_base_image(api, base_name), spec))
+        with locked(work.root / "docker" / f"{tag.rsplit(':', 1)[1]}.lock"):
+            try:
+                inspection = api.inspect_image(tag)
+            except _errors().ImageNotFound:
+                inspection = build_dockerfile_image(api, base_name, spec, tag)
+        image = ImageConfig.of(tag, inspection)
+        root = str(exported_root(api, image, work))
+    run = ImageRun(image=image, program="", root=root)
+    folder = images_root(work) / "bound" / digest("dockerfile run", image.id, root)
     return build_once(folder, lambda target: _write(target, run))
 
 
