@@ -36,12 +36,12 @@ from testprism.tasks.sandbox import layer
 from testprism.tasks.sandbox.layer import _MS_NODEV, _MS_NOSUID, _MS_PRIVATE, LayerUnavailable, _mount
 from testprism.tasks.sandbox.nofollow import UnsafeTarget, read_file, write_file
 from testprism.tasks.sandbox.removal import remove_tree
+from testprism.tasks.execution.junit import REPORT_MAX_BYTES
 from testprism.tasks.sandbox.base import RunRequest, SuiteNotInstalled
 from testprism.tasks.model.state import apply_patch
 
 log = logging.getLogger(__name__)
 
-JUNIT_MAX_BYTES = 8 * 1024 * 1024
 #: the access and modification time of every entry of a workspace (2020-09-13), as
 #: reproducible builds fix SOURCE_DATE_EPOCH: the same in every state and every run
 SETTLED_MTIME = 1_600_000_000
@@ -227,7 +227,7 @@ def export_program(ws: Path, target: Path) -> None:
 def read_junit(ws: Path) -> bytes | None:
     """The JUnit XML a run left at `ws/out/junit.xml`, if that is a regular file reached
     without a link (the run owns `out/` and may have swapped it, or the file, for one)."""
-    return read_file(ws, ("out", "junit.xml"), JUNIT_MAX_BYTES)
+    return read_file(ws, ("out", "junit.xml"), REPORT_MAX_BYTES)
 
 
 def clear_workspace(ws: Path) -> None:

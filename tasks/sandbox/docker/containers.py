@@ -71,6 +71,7 @@ class _RunContainers:
     work: WorkPaths
     cpus: float  # the CPU quota of every run container
     runtime: str | None  # the engine's OCI runtime for run containers (None: its default, runc)
+    pids_version: str | None  # pids.watchable(): the engine's cgroup version, None if unwatched
     copy: str  # copy_mode() (archive.py): bind | archive
     owner: str  # _owner() (engine.py): labelled on every run container, for sweep()
     session: str  # this backend instance: labelled on every run container
@@ -84,11 +85,13 @@ class _RunContainers:
             ...
 
     def _host_config(self, api: APIClient, request: RunRequest, ws: Path | None, shared: bool = False,
-                     control: Path | None = None, program_at: str | None = None) -> dict:
+                     control: Path | None = None, program_at: str | None = None,
+                     parent: str | None = None) -> dict:
         """`shared`: `ws` is a shared mount (layer.share_workspace), bound `rslave` so that
         the program layer mounted there after the container started is seen inside.
         `control`: the launcher's host folder (fresh.py), bound at LAUNCH. `program_at`: an
         image run's program path, where the workspace's (filled) program is bound too.
+        `parent`: the container's parent cgroup (pids.py), which tells its peak of processes.
 
         The image's root is read-only and every place a run may write besides its workspace
         (/tmp, /var/tmp, /dev/shm) is a tmpfs of `Limits.disk_mb`: the container's writable
@@ -119,7 +122,7 @@ class _RunContainers:
                      docker.types.Ulimit(name="nofile", soft=1024, hard=1024)],
             log_config=docker.types.LogConfig(type="none"),
             read_only=self.copy == "bind", tmpfs={"/tmp": scratch, "/var/tmp": scratch}, shm_size=f"{limits.disk_mb}m",
-            binds=binds or None, runtime=self.runtime,
+            binds=binds or None, runtime=self.runtime, cgroup_parent=f"/{parent}" if parent else None,
         )
 
     def _oom_since(self, api: APIClient, container: str, since: float) -> bool:
