@@ -8,9 +8,7 @@ folder for a bind-mounted workspace; and how one is removed.
 from __future__ import annotations
 
 import logging
-import os
 import secrets
-import shutil
 import tempfile
 import threading
 import time
@@ -19,8 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from testprism.tasks.model.workdir import WorkPaths, workspace_prefix
-from testprism.tasks.sandbox import layer
-from testprism.tasks.sandbox.base import RunRequest, SandboxError
+from testprism.tasks.sandbox.base import RunRequest
 from testprism.tasks.sandbox.docker.archive import WORKSPACE
 from testprism.tasks.sandbox.docker.engine import LABEL, OWNER_LABEL, RUN_LABEL, SESSION_LABEL, _errors, _sdk
 from testprism.tasks.sandbox.model_access import SANDBOX_SOCKET, channel_env
@@ -137,21 +134,6 @@ class _RunContainers:
             return any(True for _ in events)
         finally:
             events.close()
-
-    def _remove_workspace(self, ws: Path, control: Path | None = None) -> None:
-        """Remove a run's host workspace (its mounts first: layer.discard) and its launcher's
-        folder, or raise SandboxError: whatever the run left there (a tree thousands of
-        folders deep, modes that deny the owner) is that run's error, never the batch's.
-        Checked afterwards, so a removal that gave up quietly is an error too."""
-        try:
-            layer.discard(ws)
-            if control is not None:
-                shutil.rmtree(control, ignore_errors=True)  # the harness's own: a FIFO and a script at most
-        except Exception as exc:  # noqa: BLE001 - RecursionError, OSError, ...: the run's, reported as such
-            raise SandboxError(f"docker: could not remove the workspace {ws.name}: {exc!r}") from exc
-        left = [p.name for p in (ws, layer.layer_folder(ws), control) if p is not None and os.path.lexists(p)]
-        if left:
-            raise SandboxError(f"docker: the workspace could not be removed: {', '.join(left)} left in {ws.parent}")
 
     def _labels(self, **extra: str) -> dict[str, str]:
         return {LABEL: "1", RUN_LABEL: "1", OWNER_LABEL: self.owner, SESSION_LABEL: self.session, **extra}

@@ -54,7 +54,14 @@ from testprism.tasks.sandbox.docker.pump import _Pump
 from testprism.tasks.sandbox.image.binding import ImageRun
 from testprism.tasks.sandbox.model_access import sandbox_command
 from testprism.tasks.sandbox.outputs import outputs_from_folder
-from testprism.tasks.sandbox.workspace import bound_workspace, disk_exceeded, export_program, fill_workspace, read_junit
+from testprism.tasks.sandbox.workspace import (
+    bound_workspace,
+    disk_exceeded,
+    export_program,
+    fill_workspace,
+    read_junit,
+    remove_workspace,
+)
 
 if TYPE_CHECKING:
     from docker import APIClient
@@ -236,7 +243,7 @@ class _FreshRuns(_RunContainers):
         if box.parent is not None and self.pids_version is not None:
             pids.remove(self.pids_version, box.parent)
         if box.ws is not None:
-            self._remove_workspace(box.ws, box.control)
+            remove_workspace(box.ws, *([box.control] if box.control is not None else []))
 
     # -- pre-started containers (bind mode: the module docstring) ----------------------------
 
