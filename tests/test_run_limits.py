@@ -124,6 +124,19 @@ def run(backend, env, tree, script: str, **limits):
     return backend.run(request)
 
 
+def test_an_environment_in_var_tmp_is_seen_under_the_runs_own_var_tmp(backend, env, tree):
+    """The default work area, which holds the environments, is in /var/tmp (workdir.py), as
+    the tests' is; the run's /var/tmp is its workspace's scratch folder. Both hold: the run
+    finds its environment's `python` (a scratch folder bound over it hid it: every Python
+    run was `python: not found`), and what it writes to /var/tmp stays in its workspace."""
+    assert str(env).startswith("/var/tmp/")
+    mark = f"mine-{os.getpid()}-{time.monotonic_ns()}"
+    result = run(backend, env, tree, f"command -v python; echo x > /var/tmp/{mark} && ls /var/tmp")
+    assert classify(result) == (Outcome.PASS, None), result.output_tail
+    assert result.output_tail.splitlines()[0] == f"{env}/bin/python", result.output_tail
+    assert mark in result.output_tail and not os.path.lexists(f"/var/tmp/{mark}")
+
+
 def test_memory_held_across_processes_is_memory_limit(backend, env, tree, defence):
     result = run(backend, env, tree, ACROSS_PROCESSES, memory_mb=256)
     if defence:

@@ -214,21 +214,25 @@ class LocalBackend(SandboxBackend):
         mounts listed in the module docstring, and the model channel's socket when the run
         has one (tasks/sandbox/model_access.py). /tmp, /var/tmp and /dev/shm are the
         workspace's scratch folders (after `--dev`, which makes a /dev/shm of its own), so
-        they share its bound."""
+        they share its bound. The environment (and its interpreter's prefix) is bound after
+        them: the default work area, which holds it, is in /var/tmp (workdir.py), and a
+        scratch folder bound later hid it (every Python run then found no `python`)."""
         environment = request.environment
         image = image_run(environment)
         if image is not None:  # the image's root instead of the host's, the program where the image has it
-            mounts = list(_image_mounts(image))
+            root = list(_image_mounts(image))
+            shown: list[str] = []
             placed = ["--bind", str(ws / "program"), image.program, "--chdir", str(image.workdir)]
         else:
-            mounts = [*_system_mounts(), *(a for ro in _interpreter_prefix(environment) for a in ("--ro-bind", ro, ro)),
-                      "--ro-bind", str(environment), str(environment)]
+            root = list(_system_mounts())
+            shown = [*(a for ro in _interpreter_prefix(environment) for a in ("--ro-bind", ro, ro)),
+                     "--ro-bind", str(environment), str(environment)]
             placed = ["--chdir", str(WORKSPACE / "program")]
         if request.channel is not None:
-            mounts += ["--ro-bind", str(request.channel), str(SANDBOX_SOCKET)]
+            shown += ["--ro-bind", str(request.channel), str(SANDBOX_SOCKET)]
         scratch = [a for host, inside in scratch_folders(ws) for a in ("--bind", str(host), inside)]
         return [
-            self.bwrap, *mounts, "--dev", "/dev", "--proc", "/proc", *scratch,
+            self.bwrap, *root, "--dev", "/dev", "--proc", "/proc", *scratch, *shown,
             "--bind", str(ws), str(WORKSPACE), *placed,
             "--unshare-all", "--die-with-parent", "--new-session",
             "--json-status-fd", str(status_fd), "--",
