@@ -14,6 +14,7 @@ the attack working where the defence is off.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -284,6 +285,28 @@ def test_a_run_within_its_process_limit_is_no_limit(cold, tree):
     result = cold.run(_request(env, tree, None, "for i in 1 2 3 4 5 6 7 8; do sleep 0.2 & done; wait; echo ok",
                                processes=16))
     assert (result.exit_code, result.limit, classify(result)) == (0, None, (Outcome.PASS, None)), result.output_tail
+
+
+def test_parents_of_a_gone_harness_are_swept_and_a_live_ones_kept():
+    """A harness killed mid-run leaves its containers' parent cgroups: pids.sweep removes
+    those whose process is gone (its pid's start time differs), in every hierarchy, and
+    leaves this live process's."""
+    from testprism.tasks.sandbox.docker import pids
+
+    roots = pids._folders("1") or pids._folders("2")
+    assert roots is not None
+    gone, live = f"{pids.KIND}-{os.getpid()}.1-deadbeef", pids.new_parent()
+    for root in roots:
+        for name in (gone, live):
+            (root / name).mkdir()
+    try:
+        assert pids.sweep() >= 1
+        assert [r for r in roots if (r / gone).exists()] == [] and all((r / live).is_dir() for r in roots)
+    finally:
+        for root in roots:
+            for name in (gone, live):
+                with contextlib.suppress(FileNotFoundError):
+                    (root / name).rmdir()
 
 
 # -- a deep tree fails no batch -------------------------------------------------------------------
