@@ -16,7 +16,7 @@ removes those of harness processes that are gone (named as workspaces are).
 
 Only where the parent can be read: an engine on this host with the cgroupfs driver (the
 systemd driver takes a slice it makes itself), its cgroup version's mounts seen here from
-their root; elsewhere (`watchable` False, one warning) a run at its limit stays as its
+their root; elsewhere (`watchable` None, one warning) a run at its limit stays as its
 exit says. Parents at the root make containers peers of the local backend's run cgroups
 (each its own CPU share), where under the engine's `/docker` they shared one.
 """
