@@ -5,6 +5,7 @@ the attack working where the defence is off.
   suite of everything a run sees of its surroundings);
 - memory across processes and through tmpfs ends as `E`/`memory_limit`, its container
   killed at the limit;
+- a run that forks past its process limit is `E`/`process_limit`, as under local;
 - a run that leaves a tree thousands of folders deep fails its own run at worst, never
   the batch, and nothing of it stays on disk;
 - the opt-in gVisor runtime (`TESTPRISM_DOCKER_RUNTIME=runsc`): the host's page cache
@@ -13,6 +14,7 @@ the attack working where the defence is off.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -27,6 +29,7 @@ from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.execution.verdict import classify
 from testprism.tasks.sandbox.docker import fresh
 from testprism.tasks.sandbox.docker.backend import DockerBackend
+from tests.test_run_limits import FORKING_PAST_THE_LIMIT
 
 BARE = EnvironmentSpec(python="3.11", packages=())
 
@@ -241,6 +244,69 @@ def test_the_image_root_is_not_a_write_path(cold, tree):
     assert "WROTE" not in done.output_tail and "TMP-OK" in done.output_tail, done.output_tail
     sizes = [line.split()[1] for line in done.output_tail.splitlines()[-3:]]
     assert sizes == [str(Limits().disk_mb)] * 3, done.output_tail
+
+
+# -- processes: a container at its limit is E/process_limit --------------------------------------
+
+
+def _parents() -> set[str]:
+    """This process's containers' parent cgroups (pids.py) present now."""
+    from testprism.tasks.model.workdir import workspace_prefix
+
+    mine = workspace_prefix("docker")
+    root = Path("/sys/fs/cgroup")  # v2: its root; v1: one folder per hierarchy
+    return {str(p) for p in [*root.glob(f"{mine}*"), *root.glob(f"*/{mine}*")] if p.is_dir()}
+
+
+@pytest.mark.parametrize("watched", [True, False])
+def test_forks_past_the_process_limit_are_process_limit(watched, cold, tree, monkeypatch):
+    """A run forking past `processes` (16) has a fork refused: `E`/process_limit, as under
+    the local backend, whatever it exits with. CONTROL: the container's processes not
+    watched (no parent cgroup of its own, as before), the same run reads as the state
+    failing it. Either way no parent cgroup is left behind."""
+    if not watched:
+        monkeypatch.setattr(cold, "pids_version", None)
+    else:
+        assert cold.pids_version is not None  # this machine's engine: cgroupfs, on this host
+    env = cold.prepare(BARE)
+    before = _parents()
+    result = cold.run(_request(env, tree, None, FORKING_PAST_THE_LIMIT, processes=16))
+    assert "fork" in result.output_tail and "refused" in result.output_tail, result.output_tail
+    if watched:
+        assert (result.limit, classify(result)) == ("process_limit", (Outcome.ERROR, Reason.PROCESS_LIMIT))
+    else:
+        assert (result.limit, classify(result)) == (None, (Outcome.FAIL, None))
+    assert _parents() == before
+
+
+def test_a_run_within_its_process_limit_is_no_limit(cold, tree):
+    """Forks that stay under the limit (8 sleepers of 16) are no process_limit."""
+    env = cold.prepare(BARE)
+    result = cold.run(_request(env, tree, None, "for i in 1 2 3 4 5 6 7 8; do sleep 0.2 & done; wait; echo ok",
+                               processes=16))
+    assert (result.exit_code, result.limit, classify(result)) == (0, None, (Outcome.PASS, None)), result.output_tail
+
+
+def test_parents_of_a_gone_harness_are_swept_and_a_live_ones_kept():
+    """A harness killed mid-run leaves its containers' parent cgroups: pids.sweep removes
+    those whose process is gone (its pid's start time differs), in every hierarchy, and
+    leaves this live process's."""
+    from testprism.tasks.sandbox.docker import pids
+
+    roots = pids._folders("1") or pids._folders("2")
+    assert roots is not None
+    gone, live = f"{pids.KIND}-{os.getpid()}.1-deadbeef", pids.new_parent()
+    for root in roots:
+        for name in (gone, live):
+            (root / name).mkdir()
+    try:
+        assert pids.sweep() >= 1
+        assert [r for r in roots if (r / gone).exists()] == [] and all((r / live).is_dir() for r in roots)
+    finally:
+        for root in roots:
+            for name in (gone, live):
+                with contextlib.suppress(FileNotFoundError):
+                    (root / name).rmdir()
 
 
 # -- a deep tree fails no batch -------------------------------------------------------------------

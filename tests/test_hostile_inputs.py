@@ -118,6 +118,24 @@ def test_report_bounds_depth_elements_and_truncation():
     assert ok.name == "a::t&1"
 
 
+def test_a_report_is_read_as_far_as_it_is_parsed(tmp_path):
+    """One bound for a report's size: what a backend reads of a workspace's report
+    (workspace.read_junit) is what the parser takes. A report of exactly the bound is read
+    whole and parsed; one byte longer is cut at the bound and unreadable (the exit status
+    decides), never read past it."""
+    from testprism.tasks.sandbox.workspace import read_junit
+
+    head, tail = b"<testsuite><testcase name='t'/>", b"</testsuite>"
+    (tmp_path / "out").mkdir()
+    for padding, cases in ((0, 1), (1, None)):
+        body = head + b" " * (junit.REPORT_MAX_BYTES - len(head) - len(tail) + padding) + tail
+        (tmp_path / "out" / "junit.xml").write_bytes(body)
+        read = read_junit(tmp_path)
+        assert read == body[:junit.REPORT_MAX_BYTES]
+        parsed = parse_junit(read)
+        assert (len(parsed) if parsed is not None else None) == cases
+
+
 BOMB_SUITE = f"""
 python - <<'EOF'
 import os

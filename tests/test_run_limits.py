@@ -23,8 +23,10 @@ from testprism.tasks.execution.verdict import classify
 from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.model.workdir import WorkPaths, workspace_prefix
-from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, cgroup
+from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, SandboxError, cgroup, removal
+from testprism.tasks.sandbox import local as local_module
 from testprism.tasks.sandbox.local import LocalBackend
+from testprism.tasks.sandbox.removal import remove_tree
 from testprism.tasks.sandbox.workspace import BOUNDED_SETTING
 from tests.conftest import open_backend
 
@@ -122,6 +124,19 @@ def run(backend, env, tree, script: str, **limits):
     return backend.run(request)
 
 
+def test_an_environment_in_var_tmp_is_seen_under_the_runs_own_var_tmp(backend, env, tree):
+    """The default work area, which holds the environments, is in /var/tmp (workdir.py), as
+    the tests' is; the run's /var/tmp is its workspace's scratch folder. Both hold: the run
+    finds its environment's `python` (a scratch folder bound over it hid it: every Python
+    run was `python: not found`), and what it writes to /var/tmp stays in its workspace."""
+    assert str(env).startswith("/var/tmp/")
+    mark = f"mine-{os.getpid()}-{time.monotonic_ns()}"
+    result = run(backend, env, tree, f"command -v python; echo x > /var/tmp/{mark} && ls /var/tmp")
+    assert classify(result) == (Outcome.PASS, None), result.output_tail
+    assert result.output_tail.splitlines()[0] == f"{env}/bin/python", result.output_tail
+    assert mark in result.output_tail and not os.path.lexists(f"/var/tmp/{mark}")
+
+
 def test_memory_held_across_processes_is_memory_limit(backend, env, tree, defence):
     result = run(backend, env, tree, ACROSS_PROCESSES, memory_mb=256)
     if defence:
@@ -196,6 +211,43 @@ def test_runs_within_their_limits_pass_and_leave_no_cgroup(work, tree):
     # have gone meanwhile: their backend closed; only what this one made is asserted on)
     assert present() - before == set()
     assert [p for p in work.workspaces.iterdir() if p.name.startswith(ours)] == []
+
+
+#: 40 files in the program's folder: past removal's bound, lowered to 20 in the test (5
+#: million entries in earnest: a workspace on the work area's disk holds that many)
+WIDE = "for i in $(seq 40); do : > f$i; done; echo wrote"
+
+
+@pytest.mark.parametrize("mode", ["on-disk", "bounded", "control"])
+def test_a_workspace_its_run_left_unremovable_is_that_runs_sandbox_error(mode, work, tree, monkeypatch):
+    """A run leaves more entries than removal may delete (removal.MAX_ENTRIES). On the work
+    area's disk (`$TESTPRISM_BOUNDED_WORKSPACE=0`) that workspace cannot be removed: the run
+    is a SandboxError (`E`/sandbox_error), as under docker. In a bounded workspace (the
+    default) the unmount drops whatever the run left: it passes and nothing stays. CONTROL:
+    the disk's workspace removed off the run's path as before (taken for a mount), the
+    same run passes and its workspace stays behind, only logged."""
+    ours = workspace_prefix("run")
+    if mode != "bounded":
+        monkeypatch.setenv(BOUNDED_SETTING, "0")
+    if mode == "control":
+        monkeypatch.setattr(local_module, "_dropped_whole", lambda ws: True)
+    made = LocalBackend(work)
+    try:
+        env = made.prepare(BARE)
+        monkeypatch.setattr(removal, "MAX_ENTRIES", 20)
+        if mode == "on-disk":
+            with pytest.raises(SandboxError, match="could not remove the workspace"):
+                run(made, env, tree, WIDE)
+        else:
+            result = run(made, env, tree, WIDE)
+            assert classify(result) == (Outcome.PASS, None) and "wrote" in result.output_tail, result.output_tail
+    finally:
+        made.close()
+        monkeypatch.undo()
+        left = [p for p in work.workspaces.iterdir() if p.name.startswith(ours)]
+        for path in left:
+            remove_tree(path)
+    assert len(left) == {"on-disk": 1, "bounded": 0, "control": 1}[mode]
 
 
 def test_a_crashed_harness_leaves_no_cgroup_behind(work: WorkPaths):

@@ -26,7 +26,8 @@ from testprism.tasks.model.outcome import TestResult
 
 log = logging.getLogger(__name__)
 
-#: the size of a report the harness reads (tasks/sandbox/workspace.py reads no more)
+#: the size of a report the harness reads: the backends read no more of it (workspace.py
+#: `read_junit`, docker's archive.py `_fetch_junit`), and it parses none larger
 REPORT_MAX_BYTES = 8 * 1024 * 1024
 #: how deep elements may nest (pytest writes 3 levels; node's describe() blocks a few more)
 MAX_DEPTH = 256

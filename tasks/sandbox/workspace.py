@@ -36,12 +36,12 @@ from testprism.tasks.sandbox import layer
 from testprism.tasks.sandbox.layer import _MS_NODEV, _MS_NOSUID, _MS_PRIVATE, LayerUnavailable, _mount
 from testprism.tasks.sandbox.nofollow import UnsafeTarget, read_file, write_file
 from testprism.tasks.sandbox.removal import remove_tree
-from testprism.tasks.sandbox.base import RunRequest, SuiteNotInstalled
+from testprism.tasks.execution.junit import REPORT_MAX_BYTES
+from testprism.tasks.sandbox.base import RunRequest, SandboxError, SuiteNotInstalled
 from testprism.tasks.model.state import apply_patch
 
 log = logging.getLogger(__name__)
 
-JUNIT_MAX_BYTES = 8 * 1024 * 1024
 #: the access and modification time of every entry of a workspace (2020-09-13), as
 #: reproducible builds fix SOURCE_DATE_EPOCH: the same in every state and every run
 SETTLED_MTIME = 1_600_000_000
@@ -227,7 +227,24 @@ def export_program(ws: Path, target: Path) -> None:
 def read_junit(ws: Path) -> bytes | None:
     """The JUnit XML a run left at `ws/out/junit.xml`, if that is a regular file reached
     without a link (the run owns `out/` and may have swapped it, or the file, for one)."""
-    return read_file(ws, ("out", "junit.xml"), JUNIT_MAX_BYTES)
+    return read_file(ws, ("out", "junit.xml"), REPORT_MAX_BYTES)
+
+
+def remove_workspace(ws: Path, *beside: Path) -> None:
+    """Remove a run's workspace (its mounts first: layer.discard) and the harness's own
+    folders `beside` it, or raise SandboxError: whatever the run left there (a tree
+    thousands of folders deep, modes that deny the owner, more entries than removal's
+    bound) is that run's error, never the batch's. Checked afterwards, so a removal that
+    gave up quietly is an error too."""
+    try:
+        layer.discard(ws)
+        for folder in beside:
+            shutil.rmtree(folder, ignore_errors=True)  # the harness's own: a FIFO and a script at most
+    except Exception as exc:  # noqa: BLE001 - RecursionError, OSError, ...: the run's, reported as such
+        raise SandboxError(f"could not remove the workspace {ws.name}: {exc!r}") from exc
+    left = [p.name for p in (ws, layer.layer_folder(ws), *beside) if os.path.lexists(p)]
+    if left:
+        raise SandboxError(f"the workspace could not be removed: {', '.join(left)} left in {ws.parent}")
 
 
 def clear_workspace(ws: Path) -> None:

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from testprism.tasks.execution.junit import REPORT_MAX_BYTES
 from testprism.tasks.sandbox.base import RunRequest, SandboxError
 from testprism.tasks.sandbox.docker.engine import _errors, api_client
 from testprism.tasks.sandbox.outputs import RunOutputs, outputs_from_tar, program_unreadable
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from docker import APIClient
 
 WORKSPACE = PurePosixPath("/workspace")
-JUNIT_MAX_BYTES = 8 * 1024 * 1024
 
 
 def copy_mode(api: APIClient) -> str:  # noqa: D401
@@ -81,7 +81,7 @@ def _fetch_junit(api: APIClient, container: str) -> bytes | None:
         if member is None or not member.isreg():
             return None
         content = tar.extractfile(member)
-        return content.read(JUNIT_MAX_BYTES) if content else None
+        return content.read(REPORT_MAX_BYTES) if content else None
 
 
 def _fetch_outputs(container: str, tree: Path) -> RunOutputs:

@@ -62,6 +62,7 @@ from testprism.tasks.sandbox.docker.environment_image import (
     environment_image_key,
     environment_tag,
 )
+from testprism.tasks.sandbox.docker import pids
 from testprism.tasks.sandbox.docker.fresh import _FreshRuns
 from testprism.tasks.sandbox.docker.reused import _ReusedRuns
 from testprism.tasks.sandbox.image.binding import image_run, prepare_image
@@ -111,8 +112,11 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
             raise SandboxUnavailable(
                 f"no Docker engine answers ({exc}); start one (CI: .ci/start-dockerd) or set DOCKER_HOST"
             ) from exc
+        info = api.info()
+        on_this_host = info.get("Name") == socket.gethostname()
+        self.pids_version = pids.watchable(info) if on_this_host else None
         if self.runtime is not None:
-            known = api.info().get("Runtimes") or {}
+            known = info.get("Runtimes") or {}
             if self.runtime not in known:
                 raise SandboxUnavailable(
                     f"docker: the engine has no runtime {self.runtime!r} (it has {', '.join(sorted(known))}); "
@@ -309,6 +313,7 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
                     pass
         finally:
             api.close()
+        removed += pids.sweep()  # after the containers: a parent holds one until it goes
         if removed:
             log.info("docker: removed %d leftovers of crashed runs", removed)
         return removed

@@ -8,9 +8,7 @@ folder for a bind-mounted workspace; and how one is removed.
 from __future__ import annotations
 
 import logging
-import os
 import secrets
-import shutil
 import tempfile
 import threading
 import time
@@ -19,8 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from testprism.tasks.model.workdir import WorkPaths, workspace_prefix
-from testprism.tasks.sandbox import layer
-from testprism.tasks.sandbox.base import RunRequest, SandboxError
+from testprism.tasks.sandbox.base import RunRequest
 from testprism.tasks.sandbox.docker.archive import WORKSPACE
 from testprism.tasks.sandbox.docker.engine import LABEL, OWNER_LABEL, RUN_LABEL, SESSION_LABEL, _errors, _sdk
 from testprism.tasks.sandbox.model_access import SANDBOX_SOCKET, channel_env
@@ -72,6 +69,7 @@ class _RunContainers:
     work: WorkPaths
     cpus: float  # the CPU quota of every run container
     runtime: str | None  # the engine's OCI runtime for run containers (None: its default, runc)
+    pids_version: str | None  # pids.watchable(): the engine's cgroup version, None if unwatched
     copy: str  # copy_mode() (archive.py): bind | archive
     owner: str  # _owner() (engine.py): labelled on every run container, for sweep()
     session: str  # this backend instance: labelled on every run container
@@ -85,11 +83,13 @@ class _RunContainers:
             ...
 
     def _host_config(self, api: APIClient, request: RunRequest, ws: Path | None, shared: bool = False,
-                     control: Path | None = None, program_at: str | None = None) -> dict:
+                     control: Path | None = None, program_at: str | None = None,
+                     parent: str | None = None) -> dict:
         """`shared`: `ws` is a shared mount (layer.share_workspace), bound `rslave` so that
         the program layer mounted there after the container started is seen inside.
         `control`: the launcher's host folder (fresh.py), bound at LAUNCH. `program_at`: an
         image run's program path, where the workspace's (filled) program is bound too.
+        `parent`: the container's parent cgroup (pids.py), which tells its peak of processes.
 
         The image's root is read-only and every place a run may write besides its workspace
         (/tmp, /var/tmp, /dev/shm) is a tmpfs of `Limits.disk_mb`: the container's writable
@@ -124,7 +124,7 @@ class _RunContainers:
                      docker.types.Ulimit(name="nofile", soft=1024, hard=1024)],
             log_config=docker.types.LogConfig(type="none"),
             read_only=self.copy == "bind", tmpfs={"/tmp": scratch, "/var/tmp": scratch, **extra}, shm_size=f"{limits.disk_mb}m",
-            binds=binds or None, runtime=self.runtime,
+            binds=binds or None, runtime=self.runtime, cgroup_parent=f"/{parent}" if parent else None,
         )
 
     def _oom_since(self, api: APIClient, container: str, since: float) -> bool:
@@ -139,21 +139,6 @@ class _RunContainers:
             return any(True for _ in events)
         finally:
             events.close()
-
-    def _remove_workspace(self, ws: Path, control: Path | None = None) -> None:
-        """Remove a run's host workspace (its mounts first: layer.discard) and its launcher's
-        folder, or raise SandboxError: whatever the run left there (a tree thousands of
-        folders deep, modes that deny the owner) is that run's error, never the batch's.
-        Checked afterwards, so a removal that gave up quietly is an error too."""
-        try:
-            layer.discard(ws)
-            if control is not None:
-                shutil.rmtree(control, ignore_errors=True)  # the harness's own: a FIFO and a script at most
-        except Exception as exc:  # noqa: BLE001 - RecursionError, OSError, ...: the run's, reported as such
-            raise SandboxError(f"docker: could not remove the workspace {ws.name}: {exc!r}") from exc
-        left = [p.name for p in (ws, layer.layer_folder(ws), control) if p is not None and os.path.lexists(p)]
-        if left:
-            raise SandboxError(f"docker: the workspace could not be removed: {', '.join(left)} left in {ws.parent}")
 
     def _labels(self, **extra: str) -> dict[str, str]:
         return {LABEL: "1", RUN_LABEL: "1", OWNER_LABEL: self.owner, SESSION_LABEL: self.session, **extra}

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from testprism.tasks.sandbox import layer
+from testprism.tasks.sandbox.docker import pids
 from testprism.tasks.sandbox.base import ExecResult, RunRequest, SandboxError
 from testprism.tasks.sandbox.docker.archive import (
     WORKSPACE,
@@ -53,7 +54,14 @@ from testprism.tasks.sandbox.docker.pump import _Pump
 from testprism.tasks.sandbox.image.binding import ImageRun
 from testprism.tasks.sandbox.model_access import sandbox_command
 from testprism.tasks.sandbox.outputs import outputs_from_folder
-from testprism.tasks.sandbox.workspace import bound_workspace, disk_exceeded, export_program, fill_workspace, read_junit
+from testprism.tasks.sandbox.workspace import (
+    bound_workspace,
+    disk_exceeded,
+    export_program,
+    fill_workspace,
+    read_junit,
+    remove_workspace,
+)
 
 if TYPE_CHECKING:
     from docker import APIClient
@@ -80,6 +88,7 @@ class _Box:
     installed: str = ""  # how the suite's test patch applied
     shared: bool = False  # its workspace propagates mounts (layer.share_workspace): a layer fits
     control: Path | None = None  # the launcher's host folder (bound at LAUNCH)
+    parent: str | None = None  # its parent cgroup (pids.py), when the backend watches processes
 
 
 def _write_run_script(control: Path, uid: int, request: RunRequest, image: ImageRun | None = None) -> None:
@@ -176,6 +185,8 @@ class _FreshRuns(_RunContainers):
         limit = None
         if not pump.exceeded and self._oom_since(api, container, started_at - 1):
             limit = "memory_limit"
+        elif box.parent is not None and pids.reached(self.pids_version, box.parent, request.limits.processes):
+            limit = "process_limit"
         elif box.ws is not None and disk_exceeded(box.ws):
             limit = "disk_limit"
         junit = None
@@ -200,12 +211,12 @@ class _FreshRuns(_RunContainers):
         """Archive mode's container: created (not started) to run the command itself, the
         workspace copied in before it starts."""
         uid = _run_uid()
-        box = _Box("", uid, None, None, started=False)
+        box = _Box("", uid, None, None, started=False, parent=self._parent())
         try:
             box.id = api.create_container(
                 tag, command=_merged(sandbox_command(request)), user=f"{uid}:{uid}",
                 working_dir=f"{WORKSPACE}/program", environment=_run_env(request), network_disabled=True,
-                labels=self._labels(), host_config=self._host_config(api, request, None),
+                labels=self._labels(), host_config=self._host_config(api, request, None, parent=box.parent),
             )["Id"]
             archive, box.installed = workspace_archive(request, uid, self.work.workspaces)
             with archive:
@@ -217,15 +228,22 @@ class _FreshRuns(_RunContainers):
             self._discard_quietly(api, box)
             raise
 
+    def _parent(self) -> str | None:
+        """A parent cgroup for a new container, where processes are watched (pids.py)."""
+        return pids.new_parent() if self.pids_version is not None else None
+
     def _discard_box(self, api: APIClient, box: _Box) -> None:
-        """Remove a run's container and workspace; SandboxError when the workspace stays."""
+        """Remove a run's container, its parent cgroup and its workspace; SandboxError when
+        the workspace stays."""
         if box.sock is not None:
             with contextlib.suppress(OSError):
                 box.sock.close()
         if box.id:
             self._remove(api, box.id)
+        if box.parent is not None and self.pids_version is not None:
+            pids.remove(self.pids_version, box.parent)
         if box.ws is not None:
-            self._remove_workspace(box.ws, box.control)
+            remove_workspace(box.ws, *([box.control] if box.control is not None else []))
 
     # -- pre-started containers (bind mode: the module docstring) ----------------------------
 
@@ -273,7 +291,7 @@ class _FreshRuns(_RunContainers):
         the image's own copy), and the image's entrypoint is not run."""
         uid = _run_uid()
         ws = self._host_workspace()
-        box = _Box("", uid, ws, None, started=True, control=ws.with_name(ws.name + ".launch"))
+        box = _Box("", uid, ws, None, started=True, control=ws.with_name(ws.name + ".launch"), parent=self._parent())
         assert box.control is not None
         try:
             box.control.mkdir(mode=0o700)
@@ -294,7 +312,8 @@ class _FreshRuns(_RunContainers):
                 tag, command=LAUNCHER, user=f"{uid}:{uid}", working_dir=str(WORKSPACE), environment=LAUNCHER_ENV,
                 network_disabled=True, labels=self._labels(), **({"entrypoint": []} if image is not None else {}),
                 host_config=self._host_config(api, request, ws, shared=box.shared, control=box.control,
-                                              program_at=image.program if image is not None else None),
+                                              program_at=image.program if image is not None else None,
+                                              parent=box.parent),
             )["Id"]
             box.sock = api.attach_socket(box.id, params={"stdout": 1, "stderr": 1, "stream": 1})
             api.start(box.id)

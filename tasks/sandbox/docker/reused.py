@@ -22,6 +22,7 @@ from testprism.tasks.sandbox.workspace import (
     disk_exceeded,
     fill_workspace,
     read_junit,
+    remove_workspace,
 )
 
 if TYPE_CHECKING:
@@ -185,6 +186,6 @@ class _ReusedRuns(_RunContainers):
         self._remove(api, reusable.id)
         if reusable.ws is not None:
             try:
-                self._remove_workspace(reusable.ws)
+                remove_workspace(reusable.ws)
             except SandboxError as exc:  # the run was over; sweep() takes it once this process is gone
                 log.warning("%s", exc)
