@@ -90,3 +90,22 @@ def test_a_log_the_parser_cannot_read_is_parse_failed_never_a_verdict():
     real = ExecResult(exit_code=1, duration_s=0.1, output_tail=SYMPY_LOG)
     verdict = judge(scripted(real, real), Policy(), parser="sympy")
     assert verdict.reason is not Reason.PARSE_FAILED and len(verdict.tests) > 1
+
+
+def test_a_checks_parser_is_part_of_the_checks_key():
+    """The same checks read by another log parser are other results: their verifications are
+    not reused across it; checks without a parser keep the key they had."""
+    import dataclasses
+
+    from testprism.tasks.collect.verification import checks_hash
+    from testprism.tasks.model.benchmark import load_benchmark
+    from testprism.tasks.model.hashing import digest
+
+    instance = next(iter(load_benchmark(Path(__file__).parents[1] / "examples").instances.values()))
+    checks = instance.spec.checks
+    assert checks.parser is None and checks.reward is None
+    assert checks_hash(instance) == digest("checks", instance.checks_patch, checks.command, *checks.fail_to_pass, "|",
+                                           *checks.pass_to_pass)
+    keys = {checks_hash(dataclasses.replace(instance, spec=instance.spec.model_copy(update={
+        "checks": checks.model_copy(update={"parser": parser})}))) for parser in (None, "pytest", "django")}
+    assert len(keys) == 3

@@ -48,11 +48,14 @@ def check_ids(instance: Instance) -> tuple[str, ...]:
 
 def checks_hash(instance: Instance) -> str:
     """What the checks are: the test patch, the command, and the ids that decide (and,
-    for a verifier's reward, the folder placed at /tests)."""
+    for a verifier's reward, the folder placed at /tests; for a log parser, its name: the
+    same log read by another parser is other results). Parts added only when set, so the
+    keys of JUnit checks stay as they were."""
     checks = instance.spec.checks
     reward = ("reward", checks.reward.tests) if checks.reward is not None else ()
+    parser = ("parser", checks.parser) if checks.parser is not None else ()
     return digest("checks", instance.checks_patch, checks.command, *checks.fail_to_pass, "|", *checks.pass_to_pass,
-                  *reward)
+                  *reward, *parser)
 
 
 def real_folder(tree: Path, rel: str) -> Path | None:
