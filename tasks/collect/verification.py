@@ -35,7 +35,7 @@ from testprism.tasks.execution.build import built_tree, unbound_image
 from testprism.tasks.sandbox.base import Limits, Mount, RunRequest, SandboxBackend
 from testprism.tasks.model.state import DEFAULT_FUZZ, PatchResult, State, apply_patch, states_of
 from testprism.tasks.execution.reward import LOGS_AT, TESTS_AT, read_reward, verifier_command
-from testprism.tasks.execution.verdict import RunResult, failed, judge
+from testprism.tasks.execution.verdict import RunResult, failed
 from testprism.tasks.model.workdir import WorkPaths, build_once
 
 log = logging.getLogger(__name__)
@@ -213,22 +213,18 @@ class VerifyJob(Job[Verification, RunResult]):
     def _rewarded(unit: Verification, tree: Path, environments: Environments, options: ExecutionOptions,
                   limits: Limits) -> Verdict:
         """The checks as a verifier whose reward decides (`[checks.reward]`, tasks/execution/reward.py)."""
-        spec = unit.instance.spec.environment
-        environment = environments.ready(spec)
-        if isinstance(environment, Verdict):
-            return environment
         reward = unit.instance.spec.checks.reward
         assert reward is not None
         tests = real_folder(tree, reward.tests)
         if tests is None:  # the state's patch made it a link or a file: never bound (a bind follows links)
             return failed(Reason.CHECKS_PATCH_FAILED, f"{reward.tests} of the checked tree is a link or not a folder: "
                                                       f"not placed at {TESTS_AT}")
-        request = RunRequest(tree=tree, suite_folder=None, suite_files=(), environment=environment, limits=limits,
-                             command=verifier_command(unit.instance.spec.checks.command),
-                             patch_fuzz=options.policy.patch_fuzz,
-                             mounts=(Mount(TESTS_AT, tests), Mount(LOGS_AT)))
-        return judge(lambda: environments.run(spec, request), options.policy, check_ids(unit.instance),
-                     pace=environments.pace, read=lambda result: read_reward(result.junit_xml))
+        return environments.judged(unit.instance.spec.environment, options, check_ids(unit.instance),
+                                   lambda environment: RunRequest(
+            tree=tree, suite_folder=None, suite_files=(), environment=environment, limits=limits,
+            command=verifier_command(unit.instance.spec.checks.command), patch_fuzz=options.policy.patch_fuzz,
+            mounts=(Mount(TESTS_AT, tests), Mount(LOGS_AT)),
+        ), read=lambda result: read_reward(result.junit_xml))
 
     def row(self, unit: Verification, result: RunResult, started: datetime, backend: SandboxBackend) -> dict:
         """One `verifications` row (storage/schema.py VERIFICATIONS)."""

@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.execution.parcel import Parcel
-from testprism.tasks.execution.verdict import Policy, failed, judge, logged_limits
+from testprism.tasks.execution.verdict import Policy, Reader, failed, judge, logged_limits
 from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason, Verdict
@@ -192,18 +192,20 @@ class Environments:
         return environment
 
     def judged(self, spec: EnvironmentSpec, options: ExecutionOptions, selected: tuple[str, ...],
-               request: Callable[[Path], RunRequest], confirm: bool = True, parser: str | None = None) -> Verdict:
+               request: Callable[[Path], RunRequest], confirm: bool = True, parser: str | None = None,
+               read: Reader | None = None) -> Verdict:
         """Run `request(environment)` judged under `options.policy` (`selected` tests
         decide; `confirm`: whether a failure is replayed, judge(); `parser`: the log parser
-        that reads the results, the request then keeping its whole output), or the verdict
-        of a run that cannot have its environment."""
+        that reads the results, the request then keeping its whole output; `read`: another
+        reader of them, a verifier's reward), or the verdict of a run that cannot have its
+        environment."""
         environment = self.ready(spec)
         if isinstance(environment, Verdict):
             return environment
         made = request(environment)
         if parser is not None:
             made = replace(made, limits=logged_limits(made.limits))
-        return judge(lambda: self.run(spec, made), options.policy, selected, confirm, self.pace, parser)
+        return judge(lambda: self.run(spec, made), options.policy, selected, confirm, self.pace, parser, read)
 
     def run(self, spec: EnvironmentSpec, request: RunRequest) -> ExecResult:
         """One run in `spec`'s environment: its `variables` set under the request's own."""
