@@ -38,8 +38,13 @@ from testprism.tasks.model.state import apply_patch
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "sources" / "images"
 SLUGS = ROOT / "examples" / "sources" / "swebench" / "releases" / "acme__slugs-1"
-REALDATA = Path(os.environ.get("TESTPRISM_REALDATA", ROOT.parent / "shared" / "realdata"))
-LITE = REALDATA / "swebench_lite_sympy_dev.jsonl"
+#: the whole real Lite file (72 sympy rows): opt-in, as tests/test_realdata.py; the two rows
+#: copied into tests/data/realdata always
+REALDATA = os.environ.get("TESTPRISM_REALDATA")
+LITE_FILES = [pytest.param(ROOT / "tests" / "data" / "realdata" / "swebench_lite_sympy_dev.jsonl", id="bundled-rows"),
+              pytest.param(Path(REALDATA or ".") / "swebench_lite_sympy_dev.jsonl", id="whole-lite-file", marks=[
+                  pytest.mark.realdata,
+                  pytest.mark.skipif(not REALDATA, reason="set TESTPRISM_REALDATA to the real-data folder to run")])]
 PRO_ID = "instance_acme__slugs-" + "2" * 40 + "-v" + "3" * 40
 
 
@@ -125,11 +130,11 @@ def test_real_swebench_row_becomes_an_image_instance(tmp_path):
     assert "hints" not in (out / "instances/sympy__sympy-23191/instruction.md").read_text().lower()
 
 
-@pytest.mark.skipif(not LITE.is_file(), reason=f"{LITE} not present (../shared/realdata)")
-def test_the_whole_real_lite_file_imports_and_loads(tmp_path):
+@pytest.mark.parametrize("lite", LITE_FILES)
+def test_the_real_lite_rows_import_and_load(tmp_path, lite):
     out = tmp_path / "bench"
-    report = import_image_rows(LITE, out, route())
-    rows = [json.loads(line) for line in LITE.read_text().splitlines()]
+    report = import_image_rows(lite, out, route())
+    rows = [json.loads(line) for line in lite.read_text().splitlines()]
     assert sorted(report.imported) == sorted(r["instance_id"] for r in rows) and not report.issues
     bench = load_benchmark(out)
     for row in rows:

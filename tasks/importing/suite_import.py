@@ -169,15 +169,25 @@ class Target:
     template: str
 
 
+def program_of(instance: Instance) -> Path:
+    """The instance's program on this host: an image instance's read out of its image (an
+    engine needed, only here: a suite of scope "files" never reads it). RowError when the
+    image cannot be had."""
+    if instance.spec.environment.image is None:
+        return instance.program
+    try:
+        return bind_instance(instance, WorkPaths(default_work_root())).program
+    except (EnvironmentBuildError, SandboxError) as exc:
+        raise RowError("instance_id", f"the program of {instance.id} cannot be read out of its image: {exc}") from exc
+
+
 def find_target(out: Path, instance_id: str, command: str | None) -> Target:
     folder = out / "instances" / instance_id
     if not folder.is_dir():
         raise RowError("instance_id", f"no instance {instance_id} in {out}: import the instance first")
     try:
         instance = load_instance(folder)
-        if instance.spec.environment.image is not None:  # its program is read out of its image
-            instance = bind_instance(instance, WorkPaths(default_work_root()))
-    except (BenchmarkError, EnvironmentBuildError, SandboxError) as exc:
+    except BenchmarkError as exc:
         raise RowError("instance_id", f"instance {instance_id} does not load: {exc}") from exc
     if command:
         return Target(instance, command)
@@ -231,7 +241,7 @@ def import_prediction(record: Record, row: Prediction, name: str, out: Path, tar
     chosen = scope
     if scope == "tests":
         try:
-            tests = selected_tests(target.instance.program, patch)
+            tests = selected_tests(program_of(target.instance), patch)
         except RowError as exc:
             caveats.append(Issue(record.label, row.instance_id, exc.field,
                                  f"{exc}; imported with scope files (it will fail on the states it does not fit)",
