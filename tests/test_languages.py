@@ -141,7 +141,8 @@ def test_a_failing_build_is_every_run_of_the_state_build_failed(tmp_path, work_r
     toml = bench / "instances" / "go__clamp" / "instance.toml"
     # the build fails on the invalid candidate's tree alone
     toml.write_text(toml.read_text().replace("go vet ./... && go build testing testing/internal/testdeps ./... && touch BUILT",
-                                             "grep -q 'hi - 1' calc/calc.go && exit 3; touch BUILT"))
+                                             "grep -q 'hi - 1' calc/calc.go && exit 3; "
+                                             "go build testing testing/internal/testdeps && touch BUILT"))
     summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local",
                           work=_fresh_work(work_root, tmp_path))
     runs = Store(tmp_path / "store").scan("runs").collect()
