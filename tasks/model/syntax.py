@@ -23,6 +23,7 @@ import tree_sitter
 import tree_sitter_go
 import tree_sitter_java
 import tree_sitter_javascript
+import tree_sitter_rust
 import tree_sitter_typescript
 
 TestFunction = tuple[str, int, int]
@@ -256,6 +257,32 @@ def _java_tests(root: tree_sitter.Node) -> Iterator[TestFunction]:
     yield from visit(root, "")
 
 
+_RUST_TEST_ATTRIBUTE = re.compile(r"#\[\s*(?:[\w:]+::)?test\s*(?:\(|\])")
+
+
+def _rust_tests(root: tree_sitter.Node) -> Iterator[TestFunction]:
+    """libtest's rule: functions with a `#[test]` attribute (or a runtime's `#[tokio::test]`)
+    among the attributes right before them, named `module::name` through the file's inline
+    `mod` blocks, as libtest names them below the file's own module path."""
+
+    def visit(node: tree_sitter.Node, prefix: str) -> Iterator[TestFunction]:
+        attributes: list[str] = []
+        for child in node.named_children:
+            if child.type == "attribute_item":
+                attributes.append(text(child))
+                continue
+            name = child.child_by_field_name("name")
+            tested = any(map(_RUST_TEST_ATTRIBUTE.match, attributes))
+            if child.type == "function_item" and name is not None and tested:
+                yield prefix + text(name), first_line(child), last_line(child)
+            elif child.type == "mod_item" and name is not None:
+                yield from visit(child.child_by_field_name("body") or child, f"{prefix}{text(name)}::")
+            if child.type not in RUST.comments:
+                attributes = []
+
+    yield from visit(root, "")
+
+
 # -- the records -----------------------------------------------------------------------------
 
 PYTHON = Language("python", (".py",))
@@ -297,7 +324,19 @@ JAVA = Language(
     tests=_java_tests,
 )
 
+RUST = Language(
+    "rust", (".rs",), tree_sitter_rust.language,
+    functions=frozenset({"function_item"}),
+    classes=frozenset({"mod_item", "trait_item"}),
+    statements=frozenset({"let_declaration", "function_item", "const_item", "static_item", "struct_item", "enum_item",
+                          "impl_item", "trait_item", "mod_item", "use_declaration", "type_item"}),
+    literals=frozenset({"string_literal", "raw_string_literal", "char_literal"}),
+    comments=frozenset({"line_comment", "block_comment"}),
+    tests=_rust_tests,
+)
+
 LANGUAGES: dict[str, Language] = {lang.name: lang for lang in (PYTHON, GO, JAVASCRIPT, TYPESCRIPT, TSX, JAVA)}
+LANGUAGES[RUST.name] = RUST
 _BY_EXTENSION = {ext: lang for lang in LANGUAGES.values() for ext in lang.extensions}
 
 

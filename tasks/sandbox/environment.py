@@ -72,21 +72,25 @@ def check_toolchains(spec: EnvironmentSpec) -> None:
 #: the Debian package that gives a toolchain command, for check_toolchains' hint
 DEBIAN_PACKAGES = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs", "npm": "npm",
                    "java": "default-jdk-headless", "javac": "default-jdk-headless", "mvn": "maven",
-                   "gradle": "gradle", "cargo": "cargo", "tsc": "node-typescript"}
+                   "gradle": "gradle", "cargo": "cargo", "tsc": "node-typescript",
+                   "rustc": "rustc"}
 
 
 #: the folders on a run's PATH after the environment's own bin/ (tasks/sandbox/local.py)
 RUN_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 
 
-def _link_toolchains(spec: EnvironmentSpec, prefix: Path) -> None:
+def _link_toolchains(spec: EnvironmentSpec, prefix: Path, need_world_readable: bool) -> None:
     """An empty prefix whose `bin/` links each toolchain command that the host has outside
     the run's PATH (Go at /usr/local/go/bin, say): a run sees the host's system folders, not
-    its PATH. A link, so the toolchain finds its own root through it (go, node do)."""
+    its PATH. A link, so the toolchain finds its own root through it (go, node do). One the
+    sandbox's uid cannot run (rustup's cargo under /root) is not linked: the runs use the
+    system folders' own (Debian's /usr/bin/cargo)."""
     (prefix / "bin").mkdir(parents=True)
     for name in spec.toolchains:
         found = shutil.which(name)
-        if found and str(Path(found).parent) not in RUN_PATH:
+        if (found and str(Path(found).parent) not in RUN_PATH
+                and (not need_world_readable or world_readable(Path(found)))):
             (prefix / "bin" / name).symlink_to(found)
 
 
@@ -96,7 +100,8 @@ def build_environment(spec: EnvironmentSpec, work: WorkPaths, need_world_readabl
     the host's toolchains, checked first."""
     check_toolchains(spec)
     if spec.python is None:
-        return build_once(work.environment(spec.key), lambda target: _link_toolchains(spec, target / "host")) / "host"
+        return build_once(work.environment(spec.key),
+                          lambda target: _link_toolchains(spec, target / "host", need_world_readable)) / "host"
 
     def build(target: Path) -> None:
         assert spec.python is not None
