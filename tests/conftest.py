@@ -70,8 +70,8 @@ def _chromium_problem() -> str | None:
     return None if chromium_binary() else "neither chromium nor chromium-browser is on PATH (apt-get install chromium)"
 
 
-#: the host toolchains the Go and JavaScript tests replay on (the local backend's)
-TOOLCHAINS = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs"}
+#: the host toolchains the Go, JavaScript and Rust tests replay on (the local backend's)
+TOOLCHAINS = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs", "cargo": "cargo", "rustc": "rustc"}
 
 
 def _toolchains_problem() -> str | None:

@@ -118,6 +118,9 @@ def junit_id(test_id: str) -> str:
 #: parameters (`test_x[1]`), a Go subtest (`TestX/empty`), a JUnit 5 method's signature
 #: (`bar()`, `bar(int)`)
 PART_MARKS = ("[", "/", "(")
+#: the classname libtest's JUnit output gives every test of an integration-test crate
+#: (`tests/*.rs`), where a unit test's is its module path: the test's own name follows it whole
+LIBTEST_INTEGRATION = "integration::"
 
 
 def matches(case: TestResult, test_id: str) -> bool:
@@ -126,9 +129,12 @@ def matches(case: TestResult, test_id: str) -> bool:
     when the id was cut inside its parameters (SWE-bench cuts ids at the first space:
     `test_x[assert`), so `test_x` never matches `test_xy`. A bare name matches the case's
     own name (after its classname), since some projects' lists (sympy's, Go's) hold only
-    those. The rules are the same for every language (docs/languages.md)."""
+    those; a libtest integration test's case is also its own name after LIBTEST_INTEGRATION.
+    The rules are the same for every language (docs/languages.md)."""
     wanted = junit_id(test_id)
     name = case.name if "::" in wanted else case.name.rsplit("::", 1)[-1]
+    if "::" in wanted and name != wanted and name.startswith(LIBTEST_INTEGRATION):
+        name = name.removeprefix(LIBTEST_INTEGRATION)
     if "[" in wanted:
         return name.startswith(wanted)
     return name == wanted or any(name.startswith(wanted + mark) for mark in PART_MARKS)

@@ -54,11 +54,12 @@ def find_interpreter(version: str, need_world_readable: bool) -> Path:
     )
 
 
-def check_toolchains(spec: EnvironmentSpec) -> None:
+def check_toolchains(spec: EnvironmentSpec, need_world_readable: bool = False) -> None:
     """The host commands a local run of `spec` needs (`toolchains`), all on this host's
-    PATH, or one error naming every missing one and how to get it. The local backend runs
-    on the host's own toolchains: it cannot build a Dockerfile."""
-    missing = [name for name in spec.toolchains if shutil.which(name) is None]
+    PATH (and runnable by the sandbox's uid when it drops to one), or one error naming every
+    missing one and how to get it. The local backend runs on the host's own toolchains: it
+    cannot build a Dockerfile."""
+    missing = [name for name in spec.toolchains if not _runnable(name, need_world_readable)]
     if missing:
         hints = ", ".join(f"{name} (Debian: apt install {DEBIAN_PACKAGES.get(name, name)})" for name in missing)
         raise EnvironmentBuildError(f"environment.toolchains: not on this host: {hints}; or use --backend docker")
@@ -80,6 +81,16 @@ DEBIAN_PACKAGES = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs"
 RUN_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 
 
+def _runnable(name: str, need_world_readable: bool) -> bool:
+    """Whether a run can start the host command `name`: PATH's, or, when the sandbox's uid
+    cannot run that one (rustup's cargo under /root), the system folders' own."""
+    found = shutil.which(name)
+    if found is None:
+        return False
+    return (not need_world_readable or world_readable(Path(found))
+            or shutil.which(name, path=os.pathsep.join(RUN_PATH)) is not None)
+
+
 def _link_toolchains(spec: EnvironmentSpec, prefix: Path, need_world_readable: bool) -> None:
     """An empty prefix whose `bin/` links each toolchain command that the host has outside
     the run's PATH (Go at /usr/local/go/bin, say): a run sees the host's system folders, not
@@ -98,7 +109,7 @@ def build_environment(spec: EnvironmentSpec, work: WorkPaths, need_world_readabl
     """Build (once) the virtualenv of an environment key; returns its folder. Without a
     Python, the folder is an empty prefix (`bin/` first on PATH, nothing in it): runs use
     the host's toolchains, checked first."""
-    check_toolchains(spec)
+    check_toolchains(spec, need_world_readable)
     if spec.python is None:
         return build_once(work.environment(spec.key),
                           lambda target: _link_toolchains(spec, target / "host", need_world_readable)) / "host"

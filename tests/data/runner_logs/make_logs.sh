@@ -6,7 +6,7 @@
 #
 #   tests/data/runner_logs/make_logs.sh [RUNNER...]    default: every runner
 #
-# Needs: python3.11 with venv (pytest, django, sympy from PyPI), go, cargo, node + npm
+# Needs: python3.11 with venv (pytest, django, sympy from PyPI), go, cargo (and Debian's), node + npm
 # (jest, mocha, vitest from the npm registry), mvn (Maven Central), php-cli + phpunit,
 # ruby + ruby-rspec + ruby-minitest (Debian; .ci/setup installs them). SWE-bench Pro's
 # parser.py is read from a checkout given as PRO_PARSER=path/to/parser.py (not committed:
@@ -86,6 +86,16 @@ run_cargo() {
     version cargo "$(cargo --version), $(rustc --version)"
 }
 
+run_libtest_junit() {  # libtest's own JUnit report, one per test binary, from Debian's cargo and rustc
+    copy rust             # as the bundled Rust environment runs them (RUSTC_BOOTSTRAP=1: unstable on stable)
+    local binary
+    for binary in lib:--lib integration:--test=integration; do
+        env PATH=/usr/bin:/bin RUSTC_BOOTSTRAP=1 cargo test -q --offline "${binary#*:}" -- -Z unstable-options \
+            --format junit >"$HERE/libtest_junit_${binary%%:*}.xml" 2>/dev/null || true
+    done
+    version libtest_junit "$(PATH=/usr/bin:/bin cargo --version), $(PATH=/usr/bin:/bin rustc --version)"
+}
+
 run_node() {  # $1: jest | mocha | vitest; the rest: the runner's command line
     local runner=$1; shift
     copy "$runner"
@@ -129,7 +139,7 @@ run_script() {  # SWE-bench Pro's parser.py over the pytest log, under bubblewra
 }
 
 RUNNERS=("$@")
-((${#RUNNERS[@]})) || RUNNERS=(pytest django sympy go cargo jest mocha vitest maven phpunit ruby script)
+((${#RUNNERS[@]})) || RUNNERS=(pytest django sympy go cargo libtest_junit jest mocha vitest maven phpunit ruby script)
 : >"$HERE/versions.new"
 for runner in "${RUNNERS[@]}"; do
     case $runner in
