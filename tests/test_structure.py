@@ -169,6 +169,26 @@ class Range {
          "        for (int v : sorted) { v++; }\n        return sorted[1];"),
         ("            return x;\n        }\n        return x;",
          "            // the upper bound\n            return   hi;\n        }\n        return x;")),
+    "rust": ("src/range.rs", """\
+fn helper() -> i32 {
+    1
+}
+
+pub fn clamp(x: i32, lo: i32, hi: i32) -> i32 {
+    if x < lo {
+        return lo;
+    }
+    if x > hi {
+        return x;
+    }
+    x
+}
+""", ("        return x;\n    }\n    x", "        return hi;\n    }\n    x"),
+        ("        return x;\n    }\n    x", "        return hi + 0;\n    }\n    x"),
+        ("    if x < lo {\n        return lo;\n    }\n    if x > hi {\n        return x;\n    }\n    x",
+         "    let mut sorted = [lo, x, hi];\n    sorted.sort();\n    for v in sorted.iter() {\n        let _ = v;\n    }\n"
+         "    sorted[1]"),
+        ("        return x;\n    }\n    x", "        // the upper bound\n        return   hi;\n    }\n    x")),
 }
 
 
@@ -277,7 +297,7 @@ def test_changed_functions_and_code_lines_per_language(path, source, lines, func
 
 
 def test_a_file_of_a_language_without_grammar_is_not_measured():
-    assert analyse_file("lib.rs", b"fn main() {\n    let x = 1;\n}\n", [1, 2, 3]) == ChangedFile("lib.rs", {}, ())
+    assert analyse_file("Main.kt", b"fun main() {\n    val x = 1\n}\n", [1, 2, 3]) == ChangedFile("Main.kt", {}, ())
     # ... and a toolchain measures its own files only: coverage.py's are the Python ones
     patch = diff("m.go", "package m\n", "package m\n\nvar X = 1\n") + diff("m.py", "x = 1\n", "x = 2\n")
     assert set(changed_lines(patch.encode())) == {"m.py"}
@@ -340,6 +360,30 @@ class RangeTest {
     }
 }
 """, [("RangeTest::keepsInside", 4, 7), ("RangeTest::Bounds::caps", 13, 14)]),
+    ("src/range/tests.rs", """\
+use super::*;
+
+#[test]
+fn keeps_inside() {
+    assert_eq!(clamp(1, 0, 3), 1);
+}
+
+fn helper() {}
+
+#[cfg(test)]
+mod bounds {
+    #[test]
+    // caps high values
+    #[should_panic]
+    fn caps() {}
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn on_a_runtime() {}
+
+    #[test_case(1)]
+    fn not_libtest(x: i32) {}
+}
+""", [("keeps_inside", 3, 6), ("bounds::caps", 12, 15), ("bounds::on_a_runtime", 17, 18)]),
 ])
 def test_test_functions_per_language(path, source, expected):
     language = syntax.language_of(path).name

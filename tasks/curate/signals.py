@@ -43,7 +43,6 @@ COMMENT_PREFIXES: dict[str, tuple[str, ...]] = {
 #: Test functions in files of languages without a syntax record's test rule: one match of
 #: the pattern is one test.
 TEST_PATTERNS: dict[str, re.Pattern[str]] = {
-    ".rs": re.compile(r"^\s*#\[(?:tokio::)?test\]", re.M),
     ".kt": re.compile(r"^\s*@Test\b", re.M),
     ".rb": re.compile(r"^\s*(?:it\s+['\"]|def\s+test_)", re.M),
     ".cs": re.compile(r"^\s*\[(?:Test|Fact|Theory|TestMethod)\b", re.M),

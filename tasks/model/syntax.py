@@ -263,18 +263,19 @@ _RUST_TEST_ATTRIBUTE = re.compile(r"#\[\s*(?:[\w:]+::)?test\s*(?:\(|\])")
 def _rust_tests(root: tree_sitter.Node) -> Iterator[TestFunction]:
     """libtest's rule: functions with a `#[test]` attribute (or a runtime's `#[tokio::test]`)
     among the attributes right before them, named `module::name` through the file's inline
-    `mod` blocks, as libtest names them below the file's own module path."""
+    `mod` blocks, as libtest names them below the file's own module path; their extent
+    starts at their first attribute (as a Java method's at its annotations)."""
 
     def visit(node: tree_sitter.Node, prefix: str) -> Iterator[TestFunction]:
-        attributes: list[str] = []
+        attributes: list[tree_sitter.Node] = []
         for child in node.named_children:
             if child.type == "attribute_item":
-                attributes.append(text(child))
+                attributes.append(child)
                 continue
             name = child.child_by_field_name("name")
-            tested = any(map(_RUST_TEST_ATTRIBUTE.match, attributes))
+            tested = any(_RUST_TEST_ATTRIBUTE.match(text(a)) for a in attributes)
             if child.type == "function_item" and name is not None and tested:
-                yield prefix + text(name), first_line(child), last_line(child)
+                yield prefix + text(name), first_line(attributes[0]), last_line(child)
             elif child.type == "mod_item" and name is not None:
                 yield from visit(child.child_by_field_name("body") or child, f"{prefix}{text(name)}::")
             if child.type not in RUST.comments:
