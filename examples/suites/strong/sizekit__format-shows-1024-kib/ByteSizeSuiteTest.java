@@ -65,7 +65,7 @@ class ByteSizeSuiteTest {
     @Test
     void randomCountsAreCloseAndNeverShow1024() {
         Random random = new Random(20240611);
-        for (int i = 0; i < 20000; i++) {
+        for (int i = 0; i < 5000; i++) {
             long bytes = random.nextLong() >> random.nextInt(63);
             if (Math.abs(bytes) < 1024) {
                 continue;
