@@ -24,6 +24,7 @@ from testprism.tasks.execution.junit import parse_junit, select
 from testprism.tasks.execution.verdict import Policy
 from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
 from testprism.tasks.model.state import states_of
+from testprism.tasks.sandbox.docker.environment_image import extra_certificates
 
 ID = "sizekit__format-shows-1024-kib"
 DATA = Path(__file__).parent / "data" / "surefire"
@@ -111,3 +112,15 @@ def test_surefire_names_match_class_hash_method_ids():
     broken = replace(formats[3], outcome="failed")
     assert select(tuple(c for c in cases if c is not formats[3]) + (broken,), ("ByteSizeSuiteTest#formats",)) == {
         "ByteSizeSuiteTest#formats": "failed"}
+
+
+def test_a_dockerfile_build_gets_the_machines_added_certificates(tmp_path):
+    """What the java Dockerfile's Maven trusts besides Debian's certificates while it fetches
+    (`EXTRA_CA`): the `.crt` files of the machine's folder of added CAs, nothing else."""
+    folder = tmp_path / "ca-certificates"
+    (folder / "corp").mkdir(parents=True)
+    (folder / "proxy.crt").write_text("-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----\n")
+    (folder / "corp" / "root.crt").write_text("-----BEGIN CERTIFICATE-----\nBBB\n-----END CERTIFICATE-----\n")
+    (folder / "notes.txt").write_text("not a certificate")
+    assert extra_certificates(folder).count("BEGIN CERTIFICATE") == 2 and "not a" not in extra_certificates(folder)
+    assert extra_certificates(tmp_path / "none") == ""
