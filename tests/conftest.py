@@ -5,7 +5,7 @@ one place that decides what a test does when an optional component is missing.
 Optional components (`COMPONENTS`): `sandbox` (bubblewrap that can create its namespaces,
 and a Python 3.11 the sandbox's uid can run), `docker` (an engine that answers),
 `chromium` (the report's rendering tests), `toolchains` (go, gotestsum and node, which
-the Go and JavaScript instances replay on) and `slurm` (Debian's SLURM and munge daemons and
+the Go and JavaScript instances replay on; java, javac and mvn, the Java one's) and `slurm` (Debian's SLURM and munge daemons and
 clients, run as root, and dask-jobqueue: tests/test_slurm.py starts a one-node cluster of
 its own). A test asks for one with `@pytest.mark.requires("sandbox")` or the `require`
 fixture (`require("chromium")`). Missing, it FAILS when `TESTPRISM_REQUIRE_<NAME>` is set
@@ -70,8 +70,9 @@ def _chromium_problem() -> str | None:
     return None if chromium_binary() else "neither chromium nor chromium-browser is on PATH (apt-get install chromium)"
 
 
-#: the host toolchains the Go, JavaScript and Rust tests replay on (the local backend's)
+#: the host toolchains the language tests replay on (the local backend's)
 TOOLCHAINS = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs", "cargo": "cargo", "rustc": "rustc"}
+TOOLCHAINS |= {"java": "default-jdk-headless", "javac": "default-jdk-headless", "mvn": "maven"}  # the Java instance's
 
 
 def _toolchains_problem() -> str | None:

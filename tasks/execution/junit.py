@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 from xml.etree.ElementTree import Element, ParseError
 
 from defusedxml import DefusedXmlException
@@ -125,7 +126,8 @@ LIBTEST_INTEGRATION = "integration::"
 
 def matches(case: TestResult, test_id: str) -> bool:
     """Whether a reported case is the test `test_id` names: the same test, or a part of it
-    (PART_MARKS: a parametrisation, a subtest, a method signature). A plain prefix only
+    (PART_MARKS: a parametrisation, a subtest, a method signature); a Java method may also
+    be named `Class#method` or `Class.method` (_java_method). A plain prefix only
     when the id was cut inside its parameters (SWE-bench cuts ids at the first space:
     `test_x[assert`), so `test_x` never matches `test_xy`. A bare name matches the case's
     own name (after its classname), since some projects' lists (sympy's, Go's) hold only
@@ -137,7 +139,24 @@ def matches(case: TestResult, test_id: str) -> bool:
         name = name.removeprefix(LIBTEST_INTEGRATION)
     if "[" in wanted:
         return name.startswith(wanted)
-    return name == wanted or any(name.startswith(wanted + mark) for mark in PART_MARKS)
+    return name == wanted or any(name.startswith(wanted + mark) for mark in PART_MARKS) or _java_method(case, test_id)
+
+
+#: a Java test method as Surefire and Maven name it: `org.x.FooTest#bar` (`-Dtest`'s syntax)
+#: or `org.x.FooTest.bar`, the class qualified or simple, nested as `Outer$Inner`
+_JAVA_METHOD = re.compile(r"([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)[#.]([A-Za-z_$][\w$]*)")
+
+
+def _java_method(case: TestResult, test_id: str) -> bool:
+    """Whether `test_id` names the case in Java's way: Surefire reports a method as
+    classname `org.x.FooTest`, name `bar` (`bar(int)[1]` for a parametrised one, a part)."""
+    found = _JAVA_METHOD.fullmatch(test_id)
+    classname, separator, name = case.name.partition("::")
+    if found is None or not separator:
+        return False
+    wanted_class, method = found.groups()
+    return ((classname == wanted_class or classname.endswith("." + wanted_class))
+            and (name == method or any(name.startswith(method + mark) for mark in PART_MARKS)))
 
 
 def select(results: tuple[TestResult, ...], test_ids: tuple[str, ...]) -> dict[str, str]:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from testprism.tasks.model.benchmark import EnvironmentSpec
@@ -105,14 +107,47 @@ def _link_toolchains(spec: EnvironmentSpec, prefix: Path, need_world_readable: b
             (prefix / "bin" / name).symlink_to(found)
 
 
+#: a Maven project in an environment's Dockerfile folder whose tests bring, when run once,
+#: every plugin and library its instances' runs use (examples/environments/java)
+MAVEN_SEED = "maven-seed"
+
+
+def _maven_repository(spec: EnvironmentSpec, prefix: Path) -> None:
+    """For an environment whose toolchains include `mvn` and whose Dockerfile folder holds a
+    MAVEN_SEED project: a Maven repository of its own (`m2/`), filled from the registry by
+    the seed's `mvn test` (what its Dockerfile does in the image), and a `bin/mvn` that runs
+    the host's Maven on it. Runs are offline and cannot read /root/.m2; they read the
+    environment. The seed is the benchmark owner's recipe, like `packages` (SECURITY.md)."""
+    seed = spec.context / MAVEN_SEED if spec.context is not None else None
+    if "mvn" not in spec.toolchains or seed is None or not (seed / "pom.xml").is_file():
+        return
+    mvn = shutil.which("mvn")
+    assert mvn is not None  # check_toolchains found it
+    repository = prefix / "m2"
+    log.info("environment %s: resolving %s's Maven dependencies into %s", spec.key, seed, repository)
+    with tempfile.TemporaryDirectory() as scratch:
+        project = shutil.copytree(seed, Path(scratch) / MAVEN_SEED, symlinks=True)
+        done = subprocess.run([mvn, "-B", "-q", f"-Dmaven.repo.local={repository}", "test"], cwd=project,
+                              capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise EnvironmentBuildError(f"environment {spec.key}: mvn test of {seed} failed:\n{done.stdout[-2000:]}")
+    wrapper = prefix / "bin" / "mvn"
+    wrapper.unlink(missing_ok=True)  # _link_toolchains' link to a Maven outside the run's PATH
+    wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(mvn)} -Dmaven.repo.local={shlex.quote(str(repository))} "$@"\n')
+    wrapper.chmod(0o755)
+
+
 def build_environment(spec: EnvironmentSpec, work: WorkPaths, need_world_readable: bool) -> Path:
     """Build (once) the virtualenv of an environment key; returns its folder. Without a
     Python, the folder is an empty prefix (`bin/` first on PATH, nothing in it): runs use
     the host's toolchains, checked first."""
     check_toolchains(spec, need_world_readable)
     if spec.python is None:
-        return build_once(work.environment(spec.key),
-                          lambda target: _link_toolchains(spec, target / "host", need_world_readable)) / "host"
+        def host(target: Path) -> None:
+            _link_toolchains(spec, target / "host", need_world_readable)
+            _maven_repository(spec, target / "host")
+
+        return build_once(work.environment(spec.key), host) / "host"
 
     def build(target: Path) -> None:
         assert spec.python is not None

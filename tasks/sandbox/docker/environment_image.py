@@ -13,7 +13,7 @@ import os
 import shlex
 import subprocess
 import sys
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from testprism.tasks.model.benchmark import EnvironmentSpec
@@ -33,6 +33,18 @@ ENV_ROOT = PurePosixPath("/opt/testprism/envs")
 #: bump when the image recipe below changes: every environment image is then rebuilt
 RECIPE = "2"
 BUILD_TIMEOUT_S = 1800
+#: Debian's folder of the CA certificates added to this machine's trust (a TLS-inspecting
+#: proxy's root, say). A Dockerfile's build gets them as the build argument `EXTRA_CA` (PEM
+#: text) to trust while its own clients (Maven, cargo) reach the registries, as pip's
+#: builds get PIP_CERT; the base image has only Debian's own certificates.
+EXTRA_CA_FOLDER = Path("/usr/local/share/ca-certificates")
+
+
+def extra_certificates(folder: Path = EXTRA_CA_FOLDER) -> str:
+    """The PEM text of the machine's added CA certificates ('' when it has none)."""
+    if not folder.is_dir():
+        return ""
+    return "".join(path.read_text() for path in sorted(folder.rglob("*.crt")) if path.is_file())
 
 
 def environment_image_key(base: dict, spec: EnvironmentSpec) -> str:
@@ -90,7 +102,7 @@ def build_dockerfile_image(api: APIClient, base_name: str, spec: EnvironmentSpec
     tail: list[str] = []
     try:
         for chunk in api.build(path=str(spec.context), dockerfile=PurePosixPath(spec.dockerfile).name, tag=tag,
-                               buildargs={"BASE": base_name}, network_mode="host", pull=False, rm=True,
+                               buildargs={"BASE": base_name, "EXTRA_CA": extra_certificates()}, network_mode="host", pull=False, rm=True,
                                forcerm=True, labels=labels, decode=True, timeout=BUILD_TIMEOUT_S):
             if "error" in chunk:
                 tail.append(str(chunk["error"]))
