@@ -70,8 +70,10 @@ def _chromium_problem() -> str | None:
     return None if chromium_binary() else "neither chromium nor chromium-browser is on PATH (apt-get install chromium)"
 
 
-#: the host toolchains the Go and JavaScript tests replay on (the local backend's)
-TOOLCHAINS = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs"}
+#: the host toolchains the Go, JavaScript and TypeScript tests replay on (the local backend's);
+#: Vitest and tsc are npm's, which .ci/setup installs (examples/environments/typescript)
+TOOLCHAINS = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs",
+              "vitest": "npm; then .ci/setup installs it", "tsc": "npm; then .ci/setup installs it"}
 
 
 def _toolchains_problem() -> str | None:
