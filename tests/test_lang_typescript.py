@@ -36,14 +36,15 @@ def _designed() -> tuple[dict[str, str], dict[str, tuple[str, tuple[str, ...]]]]
     instance's files say."""
     instance = load_benchmark(BUNDLED).instances[INSTANCE]
     outcomes = {"buggy": "F", "reference": "P"} | {c.id: "P" if c.label == "valid" else "F" for c in instance.candidates}
-    labels = {c.id: (c.label, tuple(sorted(c.failed_checks))) for c in instance.candidates}
+    labels = {c.id: (c.label, tuple(sorted(c.failed_checks or ()))) for c in instance.candidates}
     return outcomes, labels
 
 
-def _replay(bench: Path, backend: str, root: Path) -> dict:
+def _replay(bench: Path, backend: str, root: Path, work: Path) -> dict:
     """One replay of the strong suite on every state, and one run of the checks on every
-    candidate (as the collect flow labels them), on `backend`."""
-    store, work = root / f"{backend}-store", root / f"{backend}-work"
+    candidate (as the collect flow labels them), on `backend`; `work` a work area the
+    sandbox's uid can traverse."""
+    store = root / f"{backend}-store"
     summary = replay_flow(benchmark=str(bench), store=str(store), backend=backend, work=str(work),
                           configurations=["strong"])
     runs = Store(store).scan("runs").collect().sort("started_at")
@@ -68,17 +69,16 @@ def _replay(bench: Path, backend: str, root: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def replays(tmp_path_factory, require) -> dict[str, dict]:
+def replays(tmp_path_factory, work_root, require) -> dict[str, dict]:
     """The instance with its strong suite alone, replayed once per backend (CI's time)."""
     require("sandbox")
     require("toolchains")
     require("docker")
     root = tmp_path_factory.mktemp("typescript")
-    root.chmod(0o755)  # the sandbox's uid traverses the work areas under it
     bench = bundled_part(root / "bench", (INSTANCE,))
     for kind in ("biased", "weak", "broken"):
         shutil.rmtree(bench / "suites" / kind)
-    return {backend: _replay(bench, backend, root) for backend in ("local", "docker")}
+    return {backend: _replay(bench, backend, root, work_root / f"typescript-{backend}") for backend in ("local", "docker")}
 
 
 @pytest.mark.slow
