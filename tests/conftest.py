@@ -73,6 +73,8 @@ def _chromium_problem() -> str | None:
 #: the host toolchains the language tests replay on (the local backend's)
 TOOLCHAINS = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs", "cargo": "cargo", "rustc": "rustc"}
 TOOLCHAINS |= {"java": "default-jdk-headless", "javac": "default-jdk-headless", "mvn": "maven"}  # the Java instance's
+#: Vitest and tsc are npm's, which .ci/setup installs (examples/environments/typescript)
+TOOLCHAINS |= {"vitest": "npm; then .ci/setup installs it", "tsc": "npm; then .ci/setup installs it"}
 
 
 def _toolchains_problem() -> str | None:

@@ -102,11 +102,26 @@ def parse_junit(xml: bytes) -> tuple[TestResult, ...] | None:
     return tuple(results)
 
 
+#: how a JavaScript/TypeScript test file's name ends: Vitest names a case's classname after it
+SCRIPT_SUFFIXES = (".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
+#: the separator of a case's describe blocks and title as Vitest's JUnit reporter writes it
+#: (`describe > it`), and as Jest prints it (`describe › it`)
+TITLE_SEPARATOR = " > "
+
+
 def junit_id(test_id: str) -> str:
     """A pytest node id (`tests/test_x.py::TestC::test_y[p]`) in the form `parse_junit`
-    names cases (`tests.test_x.TestC::test_y[p]`); bare names (sympy's `test_y`, Go's
-    `TestX`, a JavaScript test's title) and other languages' `classname::name` ids (Go's
-    `example.com/pkg::TestX`, Java's `org.x.FooTest::bar`) unchanged."""
+    names cases (`tests.test_x.TestC::test_y[p]`); a Vitest/Jest id (`describe › it`,
+    `test/x.test.ts > describe > it`) in the form of Vitest's JUnit cases (classname the
+    file, name `describe > it`: `test/x.test.ts::describe > it`, or `describe > it`); bare
+    names (sympy's `test_y`, Go's `TestX`, a JavaScript test's title) and other languages'
+    `classname::name` ids (Go's `example.com/pkg::TestX`, Java's `org.x.FooTest::bar`)
+    unchanged."""
+    if "::" not in test_id and (" > " in test_id or " \u203a " in test_id):
+        titles = test_id.replace(" \u203a ", TITLE_SEPARATOR).split(TITLE_SEPARATOR)
+        if titles[0].endswith(SCRIPT_SUFFIXES):
+            return titles[0] + "::" + TITLE_SEPARATOR.join(titles[1:])
+        return TITLE_SEPARATOR.join(titles)
     if "::" not in test_id or not test_id.split("::", 1)[0].endswith(".py"):
         return test_id
     path, *rest = test_id.split("::")
@@ -117,8 +132,8 @@ def junit_id(test_id: str) -> str:
 
 #: what may follow a test's name in a reported case that is a part of it: pytest's
 #: parameters (`test_x[1]`), a Go subtest (`TestX/empty`), a JUnit 5 method's signature
-#: (`bar()`, `bar(int)`)
-PART_MARKS = ("[", "/", "(")
+#: (`bar()`, `bar(int)`), a test inside a Vitest/Jest describe block (`block > test`)
+PART_MARKS = ("[", "/", "(", TITLE_SEPARATOR)
 #: the classname libtest's JUnit output gives every test of an integration-test crate
 #: (`tests/*.rs`), where a unit test's is its module path: the test's own name follows it whole
 LIBTEST_INTEGRATION = "integration::"
@@ -126,7 +141,7 @@ LIBTEST_INTEGRATION = "integration::"
 
 def matches(case: TestResult, test_id: str) -> bool:
     """Whether a reported case is the test `test_id` names: the same test, or a part of it
-    (PART_MARKS: a parametrisation, a subtest, a method signature); a Java method may also
+    (PART_MARKS: a parametrisation, a subtest, a method signature, a describe block's test); a Java method may also
     be named `Class#method` or `Class.method` (_java_method). A plain prefix only
     when the id was cut inside its parameters (SWE-bench cuts ids at the first space:
     `test_x[assert`), so `test_x` never matches `test_xy`. A bare name matches the case's

@@ -77,6 +77,8 @@ DEBIAN_PACKAGES = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs"
                    "java": "default-jdk-headless", "javac": "default-jdk-headless", "mvn": "maven",
                    "gradle": "gradle", "cargo": "cargo", "tsc": "node-typescript",
                    "rustc": "rustc"}
+#: npm's Vitest has no Debian package: .ci/setup installs it (examples/environments/typescript)
+DEBIAN_PACKAGES["vitest"] = "npm, then run .ci/setup"
 
 
 #: the folders on a run's PATH after the environment's own bin/ (tasks/sandbox/local.py)

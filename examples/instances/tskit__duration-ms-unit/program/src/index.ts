@@ -1,0 +1,1 @@
+export { DurationError, UNITS, formatDuration, parseDuration } from './duration';
