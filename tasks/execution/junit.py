@@ -126,12 +126,19 @@ def matches(case: TestResult, test_id: str) -> bool:
     when the id was cut inside its parameters (SWE-bench cuts ids at the first space:
     `test_x[assert`), so `test_x` never matches `test_xy`. A bare name matches the case's
     own name (after its classname), since some projects' lists (sympy's, Go's) hold only
-    those. The rules are the same for every language (docs/languages.md)."""
+    those. A bare id also matches the case's classname and name joined by a dot:
+    GoogleTest's `Suite.Test` (its own and `--gtest_filter`'s name for the case its XML
+    reports as classname `Suite`, name `Test`). The rules are the same for every language
+    (docs/languages.md)."""
     wanted = junit_id(test_id)
-    name = case.name if "::" in wanted else case.name.rsplit("::", 1)[-1]
+    if "::" in wanted:
+        names: tuple[str, ...] = (case.name,)
+    else:
+        classname, _, own = case.name.rpartition("::")
+        names = (own, f"{classname}.{own}") if classname else (own,)
     if "[" in wanted:
-        return name.startswith(wanted)
-    return name == wanted or any(name.startswith(wanted + mark) for mark in PART_MARKS)
+        return any(name.startswith(wanted) for name in names)
+    return any(name == wanted or any(name.startswith(wanted + mark) for mark in PART_MARKS) for name in names)
 
 
 def select(results: tuple[TestResult, ...], test_ids: tuple[str, ...]) -> dict[str, str]:
