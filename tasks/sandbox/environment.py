@@ -72,7 +72,8 @@ def check_toolchains(spec: EnvironmentSpec) -> None:
 #: the Debian package that gives a toolchain command, for check_toolchains' hint
 DEBIAN_PACKAGES = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs", "npm": "npm",
                    "java": "default-jdk-headless", "javac": "default-jdk-headless", "mvn": "maven",
-                   "gradle": "gradle", "cargo": "cargo", "tsc": "node-typescript"}
+                   "gradle": "gradle", "cargo": "cargo", "tsc": "node-typescript",
+                   "cmake": "cmake", "ctest": "cmake", "make": "make", "cc": "gcc", "gcc": "gcc", "c++": "g++", "g++": "g++"}
 
 
 #: the folders on a run's PATH after the environment's own bin/ (tasks/sandbox/local.py)
