@@ -5,9 +5,9 @@ one place that decides what a test does when an optional component is missing.
 Optional components (`COMPONENTS`): `sandbox` (bubblewrap that can create its namespaces,
 and a Python 3.11 the sandbox's uid can run), `docker` (an engine that answers),
 `chromium` (the report's rendering tests), `toolchains` (go, gotestsum and node, which
-the Go and JavaScript instances replay on) and `slurm` (Debian's SLURM and munge daemons and
-clients, run as root, and dask-jobqueue: tests/test_slurm.py starts a one-node cluster of
-its own). A test asks for one with `@pytest.mark.requires("sandbox")` or the `require`
+the Go and JavaScript instances replay on; cmake and g++, the C and C++ ones) and `slurm`
+(Debian's SLURM and munge daemons and clients, run as root, and dask-jobqueue:
+tests/test_slurm.py starts a one-node cluster of its own). A test asks for one with `@pytest.mark.requires("sandbox")` or the `require`
 fixture (`require("chromium")`). Missing, it FAILS when `TESTPRISM_REQUIRE_<NAME>` is set
 (make test sets all five, after .ci/setup has installed them) and skips, naming that
 variable, when it is not (bare pytest)."""
@@ -70,8 +70,8 @@ def _chromium_problem() -> str | None:
     return None if chromium_binary() else "neither chromium nor chromium-browser is on PATH (apt-get install chromium)"
 
 
-#: the host toolchains the Go and JavaScript tests replay on (the local backend's)
-TOOLCHAINS = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs"}
+#: the host toolchains the Go, JavaScript, C and C++ tests replay on (the local backend's)
+TOOLCHAINS = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs", "cmake": "cmake", "g++": "g++"}
 
 
 def _toolchains_problem() -> str | None:

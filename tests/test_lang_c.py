@@ -95,7 +95,7 @@ def replays(tmp_path_factory, work_root) -> dict[str, dict]:
 
 
 @pytest.mark.slow
-@pytest.mark.requires("sandbox", "docker")
+@pytest.mark.requires("sandbox", "docker", "toolchains")
 @pytest.mark.timeout(2400)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_strong_suite_outcomes_as_designed(replays, backend):
@@ -106,7 +106,7 @@ def test_strong_suite_outcomes_as_designed(replays, backend):
 
 
 @pytest.mark.slow
-@pytest.mark.requires("sandbox", "docker")
+@pytest.mark.requires("sandbox", "docker", "toolchains")
 @pytest.mark.timeout(2400)
 def test_local_and_docker_agree_run_by_run(replays):
     assert replays["local"]["outcomes"] == replays["docker"]["outcomes"]
@@ -114,7 +114,7 @@ def test_local_and_docker_agree_run_by_run(replays):
 
 
 @pytest.mark.slow
-@pytest.mark.requires("sandbox", "docker")
+@pytest.mark.requires("sandbox", "docker", "toolchains")
 @pytest.mark.timeout(2400)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_official_checks_label_every_candidate_as_the_benchmark_does(replays, backend):
@@ -128,8 +128,7 @@ def _run(command: list[str], cwd: Path) -> None:
     subprocess.run(command, cwd=cwd, check=False, capture_output=True, timeout=300)
 
 
-@pytest.mark.skipif(not (shutil.which("cmake") and Path("/usr/include/gtest/gtest.h").exists()),
-                    reason="needs cmake, g++ and GoogleTest (apt-get install cmake g++ libgtest-dev)")
+@pytest.mark.requires("toolchains")  # cmake, g++ (and libgtest-dev, which .ci/setup installs with them)
 def test_ctest_and_googletest_ids_from_their_real_output(tmp_path):
     """CTest names a case by its test name (classname = name); GoogleTest by its suite
     (classname) and test, value-parametrised tests as `Test/N` of `Prefix/Suite`: ids are
@@ -174,3 +173,29 @@ def test_ctest_and_googletest_ids_from_their_real_output(tmp_path):
         "Hits": "failed",  # a bare name: every suite's Hits (as for Go's and pytest's bare names)
         "Even.Holds": "missing",  # an instantiation's suite is Prefix/Even
     }
+
+
+def test_c_and_cpp_syntax_records():
+    """Functions are named through their declarators (C++ methods defined outside their
+    class as `Type.method`, as inside it); GoogleTest's TEST macros are tests named
+    `Suite.Test`, its runner's ids; C has no test rule (its build registers its tests)."""
+    from testprism.tasks.model import syntax
+
+    c = syntax.parse(syntax.C, "static const char *name(int *p) { return \"a b\"; }\nint main(void) { return 0; }\n")
+    assert [u.name for u in syntax.units(syntax.C, c)] == ["name", "main"]
+    assert syntax.C.tests is None and syntax.language_of("src/ringbuf.h") is syntax.C
+    source = textwrap.dedent("""\
+        namespace lru {
+        class Cache { public: int get(int k) const { return k; } };
+        int Cache::put(int k) { return k; }
+        }
+        TEST(LruCache, GetRefreshes) { EXPECT_EQ(1, 1); }
+        namespace { TEST_F(Fixture, Works) {
+          ASSERT_TRUE(true);
+        } }
+        """)
+    cpp = syntax.parse(syntax.CPP, source)
+    assert [u.name for u in syntax.units(syntax.CPP, cpp)] == [
+        "lru.Cache.get", "lru.Cache.put", "LruCache.GetRefreshes", "Fixture.Works"]
+    assert list(syntax.CPP.tests(cpp)) == [("LruCache.GetRefreshes", 5, 5), ("Fixture.Works", 6, 8)]
+    assert syntax.named("cpp") is syntax.CPP and syntax.language_of("tests/lru_cache_test.cpp") is syntax.CPP

@@ -147,6 +147,14 @@ def _name(node: tree_sitter.Node) -> str | None:
 _GTEST_MACROS = {"TEST", "TEST_F", "TEST_P", "TYPED_TEST", "TYPED_TEST_P"}
 
 
+def _gtest_name(declarator: tree_sitter.Node) -> str | None:
+    """`Suite.Name` when a declarator is GoogleTest's `TEST(Suite, Name)` (or TEST_F…)."""
+    if declarator.type != "function_declarator" or text(declarator.child_by_field_name("declarator")) not in _GTEST_MACROS:
+        return None
+    params = [text(p) for p in declarator.child_by_field_name("parameters").named_children]
+    return ".".join(params) if len(params) == 2 else None
+
+
 def _c_function_name(function: tree_sitter.Node) -> str | None:
     """A C or C++ function definition's name, read through its declarators (pointers,
     references, the parameter list): `lru::Cache::get` as `lru.Cache.get`, like a method
@@ -154,9 +162,8 @@ def _c_function_name(function: tree_sitter.Node) -> str | None:
     declarator = function.child_by_field_name("declarator")
     while declarator is not None and declarator.type not in (
             "identifier", "field_identifier", "qualified_identifier", "destructor_name", "operator_name"):
-        if declarator.type == "function_declarator" and text(declarator.child_by_field_name("declarator")) in _GTEST_MACROS:
-            params = [text(p) for p in declarator.child_by_field_name("parameters").named_children]
-            return ".".join(params) if len(params) == 2 else None
+        if _gtest_name(declarator) is not None:
+            return _gtest_name(declarator)
         declarator = declarator.child_by_field_name("declarator")
     return None if declarator is None else text(declarator).replace("::", ".")
 
@@ -283,13 +290,10 @@ def _gtest_tests(root: tree_sitter.Node) -> Iterator[TestFunction]:
     depth (a namespace may hold them), named `Suite.Name` as its runner and `--gtest_filter`
     name them."""
     for node in walk(root):
-        if node.type == "function_definition" and node.child_by_field_name("body") is not None:
-            declarator = node.child_by_field_name("declarator")
-            if (declarator is not None and declarator.type == "function_declarator"
-                    and text(declarator.child_by_field_name("declarator")) in _GTEST_MACROS):
-                name = _c_function_name(node)
-                if name is not None:
-                    yield name, first_line(node), last_line(node)
+        declarator = node.child_by_field_name("declarator") if node.type == "function_definition" else None
+        name = _gtest_name(declarator) if declarator is not None else None
+        if name is not None:
+            yield name, first_line(node), last_line(node)
 
 
 # -- the records -----------------------------------------------------------------------------
