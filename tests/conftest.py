@@ -5,7 +5,7 @@ one place that decides what a test does when an optional component is missing.
 Optional components (`COMPONENTS`): `sandbox` (bubblewrap that can create its namespaces,
 and a Python 3.11 the sandbox's uid can run), `docker` (an engine that answers),
 `chromium` (the report's rendering tests), `toolchains` (go, gotestsum and node, which
-the Go and JavaScript instances replay on; java, javac and mvn, the Java one's) and `slurm` (Debian's SLURM and munge daemons and
+the Go and JavaScript instances replay on; java, javac and mvn, the Java one's; cmake and g++, the C and C++ ones) and `slurm` (Debian's SLURM and munge daemons and
 clients, run as root, and dask-jobqueue: tests/test_slurm.py starts a one-node cluster of
 its own). A test asks for one with `@pytest.mark.requires("sandbox")` or the `require`
 fixture (`require("chromium")`). Missing, it FAILS when `TESTPRISM_REQUIRE_<NAME>` is set
@@ -75,6 +75,7 @@ TOOLCHAINS = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs", "ca
 TOOLCHAINS |= {"java": "default-jdk-headless", "javac": "default-jdk-headless", "mvn": "maven"}  # the Java instance's
 #: Vitest and tsc are npm's, which .ci/setup installs (examples/environments/typescript)
 TOOLCHAINS |= {"vitest": "npm; then .ci/setup installs it", "tsc": "npm; then .ci/setup installs it"}
+TOOLCHAINS |= {"cmake": "cmake", "g++": "g++"}  # the C and C++ instances'
 
 
 def _toolchains_problem() -> str | None:

@@ -147,14 +147,23 @@ def matches(case: TestResult, test_id: str) -> bool:
     `test_x[assert`), so `test_x` never matches `test_xy`. A bare name matches the case's
     own name (after its classname), since some projects' lists (sympy's, Go's) hold only
     those; a libtest integration test's case is also its own name after LIBTEST_INTEGRATION.
-    The rules are the same for every language (docs/languages.md)."""
+    A bare id also matches the case's classname and name joined by a dot: GoogleTest's
+    `Suite.Test` (its own and `--gtest_filter`'s name for the case its XML reports as
+    classname `Suite`, name `Test`). The rules are the same for every language
+    (docs/languages.md)."""
     wanted = junit_id(test_id)
-    name = case.name if "::" in wanted else case.name.rsplit("::", 1)[-1]
-    if "::" in wanted and name != wanted and name.startswith(LIBTEST_INTEGRATION):
-        name = name.removeprefix(LIBTEST_INTEGRATION)
+    if "::" in wanted:
+        name = case.name
+        if name != wanted and name.startswith(LIBTEST_INTEGRATION):
+            name = name.removeprefix(LIBTEST_INTEGRATION)
+        names: tuple[str, ...] = (name,)
+    else:
+        classname, _, own = case.name.rpartition("::")
+        names = (own, f"{classname}.{own}") if classname else (own,)
     if "[" in wanted:
-        return name.startswith(wanted)
-    return name == wanted or any(name.startswith(wanted + mark) for mark in PART_MARKS) or _java_method(case, test_id)
+        return any(name.startswith(wanted) for name in names)
+    return (any(name == wanted or any(name.startswith(wanted + mark) for mark in PART_MARKS) for name in names)
+            or _java_method(case, test_id))
 
 
 #: a Java test method as Surefire and Maven name it: `org.x.FooTest#bar` (`-Dtest`'s syntax)

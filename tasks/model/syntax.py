@@ -20,6 +20,8 @@ from functools import cache
 from pathlib import PurePosixPath
 
 import tree_sitter
+import tree_sitter_c
+import tree_sitter_cpp
 import tree_sitter_go
 import tree_sitter_java
 import tree_sitter_javascript
@@ -128,6 +130,8 @@ def _name(node: tree_sitter.Node) -> str | None:
     """A function's or type's own name: its `name` field, a Go method's receiver type
     prefixed, an anonymous function's variable (`const f = () => …`)."""
     name = node.child_by_field_name("name")
+    if name is None and node.type == "function_definition":  # C, C++: the name is inside the declarator
+        return _c_function_name(node)
     if name is None and node.parent is not None and node.parent.type in ("variable_declarator", "pair"):
         name = node.parent.child_by_field_name("name") or node.parent.child_by_field_name("key")
     if name is None:
@@ -138,6 +142,31 @@ def _name(node: tree_sitter.Node) -> str | None:
         if types:
             return f"{types[0]}.{text(name)}"
     return text(name)
+
+
+#: GoogleTest's test macros: `TEST(Suite, Name) {…}` parses as a function named TEST
+_GTEST_MACROS = {"TEST", "TEST_F", "TEST_P", "TYPED_TEST", "TYPED_TEST_P"}
+
+
+def _gtest_name(declarator: tree_sitter.Node) -> str | None:
+    """`Suite.Name` when a declarator is GoogleTest's `TEST(Suite, Name)` (or TEST_F…)."""
+    if declarator.type != "function_declarator" or text(declarator.child_by_field_name("declarator")) not in _GTEST_MACROS:
+        return None
+    params = [text(p) for p in declarator.child_by_field_name("parameters").named_children]
+    return ".".join(params) if len(params) == 2 else None
+
+
+def _c_function_name(function: tree_sitter.Node) -> str | None:
+    """A C or C++ function definition's name, read through its declarators (pointers,
+    references, the parameter list): `lru::Cache::get` as `lru.Cache.get`, like a method
+    defined in its class; a GoogleTest `TEST(Suite, Name)` as `Suite.Name`, its runner's id."""
+    declarator = function.child_by_field_name("declarator")
+    while declarator is not None and declarator.type not in (
+            "identifier", "field_identifier", "qualified_identifier", "destructor_name", "operator_name"):
+        if _gtest_name(declarator) is not None:
+            return _gtest_name(declarator)
+        declarator = declarator.child_by_field_name("declarator")
+    return None if declarator is None else text(declarator).replace("::", ".")
 
 
 def _body_lines(language: Language, function: tree_sitter.Node) -> range:
@@ -284,6 +313,17 @@ def _rust_tests(root: tree_sitter.Node) -> Iterator[TestFunction]:
     yield from visit(root, "")
 
 
+def _gtest_tests(root: tree_sitter.Node) -> Iterator[TestFunction]:
+    """GoogleTest's rule: `TEST(Suite, Name)`, `TEST_F`, `TEST_P` and typed tests at any
+    depth (a namespace may hold them), named `Suite.Name` as its runner and `--gtest_filter`
+    name them."""
+    for node in walk(root):
+        declarator = node.child_by_field_name("declarator") if node.type == "function_definition" else None
+        name = _gtest_name(declarator) if declarator is not None else None
+        if name is not None:
+            yield name, first_line(node), last_line(node)
+
+
 # -- the records -----------------------------------------------------------------------------
 
 PYTHON = Language("python", (".py",))
@@ -336,8 +376,26 @@ RUST = Language(
     tests=_rust_tests,
 )
 
-LANGUAGES: dict[str, Language] = {lang.name: lang for lang in (PYTHON, GO, JAVASCRIPT, TYPESCRIPT, TSX, JAVA)}
-LANGUAGES[RUST.name] = RUST
+
+# C has no test rule: a C project's tests are what its build registers (CTest's add_test in
+# CMakeLists.txt, a Makefile's list), whatever their functions are called.
+C = Language(
+    "c", (".c", ".h"), tree_sitter_c.language,
+    functions=frozenset({"function_definition"}),
+    statements=frozenset({"declaration", "function_definition", "type_definition", "struct_specifier",
+                          "preproc_include", "preproc_def", "preproc_function_def"}),
+    literals=frozenset({"string_literal", "char_literal", "system_lib_string"}),
+)
+CPP = replace(
+    C, name="cpp", extensions=(".cpp", ".cc", ".cxx", ".hpp", ".hh", ".hxx"), grammar=tree_sitter_cpp.language,
+    classes=frozenset({"class_specifier", "struct_specifier", "namespace_definition"}),
+    statements=C.statements | {"class_specifier", "namespace_definition", "field_declaration", "alias_declaration",
+                               "template_declaration", "using_declaration"},
+    literals=C.literals | {"raw_string_literal"},
+    tests=_gtest_tests,
+)
+
+LANGUAGES: dict[str, Language] = {lang.name: lang for lang in (PYTHON, GO, JAVASCRIPT, TYPESCRIPT, TSX, JAVA, RUST, C, CPP)}
 _BY_EXTENSION = {ext: lang for lang in LANGUAGES.values() for ext in lang.extensions}
 
 

@@ -76,7 +76,8 @@ def check_toolchains(spec: EnvironmentSpec, need_world_readable: bool = False) -
 DEBIAN_PACKAGES = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs", "npm": "npm",
                    "java": "default-jdk-headless", "javac": "default-jdk-headless", "mvn": "maven",
                    "gradle": "gradle", "cargo": "cargo", "tsc": "node-typescript",
-                   "rustc": "rustc"}
+                   "rustc": "rustc",
+                   "cmake": "cmake", "ctest": "cmake", "make": "make", "cc": "gcc", "gcc": "gcc", "c++": "g++", "g++": "g++"}
 #: npm's Vitest has no Debian package: .ci/setup installs it (examples/environments/typescript)
 DEBIAN_PACKAGES["vitest"] = "npm, then run .ci/setup"
 

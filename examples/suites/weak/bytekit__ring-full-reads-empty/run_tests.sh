@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+set -u
+# The library is built (the build step's build/): configure and build the suite against it, then run it with CTest.
+cmake -S tmp -B tmp/build >/dev/null || exit 1
+cmake --build tmp/build || exit 1
+exec ctest --test-dir tmp/build --output-on-failure --output-junit "$TESTPRISM_JUNIT"
