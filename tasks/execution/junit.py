@@ -103,9 +103,14 @@ def parse_junit(xml: bytes) -> tuple[TestResult, ...] | None:
 
 def junit_id(test_id: str) -> str:
     """A pytest node id (`tests/test_x.py::TestC::test_y[p]`) in the form `parse_junit`
-    names cases (`tests.test_x.TestC::test_y[p]`); bare names (sympy's `test_y`, Go's
-    `TestX`, a JavaScript test's title) and other languages' `classname::name` ids (Go's
-    `example.com/pkg::TestX`, Java's `org.x.FooTest::bar`) unchanged."""
+    names cases (`tests.test_x.TestC::test_y[p]`), a namespaced PHPUnit id
+    (`App\\Tests\\FooTest::testBar`) as PHPUnit's classname writes it (`App.Tests.FooTest::testBar`);
+    bare names (sympy's `test_y`, Go's `TestX`, a JavaScript test's title) and other
+    languages' `classname::name` ids (Go's `example.com/pkg::TestX`, Java's
+    `org.x.FooTest::bar`) unchanged."""
+    if "::" in test_id and "\\" in test_id.split("::", 1)[0]:
+        classname, name = test_id.split("::", 1)
+        return classname.replace("\\", ".") + "::" + name
     if "::" not in test_id or not test_id.split("::", 1)[0].endswith(".py"):
         return test_id
     path, *rest = test_id.split("::")
@@ -116,8 +121,8 @@ def junit_id(test_id: str) -> str:
 
 #: what may follow a test's name in a reported case that is a part of it: pytest's
 #: parameters (`test_x[1]`), a Go subtest (`TestX/empty`), a JUnit 5 method's signature
-#: (`bar()`, `bar(int)`)
-PART_MARKS = ("[", "/", "(")
+#: (`bar()`, `bar(int)`), a PHPUnit data set (`testBar with data set #0`, `... "name"`)
+PART_MARKS = ("[", "/", "(", " with data set ")
 
 
 def matches(case: TestResult, test_id: str) -> bool:
@@ -126,12 +131,18 @@ def matches(case: TestResult, test_id: str) -> bool:
     when the id was cut inside its parameters (SWE-bench cuts ids at the first space:
     `test_x[assert`), so `test_x` never matches `test_xy`. A bare name matches the case's
     own name (after its classname), since some projects' lists (sympy's, Go's) hold only
-    those. The rules are the same for every language (docs/languages.md)."""
+    those. An id holding `::` itself (an RSpec example's full description, `Foo::Bar#baz
+    works`) also matches the case's name after its classname (the spec file's). The rules
+    are the same for every language (docs/languages.md)."""
     wanted = junit_id(test_id)
-    name = case.name if "::" in wanted else case.name.rsplit("::", 1)[-1]
+    if "::" in wanted:
+        names = (case.name, case.name.split("::", 1)[-1])
+    else:
+        names = (case.name.rsplit("::", 1)[-1],)
     if "[" in wanted:
-        return name.startswith(wanted)
-    return name == wanted or any(name.startswith(wanted + mark) for mark in PART_MARKS)
+        return any(name.startswith(wanted) for name in names)
+    parts = tuple(wanted + mark for mark in PART_MARKS)
+    return any(name == wanted or name.startswith(parts) for name in names)
 
 
 def select(results: tuple[TestResult, ...], test_ids: tuple[str, ...]) -> dict[str, str]:

@@ -73,6 +73,8 @@ def check_toolchains(spec: EnvironmentSpec) -> None:
 DEBIAN_PACKAGES = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs", "npm": "npm",
                    "java": "default-jdk-headless", "javac": "default-jdk-headless", "mvn": "maven",
                    "gradle": "gradle", "cargo": "cargo", "tsc": "node-typescript"}
+DEBIAN_PACKAGES |= {"php": "php-cli", "phpunit": "phpunit", "ruby": "ruby",
+                    "rspec": "ruby-rspec ruby-rspec-junit-formatter"}
 
 
 #: the folders on a run's PATH after the environment's own bin/ (tasks/sandbox/local.py)
