@@ -72,6 +72,8 @@ def _chromium_problem() -> str | None:
 
 #: the host toolchains the Go and JavaScript tests replay on (the local backend's)
 TOOLCHAINS = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs"}
+#: ... and the PHP and Ruby tests (tests/test_lang_php_ruby.py)
+TOOLCHAINS |= {"php": "php-cli", "phpunit": "phpunit", "ruby": "ruby", "rspec": "ruby-rspec"}
 
 
 def _toolchains_problem() -> str | None:
