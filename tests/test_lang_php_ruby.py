@@ -105,7 +105,7 @@ def test_checks_label_every_candidate(replays, backend):
             assert failing((iid, "buggy", None, repeat)) == set(instance.spec.checks.fail_to_pass)
             assert failing((iid, "reference", None, repeat)) == set()
         for candidate in instance.candidates:
-            assert failing((iid, "candidate", candidate.id, 0)) == set(candidate.failed_checks), candidate.id
+            assert failing((iid, "candidate", candidate.id, 0)) == set(candidate.failed_checks or ()), candidate.id
 
 
 @pytest.mark.slow
