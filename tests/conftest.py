@@ -76,6 +76,8 @@ TOOLCHAINS |= {"java": "default-jdk-headless", "javac": "default-jdk-headless", 
 #: Vitest and tsc are npm's, which .ci/setup installs (examples/environments/typescript)
 TOOLCHAINS |= {"vitest": "npm; then .ci/setup installs it", "tsc": "npm; then .ci/setup installs it"}
 TOOLCHAINS |= {"cmake": "cmake", "g++": "g++"}  # the C and C++ instances'
+#: ... and the PHP and Ruby tests (tests/test_lang_php_ruby.py)
+TOOLCHAINS |= {"php": "php-cli", "phpunit": "phpunit", "ruby": "ruby", "rspec": "ruby-rspec"}
 
 
 def _toolchains_problem() -> str | None:

@@ -111,12 +111,16 @@ TITLE_SEPARATOR = " > "
 
 def junit_id(test_id: str) -> str:
     """A pytest node id (`tests/test_x.py::TestC::test_y[p]`) in the form `parse_junit`
-    names cases (`tests.test_x.TestC::test_y[p]`); a Vitest/Jest id (`describe › it`,
-    `test/x.test.ts > describe > it`) in the form of Vitest's JUnit cases (classname the
-    file, name `describe > it`: `test/x.test.ts::describe > it`, or `describe > it`); bare
-    names (sympy's `test_y`, Go's `TestX`, a JavaScript test's title) and other languages'
-    `classname::name` ids (Go's `example.com/pkg::TestX`, Java's `org.x.FooTest::bar`)
-    unchanged."""
+    names cases (`tests.test_x.TestC::test_y[p]`); a namespaced PHPUnit id
+    (`App\\Tests\\FooTest::testBar`) as PHPUnit's classname writes it (`App.Tests.FooTest::testBar`);
+    a Vitest/Jest id (`describe › it`, `test/x.test.ts > describe > it`) in the form of
+    Vitest's JUnit cases (classname the file, name `describe > it`: `test/x.test.ts::describe > it`,
+    or `describe > it`); bare names (sympy's `test_y`, Go's `TestX`, a JavaScript test's title)
+    and other languages' `classname::name` ids (Go's `example.com/pkg::TestX`, Java's
+    `org.x.FooTest::bar`) unchanged."""
+    if "::" in test_id and "\\" in test_id.split("::", 1)[0]:
+        classname, name = test_id.split("::", 1)
+        return classname.replace("\\", ".") + "::" + name
     if "::" not in test_id and (" > " in test_id or " \u203a " in test_id):
         titles = test_id.replace(" \u203a ", TITLE_SEPARATOR).split(TITLE_SEPARATOR)
         if titles[0].endswith(SCRIPT_SUFFIXES):
@@ -132,8 +136,9 @@ def junit_id(test_id: str) -> str:
 
 #: what may follow a test's name in a reported case that is a part of it: pytest's
 #: parameters (`test_x[1]`), a Go subtest (`TestX/empty`), a JUnit 5 method's signature
-#: (`bar()`, `bar(int)`), a test inside a Vitest/Jest describe block (`block > test`)
-PART_MARKS = ("[", "/", "(", TITLE_SEPARATOR)
+#: (`bar()`, `bar(int)`), a test inside a Vitest/Jest describe block (`block > test`), a PHPUnit
+#: data set (`testBar with data set #0`, `... "name"`)
+PART_MARKS = ("[", "/", "(", TITLE_SEPARATOR, " with data set ")
 #: the classname libtest's JUnit output gives every test of an integration-test crate
 #: (`tests/*.rs`), where a unit test's is its module path: the test's own name follows it whole
 LIBTEST_INTEGRATION = "integration::"
@@ -149,21 +154,22 @@ def matches(case: TestResult, test_id: str) -> bool:
     those; a libtest integration test's case is also its own name after LIBTEST_INTEGRATION.
     A bare id also matches the case's classname and name joined by a dot: GoogleTest's
     `Suite.Test` (its own and `--gtest_filter`'s name for the case its XML reports as
-    classname `Suite`, name `Test`). The rules are the same for every language
-    (docs/languages.md)."""
+    classname `Suite`, name `Test`). An id holding `::` itself (an RSpec example's full
+    description, `Foo::Bar#baz works`) also matches the case's name after its classname (the
+    spec file's). The rules are the same for every language (docs/languages.md)."""
     wanted = junit_id(test_id)
     if "::" in wanted:
         name = case.name
         if name != wanted and name.startswith(LIBTEST_INTEGRATION):
             name = name.removeprefix(LIBTEST_INTEGRATION)
-        names: tuple[str, ...] = (name,)
+        names: tuple[str, ...] = (name, case.name.split("::", 1)[-1])
     else:
         classname, _, own = case.name.rpartition("::")
         names = (own, f"{classname}.{own}") if classname else (own,)
     if "[" in wanted:
         return any(name.startswith(wanted) for name in names)
-    return (any(name == wanted or any(name.startswith(wanted + mark) for mark in PART_MARKS) for name in names)
-            or _java_method(case, test_id))
+    parts = tuple(wanted + mark for mark in PART_MARKS)
+    return any(name == wanted or name.startswith(parts) for name in names) or _java_method(case, test_id)
 
 
 #: a Java test method as Surefire and Maven name it: `org.x.FooTest#bar` (`-Dtest`'s syntax)

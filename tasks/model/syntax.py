@@ -26,6 +26,8 @@ import tree_sitter_go
 import tree_sitter_java
 import tree_sitter_javascript
 import tree_sitter_rust
+import tree_sitter_php
+import tree_sitter_ruby
 import tree_sitter_typescript
 
 TestFunction = tuple[str, int, int]
@@ -324,6 +326,82 @@ def _gtest_tests(root: tree_sitter.Node) -> Iterator[TestFunction]:
             yield name, first_line(node), last_line(node)
 
 
+_PHP_TEST_MARKS = re.compile(r"@test\b")
+
+
+def _php_tests(root: tree_sitter.Node) -> Iterator[TestFunction]:
+    """PHPUnit's rule: methods of a class named `test*`, or marked with a `@test` doc
+    comment or a `#[Test]` attribute, named `Class::method`."""
+
+    def marked(method: tree_sitter.Node) -> bool:
+        before = method.prev_named_sibling
+        attributes = [text(n) for n in walk(method) if n.type == "attribute"]
+        return (before is not None and before.type == "comment" and bool(_PHP_TEST_MARKS.search(text(before)))) \
+            or any(a.rsplit("\\", 1)[-1] == "Test" for a in attributes)
+
+    for node in walk(root):
+        name = node.child_by_field_name("name")
+        if node.type != "class_declaration" or name is None:
+            continue
+        body = node.child_by_field_name("body")
+        for method in body.named_children if body is not None else ():
+            method_name = method.child_by_field_name("name")
+            if method.type == "method_declaration" and method_name is not None \
+                    and (text(method_name).startswith("test") or marked(method)):
+                yield f"{text(name)}::{text(method_name)}", first_line(method), last_line(method)
+
+
+_RSPEC_GROUPS = {"describe", "context", "feature", "shared_examples", "example_group"}
+_RSPEC_EXAMPLES = {"it", "specify", "example", "scenario", "its"}
+
+
+def _rspec_words(call: tree_sitter.Node) -> str | None:
+    """An RSpec call's description: its constant and string arguments as RSpec writes them
+    (`describe Foo::Bar, ".baz"` is `Foo::Bar.baz`), None without one."""
+    arguments = call.child_by_field_name("arguments")
+    words = [text(a)[1:-1] if a.type == "string" else text(a) for a in (arguments.named_children if arguments else ())
+             if a.type in ("string", "constant", "scope_resolution")]
+    return _rspec_join(tuple(words)) or None
+
+
+def _rspec_join(descriptions: tuple[str, ...]) -> str:
+    """RSpec's full description: the descriptions joined by spaces, none before one that
+    starts with `.`, `#` or `::` (a method of the described constant)."""
+    joined = ""
+    for description in descriptions:
+        if description:
+            joined += description if not joined or description.startswith((".", "#", "::")) else f" {description}"
+    return joined
+
+
+def _ruby_tests(root: tree_sitter.Node) -> Iterator[TestFunction]:
+    """RSpec's rule: `it`/`specify`/`example` calls with a block, named by their full
+    description (the enclosing `describe`/`context` descriptions, as RSpec joins them);
+    Minitest's: `test_*` methods of a class, named `Class#test_name`."""
+
+    def visit(node: tree_sitter.Node, groups: tuple[str, ...], klass: str | None) -> Iterator[TestFunction]:
+        for child in node.named_children:
+            callee = child.child_by_field_name("method")
+            if child.type == "call" and callee is not None and child.child_by_field_name("block") is not None:
+                method, words = text(callee), _rspec_words(child)
+                if method in _RSPEC_EXAMPLES:
+                    yield _rspec_join((*groups, words or "")), first_line(child), last_line(child)
+                    continue
+                if method in _RSPEC_GROUPS and words is not None:
+                    yield from visit(child, (*groups, words), klass)
+                    continue
+            if child.type == "class" and child.child_by_field_name("name") is not None:
+                yield from visit(child, groups, text(child.child_by_field_name("name")))
+                continue
+            name = child.child_by_field_name("name")
+            if child.type == "method" and klass is not None and name is not None and text(name).startswith("test_"):
+                yield f"{klass}#{text(name)}", first_line(child), last_line(child)
+                continue
+            yield from visit(child, groups, klass)
+
+    yield from visit(root, (), None)
+
+
 # -- the records -----------------------------------------------------------------------------
 
 PYTHON = Language("python", (".py",))
@@ -395,7 +473,34 @@ CPP = replace(
     tests=_gtest_tests,
 )
 
-LANGUAGES: dict[str, Language] = {lang.name: lang for lang in (PYTHON, GO, JAVASCRIPT, TYPESCRIPT, TSX, JAVA, RUST, C, CPP)}
+
+PHP = Language(
+    "php", (".php",), tree_sitter_php.language_php,
+    functions=frozenset({"function_definition", "method_declaration"}),
+    classes=frozenset({"class_declaration", "interface_declaration", "trait_declaration", "enum_declaration"}),
+    statements=frozenset({"function_definition", "method_declaration", "class_declaration", "interface_declaration",
+                          "trait_declaration", "enum_declaration", "property_declaration", "const_declaration",
+                          "namespace_definition", "namespace_use_declaration"}),
+    literals=frozenset({"string", "encapsed_string", "heredoc", "nowdoc"}),
+    tests=_php_tests, test_file=lambda path: path.endswith("Test.php"),
+)
+RUBY = Language(
+    "ruby", (".rb",), tree_sitter_ruby.language,
+    functions=frozenset({"method", "singleton_method"}),
+    classes=frozenset({"class", "module", "singleton_class"}),
+    statements=frozenset({"method", "singleton_method", "class", "module", "singleton_class", "assignment",
+                          "operator_assignment", "call", "if", "unless", "while", "until", "for", "case", "when",
+                          "elsif", "else", "begin", "rescue", "ensure", "return", "yield", "break", "next",
+                          "if_modifier", "unless_modifier", "while_modifier", "until_modifier", "rescue_modifier"}),
+    literals=frozenset({"string", "regex", "heredoc_body", "simple_symbol", "delimited_symbol", "string_array",
+                        "symbol_array", "character"}),
+    tests=_ruby_tests,
+    test_file=lambda path: path.endswith("_spec.rb") or PurePosixPath(path).name.startswith("test_")
+    or path.endswith("_test.rb"),
+)
+
+LANGUAGES: dict[str, Language] = {lang.name: lang for lang in (PYTHON, GO, JAVASCRIPT, TYPESCRIPT, TSX, JAVA, RUST, C, CPP,
+                                                                  PHP, RUBY)}
 _BY_EXTENSION = {ext: lang for lang in LANGUAGES.values() for ext in lang.extensions}
 
 

@@ -80,6 +80,8 @@ DEBIAN_PACKAGES = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs"
                    "cmake": "cmake", "ctest": "cmake", "make": "make", "cc": "gcc", "gcc": "gcc", "c++": "g++", "g++": "g++"}
 #: npm's Vitest has no Debian package: .ci/setup installs it (examples/environments/typescript)
 DEBIAN_PACKAGES["vitest"] = "npm, then run .ci/setup"
+DEBIAN_PACKAGES |= {"php": "php-cli", "phpunit": "phpunit", "ruby": "ruby",
+                    "rspec": "ruby-rspec ruby-rspec-junit-formatter"}
 
 
 #: the folders on a run's PATH after the environment's own bin/ (tasks/sandbox/local.py)
