@@ -225,3 +225,31 @@ def test_collect_labels_mutants_of_a_thin_pool(tmp_path, work_root):
     assert {c["id"] for c in declared if c.get("provenance") == MUTANT} == {r["candidate_id"] for r in killed}
     panel = load_benchmark(out).instances["mini__median-even"]
     assert {c.id for c in panel.candidates if c.provenance == MUTANT} == {r["candidate_id"] for r in killed}
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox", "toolchains")
+def test_collect_labels_go_and_javascript_mutants_by_their_checks(tmp_path, work_root):
+    """Tree-sitter mutants of a thin Go and a thin JavaScript pool go through the checks
+    under `local` like any candidate (the Go ones built once per state): killed ones are
+    invalid with the checks that failed, survivors are set aside as equivalent."""
+    from testprism.flows.collect import collect_flow
+    from testprism.tasks.collect.panel import PanelMode
+    from tests.langfixture import make_language_benchmark
+
+    root = make_language_benchmark(tmp_path / "bench")  # one invalid candidate each: thin pools
+    go_toml = root / "instances" / "go__clamp" / "instance.toml"  # no candidate of its own: fewer Go builds
+    go_toml.write_text(go_toml.read_text().split("\n[[candidates]]")[0] + "\n")
+    store = tmp_path / "store"
+    collect_flow(benchmark=str(root), store=str(store), panel=PanelMode.POOL, out=str(tmp_path / "panel"),
+                 work=str(work_root), mutant_limit=2)
+    rows = {(r["instance_id"], r["candidate_id"]): (r["label"], r["reason"], r["failed_checks"])
+            for r in Store(store).scan("candidates").collect().iter_rows(named=True) if r["provenance"] == MUTANT}
+    # the seeded sample: per language one mutant a check kills, one none can (`x <= lo` returns lo
+    # anyway; no check clamps below the lower bound)
+    assert rows == {
+        ("go__clamp", "mutant-boundary-calc-5-7"): ("valid", "equivalent_mutant", []),
+        ("go__clamp", "mutant-return-constant-calc-9-10"): ("invalid", None, ["TestClampHigh"]),
+        ("js__clamp", "mutant-return-constant-clamp-5-22"): ("valid", "equivalent_mutant", []),
+        ("js__clamp", "mutant-return-constant-clamp-6-22"): ("invalid", None, ["clamps above the upper bound"]),
+    }
