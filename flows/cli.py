@@ -565,18 +565,30 @@ def agent(
              "(default: PROGRAM/tmp/.task)", exists=True, file_okay=False)] = None,
     python: Annotated[Optional[str], typer.Option(
         help="the interpreter that runs the generated tests (default: testprism's own)")] = None,
+    language: Annotated[Optional[str], typer.Option(
+        help="the program's language: writes the task folder's language.json, how a test of it is written "
+             "and run (default: the folder's own language.json, else python)")] = None,
 ) -> None:
     """Run the provided test-writing agent on a program folder, here, outside any sandbox.
 
     The same agent a generate command beginning with `testprism agent` runs in the sandbox
     (docs/generate.md): it asks the chat endpoint at $OPENAI_BASE_URL (key $OPENAI_API_KEY)
-    for a pytest file, runs it until one fails on the program by an assertion, and leaves
-    tmp/test_generated.py, tmp/run_tests.sh and usage.json in the task folder (with
-    `repair: true` also a fix of the program). The tests it writes run unsandboxed: use it on
-    a program and a model you trust. Exit status 0 when a test was written, 1 when none, 2
-    when the task folder or the environment is unusable."""
-    from testprism.tasks.generate.agent import run
+    for a test file of the language, runs it until one fails on the program by an assertion,
+    and leaves the test (tmp/test_generated.py for Python), tmp/run_tests.sh and usage.json
+    in the task folder (with `repair: true` also a fix of the program). The tests it writes
+    run unsandboxed: use it on a program and a model you trust. Exit status 0 when a test
+    was written, 1 when none, 2 when the task folder or the environment is unusable."""
+    from testprism.tasks.generate.agent import TASK_FOLDER, run
+    from testprism.tasks.generate.task_folder import language_json
+    from testprism.tasks.model import syntax
 
+    task = task_dir or program / TASK_FOLDER
+    if language is not None or (task / "instruction.md").is_file() and not (task / "language.json").exists():
+        try:
+            record = syntax.named(language or "python")
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--language") from None
+        (task / "language.json").write_text(language_json(record))
     status = run(program, task_dir, python)
     if status:
         raise typer.Exit(code=status)

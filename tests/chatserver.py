@@ -99,6 +99,54 @@ def test_probe():
 """
 
 
+#: the provided agent on the bundled Go instance (gokit__csv-doubled-quotes): a test that does
+#: not compile (no such function), then one that fails on the buggy program by t.Errorf
+GO_UNBUILT_TEST = """package tmp_test
+
+import (
+	"testing"
+
+	"example.com/textio/csvline"
+)
+
+func TestDoubledQuote(t *testing.T) {
+	csvline.SplitLine(`"a""b",c`)
+}
+"""
+GO_FAILING_TEST = """package tmp_test
+
+import (
+	"reflect"
+	"testing"
+
+	"example.com/textio/csvline"
+)
+
+func TestDoubledQuote(t *testing.T) {
+	got, err := csvline.Split(`"a""b",c`)
+	if want := []string{`a"b`, "c"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Split = %q, %v; want %q", got, err, want)
+	}
+}
+"""
+#: on the bundled JavaScript instance (urlkit__query-repeated-keys): a test that passes on the
+#: buggy program, then one that fails there by an assertion
+JS_PASSING_TEST = """'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { parseQuery } = require('../src/index.js');
+
+test('a key given once is a string', () => { assert.equal(parseQuery('tag=a').tag, 'a'); });
+"""
+JS_FAILING_TEST = """'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { parseQuery } = require('../src/index.js');
+
+test('a repeated key keeps every value', () => { assert.deepEqual(parseQuery('tag=a&tag=b').tag, ['a', 'b']); });
+"""
+
+
 def fence(language: str, body: str) -> str:
     return f"Here it is.\n\n```{language}\n{body}```\n"
 
@@ -112,6 +160,10 @@ def agent_reply(marker: str, seen: int) -> str:
     if marker == "agent-repair":  # the test, a diff that does not apply, the fix
         return fence("python", FAILING_TEST) if seen == 1 else fence(
             "diff", AGENT_FIX.replace("a - b", "a * b") if seen == 2 else AGENT_FIX)
+    if marker == "agent-go":
+        return fence("go", GO_UNBUILT_TEST if seen == 1 else GO_FAILING_TEST)
+    if marker == "agent-js":
+        return fence("javascript", JS_PASSING_TEST if seen == 1 else JS_FAILING_TEST)
     if marker.startswith("agent-probe-"):
         listener, upstream = marker.removeprefix("agent-probe-").split("-")
         return fence("python", PROBE_TEST.format(listener=listener, upstream=upstream) if seen == 1 else FAILING_TEST)

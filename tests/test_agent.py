@@ -21,6 +21,8 @@ import pytest
 from typer.testing import CliRunner
 
 from testprism.flows.cli import app
+from testprism.tasks.generate.task_folder import language_json
+from testprism.tasks.model import syntax
 from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.sandbox import ExecResult, Limits, RunRequest
 from testprism.tasks.sandbox.channel import Budget, ModelChannel
@@ -61,6 +63,7 @@ def task_folder(work_root: Path, marker: str, reference: str | None = None, **st
     task.mkdir(parents=True)
     (task / "instruction.md").write_text(f"`add` in calc.py subtracts instead of adding. [[script:{marker}]]\n")
     (task / "strategy.json").write_text(json.dumps({**STRATEGY, **strategy}))
+    (task / "language.json").write_text(language_json(syntax.PYTHON))
     shutil.copy(AGENT, task / "agent.py")
     if reference is not None:
         (task / "reference.diff").write_text(reference)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -236,3 +237,40 @@ def test_scripted_generators_write_suites_that_run_without_pytest_on_go_and_java
             assert rec["outcome"] == "P", rec
         elif rec["state"] == "buggy" or rec["label"] == "valid":
             assert rec["outcome"] == "F", rec
+
+
+@pytest.mark.requires("toolchains")
+def test_testprism_agent_writes_go_and_javascript_tests_from_the_instances_convention(tmp_path, work_root, endpoint):
+    """The provided agent on the bundled Go and JavaScript instances (TestPrism mode, `local`):
+    it takes the test file, its run and what an assertion is from language.json, so a Go
+    test that does not compile and a JavaScript test that passes on the buggy program are
+    each revised once into one that fails there by an assertion and passes with the
+    reference (else it would have asked a third time), and the suite left runs as its kind does."""
+    from tests.chatserver import GO_FAILING_TEST, JS_FAILING_TEST
+
+    url, script = endpoint
+    bench = tmp_path / "bench"
+    shutil.copytree(BUNDLED / "environments", bench / "environments")
+    markers = {"gokit__csv-doubled-quotes": "agent-go", "urlkit__query-repeated-keys": "agent-js"}
+    for instance, marker in markers.items():
+        shutil.copytree(BUNDLED / "instances" / instance, bench / "instances" / instance)
+        with (bench / "instances" / instance / "instruction.md").open("a") as issue:
+            issue.write(f"\n[[script:{marker}]]\n")
+    store, out = tmp_path / "store", tmp_path / "out"
+    cli("generate", str(bench), "--store", str(store), "--configuration", "agent", "--command", "testprism agent",
+        "--mode", "testprism", "--model-url", url, "--out", str(out), "--work", str(work_root),
+        *(a for i in markers for a in ("--instance", i)))
+    rows = {r["instance_id"]: r for r in generated(store).iter_rows(named=True)}
+    assert {i: (r["reason"], r["requests"], r["reported_steps"]) for i, r in rows.items()} == {
+        i: (None, 2, 2) for i in markers}
+    go_prompts = [p for p in script.prompts if "[[script:agent-go]]" in p]
+    js_prompts = [p for p in script.prompts if "[[script:agent-js]]" in p]
+    assert "```go block" in go_prompts[0] and "go test ./tmp/" in go_prompts[0] and "pytest" not in go_prompts[0]
+    assert "did not fail by an assertion" in go_prompts[1] and "SplitLine" in go_prompts[1]  # the compiler's word
+    assert "node --test tmp/generated.test.js" in js_prompts[0] and "PASSED on the current" in js_prompts[1]
+    go_suite = out / "suites" / "agent" / "gokit__csv-doubled-quotes"
+    js_suite = out / "suites" / "agent" / "urlkit__query-repeated-keys"
+    assert (go_suite / "generated_test.go").read_text() == GO_FAILING_TEST
+    assert (js_suite / "generated.test.js").read_text() == JS_FAILING_TEST
+    assert "gotestsum --junitfile" in (go_suite / "run_tests.sh").read_text()
+    assert sorted(p.name for p in js_suite.iterdir()) == ["generated.test.js", "run_tests.sh"]

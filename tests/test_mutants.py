@@ -1,5 +1,6 @@
 """Mutants for thin pools (tasks/collect/mutants.py, docs/collect.md "Mutants for thin pools"):
-each operator's change, the region it is confined to, the languages it declines, equivalent
+each operator's change (libcst for Python, one tree-sitter engine for Go, JavaScript, TypeScript
+and Java), the region it is confined to, equivalent
 mutants set aside, provenance through the store (old parts included), and the leaderboard
 with and without mutants."""
 
@@ -16,7 +17,9 @@ import pytest
 
 from testprism.storage import SCHEMA_VERSION, SCHEMAS, Store
 from testprism.tasks.collect.candidate import CandidatePatch, candidate_row
-from testprism.tasks.collect.mutants import MUTANT, Operator, generate, mutations, set_aside_equivalent, thin_instances
+from testprism.tasks.collect.mutants import (MUTANT, Operator, generate, mutations, set_aside_equivalent, thin_instances,
+                                             tree_mutations)
+from testprism.tasks.model import syntax
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.outcome import Reason
 from testprism.tasks.model.workdir import WorkPaths
@@ -80,10 +83,53 @@ def test_boolean_returns_swap_and_negations_unwrap():
     assert (Operator.RETURN_CONSTANT, "False") in found and (Operator.NEGATE_CONDITION, "x") in found
 
 
-def test_other_languages_are_not_generated(tmp_path):
+#: one function per tree-sitter language and, per operator, the mutants expected of it
+TREE_SOURCES = {
+    "go": ("package p\n\nfunc clip(x, hi int) (int, error) {\n\tif x > hi {\n\t\tx -= 1\n\t\tlog(x)\n\t}\n"
+           "\treturn x * 2, nil\n}\n\nfunc pos(x int) bool { return x > 0 }\n"),
+    "javascript": "function clip(x, hi) {\n  if (x > hi) {\n    x -= 1;\n    log(x);\n  }\n  return x === hi;\n}\n",
+    "typescript": ("function clip(x: number, hi: number): boolean {\n  if (x > hi) {\n    x -= 1;\n    log(x);\n  }\n"
+                   "  return x === hi;\n}\n"),
+    "java": ("class C {\n  int clip(int x, int hi) {\n    if (x > hi) {\n      x -= 1;\n      log(x);\n    }\n"
+             "    return x * 2;\n  }\n  String name() { return \"c\"; }\n}\n"),
+}
+TREE_EXPECTED = {
+    "go": [("relational", ">", "<"), ("boundary", ">", ">="), ("negate_condition", "x > hi", "!(x > hi)"),
+           ("arithmetic", "-=", "+="), ("arithmetic", "*", "/"), ("remove_statement", "x -= 1", ""),
+           ("remove_statement", "log(x)", ""), ("return_constant", "x * 2", "0"),  # `nil` is its own zero
+           ("relational", ">", "<"), ("boundary", ">", ">="), ("return_constant", "x > 0", "false")],
+    "javascript": [("relational", ">", "<"), ("boundary", ">", ">="), ("negate_condition", "(x > hi)", "(!(x > hi))"),
+                   ("arithmetic", "-=", "+="), ("remove_statement", "x -= 1;", ";"), ("remove_statement", "log(x);", ";"),
+                   ("relational", "===", "!=="), ("return_constant", "x === hi", "null")],
+    "java": [("relational", ">", "<"), ("boundary", ">", ">="), ("negate_condition", "(x > hi)", "(!(x > hi))"),
+             ("arithmetic", "-=", "+="), ("remove_statement", "x -= 1;", ";"), ("remove_statement", "log(x);", ";"),
+             ("arithmetic", "*", "/"), ("return_constant", "x * 2", "0"), ("return_constant", '"c"', "null")],
+}
+TREE_EXPECTED["typescript"] = TREE_EXPECTED["javascript"]
+
+
+@pytest.mark.parametrize("language", sorted(TREE_SOURCES))
+def test_tree_sitter_operators_make_their_change_and_keep_the_layout(language):
+    """One engine, the record's tables: each mutant replaces one node's bytes and still parses."""
+    record = syntax.named(language)
+    source = TREE_SOURCES[language]
+    found = tree_mutations(record, "f", source, lambda line: True)
+    got = [(str(m.mutation.operator), m.mutation.before, m.mutation.after) for m in found]
+    assert sorted(got) == sorted(TREE_EXPECTED[language])
+    for mutant in found:
+        before, after = source.splitlines(), mutant.source.splitlines()
+        assert sum(a != b for a, b in zip(before, after, strict=True)) == 1  # one line changed, the rest byte for byte
+        assert not syntax.parse(record, mutant.source).has_error
+    assert all(m.mutation.line <= 3 for m in tree_mutations(record, "f", source, lambda line: line <= 3))
+
+
+def test_go_and_javascript_instances_get_mutants_of_the_changed_function(tmp_path):
     bench = load_benchmark(EXAMPLES)
-    got = generate(bench.instances["gokit__csv-doubled-quotes"], WorkPaths(tmp_path), 5)
-    assert got.candidates == () and got.note.startswith("not generated: mutation operators exist for Python only")
+    for iid, path in (("gokit__csv-doubled-quotes", "csvline/csvline.go"), ("urlkit__query-repeated-keys", "src/query.js")):
+        got = generate(bench.instances[iid], WorkPaths(tmp_path), 5)
+        assert len(got.candidates) == 5 and got.note == ""
+        assert all(c.provenance == MUTANT and f"at {path}:" in c.origin and f"+++ b/{path}" in c.patch
+                   for c in got.candidates)
 
 
 def cand(cid: str, label: str | None, provenance: str = "agent", reason: Reason | None = None) -> CandidatePatch:
@@ -179,3 +225,31 @@ def test_collect_labels_mutants_of_a_thin_pool(tmp_path, work_root):
     assert {c["id"] for c in declared if c.get("provenance") == MUTANT} == {r["candidate_id"] for r in killed}
     panel = load_benchmark(out).instances["mini__median-even"]
     assert {c.id for c in panel.candidates if c.provenance == MUTANT} == {r["candidate_id"] for r in killed}
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox", "toolchains")
+def test_collect_labels_go_and_javascript_mutants_by_their_checks(tmp_path, work_root):
+    """Tree-sitter mutants of a thin Go and a thin JavaScript pool go through the checks
+    under `local` like any candidate (the Go ones built once per state): killed ones are
+    invalid with the checks that failed, survivors are set aside as equivalent."""
+    from testprism.flows.collect import collect_flow
+    from testprism.tasks.collect.panel import PanelMode
+    from tests.langfixture import make_language_benchmark
+
+    root = make_language_benchmark(tmp_path / "bench")  # one invalid candidate each: thin pools
+    go_toml = root / "instances" / "go__clamp" / "instance.toml"  # no candidate of its own: fewer Go builds
+    go_toml.write_text(go_toml.read_text().split("\n[[candidates]]")[0] + "\n")
+    store = tmp_path / "store"
+    collect_flow(benchmark=str(root), store=str(store), panel=PanelMode.POOL, out=str(tmp_path / "panel"),
+                 work=str(work_root), mutant_limit=2)
+    rows = {(r["instance_id"], r["candidate_id"]): (r["label"], r["reason"], r["failed_checks"])
+            for r in Store(store).scan("candidates").collect().iter_rows(named=True) if r["provenance"] == MUTANT}
+    # the seeded sample: per language one mutant a check kills, one none can (`x <= lo` returns lo
+    # anyway; no check clamps below the lower bound)
+    assert rows == {
+        ("go__clamp", "mutant-boundary-calc-5-7"): ("valid", "equivalent_mutant", []),
+        ("go__clamp", "mutant-return-constant-calc-9-10"): ("invalid", None, ["TestClampHigh"]),
+        ("js__clamp", "mutant-return-constant-clamp-5-22"): ("valid", "equivalent_mutant", []),
+        ("js__clamp", "mutant-return-constant-clamp-6-22"): ("invalid", None, ["clamps above the upper bound"]),
+    }

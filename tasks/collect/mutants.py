@@ -8,8 +8,12 @@ deduplication, verification and labelling. The official checks decide: a mutant 
 (some check fails) is an invalid candidate; one they do not kill is set aside as possibly
 equivalent (`equivalent_mutant`), since nothing says it is wrong.
 
-Operators (the classic mutation-testing set, as in PIT and mutmut), on Python only, read
-and rewritten with libcst so that the rest of the file keeps its layout byte for byte:
+Operators (the classic mutation-testing set, as in PIT and mutmut). Python is read and
+rewritten with libcst (the bundled benchmark's panels depend on exactly these mutants); every
+language whose syntax record has `MutationSyntax` (tasks/model/syntax.py: Go, JavaScript,
+TypeScript, Java) through one engine on its tree-sitter tree, each mutant one node's bytes
+replaced as the record's tables say. Either way the rest of the file keeps its layout byte
+for byte:
 
 - `relational`: a comparison's operator replaced by its opposite (`<` → `>`, `==` → `!=`,
   `in` → `not in`, `is` → `is not`);
@@ -19,15 +23,24 @@ and rewritten with libcst so that the rest of the file keeps its layout byte for
 - `remove_statement`: an expression statement, assignment, `raise` or `del` replaced by `pass`;
 - `return_constant`: a returned value replaced by `None` (`True` ↔ `False`).
 
+In tree-sitter languages: `relational`, `boundary` and `arithmetic` swap a binary or
+compound assignment's operator token (`===` → `!==` too); `negate_condition` wraps an `if`,
+loop or ternary condition in `!(…)`; `remove_statement` replaces an expression statement
+(Go: also an assignment, `x++`) by nothing or `;`; `return_constant` swaps `true`/`false`
+and otherwise returns `null` (JavaScript) or the zero value of the declared result type
+(Go: `nil`, `0`, `""`, `false`; Java: `0`, `false`, `null`), so that a mutant still compiles;
+a type it does not know is left alone. A mutant whose file no longer parses is dropped.
+
 Only nodes inside the functions the reference changes (or, for changes outside any
 function, inside the changed statements) are mutated: elsewhere a mutant tests code the
-issue is not about. Every other language is "not generated", never approximated.
+issue is not about. A language without operators is "not generated", never approximated.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -221,6 +234,98 @@ def mutations(path: str, source: str, region: Callable[[int], bool]) -> list[Mut
     return sorted(found, key=lambda m: (m.mutation.line, m.mutation.column, m.mutation.operator, m.mutation.after))
 
 
+def _site(mutants: list[Mutant], language: syntax.Language, path: str, data: bytes, node: object, operator: Operator,
+          after: str, region: Callable[[int], bool]) -> None:
+    """Add the mutant replacing `node`'s bytes by `after`, when it starts in `region` and
+    the file still parses."""
+    if not region(syntax.first_line(node)) or syntax.text(node) == after:
+        return
+    mutated = data[:node.start_byte] + after.encode() + data[node.end_byte:]
+    if syntax.parse(language, mutated).has_error:
+        log.debug("%s: %s `%s` → `%s` does not parse; dropped", path, operator, syntax.text(node), after)
+        return
+    line_start = data.rfind(b"\n", 0, node.start_byte) + 1
+    column = len(data[line_start:node.start_byte].decode("utf-8", errors="replace")) + 1
+    mutants.append(Mutant(Mutation(operator, path, syntax.first_line(node), column, syntax.text(node), after),
+                          mutated.decode("utf-8", errors="replace")))
+
+
+def _result_types(m: syntax.MutationSyntax, function: object | None) -> list[str]:
+    """The declared result types of a function, in order (`(int, error)` → int, error)."""
+    result = function.child_by_field_name(m.result_field) if function is not None and m.result_field else None
+    if result is None:
+        return []
+    if result.type == "parameter_list":  # Go's `(T1, T2)`
+        return [syntax.text(p.child_by_field_name("type")) for p in result.named_children
+                if p.child_by_field_name("type") is not None]
+    return [syntax.text(result)]
+
+
+def _constant(m: syntax.MutationSyntax, value: object, declared: str | None) -> str | None:
+    """What a returned value becomes: the other boolean, else the untyped null, else the
+    zero of its declared type (None: left alone)."""
+    if syntax.text(value) in m.booleans:
+        return m.booleans[syntax.text(value)]
+    if m.null is not None:
+        return m.null
+    if declared is None:
+        return None
+    return next((zero for pattern, zero in m.zero_values if re.fullmatch(pattern, declared.strip())), None)
+
+
+def tree_mutations(language: syntax.Language, path: str, source: str, region: Callable[[int], bool]) -> list[Mutant]:
+    """Every single-fault mutant of `source` (a file of `language`, which has
+    `MutationSyntax`) whose mutated node starts on a line `region` accepts, in file order. A
+    file tree-sitter cannot read whole gives none (logged)."""
+    m = language.mutation
+    assert m is not None, language.name
+    data = source.encode("utf-8")
+    root = syntax.parse(language, data)
+    if root.has_error:
+        log.warning("%s: not parseable as %s; no mutants from it", path, language.name)
+        return []
+    found: list[Mutant] = []
+    functions: list[object] = []  # the enclosing functions of the node visited, innermost last
+
+    def visit(node: object) -> None:
+        is_function = language.is_function(node)
+        if is_function:
+            functions.append(node)
+        if node.type in m.binary or node.type in m.augmented:
+            op = node.child_by_field_name("operator")
+            token = syntax.text(op) if op is not None else ""
+            tables = ((Operator.RELATIONAL, m.relational), (Operator.BOUNDARY, m.boundary),
+                      (Operator.ARITHMETIC, m.arithmetic)) if node.type in m.binary else (
+                      (Operator.ARITHMETIC, m.arithmetic),)
+            for operator, table in tables:
+                if token in table:
+                    _site(found, language, path, data, op, operator, table[token], region)
+        if node.type in m.conditions:
+            condition = node.child_by_field_name("condition")
+            if condition is not None:
+                inner = syntax.text(condition)
+                negated = f"(!{inner})" if condition.type in m.parenthesized else f"!({inner})"
+                _site(found, language, path, data, condition, Operator.NEGATE_CONDITION, negated, region)
+        if node.type in m.removable and node.parent is not None and node.parent.type in m.blocks:
+            _site(found, language, path, data, node, Operator.REMOVE_STATEMENT, m.empty, region)
+        if node.type in m.returns:
+            value = next((c for c in node.named_children if c.type not in language.comments), None)
+            values = (value.named_children if value is not None and value.type in m.value_lists
+                      else [value] if value is not None else [])
+            declared = _result_types(m, functions[-1] if functions else None)
+            for i, item in enumerate(values):
+                constant = _constant(m, item, declared[i] if len(declared) == len(values) else None)
+                if constant is not None:
+                    _site(found, language, path, data, item, Operator.RETURN_CONSTANT, constant, region)
+        for child in node.children:
+            visit(child)
+        if is_function:
+            functions.pop()
+
+    visit(root)
+    return sorted(found, key=lambda x: (x.mutation.line, x.mutation.column, x.mutation.operator, x.mutation.after))
+
+
 def _region(path: str, source: bytes, lines: Iterable[int]) -> Callable[[int], bool]:
     """The lines a mutant may touch: the functions the reference changes, whole (their
     `def` line to their end), and the changed statements outside them."""
@@ -256,18 +361,28 @@ def generate(instance: Instance, work: WorkPaths, limit: int, seed: int = SEED) 
     """Up to `limit` mutant candidates of `instance`, made from its reference state (read
     from the reference's checked tree, so files the official checks own are never mutated).
     More sites than `limit`: a seeded sample, kept in file order. Deterministic."""
-    language = instance.spec.language
-    if language != "python":
-        return Generated(instance.id, (), f"not generated: mutation operators exist for Python only ({language})")
+    language = syntax.named(instance.spec.language)
+    if language is not syntax.PYTHON and language.mutation is None:
+        return Generated(instance.id, (), f"not generated: no mutation operators for {language.name} "
+                                          "(tasks/model/syntax.py)")
+
+    def mutable(path: str) -> bool:
+        """A Python instance's Python files (as ever); another's files of any language with operators."""
+        of = syntax.language_of(path)
+        return of is syntax.PYTHON if language is syntax.PYTHON else of is not None and of.mutation is not None
+
     read = post_patch_reader(instance, states_of(instance)[1], work)
     found: list[Mutant] = []
-    for path, lines in sorted(changed_lines(instance.reference, lambda p: syntax.language_of(p) is syntax.PYTHON).items()):
+    for path, lines in sorted(changed_lines(instance.reference, mutable).items()):
         text = read(path)
-        if text is not None:
-            found += mutations(path, text, _region(path, text.encode(), lines))
+        if text is None:
+            continue
+        region = _region(path, text.encode(), lines)
+        of = syntax.language_of(path)
+        found += mutations(path, text, region) if of is syntax.PYTHON else tree_mutations(of, path, text, region)
     if not found:
-        return Generated(instance.id, (), "not generated: the reference changes no Python function or statement "
-                                          "an operator applies to")
+        return Generated(instance.id, (), f"not generated: the reference changes no {language.name} function or "
+                                          "statement an operator applies to")
     if len(found) > limit:
         rng = random.Random(digest("mutants", str(seed), instance.id))
         found = [found[i] for i in sorted(rng.sample(range(len(found)), limit))]

@@ -10,15 +10,18 @@ channel replaces). The same file runs on the host as `python -m testprism.tasks.
 or `testprism agent`.
 
 The contract (the harness writes `tmp/.task/`, the agent leaves the rest of `tmp/`):
-`instruction.md` (the issue), `reference.diff` (TestPrism mode only), `strategy.json`
-(`Strategy`), `feedback.md` (a feedback round). The agent writes `tmp/test_generated.py`,
-`tmp/run_tests.sh` and `tmp/.task/usage.json`; with `repair: true` it also edits the
-program (the harness collects that as a diff).
+`instruction.md` (the issue), `language.json` (the instance's language and its test
+convention: where the test file goes, how that one file runs, the suite's command, what
+an assertion's failure looks like; tasks/model/syntax.py's `TestConvention`, so no test
+framework is built in here), `reference.diff` (TestPrism mode only), `strategy.json`
+(`Strategy`), `feedback.md` (a feedback round). The agent writes the test file the
+convention names, `tmp/run_tests.sh` and `tmp/.task/usage.json`; with `repair: true` it
+also edits the program (the harness collects that as a diff).
 
 The loop: prompt with the issue, a program excerpt and (TestPrism mode) the reference diff;
-take the pytest file in the reply; run it on the buggy program. A test is good when it
-FAILS there by an assertion (a collection, import or syntax error proves nothing about the
-bug); otherwise its output goes back to the model for a revision, up to `rounds` revisions
+take the test file in the reply; run it on the buggy program. A test is good when it
+FAILS there by an assertion (a collection, import, compile or syntax error proves nothing
+about the bug); otherwise its output goes back to the model for a revision, up to `rounds` revisions
 and `agent_steps` model calls in all. The last good test is kept (else the last one). In
 repair mode it then asks for a unified diff, applies it, and keeps it only when its own
 test passes on the repaired program (within `repair_steps` calls). A 429
@@ -48,10 +51,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 log = logging.getLogger("testprism.agent")
 
 TASK_FOLDER = Path("tmp") / ".task"
-TEST_NAME = "test_generated.py"
-#: the suite's entry, the shape of the bundled suites'; tmp/.task is the harness's, not the suite's
-RUN_TESTS = ('#!/usr/bin/env bash\nset -u\nexec python -m pytest -q -p no:cacheprovider tmp '
-             '--ignore=tmp/.task --junitxml="$TESTPRISM_JUNIT"\n')
 #: a generated test and a patch command get this long before their process group is killed
 COMMAND_TIMEOUT_S = 120.0
 #: one model call may take this long (a slow model writing a long reply)
@@ -62,11 +61,52 @@ TRANSIENT_RETRIES = 2
 PROGRAM_FILE_MAX_BYTES = 256 * 1024
 PROGRAM_WALK_MAX = 20000
 SKIPPED_FOLDERS = frozenset({".git", ".hg", "__pycache__", ".pytest_cache", ".mypy_cache", ".tox", ".venv",
-                             "venv", "node_modules", "build", "dist"})
-SYSTEM = ("You are a careful software engineer who writes regression tests. You write pytest tests that "
+                             "venv", "node_modules", "build", "dist", ".cache"})
+SYSTEM = ("You are a careful software engineer who writes regression tests. You write {framework} tests that "
           "reproduce a reported bug: each test must fail on the current, buggy program with an assertion "
-          "and pass once the bug is fixed. Reply with exactly one fenced ```python block holding the whole "
+          "and pass once the bug is fixed. Reply with exactly one fenced ```{fence} block holding the whole "
           "test file, and nothing that needs the network.")
+
+
+class Convention:
+    """language.json: the instance's language and how a test of it is written and run
+    (tasks/model/syntax.py's `TestConvention`, which documents each field)."""
+
+    FIELDS = ("framework", "fence", "path", "run", "shown", "suite", "assertion", "guidance")
+
+    def __init__(self, values: object) -> None:
+        if not isinstance(values, dict):
+            raise TaskError("language.json is not a JSON object")
+        self.language = str(values.get("language") or "")
+        self.extensions = tuple(str(e) for e in values.get("extensions") or ())
+        convention = values.get("convention")
+        if not isinstance(convention, dict):
+            raise TaskError("language.json: the provided agent writes no {} test (no test convention for it in "
+                            "tasks/model/syntax.py)".format(self.language or "unnamed language's"))
+        missing = [name for name in self.FIELDS if not convention.get(name)]
+        if missing:
+            raise TaskError("language.json: convention: missing {}".format(", ".join(missing)))
+        self.framework = str(convention["framework"])
+        self.fence = tuple(str(f) for f in convention["fence"])
+        self.path = str(convention["path"])
+        self.run = tuple(str(a) for a in convention["run"])
+        self.shown = str(convention["shown"])
+        self.suite = str(convention["suite"])
+        self.guidance = str(convention["guidance"])
+        try:
+            self.assertion = re.compile(str(convention["assertion"]))
+        except re.error as exc:
+            raise TaskError("language.json: convention: assertion: {}".format(exc)) from exc
+        if not self.path.startswith("tmp/") or ".." in self.path.split("/") or self.path.startswith("tmp/.task/"):
+            raise TaskError("language.json: convention: path must be under tmp/ (not tmp/.task): {}".format(self.path))
+
+    def argv(self, python: str, junit: str) -> List[str]:
+        return [a.replace("{python}", python).replace("{junit}", junit) for a in self.run]
+
+    def run_tests(self) -> str:
+        """The suite's entry, the shape of the bundled suites'."""
+        return "#!/usr/bin/env bash\nset -u\nexec {}\n".format(self.suite)
+
 
 class Strategy:
     """strategy.json: how much the agent may spend and see. Missing fields take the defaults
@@ -203,12 +243,12 @@ def run_command(args: Sequence[str], cwd: Path, stdin: Optional[bytes] = None,
         return None, out.decode("utf-8", "replace") + "\n[timed out after {:.0f} s]".format(timeout_s)
 
 
-def run_test(root: Path, python: str, keep_chars: int) -> Outcome:
-    """Run tmp/test_generated.py from `root` and classify it by its JUnit report."""
+def run_test(root: Path, convention: Convention, python: str, keep_chars: int) -> Outcome:
+    """Run the test file from `root` as its convention says and classify it by its JUnit
+    report: a failure is the test's assertion when its text matches the convention's."""
     with tempfile.TemporaryDirectory(prefix="testprism-agent-") as scratch:
         junit = Path(scratch) / "junit.xml"
-        code, output = run_command([python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                    str(Path("tmp") / TEST_NAME), "--junitxml=" + str(junit)], root)
+        code, output = run_command(convention.argv(python, str(junit)), root)
         tail = output[-keep_chars:] if keep_chars else ""
         if code is None or not junit.is_file():
             return Outcome("error", tail)
@@ -221,8 +261,7 @@ def run_test(root: Path, python: str, keep_chars: int) -> Outcome:
             ran += 1
             errors += len(case.findall("error"))
             for failure in case.findall("failure"):
-                last = (failure.text or "").strip().splitlines()[-1:] or [""]
-                failures += last[0].endswith(": AssertionError")
+                failures += convention.assertion.search((failure.text or "").strip()) is not None
         if errors or ran == 0:
             return Outcome("error", tail)
         if failures:
@@ -273,10 +312,12 @@ def program_files(root: Path) -> List[str]:
     return found
 
 
-def program_excerpt(root: Path, mentioned_in: str, reference: str, budget_chars: int) -> str:
+def program_excerpt(root: Path, mentioned_in: str, reference: str, budget_chars: int,
+                    extensions: Sequence[str] = (".py",)) -> str:
     """The program's text for the prompt, at most `budget_chars`: the files the reference
-    changes first, then those the issue names (path or file name), then Python files, the
-    shallow ones first, then the rest; the file that does not fit is cut."""
+    changes first, then those the issue names (path or file name), then files of the
+    instance's language (`extensions`), the shallow ones first, then the rest; the file
+    that does not fit is cut."""
     files = program_files(root)
     changed = set(diff_paths(reference))
 
@@ -287,7 +328,7 @@ def program_excerpt(root: Path, mentioned_in: str, reference: str, budget_chars:
         elif path in mentioned_in or (len(name) > 3 and re.search(r"\b" + re.escape(name) + r"\b", mentioned_in)):
             group = 1
         else:
-            group = 2 if name.endswith(".py") else 3
+            group = 2 if name.endswith(tuple(extensions)) else 3
         return group, path.count("/"), path
 
     parts: List[str] = []
@@ -311,7 +352,7 @@ def program_excerpt(root: Path, mentioned_in: str, reference: str, budget_chars:
     return "".join(parts)
 
 
-def first_prompt(root: Path, task: Path, strategy: Strategy) -> str:
+def first_prompt(root: Path, task: Path, strategy: Strategy, convention: Convention) -> str:
     """The opening user message: the issue, the reference (TestPrism mode), the program,
     the feedback of a feedback round and what to write."""
     instruction = (task / "instruction.md").read_text(encoding="utf-8", errors="replace")
@@ -329,50 +370,53 @@ def first_prompt(root: Path, task: Path, strategy: Strategy) -> str:
                         "this patch's particular code.\n\n```diff\n" + reference.rstrip("\n") + "\n```\n")
         budget = max(0, budget - len(reference))
     sections.append("## The program (the current working directory is its root)\n\n"
-                    + program_excerpt(root, instruction + "\n" + feedback, reference, budget))
-    previous = root / "tmp" / TEST_NAME
+                    + program_excerpt(root, instruction + "\n" + feedback, reference, budget,
+                                      convention.extensions))
+    previous = root / convention.path
     if feedback:
         sections.append("## Feedback on your earlier test\n\n" + feedback.strip() + "\n")
         if previous.is_file():
-            sections.append("Your earlier test:\n\n```python\n"
+            sections.append("Your earlier test:\n\n```" + convention.fence[0] + "\n"
                             + previous.read_text(encoding="utf-8", errors="replace").rstrip("\n") + "\n```\n")
-    sections.append("## What to write\n\nOne pytest file. It is saved as tmp/{0} and run from the program root "
-                    "with `python -m pytest tmp/{0}`, so import the program's modules as from its root. It must "
-                    "FAIL on the current program with an assertion (not an import, syntax or collection error) "
-                    "and PASS once the issue is fixed. Use only the standard library, pytest and the program. "
-                    "Reply with the whole file in one ```python block.".format(TEST_NAME))
+    sections.append("## What to write\n\nOne {0} file. It is saved as {1} and run from the program root with "
+                    "`{2}`, {3}. It must FAIL on the current program with an assertion (not an import, compile, "
+                    "syntax or collection error) and PASS once the issue is fixed. Reply with the whole file in "
+                    "one ```{4} block.".format(convention.framework, convention.path, convention.shown,
+                                               convention.guidance, convention.fence[0]))
     return "\n".join(sections)
 
 
-def revision_prompt(outcome: Outcome) -> str:
+def revision_prompt(outcome: Outcome, fence: str) -> str:
     if outcome.kind == "passes":
         said = "Your test PASSED on the current, buggy program, so it does not detect the bug. Its output:"
     elif outcome.kind == "rejects":
         said = ("Your test fails on the current program, but it also fails with the reference fix applied, "
                 "so it would reject a correct fix. Its output with the reference applied:")
     else:
-        said = ("Your test did not fail by an assertion: it errored (collection, import, syntax or another "
-                "exception) or ran no test. Its output:")
+        said = ("Your test did not fail by an assertion: it errored (collection, import, compile, syntax or "
+                "another exception) or ran no test. Its output:")
     return (said + "\n\n```\n" + outcome.output + "\n```\n\nRevise it so that it fails on the current "
             "program by an assertion and passes once the issue is fixed. Reply with the whole file in one "
-            "```python block.")
+            "```" + fence + " block.")
 
 
-def write_test(root: Path, source: str) -> None:
+def write_test(root: Path, convention: Convention, source: str) -> None:
     tmp = root / "tmp"
-    tmp.mkdir(exist_ok=True)
-    (tmp / TEST_NAME).write_text(source, encoding="utf-8")
-    (tmp / "run_tests.sh").write_text(RUN_TESTS, encoding="utf-8")
+    (root / convention.path).parent.mkdir(parents=True, exist_ok=True)
+    (root / convention.path).write_text(source, encoding="utf-8")
+    (tmp / "run_tests.sh").write_text(convention.run_tests(), encoding="utf-8")
     os.chmod(str(tmp / "run_tests.sh"), 0o755)
 
 
 class Agent:
     """One run: the test loop, then (repair mode) the repair loop."""
 
-    def __init__(self, root: Path, task: Path, strategy: Strategy, chat: Chat, python: str) -> None:
+    def __init__(self, root: Path, task: Path, strategy: Strategy, convention: Convention, chat: Chat,
+                 python: str) -> None:
         self.root = root
         self.task = task
         self.strategy = strategy
+        self.convention = convention
         self.chat = chat
         self.python = python
         self.rounds = 0
@@ -382,18 +426,19 @@ class Agent:
     def write_tests(self) -> None:
         """Ask for a test, run it, ask for revisions until one fails by an assertion (and,
         in TestPrism mode, passes with the reference applied)."""
-        opening = [{"role": "system", "content": SYSTEM},
-                   {"role": "user", "content": first_prompt(self.root, self.task, self.strategy)}]
+        fence = self.convention.fence[0]
+        opening = [{"role": "system", "content": SYSTEM.format(framework=self.convention.framework, fence=fence)},
+                   {"role": "user", "content": first_prompt(self.root, self.task, self.strategy, self.convention)}]
         messages = list(opening)
         try:
             for attempt in range(self.strategy.rounds + 1):
                 reply = self.chat.ask(messages)
                 self.rounds = attempt  # revisions asked for and answered
-                source = fenced(reply, ("python", "py", "python3"))
+                source = fenced(reply, self.convention.fence)
                 if source is None:
-                    log.info("step %d: the reply holds no ```python block", self.chat.steps)
-                    retry = ("Your reply held no ```python block. Reply with the whole test file in one "
-                             "```python block.")
+                    log.info("step %d: the reply holds no ```%s block", self.chat.steps, fence)
+                    retry = ("Your reply held no ```{0} block. Reply with the whole test file in one "
+                             "```{0} block.".format(fence))
                 else:
                     outcome = self.judge(source)
                     log.info("step %d: the test %s", self.chat.steps, outcome.kind)
@@ -401,18 +446,18 @@ class Agent:
                         self.test, self.outcome = source, outcome
                     if outcome.kind == "fails":
                         return
-                    retry = revision_prompt(outcome)
+                    retry = revision_prompt(outcome, fence)
                 # The opening, the last answer and what became of it: the prompt stays bounded.
                 messages = opening + [{"role": "assistant", "content": reply}, {"role": "user", "content": retry}]
         finally:
             if self.test is not None:
-                write_test(self.root, self.test)  # the kept one, which need not be the last written
+                write_test(self.root, self.convention, self.test)  # the kept one, which need not be the last written
 
     def judge(self, source: str) -> Outcome:
         """Write `source` as the test and run it on the buggy program; in TestPrism mode a
         test that fails there is run once more with the reference applied (then reverted)."""
-        write_test(self.root, source)
-        outcome = run_test(self.root, self.python, self.strategy.tool_output_chars)
+        write_test(self.root, self.convention, source)
+        outcome = run_test(self.root, self.convention, self.python, self.strategy.tool_output_chars)
         reference_file = self.task / "reference.diff"
         if outcome.kind != "fails" or not reference_file.is_file():
             return outcome
@@ -421,7 +466,7 @@ class Agent:
         if method is None:
             log.warning("the reference does not apply here, so the test is not checked on it: %s", message[-300:])
             return outcome
-        on_reference = run_test(self.root, self.python, self.strategy.tool_output_chars)
+        on_reference = run_test(self.root, self.convention, self.python, self.strategy.tool_output_chars)
         revert_diff(self.root, reference, method)
         return outcome if on_reference.kind == "passes" else Outcome("rejects", on_reference.output)
 
@@ -429,10 +474,11 @@ class Agent:
         """Ask for a fix as a unified diff until one applies and makes the kept test pass;
         a rejected diff is reverted, so the program is left buggy or repaired, never half."""
         assert self.test is not None and self.outcome is not None
-        prompt = (first_prompt(self.root, self.task, self.strategy) + "\n\n## Now the fix\n\nYour test, "
-                  "tmp/{}:\n\n```python\n{}\n```\n\nfails on the current program:\n\n```\n{}\n```\n\nWrite the fix "
-                  "of the program as a unified diff (paths a/... and b/... from the program root; never touch "
-                  "tmp/) in one ```diff block.").format(TEST_NAME, self.test.rstrip("\n"), self.outcome.output)
+        prompt = (first_prompt(self.root, self.task, self.strategy, self.convention) + "\n\n## Now the fix\n\n"
+                  "Your test, {}:\n\n```{}\n{}\n```\n\nfails on the current program:\n\n```\n{}\n```\n\nWrite the "
+                  "fix of the program as a unified diff (paths a/... and b/... from the program root; never touch "
+                  "tmp/) in one ```diff block.").format(self.convention.path, self.convention.fence[0],
+                                                       self.test.rstrip("\n"), self.outcome.output)
         opening = [{"role": "system", "content": "You fix bugs with small, correct patches to the program."},
                    {"role": "user", "content": prompt}]
         messages = list(opening)
@@ -465,7 +511,7 @@ class Agent:
         method, message = apply_diff(self.root, diff.encode())
         if method is None:
             return "Your diff does not apply:\n\n```\n" + message[-self.strategy.tool_output_chars:] + "\n```"
-        outcome = run_test(self.root, self.python, self.strategy.tool_output_chars)
+        outcome = run_test(self.root, self.convention, self.python, self.strategy.tool_output_chars)
         if outcome.kind == "passes":
             return None
         revert_diff(self.root, diff.encode(), method)
@@ -511,6 +557,14 @@ def run(root: Path, task: Optional[Path] = None, python: Optional[str] = None) -
         if not isinstance(values, dict):
             raise TaskError("strategy.json is not a JSON object")
         strategy = Strategy(values)
+        language_file = task / "language.json"
+        if not language_file.is_file():
+            raise TaskError("{} has no language.json (the instance's language and test convention)".format(task))
+        try:
+            language = json.loads(language_file.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise TaskError("language.json is not JSON: {}".format(exc)) from exc
+        convention = Convention(language)
         base_url = os.environ.get("OPENAI_BASE_URL", "")
         if not base_url:
             raise TaskError("OPENAI_BASE_URL is not set")
@@ -519,7 +573,7 @@ def run(root: Path, task: Optional[Path] = None, python: Optional[str] = None) -
         return 2
     chat = Chat(base_url, os.environ.get("OPENAI_API_KEY", "none"), strategy.model, strategy.review_tokens,
                 strategy.agent_steps)
-    agent = Agent(root, task, strategy, chat, python or sys.executable)
+    agent = Agent(root, task, strategy, convention, chat, python or sys.executable)
     status = "ok"
     try:
         agent.write_tests()

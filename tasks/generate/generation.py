@@ -30,6 +30,7 @@ from testprism.tasks.execution.build import state_tree
 from testprism.tasks.generate.outputs import KeptOutputs, generated_folder, keep_outputs
 from testprism.tasks.generate.strategy import Caps, Strategy
 from testprism.tasks.generate.task_folder import Mode, TaskFolder, agent_command
+from testprism.tasks.model import syntax
 from testprism.tasks.model.benchmark import Benchmark, Instance
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import RETRYABLE, Reason, Verdict
@@ -132,6 +133,7 @@ class GenerateJob(Job[GenerationSpec, GenerationResult]):
                         processes=options.limits.processes)
         with TaskFolder(options.work.workspaces, workspace_prefix("task"),
                         instruction=(unit.instance.folder / "instruction.md").read_bytes(),
+                        language=syntax.named(unit.instance.spec.language),
                         reference=unit.instance.reference if unit.mode is Mode.TESTPRISM else None,
                         strategy=unit.strategy, command=unit.command, tools=unit.tools, feedback=unit.feedback) as task:
             channel = (ModelChannel(self.endpoint.base_url, self.endpoint.api_key, unit.budget,

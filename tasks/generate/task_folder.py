@@ -2,6 +2,8 @@
 nothing it is not (docs/generate.md, "The task folder").
 
 - `instruction.md`: the issue;
+- `language.json`: the instance's language, its file extensions and how the provided agent
+  writes and runs a test of it (`syntax.TestConvention`; null where it writes none);
 - `reference.diff`: the reference fix, in TestPrism mode only;
 - `strategy.json`: the run's strategy (tasks/generate/strategy.py);
 - `feedback.md`: in a feedback round, what the agent's last test got wrong;
@@ -16,12 +18,15 @@ the state: it is always the buggy program, and always the same path.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
+from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
 
 from testprism.tasks.generate.strategy import Strategy
+from testprism.tasks.model.syntax import Language
 
 class Mode(StrEnum):
     """What the agent is shown besides the instruction and the buggy program."""
@@ -48,17 +53,26 @@ def agent_command(command: str) -> str:
     return command
 
 
+def language_json(language: Language) -> str:
+    """language.json of an instance of `language`: what the provided agent (which has no
+    test framework of its own) reads to write, run and judge a test."""
+    convention = asdict(language.convention) if language.convention is not None else None
+    return json.dumps({"language": language.name, "extensions": list(language.extensions),
+                       "convention": convention}, indent=2, sort_keys=True) + "\n"
+
+
 class TaskFolder:
     """A harness-made folder holding `.task/…`, given to the run as its suite folder (so the
     files land under `tmp/.task/`); removed on exit."""
 
-    def __init__(self, parent: Path, prefix: str, *, instruction: bytes, reference: bytes | None, strategy: Strategy,
-                 command: str, tools: tuple[Path, ...] = (), feedback: bytes | None = None) -> None:
+    def __init__(self, parent: Path, prefix: str, *, instruction: bytes, language: Language, reference: bytes | None,
+                 strategy: Strategy, command: str, tools: tuple[Path, ...] = (), feedback: bytes | None = None) -> None:
         parent.mkdir(parents=True, exist_ok=True)
         self.root = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
         task = self.root / ".task"
         task.mkdir()
         (task / "instruction.md").write_bytes(instruction)
+        (task / "language.json").write_text(language_json(language))
         if reference is not None:
             (task / "reference.diff").write_bytes(reference)
         (task / "strategy.json").write_text(strategy.as_json())

@@ -7,8 +7,9 @@ behaviour the bundled benchmark's numbers depend on; every other language with a
 grammar is not measured by these readers (each caller says what it does instead).
 
 A language is a record in `LANGUAGES`: its file extensions, its grammar, and which node types
-are functions, classes, statements, literals and comments, plus its test rule. Adding a
-language is adding a record.
+are functions, classes, statements, literals and comments, plus its test rule, how the
+provided agent writes and runs a test of it (`TestConvention`) and what the mutation
+operators rewrite in its trees (`MutationSyntax`). Adding a language is adding a record.
 """
 
 from __future__ import annotations
@@ -46,6 +47,55 @@ class Unit:
 
 
 @dataclass(frozen=True)
+class TestConvention:
+    """How the provided agent (tasks/generate/agent.py) writes and runs one test file of the
+    language. The agent knows no test framework of its own: the harness hands it this record
+    as `tmp/.task/language.json`, so a language gets generation by getting a record here.
+
+    `run` is the argv that runs the one file from the program root and writes its JUnit
+    report to `{junit}` (`{python}`: the interpreter the agent was given); `suite` is the
+    same run as the generated suite's `tmp/run_tests.sh` line (reading `$TESTPRISM_JUNIT`).
+    A failure is the test's own assertion (what proves the bug) when its JUnit text matches
+    `assertion`; any other failure (a compile error, a crash, a missing import) is an error."""
+
+    framework: str  #: what the prompt calls the test file: "pytest", "Go test", ...
+    fence: tuple[str, ...]  #: the code-fence labels the agent takes the file from, the first asked for
+    path: str  #: where the file goes, from the program root (under tmp/)
+    run: tuple[str, ...]
+    shown: str  #: the run as the prompt shows it
+    suite: str
+    assertion: str  #: a regular expression (searched in a failure's stripped text)
+    guidance: str  #: how the file reaches the program and what it may use, for the prompt
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: its tables are dicts
+class MutationSyntax:
+    """What the mutation operators (tasks/collect/mutants.py) rewrite in a tree-sitter tree,
+    each a replacement of one node's bytes: the tables map an operator token to the one it
+    becomes. Node types name where each operator looks; a language adds operators by adding
+    entries (Python is mutated with libcst and has none)."""
+
+    binary: frozenset[str]  #: binary expressions, whose `operator` field is the token
+    augmented: frozenset[str]  #: `x += y` and its kind, whose `operator` field is the token
+    relational: dict[str, str]
+    boundary: dict[str, str]
+    arithmetic: dict[str, str]
+    conditions: frozenset[str]  #: nodes whose `condition` field is a condition to negate
+    parenthesized: frozenset[str]  #: a condition of this type keeps its parentheses outside the `!`
+    removable: frozenset[str]  #: statements removed (when their parent is one of `blocks`)
+    blocks: frozenset[str]
+    empty: str  #: what a removed statement leaves
+    returns: frozenset[str]  #: return statements (their value, or each of a value list, is replaced)
+    value_lists: frozenset[str] = frozenset()  #: `return a, b` (Go): each value replaced on its own
+    booleans: dict[str, str] = field(default_factory=lambda: {"true": "false", "false": "true"})
+    null: str | None = None  #: a constant any returned value may become (untyped languages)
+    result_field: str = ""  #: the function field holding its declared result type(s)
+    #: (pattern, constant): a returned value of a declared type fully matching the pattern
+    #: becomes the constant (the type's zero); a type matching none is left alone
+    zero_values: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class Language:
     """How one language's code is read. `grammar` is None for Python (read with `ast`)."""
 
@@ -61,6 +111,10 @@ class Language:
     tests: Callable[[tree_sitter.Node], Iterator[TestFunction]] | None = None
     #: the files the language's test runner reads tests from
     test_file: Callable[[str], bool] = field(default=lambda path: True)
+    #: how the provided agent writes and runs a test (None: it does not write this language)
+    convention: TestConvention | None = None
+    #: what the mutation operators rewrite (None: no mutants; Python's come from libcst)
+    mutation: MutationSyntax | None = None
 
     def is_statement(self, node: tree_sitter.Node) -> bool:
         return node.type.endswith("_statement") or node.type in self.statements
@@ -404,7 +458,23 @@ def _ruby_tests(root: tree_sitter.Node) -> Iterator[TestFunction]:
 
 # -- the records -----------------------------------------------------------------------------
 
-PYTHON = Language("python", (".py",))
+#: the operator tables of the C family (Go, JavaScript, TypeScript, Java)
+C_RELATIONAL = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "!=", "!=": "=="}
+C_BOUNDARY = {"<": "<=", "<=": "<", ">": ">=", ">=": ">"}
+C_ARITHMETIC = {"+": "-", "-": "+", "*": "/", "/": "*", "%": "/",
+                "+=": "-=", "-=": "+=", "*=": "/=", "/=": "*=", "%=": "/="}
+
+PYTHON = Language(
+    "python", (".py",),
+    convention=TestConvention(
+        "pytest", ("python", "py", "python3"), "tmp/test_generated.py",
+        ("{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tmp/test_generated.py", "--junitxml={junit}"),
+        "python -m pytest tmp/test_generated.py",
+        # tmp/.task is the harness's, not the suite's
+        'python -m pytest -q -p no:cacheprovider tmp --ignore=tmp/.task --junitxml="$TESTPRISM_JUNIT"',
+        r": AssertionError\Z",
+        "so import the program's modules as from its root. Use only the standard library, pytest and the program"),
+)
 GO = Language(
     "go", (".go",), tree_sitter_go.language,
     functions=frozenset({"function_declaration", "method_declaration"}),
@@ -412,6 +482,23 @@ GO = Language(
                           "function_declaration", "method_declaration", "import_declaration"}),
     literals=frozenset({"interpreted_string_literal", "raw_string_literal", "rune_literal"}),
     tests=_go_tests, test_file=lambda path: path.endswith("_test.go"),
+    convention=TestConvention(
+        "Go test", ("go", "golang"), "tmp/generated_test.go",
+        ("gotestsum", "--junitfile", "{junit}", "--", "-count=1", "./tmp/"), "go test ./tmp/",
+        'gotestsum --junitfile "$TESTPRISM_JUNIT" -- -count=1 ./tmp/',
+        r"(?m)^\s*\S+_test\.go:\d+: ",  # t.Errorf/t.Fatalf's `file_test.go:12: message`, not a panic or build failure
+        "in package `tmp_test` (the folder tmp/ of the module go.mod names), so import the program's packages by "
+        "their module path, and fail with t.Errorf or t.Fatalf. Use only the standard library and the program "
+        "(modules cannot be fetched)"),
+    mutation=MutationSyntax(
+        binary=frozenset({"binary_expression"}), augmented=frozenset({"assignment_statement"}),
+        relational=C_RELATIONAL, boundary=C_BOUNDARY, arithmetic=C_ARITHMETIC,
+        conditions=frozenset({"if_statement", "for_clause"}), parenthesized=frozenset(),
+        removable=frozenset({"expression_statement", "assignment_statement", "inc_statement", "dec_statement"}),
+        blocks=frozenset({"block", "statement_list"}), empty="",
+        returns=frozenset({"return_statement"}), value_lists=frozenset({"expression_list"}), result_field="result",
+        zero_values=((r"\[\].*|map\[.*|\*.*|func.*|chan.*|interface.*|error|any", "nil"), (r"bool", "false"),
+                     (r"string", '""'), (r"u?int(8|16|32|64)?|uintptr|byte|rune|float(32|64)", "0"))),
 )
 JAVASCRIPT = Language(
     "javascript", (".js", ".mjs", ".cjs", ".jsx"), tree_sitter_javascript.language,
@@ -423,10 +510,29 @@ JAVASCRIPT = Language(
                           "field_definition"}),
     literals=frozenset({"string", "template_string", "regex"}),
     tests=_js_tests,
+    convention=TestConvention(
+        "node:test", ("javascript", "js"), "tmp/generated.test.js",
+        ("node", "--test", "--test-reporter=junit", "--test-reporter-destination={junit}", "tmp/generated.test.js"),
+        "node --test tmp/generated.test.js",
+        'node --test --test-reporter=junit --test-reporter-destination="$TESTPRISM_JUNIT" --test-reporter=spec '
+        '--test-reporter-destination=stdout tmp/generated.test.js',
+        r"AssertionError \[ERR_ASSERTION\]",
+        "with Node's own runner and assertions (`require('node:test')`, `require('node:assert/strict')`), requiring "
+        "the program's modules by their path from tmp/ (`../src/...`). Use only Node's built-in modules and the "
+        "program (no npm package is installed)"),
+    mutation=MutationSyntax(
+        binary=frozenset({"binary_expression"}), augmented=frozenset({"augmented_assignment_expression"}),
+        relational=C_RELATIONAL | {"===": "!==", "!==": "==="}, boundary=C_BOUNDARY, arithmetic=C_ARITHMETIC,
+        conditions=frozenset({"if_statement", "while_statement", "do_statement", "for_statement",
+                              "ternary_expression"}),
+        parenthesized=frozenset({"parenthesized_expression"}),
+        removable=frozenset({"expression_statement"}), blocks=frozenset({"statement_block"}), empty=";",
+        returns=frozenset({"return_statement"}), null="null"),
 )
 TYPESCRIPT = replace(
     JAVASCRIPT, name="typescript", extensions=(".ts", ".mts", ".cts"), grammar=tree_sitter_typescript.language_typescript,
     classes=JAVASCRIPT.classes | {"abstract_class_declaration", "interface_declaration"},
+    convention=None,  # node runs no .ts file: TypeScript's runner is its own record's to say
     statements=JAVASCRIPT.statements | {"abstract_class_declaration", "interface_declaration", "type_alias_declaration",
                                         "enum_declaration", "public_field_definition"},
 )
@@ -441,6 +547,16 @@ JAVA = Language(
     literals=frozenset({"string_literal", "character_literal", "text_block"}),
     comments=frozenset({"line_comment", "block_comment"}),
     tests=_java_tests,
+    mutation=MutationSyntax(
+        binary=frozenset({"binary_expression"}), augmented=frozenset({"assignment_expression"}),
+        relational=C_RELATIONAL, boundary=C_BOUNDARY, arithmetic=C_ARITHMETIC,
+        conditions=frozenset({"if_statement", "while_statement", "do_statement", "for_statement",
+                              "ternary_expression"}),
+        parenthesized=frozenset({"parenthesized_expression"}),
+        removable=frozenset({"expression_statement"}), blocks=frozenset({"block"}), empty=";",
+        returns=frozenset({"return_statement"}), result_field="type",
+        zero_values=((r"byte|short|int|long|char|float|double", "0"), (r"boolean", "false"),
+                     (r".+", "null"))),
 )
 
 RUST = Language(

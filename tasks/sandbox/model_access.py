@@ -41,10 +41,15 @@ def channel_env(request: RunRequest) -> dict[str, str]:
 
 def sandbox_command(request: RunRequest) -> str:
     """The command the sandbox's shell runs: with a channel, the relay started first (it
-    returns once it listens) on the same line, so bash's line numbers do not move."""
+    returns once it listens) on the same line, so bash's line numbers do not move. Its
+    interpreter is the environment's own, or, in an environment without a virtualenv (Go,
+    Node), the system's python3 (the host's /usr under local, the base image's under docker),
+    as the provided agent's is (tasks/generate/task_folder.py)."""
     if request.channel is None:
         return request.command
     python = shlex.quote(str(request.environment / "bin" / "python"))
-    relay = (f"{python} -I -S -c {shlex.quote(_relay_program())} {SANDBOX_SOCKET} {RELAY_PORT} "
-             f"|| {{ echo 'testprism: the model relay did not start' >&2; exit {RELAY_FAILED}; }}")
+    relay = (f'testprism_relay={python}; [ -x "$testprism_relay" ] || testprism_relay=python3; '
+             f'"$testprism_relay" -I -S -c {shlex.quote(_relay_program())} {SANDBOX_SOCKET} {RELAY_PORT} '
+             f"|| {{ echo 'testprism: the model relay did not start' >&2; exit {RELAY_FAILED}; }}; "
+             "unset testprism_relay")
     return f"{relay}; {request.command}"
