@@ -10,6 +10,7 @@ install jq, which the base lacks, from the Debian mirror; their verifier needs i
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -156,6 +157,8 @@ def test_tasks_refused_before_the_sandbox_is_asked(tmp_path):
     harbor_task(tasks, "uvx", {"tests/test.sh": "uvx pytest /tests/test_outputs.py\n"})
     harbor_task(tasks, "bad-limits", {"task.toml": "[verifier]\ntimeout_sec = -1\n"})
     harbor_task(tasks, "bad-size", {"task.toml": '[environment]\nmemory = "lots"\n'})
+    harbor_task(tasks, "made-nowhere", {"environment/greet.py": None,
+                                        "environment/Dockerfile": "FROM testprism-base:bookworm\nRUN touch /greet.py\n"})
     report = import_harbor(tasks, tmp_path / "bench", source="h", backend=NoSandbox(WorkPaths(tmp_path / "work")))
     found = issues_of(report)
     assert found["no-test-sh"] == ("tests/test.sh", "missing: a Harbor task holds task.toml, instruction.md, "
@@ -165,6 +168,9 @@ def test_tasks_refused_before_the_sandbox_is_asked(tmp_path):
     assert found["uvx"][0] == "tests/test.sh" and "uvx resolves its tools over the network" in found["uvx"][1]
     assert found["bad-limits"][0] == "task.toml: verifier.timeout_sec"
     assert found["bad-size"][0] == "task.toml: environment.memory"
+    assert found["made-nowhere"] == ("environment/", "holds nothing but the Dockerfile, which sets no absolute "
+                                     "WORKDIR: the program is made when the image is built, and there is no folder "
+                                     "to read it out of")
     assert not report.imported and not (tmp_path / "bench" / "instances").exists()
 
 
@@ -232,13 +238,12 @@ def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker
     harbor_task(tasks, "elsewhere", {"environment/Dockerfile": DOCKERFILE.replace(
         "testprism-base:bookworm", "testprism-test.invalid/python:3.11-slim")})
     report = import_harbor(tasks, tmp_path / "bench", source="h", backend=docker_backend, limits=Limits(timeout_s=120))
-    assert sorted(report.imported) == ["fetching", "greeting"], report.issues
-    field, message = issues_of(report)["absolute"]
-    assert field == "solution/solve.sh" and "solve.sh names /app, the image's WORKDIR" in message
+    # solve.sh names /app, the image's WORKDIR, where the runs place the program (program_in_image)
+    assert sorted(report.imported) == ["absolute", "fetching", "greeting"], report.issues
     assert issues_of(report)["elsewhere"] == (
         "environment/Dockerfile", "FROM testprism-test.invalid/python:3.11-slim: the image is not on the engine and "
-        "no registry is reachable; provide it first (`docker load -i FILE.tar`, or `docker tag LOCAL "
-        "testprism-test.invalid/python:3.11-slim`)")
+        "no registry is reachable; provide it first (`docker load -i FILE.tar`, `docker tag LOCAL "
+        "testprism-test.invalid/python:3.11-slim`, or a TESTPRISM_IMAGE_MAP file mapping it to a local stand-in)")
     caveats = {(i.instance_id, i.field, i.message) for i in report.issues if not i.fatal}
     assert ("fetching", "tests/test.sh", "test.sh fetches over the network at run time ('apt-get install -y jq'): "
             "run at the environment's build instead (environment/Dockerfile, RUN)") in caveats
@@ -248,6 +253,8 @@ def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker
     greeting = bench.instances["greeting"]
     spec = greeting.spec
     assert spec.environment.dockerfile == "environment/Dockerfile" and spec.environment.python is None
+    assert spec.environment.program_in_image == "/app"  # the Dockerfile's WORKDIR
+    assert "+++ b/greet.py" in bench.instances["absolute"].reference.decode()
     assert (greeting.folder / "environment" / "Dockerfile").read_text() == DOCKERFILE  # kept as it is
     assert (spec.checks.command, spec.checks.fail_to_pass, spec.checks.reward.tests) == (
         "bash /tests/test.sh", ("reward",), "tests")
@@ -265,8 +272,17 @@ def test_solutions_that_change_nothing_and_programs_with_their_own_tests(tmp_pat
     tasks = tmp_path / "tasks"
     harbor_task(tasks, "no-change", {"solution/solve.sh": "echo looked around\n"})
     harbor_task(tasks, "own-tests", {"environment/tests/test_greet.py": "def test_nothing():\n    pass\n"})
+    # the program is made by the Dockerfile (environment/ holds nothing else): read out of the built image
+    made = ("FROM testprism-base:bookworm\nWORKDIR /app\n"
+            "RUN printf 'def greet(name):\\n    return \"Hello \" + name + \"!\"\\n' > greet.py && mkdir tests\n")
+    harbor_task(tasks, "made-in-image", {"environment/greet.py": None, "environment/Dockerfile": made})
     report = import_harbor(tasks, tmp_path / "bench", source="h", backend=docker_backend)
     assert issues_of(report) == {"no-change": ("solution/solve.sh", "changes nothing in the program")}
+    in_image = load_benchmark(tmp_path / "bench").instances["made-in-image"]
+    assert in_image.spec.environment.program_in_image == "/app"
+    assert (in_image.program / "greet.py").read_text() == GREET
+    assert "name or 'World'" in in_image.reference.decode()
+    assert in_image.spec.checks.reward.tests == "tests/harbor"  # the image's /app has a tests/ folder
     instance = load_benchmark(tmp_path / "bench").instances["own-tests"]
     # the program has its own tests/: the task's go under tests/harbor/, placed at /tests from there
     assert instance.spec.checks.reward.tests == "tests/harbor"
@@ -382,3 +398,81 @@ def test_under_local_a_harbor_instance_runs_on_its_dockerfile_s_image(tmp_path, 
                                  "/var/lib/apt/lists/*\n", "")
     assert without != DOCKERFILE
     assert _local_rewards(tmp_path / "without", work_root, without) == {("F", None)}
+
+
+# -- a real public Harbor task (opt-in: its folder is read, never committed) ------------------
+
+#: a real Harbor task folder (task.toml, instruction.md, environment/, solution/, tests/) whose
+#: Dockerfile starts FROM a python:3.x-slim image and pip-installs its verifier's pytest, e.g.
+#: Emmanuel-inc/dynamo-log-report-fix@9e8b2bb4 log-report/ (docs/benchmark-format.md, "Harbor tasks")
+REAL_TASK = os.environ.get("TESTPRISM_HARBOR_TASK", "")
+STANDIN = "testprism-standin/python:3-slim"
+
+
+def _standin_map(tmp_path: Path) -> Path:
+    """The python-slim stand-in (examples/standins/python-slim, with this machine's extra
+    trust anchors) built on the engine, and an image map sending the task's FROM name to it."""
+    import docker
+
+    context = tmp_path / "standin"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "standins" / "python-slim", context)
+    for crt in Path("/usr/local/share/ca-certificates").glob("*.crt"):
+        shutil.copy(crt, context / "ca-certificates" / crt.name)
+    client = docker.APIClient()
+    for chunk in client.build(path=str(context), tag=STANDIN, network_mode="host", pull=False, rm=True, decode=True):
+        assert "error" not in chunk, chunk
+    dockerfile = (Path(REAL_TASK) / "environment" / "Dockerfile").read_text()
+    name = re.search(r"^FROM\s+(\S+)", dockerfile, re.MULTILINE).group(1)
+    mapping = tmp_path / "images.toml"
+    mapping.write_text(f'"{name.split("@")[0]}" = "{STANDIN}"\n')
+    return mapping
+
+
+@pytest.mark.slow
+@pytest.mark.requires("docker")
+@pytest.mark.skipif(not REAL_TASK, reason="TESTPRISM_HARBOR_TASK names no real Harbor task folder")
+def test_a_real_harbor_task_under_docker(tmp_path, docker_backend, work_root, monkeypatch):
+    """The issue's must-show on a real task: imported whole (its Dockerfile built FROM the
+    stand-in the image map names, the program at its WORKDIR, solve.sh at /solution), its
+    test.sh gives reward 0 on the shipped program and 1 on solve.sh's reference. Controls:
+    without environment/Dockerfile the task is refused; with its install line removed, the
+    verifier's pytest is gone and the reference no longer passes (the Dockerfile is used)."""
+    from dataclasses import replace
+
+    from testprism.storage import Store
+    from testprism.tasks.collect.label import GOLD_POLICY, gold_plan, gold_verdict
+    from testprism.tasks.collect.verification import execute, stored_rows
+    from testprism.tasks.execution.batch import ExecutionOptions
+
+    monkeypatch.setenv("TESTPRISM_IMAGE_MAP", str(_standin_map(tmp_path)))
+    tasks = tmp_path / "tasks"
+    shutil.copytree(REAL_TASK, tasks / "real")
+    shutil.copytree(REAL_TASK, tasks / "no-dockerfile")
+    (tasks / "no-dockerfile" / "environment" / "Dockerfile").unlink()
+    shutil.copytree(REAL_TASK, tasks / "no-install")
+    dockerfile = tasks / "no-install" / "environment" / "Dockerfile"
+    kept = [line for line in dockerfile.read_text().splitlines(keepends=True) if "pip install" not in line]
+    assert len(kept) < len(dockerfile.read_text().splitlines())
+    dockerfile.write_text("".join(kept))
+
+    report = import_harbor(tasks, tmp_path / "bench", source="harbor-real", backend=docker_backend)
+    assert sorted(report.imported) == ["no-install", "real"], report.issues
+    assert issues_of(report) == {"no-dockerfile": ("environment/Dockerfile", (
+        "missing: a Harbor task holds task.toml, instruction.md, environment/Dockerfile, tests/test.sh, "
+        "solution/solve.sh"))}
+    bench = load_benchmark(tmp_path / "bench")
+    real = bench.instances["real"]
+    assert real.spec.environment.program_in_image == "/app"
+
+    options = replace(ExecutionOptions(backend="docker", work_root=work_root, store_root=tmp_path / "store"),
+                      policy=GOLD_POLICY)
+    specs = {iid: gold_plan(instance, options) for iid, instance in bench.instances.items()}
+    execute([s for group in specs.values() for s in group], options)
+    rows = stored_rows(Store(tmp_path / "store"), [s.key for group in specs.values() for s in group])
+    by_state = {iid: {rows[s.key]["state"]: rows[s.key] for s in group} for iid, group in specs.items()}
+    assert [(t["outcome"], t["message"]) for t in by_state["real"]["buggy"]["tests"]] == [("failed", "reward 0")]
+    assert [(t["outcome"], t["message"]) for t in by_state["real"]["reference"]["tests"]] == [("passed", "reward 1")]
+    assert gold_verdict(real, [rows[s.key] for s in specs["real"]]).validated
+    control = gold_verdict(bench.instances["no-install"], [rows[s.key] for s in specs["no-install"]])
+    assert control.reason == Reason.REFERENCE_FAILS
+    assert "pytest: command not found" in by_state["no-install"]["reference"]["stdout_tail"]
