@@ -154,7 +154,7 @@ def test_tasks_refused_before_the_sandbox_is_asked(tmp_path):
     tasks = tmp_path / "tasks"
     harbor_task(tasks, "no-test-sh", {"tests/test.sh": None, "tests/test_outputs.py": "def test_a():\n    pass\n"})
     harbor_task(tasks, "services", {"environment/docker-compose.yaml": "services:\n  db:\n    image: postgres\n"})
-    harbor_task(tasks, "uvx", {"tests/test.sh": "uvx pytest /tests/test_outputs.py\n"})
+    harbor_task(tasks, "uvx", {"tests/test.sh": "uvx -p 3.13 -w pytest==8.4.1\n"})
     harbor_task(tasks, "bad-limits", {"task.toml": "[verifier]\ntimeout_sec = -1\n"})
     harbor_task(tasks, "bad-size", {"task.toml": '[environment]\nmemory = "lots"\n'})
     harbor_task(tasks, "made-nowhere", {"environment/greet.py": None,
@@ -165,7 +165,8 @@ def test_tasks_refused_before_the_sandbox_is_asked(tmp_path):
                                                     "environment/Dockerfile, tests/test.sh, solution/solve.sh")
     assert found["services"][0] == "environment/docker-compose.yaml"
     assert "compose services" in found["services"][1]
-    assert found["uvx"][0] == "tests/test.sh" and "uvx resolves its tools over the network" in found["uvx"][1]
+    assert found["uvx"] == ("tests/test.sh", "'uvx -p 3.13 -w pytest==8.4.1': uvx names no tool to run: its tool "
+                                             "cannot be installed ahead")
     assert found["bad-limits"][0] == "task.toml: verifier.timeout_sec"
     assert found["bad-size"][0] == "task.toml: environment.memory"
     assert found["made-nowhere"] == ("environment/", "holds nothing but the Dockerfile, which sets no absolute "
@@ -178,11 +179,53 @@ def test_run_time_fetches_are_found_line_by_line():
     script = ("#!/bin/bash\napt-get update\napt-get install -y \\\n  jq\n# pip install not-this\n"
               "curl -LsSf https://astral.sh/uv/install.sh | sh\npython3 -m pip install pytest==8.4.1\n"
               "pytest /tests -rA\n")
-    assert run_time_fetches(script) == ("apt-get update", "apt-get install -y    jq",
-                                        "curl -LsSf https://astral.sh/uv/install.sh | sh",
-                                        "python3 -m pip install pytest==8.4.1")
+    assert run_time_fetches(script).moved == ("apt-get update", "apt-get install -y    jq",
+                                              "curl -LsSf https://astral.sh/uv/install.sh | sh",
+                                              "python3 -m pip install pytest==8.4.1")
     with pytest.raises(RowError):
-        run_time_fetches("uvx -w pytest==8.4.1 pytest /tests\n")
+        run_time_fetches("uvx -w pytest==8.4.1 | tee log\n")
+
+
+#: terminal-bench-2's verifier, as its tasks' test.sh write it (uv installed at run time, uvx)
+TB2_VERIFIER = """#!/bin/bash
+apt-get update
+apt-get install -y curl
+curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh
+source $HOME/.local/bin/env
+uvx \\
+  -p 3.13 \\
+  -w pytest==8.4.1 \\
+  -w pytest-json-ctrf==0.3.5 \\
+  pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA
+if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+"""
+
+
+def test_uvx_is_installed_ahead_and_stood_in_for(tmp_path):
+    """uvx's tools are installed at the build (PyPI) and a stand-in runs them with test.sh's
+    arguments; uv's installer (GitHub) is not run at the build. The stand-in is run here, its
+    paths moved into tmp_path, on a tool that echoes what it was given."""
+    from testprism.tasks.importing.uvx import UVX_ROOT
+
+    fetches = run_time_fetches(TB2_VERIFIER)
+    assert fetches.moved == ("apt-get update", "apt-get install -y curl")
+    assert fetches.skipped == ("curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh",)
+    ((command, call),) = fetches.uvx
+    assert (call.tool, call.packages, call.python) == ("pytest", ("pytest", "pytest==8.4.1", "pytest-json-ctrf==0.3.5"),
+                                                       "3.13")
+    step = fetches.steps().splitlines()[-1]
+    assert step.startswith(f"RUN python3 -m venv {UVX_ROOT} && {UVX_ROOT}/bin/pip install ")
+    assert "install --no-cache-dir --disable-pip-version-check pytest pytest-json-ctrf==0.3.5 pytest==8.4.1 && " in step
+    root, shim = tmp_path / "uvx", tmp_path / "bin" / "uvx"
+    (root / "bin").mkdir(parents=True)
+    shim.parent.mkdir()
+    (root / "bin" / "pytest").write_text('#!/bin/sh\necho "pytest got: $*"\n')
+    (root / "bin" / "pytest").chmod(0o755)
+    write_shim = step.split(" && ", 2)[2].replace("/usr/local/bin/uvx", str(shim)).replace(UVX_ROOT, str(root))
+    subprocess.run(["bash", "-c", write_shim], check=True)
+    done = subprocess.run(["bash", "-c", command], env={"PATH": f"{shim.parent}:/usr/bin:/bin"},
+                          capture_output=True, text=True, check=True)
+    assert done.stdout == "pytest got: --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA\n"
 
 
 def test_the_verifier_folder_is_bound_only_when_no_link_leads_there(tmp_path):
@@ -436,7 +479,9 @@ def test_a_real_harbor_task_under_docker(tmp_path, docker_backend, work_root, mo
     stand-in the image map names, the program at its WORKDIR, solve.sh at /solution), its
     test.sh gives reward 0 on the shipped program and 1 on solve.sh's reference. Controls:
     without environment/Dockerfile the task is refused; with its install line removed, the
-    verifier's pytest is gone and the reference no longer passes (the Dockerfile is used)."""
+    verifier's pytest is gone and the reference no longer passes (the Dockerfile is used).
+    And with terminal-bench-2's uvx verifier instead of its own, on that same Dockerfile
+    without pytest, the uvx tools installed at the build decide alike."""
     from dataclasses import replace
 
     from testprism.storage import Store
@@ -454,9 +499,13 @@ def test_a_real_harbor_task_under_docker(tmp_path, docker_backend, work_root, mo
     kept = [line for line in dockerfile.read_text().splitlines(keepends=True) if "pip install" not in line]
     assert len(kept) < len(dockerfile.read_text().splitlines())
     dockerfile.write_text("".join(kept))
+    # terminal-bench-2's verifier (uv at run time, uvx) on the task without its pip line: pytest
+    # comes only from the uvx tools installed ahead at the build
+    shutil.copytree(tasks / "no-install", tasks / "tb2-verifier")
+    (tasks / "tb2-verifier" / "tests" / "test.sh").write_text(TB2_VERIFIER)
 
     report = import_harbor(tasks, tmp_path / "bench", source="harbor-real", backend=docker_backend)
-    assert sorted(report.imported) == ["no-install", "real"], report.issues
+    assert sorted(report.imported) == ["no-install", "real", "tb2-verifier"], report.issues
     assert issues_of(report) == {"no-dockerfile": ("environment/Dockerfile", (
         "missing: a Harbor task holds task.toml, instruction.md, environment/Dockerfile, tests/test.sh, "
         "solution/solve.sh"))}
@@ -473,6 +522,8 @@ def test_a_real_harbor_task_under_docker(tmp_path, docker_backend, work_root, mo
     assert [(t["outcome"], t["message"]) for t in by_state["real"]["buggy"]["tests"]] == [("failed", "reward 0")]
     assert [(t["outcome"], t["message"]) for t in by_state["real"]["reference"]["tests"]] == [("passed", "reward 1")]
     assert gold_verdict(real, [rows[s.key] for s in specs["real"]]).validated
+    assert [(t["outcome"], t["message"]) for t in by_state["tb2-verifier"]["buggy"]["tests"]] == [("failed", "reward 0")]
+    assert gold_verdict(bench.instances["tb2-verifier"], [rows[s.key] for s in specs["tb2-verifier"]]).validated
     control = gold_verdict(bench.instances["no-install"], [rows[s.key] for s in specs["no-install"]])
     assert control.reason == Reason.REFERENCE_FAILS
     assert "pytest: command not found" in by_state["no-install"]["reference"]["stdout_tail"]

@@ -51,7 +51,11 @@ immediate subfolder of TASKS is one task (hidden folders are passed over), and b
   run, which has no network: they are appended to the instance's Dockerfile as `RUN` steps,
   so the environment's build (the only networked step) installs what they install and the
   same lines at run time find it in place; the report says so, line by line (a caveat).
-  `uvx` resolves its tools on each call: refused, naming the line.
+  `uvx`, which resolves its tools on every call (terminal-bench-2's `uvx -p 3.13 -w pytest==…
+  pytest …`), has them installed at the build instead, from PyPI, with a `uvx` stand-in on
+  PATH that runs them (tasks/importing/uvx.py): `-p` is not honoured (the image's python3
+  runs them) and uv's own installer line, which downloads from GitHub, is left to fail at
+  run time as it would offline; both are caveats. A uvx line naming no tool is refused.
 
 The written instance is loaded and its reference and checks applied to its program before
 it is renamed into place (`folders.write_authored`); nothing is half-written.
@@ -83,6 +87,7 @@ from testprism.tasks.importing.folders import (
 )
 from testprism.tasks.importing.instance_writer import summary_line
 from testprism.tasks.importing.rows import ImportReport, Issue, RowError
+from testprism.tasks.importing.uvx import UV_INSTALLER, UVX_ROOT, UvxCall, install_step, parse_uvx
 from testprism.tasks.importing.staging import staged
 from testprism.tasks.model.benchmark import REWARD_CHECK, EnvironmentSpec, LimitsSpec
 from testprism.tasks.model.patches import parse_field
@@ -197,7 +202,7 @@ class Task:
     solution: list[str]  #: files of solution/
     checks_files: dict[str, str]  #: program path → path under tests/
     tests_at: str  #: the program folder the checks patch puts tests/ in (placed at /tests)
-    fetches: tuple[str, ...]  #: test.sh's lines that fetch at run time, moved to the build
+    fetches: Fetches  #: test.sh's lines that fetch at run time, installed ahead at the build
     workdir: str  #: the Dockerfile's last WORKDIR, "" without one
 
     @property
@@ -237,17 +242,42 @@ def _commands(script: str) -> Iterator[str]:
             yield command
 
 
-def run_time_fetches(script: str) -> tuple[str, ...]:
-    """test.sh's lines that fetch over the network; RowError for one that would fetch at
-    every call (`uvx`), which no build step can do ahead."""
-    found = []
+@dataclass(frozen=True)
+class Fetches:
+    """test.sh's lines that fetch over the network at run time, and what the build does
+    about each: `moved` are run as they are, `uvx` calls installed ahead (tasks/importing/
+    uvx.py), `skipped` not run at the build (uv's installer, when uvx is stood in for)."""
+
+    moved: tuple[str, ...] = ()
+    uvx: tuple[tuple[str, UvxCall], ...] = ()
+    skipped: tuple[str, ...] = ()
+
+    def steps(self) -> str:
+        """The Dockerfile steps that install ahead what these lines fetch."""
+        steps = "".join(f"RUN {command}\n" for command in self.moved)
+        return steps + (install_step(call for _, call in self.uvx) + "\n" if self.uvx else "")
+
+    def __bool__(self) -> bool:
+        return bool(self.moved or self.uvx)
+
+
+def run_time_fetches(script: str) -> Fetches:
+    """test.sh's lines that fetch over the network (Fetches); RowError naming a uvx line
+    that cannot be read as a call of a tool."""
+    moved, uvx = [], []
     for command in _commands(script):
         if REFETCHES.search(command):
-            raise RowError("tests/test.sh", f"{command!r}: uvx resolves its tools over the network on every call, "
-                                            "which a run cannot; install them in environment/Dockerfile")
+            try:
+                call = parse_uvx(command)
+            except ValueError as exc:
+                raise RowError("tests/test.sh", f"{command!r}: {exc}: its tool cannot be installed ahead") from None
+            if call is not None:
+                uvx.append((command, call))
+                continue
         if FETCHES.search(command):
-            found.append(command)
-    return tuple(found)
+            moved.append(command)
+    skipped = tuple(c for c in moved if UV_INSTALLER.search(c)) if uvx else ()
+    return Fetches(tuple(c for c in moved if c not in skipped), tuple(uvx), skipped)
 
 
 def read_task(folder: Path) -> Task:
@@ -305,7 +335,7 @@ def write_environment(task: Task, instance: Path) -> Path:
     if task.fetches:
         dockerfile = target / "Dockerfile"
         text = dockerfile.read_text(encoding="utf-8")
-        steps = "".join(f"RUN {command}\n" for command in task.fetches)
+        steps = task.fetches.steps()
         dockerfile.write_text(
             text + ("" if text.endswith("\n") else "\n")
             + "# Added by `testprism import harbor`: tests/test.sh fetches these over the network, which its runs\n"
@@ -376,8 +406,16 @@ class Solver:
 
 def caveats(task: Task) -> list[str]:
     """What the import changed or could not keep, for the report (non-fatal issues)."""
+    fetches = task.fetches
     notes = [f"test.sh fetches over the network at run time ({command!r}): run at the environment's build "
-             f"instead ({DOCKERFILE}, RUN)" for command in task.fetches]
+             f"instead ({DOCKERFILE}, RUN)" for command in fetches.moved]
+    notes += [f"test.sh runs uvx ({command!r}): {', '.join(call.packages)} installed at the environment's build "
+              f"into {UVX_ROOT}, run by a uvx stand-in"
+              + (f"; -p {call.python} is not honoured: the image's python3 runs it" if call.python else "")
+              for command, call in fetches.uvx]
+    notes += [f"test.sh installs uv ({command!r}): not run at the build (it downloads from GitHub, unreachable "
+              "here); uvx is stood in for, and the line fails at run time as it would offline"
+              for command in fetches.skipped]
     if task.config.environment.cpus is not None:
         notes.append(f"[environment] cpus = {task.config.environment.cpus} is not bounded per instance (the docker "
                      "backend's CPU quota, TESTPRISM_DOCKER_CPUS, is the backend's)")
