@@ -472,7 +472,7 @@ def _standin_map(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.requires("docker")
+@pytest.mark.requires("docker", "sandbox")
 @pytest.mark.skipif(not REAL_TASK, reason="TESTPRISM_HARBOR_TASK names no real Harbor task folder")
 def test_a_real_harbor_task_under_docker(tmp_path, docker_backend, work_root, monkeypatch):
     """The issue's must-show on a real task: imported whole (its Dockerfile built FROM the
@@ -481,7 +481,8 @@ def test_a_real_harbor_task_under_docker(tmp_path, docker_backend, work_root, mo
     without environment/Dockerfile the task is refused; with its install line removed, the
     verifier's pytest is gone and the reference no longer passes (the Dockerfile is used).
     And with terminal-bench-2's uvx verifier instead of its own, on that same Dockerfile
-    without pytest, the uvx tools installed at the build decide alike."""
+    without pytest, the uvx tools installed at the build decide alike; and under local (the
+    image's exported root, the program bound at /app) the rewards are docker's."""
     from dataclasses import replace
 
     from testprism.storage import Store
@@ -527,3 +528,10 @@ def test_a_real_harbor_task_under_docker(tmp_path, docker_backend, work_root, mo
     control = gold_verdict(bench.instances["no-install"], [rows[s.key] for s in specs["no-install"]])
     assert control.reason == Reason.REFERENCE_FAILS
     assert "pytest: command not found" in by_state["no-install"]["reference"]["stdout_tail"]
+    # under local, on the image's exported root with the program bound at /app: the same rewards
+    local = replace(options, backend="local", store_root=tmp_path / "store-local")
+    local_specs = gold_plan(real, local)
+    execute(local_specs, local)
+    local_rows = stored_rows(Store(tmp_path / "store-local"), [s.key for s in local_specs])
+    assert {r["state"]: (r["outcome"], r["tests"][0]["message"]) for r in local_rows.values()} == {
+        "buggy": ("F", "reward 0"), "reference": ("P", "reward 1")}
