@@ -270,7 +270,7 @@ def docker_backend(work_root):
 
 @pytest.mark.slow
 @pytest.mark.requires("docker")
-def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker_backend):
+def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker_backend, monkeypatch):
     tasks = tmp_path / "tasks"
     harbor_task(tasks, "greeting")
     fetching = VERIFY.replace("#!/bin/bash\n", "#!/bin/bash\napt-get update\napt-get install -y jq\n")
@@ -280,9 +280,15 @@ def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker
     harbor_task(tasks, "absolute", {"solution/solve.sh": FIXED.replace("greet.py", "/app/greet.py")})
     harbor_task(tasks, "elsewhere", {"environment/Dockerfile": DOCKERFILE.replace(
         "testprism-base:bookworm", "testprism-test.invalid/python:3.11-slim")})
+    # a FROM no registry can give, pinned by digest, stood in for through the image map (its
+    # stage's own name is not looked up); "elsewhere", unmapped, is the control
+    harbor_task(tasks, "mapped", {"environment/Dockerfile": DOCKERFILE.replace(
+        "testprism-base:bookworm", f"testprism-test.invalid/mapped:1@sha256:{'0' * 64} AS system\nFROM system")})
+    (tmp_path / "images.toml").write_text('"testprism-test.invalid/mapped:1" = "testprism-base:bookworm"\n')
+    monkeypatch.setenv("TESTPRISM_IMAGE_MAP", str(tmp_path / "images.toml"))
     report = import_harbor(tasks, tmp_path / "bench", source="h", backend=docker_backend, limits=Limits(timeout_s=120))
     # solve.sh names /app, the image's WORKDIR, where the runs place the program (program_in_image)
-    assert sorted(report.imported) == ["absolute", "fetching", "greeting"], report.issues
+    assert sorted(report.imported) == ["absolute", "fetching", "greeting", "mapped"], report.issues
     assert issues_of(report)["elsewhere"] == (
         "environment/Dockerfile", "FROM testprism-test.invalid/python:3.11-slim: the image is not on the engine and "
         "no registry is reachable; provide it first (`docker load -i FILE.tar`, `docker tag LOCAL "
@@ -299,6 +305,8 @@ def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker
     assert spec.environment.program_in_image == "/app"  # the Dockerfile's WORKDIR
     assert "+++ b/greet.py" in bench.instances["absolute"].reference.decode()
     assert (greeting.folder / "environment" / "Dockerfile").read_text() == DOCKERFILE  # kept as it is
+    assert "FROM testprism-test.invalid/mapped:1@sha256:" in (  # the map's stand-in is the build's, not the file's
+        bench.instances["mapped"].folder / "environment" / "Dockerfile").read_text()
     assert (spec.checks.command, spec.checks.fail_to_pass, spec.checks.reward.tests) == (
         "bash /tests/test.sh", ("reward",), "tests")
     assert spec.limits.model_dump() == {"timeout_s": 120.0, "memory_mb": 1024, "disk_mb": 2048,
