@@ -10,6 +10,7 @@ install jq, which the base lacks, from the Debian mirror; their verifier needs i
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -153,18 +154,24 @@ def test_tasks_refused_before_the_sandbox_is_asked(tmp_path):
     tasks = tmp_path / "tasks"
     harbor_task(tasks, "no-test-sh", {"tests/test.sh": None, "tests/test_outputs.py": "def test_a():\n    pass\n"})
     harbor_task(tasks, "services", {"environment/docker-compose.yaml": "services:\n  db:\n    image: postgres\n"})
-    harbor_task(tasks, "uvx", {"tests/test.sh": "uvx pytest /tests/test_outputs.py\n"})
+    harbor_task(tasks, "uvx", {"tests/test.sh": "uvx -p 3.13 -w pytest==8.4.1\n"})
     harbor_task(tasks, "bad-limits", {"task.toml": "[verifier]\ntimeout_sec = -1\n"})
     harbor_task(tasks, "bad-size", {"task.toml": '[environment]\nmemory = "lots"\n'})
+    harbor_task(tasks, "made-nowhere", {"environment/greet.py": None,
+                                        "environment/Dockerfile": "FROM testprism-base:bookworm\nRUN touch /greet.py\n"})
     report = import_harbor(tasks, tmp_path / "bench", source="h", backend=NoSandbox(WorkPaths(tmp_path / "work")))
     found = issues_of(report)
     assert found["no-test-sh"] == ("tests/test.sh", "missing: a Harbor task holds task.toml, instruction.md, "
                                                     "environment/Dockerfile, tests/test.sh, solution/solve.sh")
     assert found["services"][0] == "environment/docker-compose.yaml"
     assert "compose services" in found["services"][1]
-    assert found["uvx"][0] == "tests/test.sh" and "uvx resolves its tools over the network" in found["uvx"][1]
+    assert found["uvx"] == ("tests/test.sh", "'uvx -p 3.13 -w pytest==8.4.1': uvx names no tool to run: its tool "
+                                             "cannot be installed ahead")
     assert found["bad-limits"][0] == "task.toml: verifier.timeout_sec"
     assert found["bad-size"][0] == "task.toml: environment.memory"
+    assert found["made-nowhere"] == ("environment/", "holds nothing but the Dockerfile, which sets no absolute "
+                                     "WORKDIR: the program is made when the image is built, and there is no folder "
+                                     "to read it out of")
     assert not report.imported and not (tmp_path / "bench" / "instances").exists()
 
 
@@ -172,11 +179,53 @@ def test_run_time_fetches_are_found_line_by_line():
     script = ("#!/bin/bash\napt-get update\napt-get install -y \\\n  jq\n# pip install not-this\n"
               "curl -LsSf https://astral.sh/uv/install.sh | sh\npython3 -m pip install pytest==8.4.1\n"
               "pytest /tests -rA\n")
-    assert run_time_fetches(script) == ("apt-get update", "apt-get install -y    jq",
-                                        "curl -LsSf https://astral.sh/uv/install.sh | sh",
-                                        "python3 -m pip install pytest==8.4.1")
+    assert run_time_fetches(script).moved == ("apt-get update", "apt-get install -y    jq",
+                                              "curl -LsSf https://astral.sh/uv/install.sh | sh",
+                                              "python3 -m pip install pytest==8.4.1")
     with pytest.raises(RowError):
-        run_time_fetches("uvx -w pytest==8.4.1 pytest /tests\n")
+        run_time_fetches("uvx -w pytest==8.4.1 | tee log\n")
+
+
+#: terminal-bench-2's verifier, as its tasks' test.sh write it (uv installed at run time, uvx)
+TB2_VERIFIER = """#!/bin/bash
+apt-get update
+apt-get install -y curl
+curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh
+source $HOME/.local/bin/env
+uvx \\
+  -p 3.13 \\
+  -w pytest==8.4.1 \\
+  -w pytest-json-ctrf==0.3.5 \\
+  pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA
+if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+"""
+
+
+def test_uvx_is_installed_ahead_and_stood_in_for(tmp_path):
+    """uvx's tools are installed at the build (PyPI) and a stand-in runs them with test.sh's
+    arguments; uv's installer (GitHub) is not run at the build. The stand-in is run here, its
+    paths moved into tmp_path, on a tool that echoes what it was given."""
+    from testprism.tasks.importing.uvx import UVX_ROOT
+
+    fetches = run_time_fetches(TB2_VERIFIER)
+    assert fetches.moved == ("apt-get update", "apt-get install -y curl")
+    assert fetches.skipped == ("curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh",)
+    ((command, call),) = fetches.uvx
+    assert (call.tool, call.packages, call.python) == ("pytest", ("pytest", "pytest==8.4.1", "pytest-json-ctrf==0.3.5"),
+                                                       "3.13")
+    step = fetches.steps().splitlines()[-1]
+    assert step.startswith(f"RUN python3 -m venv {UVX_ROOT} && {UVX_ROOT}/bin/pip install ")
+    assert "install --no-cache-dir --disable-pip-version-check pytest pytest-json-ctrf==0.3.5 pytest==8.4.1 && " in step
+    root, shim = tmp_path / "uvx", tmp_path / "bin" / "uvx"
+    (root / "bin").mkdir(parents=True)
+    shim.parent.mkdir()
+    (root / "bin" / "pytest").write_text('#!/bin/sh\necho "pytest got: $*"\n')
+    (root / "bin" / "pytest").chmod(0o755)
+    write_shim = step.split(" && ", 2)[2].replace("/usr/local/bin/uvx", str(shim)).replace(UVX_ROOT, str(root))
+    subprocess.run(["bash", "-c", write_shim], check=True)
+    done = subprocess.run(["bash", "-c", command], env={"PATH": f"{shim.parent}:/usr/bin:/bin"},
+                          capture_output=True, text=True, check=True)
+    assert done.stdout == "pytest got: --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA\n"
 
 
 def test_the_verifier_folder_is_bound_only_when_no_link_leads_there(tmp_path):
@@ -221,7 +270,7 @@ def docker_backend(work_root):
 
 @pytest.mark.slow
 @pytest.mark.requires("docker")
-def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker_backend):
+def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker_backend, monkeypatch):
     tasks = tmp_path / "tasks"
     harbor_task(tasks, "greeting")
     fetching = VERIFY.replace("#!/bin/bash\n", "#!/bin/bash\napt-get update\napt-get install -y jq\n")
@@ -231,14 +280,19 @@ def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker
     harbor_task(tasks, "absolute", {"solution/solve.sh": FIXED.replace("greet.py", "/app/greet.py")})
     harbor_task(tasks, "elsewhere", {"environment/Dockerfile": DOCKERFILE.replace(
         "testprism-base:bookworm", "testprism-test.invalid/python:3.11-slim")})
+    # a FROM no registry can give, pinned by digest, stood in for through the image map (its
+    # stage's own name is not looked up); "elsewhere", unmapped, is the control
+    harbor_task(tasks, "mapped", {"environment/Dockerfile": DOCKERFILE.replace(
+        "testprism-base:bookworm", f"testprism-test.invalid/mapped:1@sha256:{'0' * 64} AS system\nFROM system")})
+    (tmp_path / "images.toml").write_text('"testprism-test.invalid/mapped:1" = "testprism-base:bookworm"\n')
+    monkeypatch.setenv("TESTPRISM_IMAGE_MAP", str(tmp_path / "images.toml"))
     report = import_harbor(tasks, tmp_path / "bench", source="h", backend=docker_backend, limits=Limits(timeout_s=120))
-    assert sorted(report.imported) == ["fetching", "greeting"], report.issues
-    field, message = issues_of(report)["absolute"]
-    assert field == "solution/solve.sh" and "solve.sh names /app, the image's WORKDIR" in message
+    # solve.sh names /app, the image's WORKDIR, where the runs place the program (program_in_image)
+    assert sorted(report.imported) == ["absolute", "fetching", "greeting", "mapped"], report.issues
     assert issues_of(report)["elsewhere"] == (
         "environment/Dockerfile", "FROM testprism-test.invalid/python:3.11-slim: the image is not on the engine and "
-        "no registry is reachable; provide it first (`docker load -i FILE.tar`, or `docker tag LOCAL "
-        "testprism-test.invalid/python:3.11-slim`)")
+        "no registry is reachable; provide it first (`docker load -i FILE.tar`, `docker tag LOCAL "
+        "testprism-test.invalid/python:3.11-slim`, or a TESTPRISM_IMAGE_MAP file mapping it to a local stand-in)")
     caveats = {(i.instance_id, i.field, i.message) for i in report.issues if not i.fatal}
     assert ("fetching", "tests/test.sh", "test.sh fetches over the network at run time ('apt-get install -y jq'): "
             "run at the environment's build instead (environment/Dockerfile, RUN)") in caveats
@@ -248,7 +302,11 @@ def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker
     greeting = bench.instances["greeting"]
     spec = greeting.spec
     assert spec.environment.dockerfile == "environment/Dockerfile" and spec.environment.python is None
+    assert spec.environment.program_in_image == "/app"  # the Dockerfile's WORKDIR
+    assert "+++ b/greet.py" in bench.instances["absolute"].reference.decode()
     assert (greeting.folder / "environment" / "Dockerfile").read_text() == DOCKERFILE  # kept as it is
+    assert "FROM testprism-test.invalid/mapped:1@sha256:" in (  # the map's stand-in is the build's, not the file's
+        bench.instances["mapped"].folder / "environment" / "Dockerfile").read_text()
     assert (spec.checks.command, spec.checks.fail_to_pass, spec.checks.reward.tests) == (
         "bash /tests/test.sh", ("reward",), "tests")
     assert spec.limits.model_dump() == {"timeout_s": 120.0, "memory_mb": 1024, "disk_mb": 2048,
@@ -265,8 +323,17 @@ def test_solutions_that_change_nothing_and_programs_with_their_own_tests(tmp_pat
     tasks = tmp_path / "tasks"
     harbor_task(tasks, "no-change", {"solution/solve.sh": "echo looked around\n"})
     harbor_task(tasks, "own-tests", {"environment/tests/test_greet.py": "def test_nothing():\n    pass\n"})
+    # the program is made by the Dockerfile (environment/ holds nothing else): read out of the built image
+    made = ("FROM testprism-base:bookworm\nWORKDIR /app\n"
+            "RUN printf 'def greet(name):\\n    return \"Hello \" + name + \"!\"\\n' > greet.py && mkdir tests\n")
+    harbor_task(tasks, "made-in-image", {"environment/greet.py": None, "environment/Dockerfile": made})
     report = import_harbor(tasks, tmp_path / "bench", source="h", backend=docker_backend)
     assert issues_of(report) == {"no-change": ("solution/solve.sh", "changes nothing in the program")}
+    in_image = load_benchmark(tmp_path / "bench").instances["made-in-image"]
+    assert in_image.spec.environment.program_in_image == "/app"
+    assert (in_image.program / "greet.py").read_text() == GREET
+    assert "name or 'World'" in in_image.reference.decode()
+    assert in_image.spec.checks.reward.tests == "tests/harbor"  # the image's /app has a tests/ folder
     instance = load_benchmark(tmp_path / "bench").instances["own-tests"]
     # the program has its own tests/: the task's go under tests/harbor/, placed at /tests from there
     assert instance.spec.checks.reward.tests == "tests/harbor"
@@ -382,3 +449,97 @@ def test_under_local_a_harbor_instance_runs_on_its_dockerfile_s_image(tmp_path, 
                                  "/var/lib/apt/lists/*\n", "")
     assert without != DOCKERFILE
     assert _local_rewards(tmp_path / "without", work_root, without) == {("F", None)}
+
+
+# -- a real public Harbor task (opt-in: its folder is read, never committed) ------------------
+
+#: a real Harbor task folder (task.toml, instruction.md, environment/, solution/, tests/) whose
+#: Dockerfile starts FROM a python:3.x-slim image and pip-installs its verifier's pytest, e.g.
+#: Emmanuel-inc/dynamo-log-report-fix@9e8b2bb4 log-report/ (docs/benchmark-format.md, "Harbor tasks")
+REAL_TASK = os.environ.get("TESTPRISM_HARBOR_TASK", "")
+STANDIN = "testprism-standin/python:3-slim"
+
+
+def _standin_map(tmp_path: Path) -> Path:
+    """The python-slim stand-in (examples/standins/python-slim, with this machine's extra
+    trust anchors) built on the engine, and an image map sending the task's FROM name to it."""
+    import docker
+
+    context = tmp_path / "standin"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "standins" / "python-slim", context)
+    for crt in Path("/usr/local/share/ca-certificates").glob("*.crt"):
+        shutil.copy(crt, context / "ca-certificates" / crt.name)
+    client = docker.APIClient()
+    for chunk in client.build(path=str(context), tag=STANDIN, network_mode="host", pull=False, rm=True, decode=True):
+        assert "error" not in chunk, chunk
+    dockerfile = (Path(REAL_TASK) / "environment" / "Dockerfile").read_text()
+    name = re.search(r"^FROM\s+(\S+)", dockerfile, re.MULTILINE).group(1)
+    mapping = tmp_path / "images.toml"
+    mapping.write_text(f'"{name.split("@")[0]}" = "{STANDIN}"\n')
+    return mapping
+
+
+@pytest.mark.slow
+@pytest.mark.requires("docker", "sandbox")
+@pytest.mark.skipif(not REAL_TASK, reason="TESTPRISM_HARBOR_TASK names no real Harbor task folder")
+def test_a_real_harbor_task_under_docker(tmp_path, docker_backend, work_root, monkeypatch):
+    """The issue's must-show on a real task: imported whole (its Dockerfile built FROM the
+    stand-in the image map names, the program at its WORKDIR, solve.sh at /solution), its
+    test.sh gives reward 0 on the shipped program and 1 on solve.sh's reference. Controls:
+    without environment/Dockerfile the task is refused; with its install line removed, the
+    verifier's pytest is gone and the reference no longer passes (the Dockerfile is used).
+    And with terminal-bench-2's uvx verifier instead of its own, on that same Dockerfile
+    without pytest, the uvx tools installed at the build decide alike; and under local (the
+    image's exported root, the program bound at /app) the rewards are docker's."""
+    from dataclasses import replace
+
+    from testprism.storage import Store
+    from testprism.tasks.collect.label import GOLD_POLICY, gold_plan, gold_verdict
+    from testprism.tasks.collect.verification import execute, stored_rows
+    from testprism.tasks.execution.batch import ExecutionOptions
+
+    monkeypatch.setenv("TESTPRISM_IMAGE_MAP", str(_standin_map(tmp_path)))
+    tasks = tmp_path / "tasks"
+    shutil.copytree(REAL_TASK, tasks / "real")
+    shutil.copytree(REAL_TASK, tasks / "no-dockerfile")
+    (tasks / "no-dockerfile" / "environment" / "Dockerfile").unlink()
+    shutil.copytree(REAL_TASK, tasks / "no-install")
+    dockerfile = tasks / "no-install" / "environment" / "Dockerfile"
+    kept = [line for line in dockerfile.read_text().splitlines(keepends=True) if "pip install" not in line]
+    assert len(kept) < len(dockerfile.read_text().splitlines())
+    dockerfile.write_text("".join(kept))
+    # terminal-bench-2's verifier (uv at run time, uvx) on the task without its pip line: pytest
+    # comes only from the uvx tools installed ahead at the build
+    shutil.copytree(tasks / "no-install", tasks / "tb2-verifier")
+    (tasks / "tb2-verifier" / "tests" / "test.sh").write_text(TB2_VERIFIER)
+
+    report = import_harbor(tasks, tmp_path / "bench", source="harbor-real", backend=docker_backend)
+    assert sorted(report.imported) == ["no-install", "real", "tb2-verifier"], report.issues
+    assert issues_of(report) == {"no-dockerfile": ("environment/Dockerfile", (
+        "missing: a Harbor task holds task.toml, instruction.md, environment/Dockerfile, tests/test.sh, "
+        "solution/solve.sh"))}
+    bench = load_benchmark(tmp_path / "bench")
+    real = bench.instances["real"]
+    assert real.spec.environment.program_in_image == "/app"
+
+    options = replace(ExecutionOptions(backend="docker", work_root=work_root, store_root=tmp_path / "store"),
+                      policy=GOLD_POLICY)
+    specs = {iid: gold_plan(instance, options) for iid, instance in bench.instances.items()}
+    execute([s for group in specs.values() for s in group], options)
+    rows = stored_rows(Store(tmp_path / "store"), [s.key for group in specs.values() for s in group])
+    by_state = {iid: {rows[s.key]["state"]: rows[s.key] for s in group} for iid, group in specs.items()}
+    assert [(t["outcome"], t["message"]) for t in by_state["real"]["buggy"]["tests"]] == [("failed", "reward 0")]
+    assert [(t["outcome"], t["message"]) for t in by_state["real"]["reference"]["tests"]] == [("passed", "reward 1")]
+    assert gold_verdict(real, [rows[s.key] for s in specs["real"]]).validated
+    assert [(t["outcome"], t["message"]) for t in by_state["tb2-verifier"]["buggy"]["tests"]] == [("failed", "reward 0")]
+    assert gold_verdict(bench.instances["tb2-verifier"], [rows[s.key] for s in specs["tb2-verifier"]]).validated
+    control = gold_verdict(bench.instances["no-install"], [rows[s.key] for s in specs["no-install"]])
+    assert control.reason == Reason.REFERENCE_FAILS
+    assert "pytest: command not found" in by_state["no-install"]["reference"]["stdout_tail"]
+    # under local, on the image's exported root with the program bound at /app: the same rewards
+    local = replace(options, backend="local", store_root=tmp_path / "store-local")
+    local_specs = gold_plan(real, local)
+    execute(local_specs, local)
+    local_rows = stored_rows(Store(tmp_path / "store-local"), [s.key for s in local_specs])
+    assert {r["state"]: (r["outcome"], r["tests"][0]["message"]) for r in local_rows.values()} == {
+        "buggy": ("F", "reward 0"), "reference": ("P", "reward 1")}

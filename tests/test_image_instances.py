@@ -115,6 +115,7 @@ def test_image_instance_loads_without_program_folder_and_python_defaults(tmp_pat
     ('image = "x"\nprogram_in_image = "/testbed/"', "environment.program_in_image"),
     ('image = "Not A Name"\nprogram_in_image = "/testbed"', "environment.image"),
     ('image = "x"', "environment"),
+    ('program_in_image = "/app"', "environment"),  # neither an image nor a Dockerfile to hold it
     ('image = "x"\nprogram_in_image = "/testbed"\npython = "3.11"', "environment"),
 ])
 def test_bad_image_fields_are_one_line_naming_file_and_field(tmp_path, lines, field):

@@ -274,3 +274,28 @@ def test_early_stop_leaves_out_decided_runs_and_keeps_jvr(tmp_path, work_root, m
     assert rest.executed == stopped.height and rest.skipped == 12 - stopped.height
     assert leaderboard(early).equals(leaderboard(full))
     assert flake_table(Store(early))["early_stopped"].sum() == 0  # the newest rows are the runs'
+
+
+def test_an_instance_s_own_limits_bound_its_suites_runs_too(tmp_path, work_root):
+    """`[limits]` (Harbor's task.toml) is the instance's for every run, a suite's as well as
+    its official checks': a suite sleeping past the instance's `timeout_s` is E/timeout.
+    Control: the same instance without `[limits]` passes under the run-wide default, and its
+    run keys are what they were (the instance's limits enter only its own keys)."""
+    from testprism.tasks.model.hashing import digest
+
+    slow = "import time\n\n\ndef test_slow():\n    time.sleep(5)\n"
+    found = {}
+    for name, limits in (("limited", "\n[limits]\ntimeout_s = 2.0\n"), ("free", "")):
+        root = make_benchmark(tmp_path / name, {"slow": {"test_slow.py": slow}})
+        toml = root / "instances" / "mini__median-even" / "instance.toml"
+        toml.write_text(toml.read_text() + limits)
+        benchmark = load_benchmark(root)
+        options = ExecutionOptions(backend="local", work_root=work_root, store_root=tmp_path / name / "store")
+        specs = [s for s in plan(benchmark, options) if s.state.kind == "buggy"]
+        execute_batch(specs, options)
+        (row,) = Store(tmp_path / name / "store").scan("runs").collect().iter_rows(named=True)
+        found[name] = (row["outcome"], row["reason"])
+        default_key = digest("run", specs[0].suite.hash, specs[0].state.hash,
+                             benchmark.instances["mini__median-even"].spec.environment.key, options.policy_hash)
+        assert (specs[0].content_key == default_key) is (name == "free")
+    assert found == {"limited": ("E", "timeout"), "free": ("P", None)}

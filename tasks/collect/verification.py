@@ -25,7 +25,7 @@ import polars as pl
 
 from testprism.storage import Store
 from testprism.tasks.model import patches
-from testprism.tasks.model.benchmark import Candidate, Instance
+from testprism.tasks.model.benchmark import Candidate, Instance, run_limits
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.sandbox.nofollow import UnsafeTarget, remove_entry, write_file
 from testprism.tasks.model.outcome import Reason, Verdict
@@ -69,12 +69,6 @@ def real_folder(tree: Path, rel: str) -> Path | None:
         except FileNotFoundError:
             return None
     return path
-
-
-def run_limits(instance: Instance, limits: Limits) -> Limits:
-    """The limits of the instance's runs: `limits` with the instance's own in their place."""
-    own = instance.spec.limits
-    return limits if own is None else own.over(limits)
 
 
 def candidate_states(instance: Instance, patches: Mapping[str, str]) -> dict[str, State]:

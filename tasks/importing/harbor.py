@@ -12,23 +12,29 @@ immediate subfolder of TASKS is one task (hidden folders are passed over), and b
   instance and `[environment] dockerfile = "environment/Dockerfile"` (its folder the build
   context), with no virtualenv on top: the image is the environment. The docker backend
   builds it (with the host network: the package registries); it names its own `FROM`
-  image, which must be on the engine, as no image registry is reachable here (load or tag
-  it: `docker load -i`, `docker tag`; a build that cannot find it fails naming it). A task
+  image, which no image registry here can provide: one on the engine is used as it is,
+  and `TESTPRISM_IMAGE_MAP` may stand a local image in for it (a `python:3.x-slim` stand-in
+  built from testprism's Debian base, examples/standins/; tasks/sandbox/docker/
+  dockerfile_from.py); a build that cannot find it fails naming it and the ways. A task
   with compose services (`environment/docker-compose.y(a)ml`) is refused: testprism runs
   one container per run.
 - **program**: the files of `environment/` but the ones that describe the image
   (`Dockerfile`, `.dockerignore`, compose files), the build context Harbor images COPY
-  into their WORKDIR; the runs' working directory is the program root, as the WORKDIR is
-  Harbor's. A task whose environment/ holds nothing else fetches its program when the
-  image is built: skipped with an issue (reading the program out of the built image,
-  `program_in_image`, is the image route's, docs/benchmark-format.md).
+  into their WORKDIR. When the Dockerfile sets an absolute WORKDIR (Harbor's `/app`), the
+  runs place the state's tree there in the built image (`[environment] program_in_image`),
+  so the task's absolute paths (`/app/access.log` in test files and solve.sh) find it; the
+  working directory is the program root either way. A task whose environment/ holds
+  nothing else makes its program when the image is built (a `git clone`, a generator): the
+  program is read out of the built image at that WORKDIR, once, as the image route reads an
+  image instance's (tasks/sandbox/image/program.py), and kept as the instance's program/;
+  without an absolute WORKDIR there is no folder to read, and the task is skipped.
 - **reference**: solve.sh is a script, so the reference is what it does to the program. It
   runs in the sandbox (untrusted code runs nowhere else), in the task's environment, from
-  the program root, with the files of solution/ under `tmp/.testprism-solution/`; a git
-  snapshot taken before it and `git diff --binary` after it (tmp/.testprism-solution left
-  out) come back through the one file a backend returns, `$TESTPRISM_JUNIT`. A task whose
-  solution fails (non-zero exit, timeout, too much output) or changes nothing is skipped
-  with an issue, which mentions the image's WORKDIR when solve.sh names it.
+  the program root, as `bash /solution/solve.sh` with the files of solution/ placed
+  read-only at `/solution` (where Harbor uploads them); a git snapshot taken before it and
+  `git diff --binary` after it come back through the one file a backend returns,
+  `$TESTPRISM_JUNIT` (the image needs `git`). A task whose solution fails (non-zero exit,
+  timeout, too much output) or changes nothing is skipped with an issue.
 - **checks**: `tests/test.sh`, run as Harbor runs it (`bash /tests/test.sh`), is the
   official check (`[checks.reward]`, tasks/execution/reward.py): the files of `tests/`,
   added by the checks patch under `tests/` of the program (or `tests/harbor/` when the
@@ -45,7 +51,11 @@ immediate subfolder of TASKS is one task (hidden folders are passed over), and b
   run, which has no network: they are appended to the instance's Dockerfile as `RUN` steps,
   so the environment's build (the only networked step) installs what they install and the
   same lines at run time find it in place; the report says so, line by line (a caveat).
-  `uvx` resolves its tools on each call: refused, naming the line.
+  `uvx`, which resolves its tools on every call (terminal-bench-2's `uvx -p 3.13 -w pytest==…
+  pytest …`), has them installed at the build instead, from PyPI, with a `uvx` stand-in on
+  PATH that runs them (tasks/importing/uvx.py): `-p` is not honoured (the image's python3
+  runs them) and uv's own installer line, which downloads from GitHub, is left to fail at
+  run time as it would offline; both are caveats. A uvx line naming no tool is refused.
 
 The written instance is loaded and its reference and checks applied to its program before
 it is renamed into place (`folders.write_authored`); nothing is half-written.
@@ -54,10 +64,12 @@ it is renamed into place (`folders.write_authored`); nothing is half-written.
 from __future__ import annotations
 
 import logging
+import posixpath
 import re
+import shutil
 import tempfile
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -75,12 +87,17 @@ from testprism.tasks.importing.folders import (
 )
 from testprism.tasks.importing.instance_writer import summary_line
 from testprism.tasks.importing.rows import ImportReport, Issue, RowError
+from testprism.tasks.importing.uvx import UV_INSTALLER, UVX_ROOT, UvxCall, install_step, parse_uvx
 from testprism.tasks.importing.staging import staged
 from testprism.tasks.model.benchmark import REWARD_CHECK, EnvironmentSpec, LimitsSpec
 from testprism.tasks.model.patches import parse_field
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
-from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, backend_class
+from testprism.tasks.sandbox.base import Limits, Mount, RunRequest, SandboxBackend, backend_class
 from testprism.tasks.sandbox.environment import EnvironmentBuildError
+from testprism.tasks.sandbox.docker.engine import api_client
+from testprism.tasks.sandbox.image.binding import image_run
+from testprism.tasks.sandbox.image.program import program_tree
+from testprism.tasks.sandbox.image.resolve import IMAGE_MAP_VARIABLE
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +110,8 @@ IMAGE_FILES = frozenset({"Dockerfile", ".dockerignore", *COMPOSE_FILES})
 #: the instance's copy of environment/ and its Dockerfile, relative to the instance folder
 ENVIRONMENT_DIR = "environment"
 DOCKERFILE = f"{ENVIRONMENT_DIR}/Dockerfile"
-#: where solution/ is placed under the program root for the run (left out of the diff)
-SOLUTION_DIR = ".testprism-solution"
+#: where solution/ is placed for solve.sh's run, read-only, as Harbor uploads it
+SOLUTION_AT = "/solution"
 #: the limits of one solve.sh run (a task's `[agent] timeout_sec` replaces the timeout)
 SOLVE_LIMITS = Limits(timeout_s=600.0)
 #: the verifier, as Harbor runs it
@@ -110,10 +127,10 @@ root="$PWD"
 snapshot="$(mktemp -d)"
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
 keep() {{ git --git-dir="$snapshot" --work-tree="$root" -c user.name=testprism -c user.email=testprism@localhost "$@"; }}
-record() {{ keep add --all --force -- . ':(exclude)tmp/{SOLUTION_DIR}'; }}
+record() {{ keep add --all --force -- .; }}
 keep init -q && record && keep commit -q --no-verify --allow-empty -m program \\
   || {{ echo "testprism: the program could not be snapshotted with git" >&2; exit 97; }}
-bash "tmp/{SOLUTION_DIR}/solve.sh" || exit $?
+bash {SOLUTION_AT}/solve.sh || exit $?
 cd "$root" && record && keep diff --cached --binary --no-renames --no-color --no-ext-diff > "$TESTPRISM_JUNIT"
 """
 
@@ -185,8 +202,15 @@ class Task:
     solution: list[str]  #: files of solution/
     checks_files: dict[str, str]  #: program path → path under tests/
     tests_at: str  #: the program folder the checks patch puts tests/ in (placed at /tests)
-    fetches: tuple[str, ...]  #: test.sh's lines that fetch at run time, moved to the build
+    fetches: Fetches  #: test.sh's lines that fetch at run time, installed ahead at the build
     workdir: str  #: the Dockerfile's last WORKDIR, "" without one
+
+    @property
+    def program_at(self) -> str | None:
+        """Where the runs place the program: the image's WORKDIR, where Harbor's task files,
+        solve.sh and tests find it (`/app/...`); None (the workspace) without an absolute one."""
+        folder = posixpath.normpath(self.workdir) if self.workdir.startswith("/") else ""
+        return folder if folder not in ("", "/") and not folder.startswith("//") and "$" not in folder else None
 
 
 def missing_base(build_error: str) -> str | None:
@@ -218,17 +242,42 @@ def _commands(script: str) -> Iterator[str]:
             yield command
 
 
-def run_time_fetches(script: str) -> tuple[str, ...]:
-    """test.sh's lines that fetch over the network; RowError for one that would fetch at
-    every call (`uvx`), which no build step can do ahead."""
-    found = []
+@dataclass(frozen=True)
+class Fetches:
+    """test.sh's lines that fetch over the network at run time, and what the build does
+    about each: `moved` are run as they are, `uvx` calls installed ahead (tasks/importing/
+    uvx.py), `skipped` not run at the build (uv's installer, when uvx is stood in for)."""
+
+    moved: tuple[str, ...] = ()
+    uvx: tuple[tuple[str, UvxCall], ...] = ()
+    skipped: tuple[str, ...] = ()
+
+    def steps(self) -> str:
+        """The Dockerfile steps that install ahead what these lines fetch."""
+        steps = "".join(f"RUN {command}\n" for command in self.moved)
+        return steps + (install_step(call for _, call in self.uvx) + "\n" if self.uvx else "")
+
+    def __bool__(self) -> bool:
+        return bool(self.moved or self.uvx)
+
+
+def run_time_fetches(script: str) -> Fetches:
+    """test.sh's lines that fetch over the network (Fetches); RowError naming a uvx line
+    that cannot be read as a call of a tool."""
+    moved, uvx = [], []
     for command in _commands(script):
         if REFETCHES.search(command):
-            raise RowError("tests/test.sh", f"{command!r}: uvx resolves its tools over the network on every call, "
-                                            "which a run cannot; install them in environment/Dockerfile")
+            try:
+                call = parse_uvx(command)
+            except ValueError as exc:
+                raise RowError("tests/test.sh", f"{command!r}: {exc}: its tool cannot be installed ahead") from None
+            if call is not None:
+                uvx.append((command, call))
+                continue
         if FETCHES.search(command):
-            found.append(command)
-    return tuple(found)
+            moved.append(command)
+    skipped = tuple(c for c in moved if UV_INSTALLER.search(c)) if uvx else ()
+    return Fetches(tuple(c for c in moved if c not in skipped), tuple(uvx), skipped)
 
 
 def read_task(folder: Path) -> Task:
@@ -249,24 +298,32 @@ def read_task(folder: Path) -> Task:
         raise RowError(f"environment/{compose[0]}", "the task has compose services beside its container: testprism "
                                                     "runs each check in one container, without them")
     program = {rel: rel for rel in regular_files(environment, "environment/") if rel not in IMAGE_FILES}
-    if not program:
-        raise RowError("environment/", "holds nothing but the Dockerfile: the program is fetched when the image is "
-                                       "built, and reading it out of the image (program_in_image) is not done here")
-    tests = regular_files(folder / "tests", "tests/")
-    into = "tests/harbor" if any(rel == "tests" or rel.startswith("tests/") for rel in program) else "tests"
-    if any(rel == "tests/harbor" or rel.startswith("tests/harbor/") for rel in program):
-        raise RowError("tests/", "the program already has tests/harbor/: no place to add the task's tests")
-    return Task(
+    task = Task(
         folder=folder,
         instruction=(folder / "instruction.md").read_text(encoding="utf-8"),
         config=config,
         program=program,
         solution=regular_files(folder / "solution", "solution/"),
-        checks_files={f"{into}/{rel}": rel for rel in tests},
-        tests_at=into,
+        checks_files={},
+        tests_at="tests",
         fetches=run_time_fetches((folder / "tests" / "test.sh").read_text(encoding="utf-8", errors="replace")),
         workdir=_workdir((environment / "Dockerfile").read_text(encoding="utf-8", errors="replace")),
     )
+    if not program and task.program_at is None:
+        raise RowError("environment/", "holds nothing but the Dockerfile, which sets no absolute WORKDIR: the program "
+                                       "is made when the image is built, and there is no folder to read it out of")
+    return with_tests(task, program)
+
+
+def with_tests(task: Task, program: Iterable[str]) -> Task:
+    """`task` with its tests/ placed in the program whose files are `program`: under
+    `tests/`, or `tests/harbor/` when the program has a `tests` entry already."""
+    names = list(program)
+    into = "tests/harbor" if any(rel == "tests" or rel.startswith("tests/") for rel in names) else "tests"
+    if any(rel == "tests/harbor" or rel.startswith("tests/harbor/") for rel in names):
+        raise RowError("tests/", "the program already has tests/harbor/: no place to add the task's tests")
+    return replace(task, checks_files={f"{into}/{rel}": rel for rel in regular_files(task.folder / "tests", "tests/")},
+                   tests_at=into)
 
 
 def write_environment(task: Task, instance: Path) -> Path:
@@ -278,7 +335,7 @@ def write_environment(task: Task, instance: Path) -> Path:
     if task.fetches:
         dockerfile = target / "Dockerfile"
         text = dockerfile.read_text(encoding="utf-8")
-        steps = "".join(f"RUN {command}\n" for command in task.fetches)
+        steps = task.fetches.steps()
         dockerfile.write_text(
             text + ("" if text.endswith("\n") else "\n")
             + "# Added by `testprism import harbor`: tests/test.sh fetches these over the network, which its runs\n"
@@ -294,27 +351,41 @@ class Solver:
     backend: SandboxBackend
     limits: Limits = SOLVE_LIMITS
 
-    def reference(self, task: Task, program: Path, dockerfile: Path) -> str:
-        """What solve.sh does to `program`, run in the task's environment (its Dockerfile
-        at `dockerfile`) with the task's memory and disk and its agent's time."""
-        spec = EnvironmentSpec(python=None, packages=(), dockerfile=DOCKERFILE).bound(dockerfile)
+    def environment(self, task: Task, dockerfile: Path) -> Path:
+        """The backend's handle of the task's environment (its Dockerfile at `dockerfile`),
+        built once; RowError naming the FROM image when the engine has no such image."""
+        spec = EnvironmentSpec(python=None, packages=(), dockerfile=DOCKERFILE,
+                               program_in_image=task.program_at).bound(dockerfile)
         try:
-            environment = self.backend.prepare(spec)
+            return self.backend.prepare(spec)
         except EnvironmentBuildError as exc:
             base = missing_base(str(exc))
             if base is None:
                 raise
             raise RowError("environment/Dockerfile", f"FROM {base}: the image is not on the engine and no registry "
-                           f"is reachable; provide it first (`docker load -i FILE.tar`, or `docker tag LOCAL {base}`)"
-                           ) from exc
+                           f"is reachable; provide it first (`docker load -i FILE.tar`, `docker tag LOCAL {base}`, "
+                           f"or a {IMAGE_MAP_VARIABLE} file mapping it to a local stand-in)") from exc
+
+    def read_program(self, task: Task, environment: Path, program: Path) -> None:
+        """The program the task's Dockerfile makes, read out of the built image at its
+        WORKDIR into `program` (tasks/sandbox/image/program.py, as for an image instance)."""
+        run = image_run(environment)
+        assert run is not None and task.program_at is not None
+        with api_client() as api:
+            tree = program_tree(api, run.image, task.program_at, self.backend.work)
+        shutil.copytree(tree, program, symlinks=True, dirs_exist_ok=True)
+
+    def reference(self, task: Task, program: Path, environment: Path) -> str:
+        """What solve.sh does to `program`, run in the task's `environment` (Solver.environment)
+        with the task's memory and disk and its agent's time."""
         limits = LimitsSpec.model_validate(task.config.limits()).over(self.limits)
         limits = replace(limits, timeout_s=task.config.agent.timeout_sec or self.limits.timeout_s)
         with tempfile.TemporaryDirectory(prefix="testprism-harbor-") as scratch:
-            helper = Path(scratch)
-            copy_files(task.folder / "solution", {f"{SOLUTION_DIR}/{rel}": rel for rel in task.solution}, helper)
+            solution = Path(scratch) / "solution"
+            copy_files(task.folder / "solution", {rel: rel for rel in task.solution}, solution)
             result = self.backend.run(RunRequest(
-                tree=program, suite_folder=helper, suite_files=tuple(f"{SOLUTION_DIR}/{rel}" for rel in task.solution),
-                command=SOLVE_COMMAND, environment=environment, limits=limits,
+                tree=program, suite_folder=None, suite_files=(), command=SOLVE_COMMAND, environment=environment,
+                limits=limits, mounts=(Mount(SOLUTION_AT, solution),),
             ))
         if result.timed_out:
             problem = f"timed out after {limits.timeout_s:g} s"
@@ -330,21 +401,21 @@ class Solver:
             text = result.junit_xml.decode("utf-8", errors="surrogateescape")
             parse_field(text, "solution/solve.sh")
             return text
-        raise RowError("solution/solve.sh", problem + self._hint(task))
-
-    @staticmethod
-    def _hint(task: Task) -> str:
-        script = (task.folder / "solution" / "solve.sh").read_text(encoding="utf-8", errors="replace")
-        if task.workdir.startswith("/") and task.workdir != "/" and task.workdir in script:
-            return (f" (solve.sh names {task.workdir}, the image's WORKDIR: here it runs from the program root, "
-                    "where paths resolve relative to it)")
-        return ""
+        raise RowError("solution/solve.sh", problem)
 
 
 def caveats(task: Task) -> list[str]:
     """What the import changed or could not keep, for the report (non-fatal issues)."""
+    fetches = task.fetches
     notes = [f"test.sh fetches over the network at run time ({command!r}): run at the environment's build "
-             f"instead ({DOCKERFILE}, RUN)" for command in task.fetches]
+             f"instead ({DOCKERFILE}, RUN)" for command in fetches.moved]
+    notes += [f"test.sh runs uvx ({command!r}): {', '.join(call.packages)} installed at the environment's build "
+              f"into {UVX_ROOT}, run by a uvx stand-in"
+              + (f"; -p {call.python} is not honoured: the image's python3 runs it" if call.python else "")
+              for command, call in fetches.uvx]
+    notes += [f"test.sh installs uv ({command!r}): not run at the build (it downloads from GitHub, unreachable "
+              "here); uvx is stood in for, and the line fails at run time as it would offline"
+              for command in fetches.skipped]
     if task.config.environment.cpus is not None:
         notes.append(f"[environment] cpus = {task.config.environment.cpus} is not bounded per instance (the docker "
                      "backend's CPU quota, TESTPRISM_DOCKER_CPUS, is the backend's)")
@@ -362,8 +433,11 @@ def import_task(folder: Path, out: Path, solver: Solver, source: str, notes: lis
     with staged(out, final, overwrite=overwrite) as staging:
         program = staging / "program"
         copy_files(folder / "environment", task.program, program)
-        dockerfile = write_environment(task, staging)
-        reference = solver.reference(task, program, dockerfile)
+        environment = solver.environment(task, write_environment(task, staging))
+        if not task.program:  # made by the Dockerfile: read out of the image
+            solver.read_program(task, environment, program)
+            task = with_tests(task, (p.relative_to(program).as_posix() for p in program.rglob("*")))
+        reference = solver.reference(task, program, environment)
         checks_diff = edit_diff(program, {to: (folder / "tests" / rel).read_bytes()
                                           for to, rel in task.checks_files.items()})
         write_authored(staging, Authored(
@@ -371,7 +445,8 @@ def import_task(folder: Path, out: Path, solver: Solver, source: str, notes: lis
             instruction=task.instruction, reference=reference, checks_diff=checks_diff,
             checks={"command": VERIFIER_COMMAND, "fail_to_pass": [REWARD_CHECK], "pass_to_pass": [],
                     "reward": {"tests": task.tests_at}},
-            environment={"dockerfile": DOCKERFILE}, limits=task.config.limits(),
+            environment={"dockerfile": DOCKERFILE} | ({"program_in_image": task.program_at} if task.program_at else {}),
+            limits=task.config.limits(),
             origin={"adapter": "harbor", "task": str(folder.resolve())},
             made_by="testprism import harbor",
         ))

@@ -103,6 +103,9 @@ class EnvironmentSpec(_Model):
     its bootstrapped base image (system packages, toolchains: Go, Node.js, a JDK); and
     `toolchains`, the host commands the local backend, which cannot build a Dockerfile,
     checks for instead. `variables` are set for the build step and every run on both.
+    A `dockerfile` may say with `program_in_image` where its image keeps the program (a
+    Harbor task's WORKDIR, whose files and scripts name `/app/...`): each run then places
+    the state's tree there, in the built image, as for an image instance.
 
     Or, alone, an `image` that already holds the program at `program_in_image` and its
     toolchain (SWE-bench's per-instance images): nothing is built, so it takes none of the
@@ -167,9 +170,11 @@ class EnvironmentSpec(_Model):
     def _image_alone(self) -> EnvironmentSpec:
         """An image instance names both fields, and none of the recipes that build an
         environment (the image is the environment); the Python defaults then do not apply."""
-        if (self.image is None) != (self.program_in_image is None):
-            missing = "program_in_image" if self.program_in_image is None else "image"
-            raise ValueError(f"image and program_in_image go together: {missing} is missing")
+        if self.program_in_image is not None and self.image is None and self.dockerfile is None:
+            raise ValueError("program_in_image says where the program is in an image: image (or dockerfile) is "
+                             "missing")
+        if self.image is not None and self.program_in_image is None:
+            raise ValueError("image and program_in_image go together: program_in_image is missing")
         if self.image is not None:
             mixed = sorted({"python", "packages", "dockerfile", "toolchains"} & self.model_fields_set)
             if mixed:
@@ -214,6 +219,7 @@ class EnvironmentSpec(_Model):
             parts += ["image", self._image_id or f"unresolved {self.image}", self.program_in_image or ""]
         if self.dockerfile is not None:
             parts += ["dockerfile", self._context_hash or self.dockerfile]
+            parts += ["program at", self.program_in_image] if self.program_in_image else []
         if self.toolchains:
             parts += ["toolchains", *sorted(self.toolchains)]
         if self.variables:
@@ -230,6 +236,7 @@ class EnvironmentSpec(_Model):
             table["packages"] = list(self.packages)
         if self.dockerfile is not None:
             table["dockerfile"] = self.dockerfile
+            table |= {"program_in_image": self.program_in_image} if self.program_in_image else {}
         if self.toolchains:
             table["toolchains"] = list(self.toolchains)
         if self.image is not None:
@@ -250,7 +257,8 @@ class EnvironmentSpec(_Model):
     def summary(self) -> str:
         """One line for logs: what the environment is made of."""
         parts = [f"python {self.python}: {', '.join(self.packages) or 'no packages'}"] if self.python else []
-        parts += [f"dockerfile {self.dockerfile}"] if self.dockerfile else []
+        parts += [f"dockerfile {self.dockerfile}" + (f", program at {self.program_in_image}"
+                                                      if self.program_in_image else "")] if self.dockerfile else []
         parts += [f"toolchains {', '.join(self.toolchains)}"] if self.toolchains else []
         parts += [f"image {self.image} ({self._image_id or 'unresolved'}), program at {self.program_in_image}"] \
             if self.image else []
@@ -375,6 +383,13 @@ class LimitsSpec(_Model):
         """`limits` (a sandbox.base.Limits) with this instance's run limits in place of its own."""
         own = {"timeout_s": self.timeout_s, "memory_mb": self.memory_mb, "disk_mb": self.disk_mb}
         return replace(limits, **{name: value for name, value in own.items() if value is not None})
+
+
+def run_limits(instance: Instance, limits: L) -> L:
+    """The limits of the instance's runs (its official checks' and suites' alike): `limits`
+    with the instance's own (`[limits]`, Harbor's task.toml) in their place."""
+    own = instance.spec.limits
+    return limits if own is None else own.over(limits)
 
 
 class InstanceSpec(_Model):

@@ -22,7 +22,7 @@ from testprism.tasks.execution.batch import BatchSummary, Environments, Executio
 from testprism.tasks.execution.build import state_tree
 from testprism.tasks.execution.parcel import Parcel, unpack
 from testprism.tasks.execution.verdict import RunResult, failed
-from testprism.tasks.model.benchmark import Benchmark, Instance, Suite
+from testprism.tasks.model.benchmark import Benchmark, Instance, Suite, run_limits
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import DETERMINISTIC, RETRYABLE, RUN_REASONS, Outcome, Reason, Verdict
 from testprism.tasks.model.state import State, states_of
@@ -52,22 +52,30 @@ def run_spec(configuration: str, instance: Instance, state: State, suite: Suite 
              options: ExecutionOptions, keys: tuple[str, str] | None = None) -> RunSpec:
     """The one way a run is keyed: by what it runs (suite, state, environment, policy), so
     the same work under another configuration, batch or flow (crossval's) is the same run.
-    `keys`: the instance's environment key and the policy hash, when the caller keys many
-    runs of one instance (each is a digest: computing them once per run cost plans ~8%)."""
+    `keys`: the instance's environment key and policy hash (`instance_keys`), when the caller
+    keys many runs of one instance (each is a digest: computing them once per run cost plans ~8%)."""
     suite_hash = suite.hash if suite else digest(str(unrunnable), configuration, instance.id)
-    environment_key, policy_hash = keys or (instance.spec.environment.key, options.policy_hash)
+    environment_key, policy_hash = keys or instance_keys(instance, options)
     content = digest("run", suite_hash, state.hash, environment_key, policy_hash)
     return RunSpec(digest(configuration, instance.id, content), content, configuration, instance, state, suite,
                    unrunnable)
 
 
+def instance_keys(instance: Instance, options: ExecutionOptions) -> tuple[str, str]:
+    """The instance's environment key and the policy hash its runs are keyed by: with the
+    instance's own `[limits]`, which its runs get (`run_limits`), in it; without any, the
+    policy hash as it is, so the keys of other instances' runs are unchanged."""
+    if instance.spec.limits is None:
+        return instance.spec.environment.key, options.policy_hash
+    return instance.spec.environment.key, digest(options.policy_hash, run_limits(instance, options.limits).key)
+
+
 def plan(benchmark: Benchmark, options: ExecutionOptions) -> list[RunSpec]:
     """Every run of the benchmark: configurations × instances × states."""
     specs: list[RunSpec] = []
-    policy_hash = options.policy_hash
     for instance in benchmark.instances.values():
         states = states_of(instance)
-        keys = (instance.spec.environment.key, policy_hash)
+        keys = instance_keys(instance, options)
         for configuration in benchmark.configurations:
             suite, unrunnable = benchmark.suite_of(configuration, instance.id)
             specs += [run_spec(configuration, instance, state, suite, unrunnable, options, keys) for state in states]
@@ -102,7 +110,7 @@ def row(spec: RunSpec, result: RunResult, options: ExecutionOptions, backend: st
     """One `runs` row (storage/schema.py RUNS)."""
     verdict = result.verdict
     return {
-        **row_identity(spec, options.policy_hash, started),
+        **row_identity(spec, instance_keys(spec.instance, options)[1], started),
         "outcome": verdict.outcome.value,
         "reason": verdict.reason.value if verdict.reason else None,
         "exit_code": verdict.exit_code,
@@ -225,7 +233,7 @@ class ReplayJob(Job[RunSpec, RunResult]):
         assert suite is not None
         verdict = environments.judged(unit.instance.spec.environment, options, suite.tests, lambda environment: RunRequest(
             tree=tree.tree, suite_folder=suite.folder, suite_files=suite.files, command=suite.entry,
-            environment=environment, limits=options.limits, suite_patch=suite.patch,
+            environment=environment, limits=run_limits(unit.instance, options.limits), suite_patch=suite.patch,
             patch_fuzz=options.policy.patch_fuzz,
         ), confirm=options.policy.confirms(unit.state.kind, unit.content_key))
         return RunResult(verdict, tree.patch.method)

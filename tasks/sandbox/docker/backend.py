@@ -65,7 +65,8 @@ from testprism.tasks.sandbox.docker.environment_image import (
 from testprism.tasks.sandbox.docker import pids
 from testprism.tasks.sandbox.docker.fresh import _FreshRuns
 from testprism.tasks.sandbox.docker.reused import _ReusedRuns
-from testprism.tasks.sandbox.image.binding import image_run, prepare_image
+from testprism.tasks.sandbox.docker.dockerfile_from import mapped_froms
+from testprism.tasks.sandbox.image.binding import dockerfile_run, image_run, prepare_image
 
 if TYPE_CHECKING:
     from docker import APIClient
@@ -174,7 +175,8 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
             handle = self._handles[environment.key] = prepare_image(environment, self.work, export=False)
             return handle
         base = self.base()
-        key = environment_image_key(base, environment)
+        froms = mapped_froms(self._api(), environment) if environment.dockerfile is not None else None
+        key = environment_image_key(base, environment, froms)
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock, locked(self.work.root / "docker" / f"{key}.lock"):
@@ -183,10 +185,15 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
                 if environment.dockerfile is None:
                     build_environment_image(api, self.base_name, base, environment, key)
                 elif environment.python is None:
-                    build_dockerfile_image(api, self.base_name, environment, environment_tag(key))
+                    build_dockerfile_image(api, self.base_name, environment, environment_tag(key), froms)
                 else:  # the Dockerfile's image, then the virtualenv on top of it
-                    below = build_dockerfile_image(api, self.base_name, environment, environment_tag(key) + "-system")
+                    below = build_dockerfile_image(api, self.base_name, environment, environment_tag(key) + "-system",
+                                                   froms)
                     build_environment_image(api, environment_tag(key) + "-system", below, environment, key)
+            if environment.program_in_image is not None:  # the program's place is the image's (a Harbor WORKDIR)
+                handle = self._handles[environment.key] = dockerfile_run(
+                    environment, environment_tag(key), api.inspect_image(environment_tag(key)), self.work)
+                return handle
         handle = Path(ENV_ROOT / key)
         self._handles[environment.key] = handle
         self._specs[key] = environment

@@ -13,6 +13,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.model.hashing import digest
 from testprism.storage.owner import start_time
 from testprism.tasks.sandbox.base import SandboxError
+from testprism.tasks.sandbox.docker.dockerfile_from import MappedFroms, write_mapped
 from testprism.tasks.sandbox.docker.engine import BUILD_PREFIX, LABEL, _errors
 from testprism.tasks.sandbox.environment import EnvironmentBuildError
 
@@ -47,11 +49,13 @@ def extra_certificates(folder: Path = EXTRA_CA_FOLDER) -> str:
     return "".join(path.read_text() for path in sorted(folder.rglob("*.crt")) if path.is_file())
 
 
-def environment_image_key(base: dict, spec: EnvironmentSpec) -> str:
+def environment_image_key(base: dict, spec: EnvironmentSpec, froms: MappedFroms | None = None) -> str:
     """Content key of an environment image: the recipe, the base image's layers (stable
-    across re-imports of the same root filesystem) and the EnvironmentSpec."""
+    across re-imports of the same root filesystem), the EnvironmentSpec and, when
+    TESTPRISM_IMAGE_MAP stands in for its Dockerfile's FROM images, their ids."""
     layers = base.get("RootFS", {}).get("Layers") or [base["Id"]]
-    return digest("docker-env", RECIPE, *layers, spec.key)
+    mapped = [f"from {name}={image_id}" for name, image_id in sorted(froms.ids.items())] if froms else []
+    return digest("docker-env", RECIPE, *layers, spec.key, *mapped)
 
 
 def environment_tag(key: str) -> str:
@@ -88,11 +92,21 @@ def _pip_settings() -> tuple[list[str], list[str]]:
     return exports, sorted(mounts)
 
 
-def build_dockerfile_image(api: APIClient, base_name: str, spec: EnvironmentSpec, tag: str) -> dict:
+def build_dockerfile_image(api: APIClient, base_name: str, spec: EnvironmentSpec, tag: str,
+                           froms: MappedFroms | None = None) -> dict:
     """Build the environment's Dockerfile with its folder as the context and `BASE` = the
     base image (the Dockerfile starts `ARG BASE` / `FROM ${BASE}`), networked like every
     environment build (host network: the package registries this machine reaches), never
-    pulling: there is no registry. Tagged `tag`; returns the image's inspection."""
+    pulling: there is no registry. `froms`: its FROM images the image map stands in for
+    (tasks/sandbox/docker/dockerfile_from.py), built from a rewritten copy of the
+    Dockerfile. Tagged `tag`; returns the image's inspection."""
+    assert spec.context is not None and spec.dockerfile is not None
+    with tempfile.TemporaryDirectory(prefix="testprism-dockerfile-") as scratch:
+        rewritten = write_mapped(froms, Path(scratch)) if froms else None
+        return _build(api, base_name, spec, tag, str(rewritten) if rewritten else PurePosixPath(spec.dockerfile).name)
+
+
+def _build(api: APIClient, base_name: str, spec: EnvironmentSpec, tag: str, dockerfile: str) -> dict:
     errors = _errors()
     assert spec.context is not None and spec.dockerfile is not None
     labels = {LABEL: "1", "testprism.kind": "environment", "testprism.environment": spec.key,
@@ -101,7 +115,7 @@ def build_dockerfile_image(api: APIClient, base_name: str, spec: EnvironmentSpec
     log.info("building docker image %s from %s", tag, spec.context / PurePosixPath(spec.dockerfile).name)
     tail: list[str] = []
     try:
-        for chunk in api.build(path=str(spec.context), dockerfile=PurePosixPath(spec.dockerfile).name, tag=tag,
+        for chunk in api.build(path=str(spec.context), dockerfile=dockerfile, tag=tag,
                                buildargs={"BASE": base_name, "EXTRA_CA": extra_certificates()}, network_mode="host", pull=False, rm=True,
                                forcerm=True, labels=labels, decode=True, timeout=BUILD_TIMEOUT_S):
             if "error" in chunk:

@@ -22,6 +22,7 @@ from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.workdir import WorkPaths, build_once, locked
 from testprism.tasks.sandbox.base import SandboxError
 from testprism.tasks.sandbox.docker.base_image import base_image_name, ensure_base_image
+from testprism.tasks.sandbox.docker.dockerfile_from import mapped_froms
 from testprism.tasks.sandbox.docker.engine import _errors, api_client
 from testprism.tasks.sandbox.docker.environment_image import (
     BUILD_TIMEOUT_S,
@@ -138,9 +139,10 @@ def prepare_image(spec: EnvironmentSpec, work: WorkPaths, *, export: bool) -> Pa
 def prepare_dockerfile(spec: EnvironmentSpec, work: WorkPaths) -> Path:
     """`local`'s handle of a Dockerfile environment without a Python or host toolchains
     (a Harbor task's): its image built by the engine once, as the docker backend builds it
-    (`FROM` the base image, the same tag, so either backend reuses the other's), and its
-    root filesystem exported; runs are bubblewrap on that root, the program at
-    /workspace/program. No engine: EnvironmentBuildError saying so."""
+    (`FROM` the base image, or what TESTPRISM_IMAGE_MAP stands in for its FROM images; the
+    same tag, so either backend reuses the other's), and its root filesystem exported; runs
+    are bubblewrap on that root, the program at `program_in_image` when the instance names
+    one, else /workspace/program. No engine: EnvironmentBuildError saying so."""
     try:
         api = api_client(timeout=BUILD_TIMEOUT_S)
     except SandboxError as exc:
@@ -148,16 +150,23 @@ def prepare_dockerfile(spec: EnvironmentSpec, work: WorkPaths) -> Path:
                                     f"image a Docker engine builds, and none answers ({exc})") from exc
     with api:
         base_name = base_image_name(None)
-        tag = environment_tag(environment_image_key(ensure_base_image(api, base_name), spec))
+        froms = mapped_froms(api, spec)
+        tag = environment_tag(environment_image_key(ensure_base_image(api, base_name), spec, froms))
         with locked(work.root / "docker" / f"{tag.rsplit(':', 1)[1]}.lock"):
             try:
                 inspection = api.inspect_image(tag)
             except _errors().ImageNotFound:
-                inspection = build_dockerfile_image(api, base_name, spec, tag)
-        image = ImageConfig.of(tag, inspection)
-        root = str(exported_root(api, image, work))
-    run = ImageRun(image=image, program="", root=root)
-    folder = images_root(work) / "bound" / digest("dockerfile run", image.id, root)
+                inspection = build_dockerfile_image(api, base_name, spec, tag, froms)
+        root = str(exported_root(api, ImageConfig.of(tag, inspection), work))
+    return dockerfile_run(spec, tag, inspection, work, root)
+
+
+def dockerfile_run(spec: EnvironmentSpec, tag: str, inspection: dict, work: WorkPaths, root: str = "") -> Path:
+    """The handle of runs on a Dockerfile environment's built image `tag`: the state's tree
+    at `program_in_image` (the image's WORKDIR, variables and user honoured, as for an
+    image instance), or at /workspace/program without one; under `local`, on `root`."""
+    run = ImageRun(image=ImageConfig.of(tag, inspection), program=spec.program_in_image or "", root=root)
+    folder = images_root(work) / "bound" / digest("dockerfile run", run.image.id, run.program, root)
     return build_once(folder, lambda target: _write(target, run))
 
 
