@@ -4,13 +4,16 @@ Copying a state's tree into every run's workspace costs per entry, not per byte:
 module (344 files and 258 folders, mostly its build cache) took 0.13 s to copy on this
 machine's disk when it was quiet and up to 0.6 s when runs were writing beside it, against
 4 ms for a Python instance's dozen files. So, where the harness is root and the kernel can
-(`available`), `program/` is an overlay instead of a copy:
+(`mode`), `program/` is an overlay instead of a copy:
 
-- the lower layer is the state's tree through an **idmapped** mount (mount_setattr with
-  MOUNT_ATTR_IDMAP, Linux 5.12+; overlayfs over idmapped layers, 5.19+) that shows the
-  harness's files (uid 0) as the run's uid, and that is read-only and noatime. The run owns
-  the tree it sees, as it owns a copy (chmod works, git's ownership check passes), and the
-  state's tree cannot be written through it, not even by the harness;
+- the lower layer is, by default (`image`), the state's tree as a read-only EROFS image
+  (tasks/sandbox/tree_image.py: built once per state, mounted once per process, cloned per
+  run) whose metadata follows the tree's structure alone; with `TESTPRISM_LAYERED=tree`,
+  the state's tree itself. Either is attached through an **idmapped** mount
+  (mount_setattr with MOUNT_ATTR_IDMAP, Linux 5.12+; overlayfs over idmapped layers, 5.19+)
+  that shows the harness's files (uid 0) as the run's uid, and that is read-only and
+  noatime. The run owns the tree it sees, as it owns a copy (chmod works, git's ownership
+  check passes), and the state's tree cannot be written through it, not even by the harness;
 - the upper layer and overlayfs's work folder are on a tmpfs of the run's own, mounted
   beside the workspace (`<workspace>.layer`), never inside what the sandbox binds: whatever
   the run writes, renames or deletes lands there, and goes with it. On a tmpfs because a
@@ -18,33 +21,41 @@ machine's disk when it was quiet and up to 0.6 s when runs were writing beside i
   build-cache entry it uses (an mtime over an hour old), 335 files a run, which cost as
   much as the copy on disk (+0.3 s) and nothing in memory. The tmpfs is as large as the
   run's memory limit: what a run writes to its program is bounded (a copy on disk had no
-  bound but the disk), and under docker it counts against the container's memory.
+  bound but the disk), and under docker it counts against the container's memory. Its
+  inode numbers come from a counter of its own, so the same fill gives the same numbers;
+- the overlay is mounted with `xino=on` (one device number for every entry, the overlay's,
+  and inode numbers made from each layer's) and with options that name the layer's folders
+  through /proc/self/fd (`_overlay`): the run's mount table shows neither the work area's
+  paths nor the workspace's name.
 
 One difference from a copy is visible: `program/` itself is a mount point, so a run cannot
 rename or remove that one folder (EBUSY); everything in it is the run's to change. A state's
 build step, which may replace it, gets a copy (workspace.py).
 
-The state's tree gets the settled times of every workspace once per process (`_settle`);
-after that a fill touches only what it adds (the suite's files, what its test patch
+What the run sees of its state's entries, by mode (tests/test_hidden_panel.py compares them
+between states):
+- `image` (the default): inode numbers that follow the tree's structure, access,
+  modification and change times all SETTLED_MTIME, no birth time, root's ownership idmapped:
+  two states whose trees differ only in content look alike entry for entry, and nothing
+  tells when a state was made. A tree that is not a finished work-area tree (build_once's
+  `.ready` beside it: a test's scratch folder, a user's folder) has no image and is copied.
+- `tree`: the state's materialised tree itself, whose inode numbers, birth and change times
+  tell when the state was made and which files its patch wrote after the rest was copied
+  (born last): a run can tell the buggy program from a patched state. For suites one
+  trusts, and as the hidden-panel test's control. It gets the settled times once per process
+  (`_settle`); a copying reader of the same tree (a build, fast mode) moves its access
+  times again under relatime.
+- `copy` (`TESTPRISM_LAYERED=0`, or the fallback): every entry the run's own fresh metadata.
+After the lower, a fill touches only what it adds (the suite's files, what its test patch
 changes): `added_entries` lists them from the upper layer.
 
-**Opt-in** (`TESTPRISM_LAYERED=1`), because a shared tree shows the run metadata a copy
-does not: its entries' inode numbers, birth and change times are those of the state's
-materialised tree. Those tell when the state was made (states made later, candidates added
-to a panel after the first replay, say, look younger than the environment), and, within
-the tree, which files the state's patch wrote after the rest was copied (born last, higher
-inode numbers): a run could tell the buggy program (no such file) from a patched state. A
-copy gives every entry the run's own fresh metadata. So layering is for suites one trusts
-(one's own, the bundled ones) or where the cost matters more than this; the hidden-panel
-default stays the copy. Access times are settled once per process; a copying reader of the
-same tree (a build, fast mode) moves them again under relatime.
-
-Failure contract: `available()` probes once per process by mounting a layer over a scratch
-tree; when anything is missing it says why at debug level and every fill copies as before.
-`discard(ws)` is the only way a workspace goes: it detaches the mounts under it (and under
-its layer) before removing files, so a removal never reaches through an overlay into the
-state's tree (it could not write there anyway: the lower mount is read-only), and removes
-them with removal.remove_tree, which raises RemovalError when something stays.
+Failure contract: `mode()` probes each kind once per process by mounting a layer over a
+scratch tree; when anything is missing it logs one warning with why, every fill copies, and
+rows' `isolation` says `+copy` (`isolation_label`). `discard(ws)` is the only way a
+workspace goes: it detaches the mounts under it (and under its layer) before removing
+files, so a removal never reaches through an overlay into the state's tree (it could not
+write there anyway: the lower mount is read-only), and removes them with
+removal.remove_tree, which raises RemovalError when something stays.
 """
 
 from __future__ import annotations

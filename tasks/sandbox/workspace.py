@@ -18,8 +18,9 @@ workspace on a size-limited tmpfs of its own, with the sandbox's temporary folde
 and `disk_exceeded` tells afterwards whether it filled it.
 
 Where the harness is root and the kernel can, a fill asked for a layered program does not
-copy the state's tree: `program/` is an overlay over it with an upper layer of the run's own
-(tasks/sandbox/layer.py says how and why); everything else here is the same either way.
+copy the state's tree: `program/` is an overlay over it (by default over its read-only image)
+with an upper layer of the run's own (tasks/sandbox/layer.py says how and why); everything
+else here is the same either way.
 """
 
 from __future__ import annotations
