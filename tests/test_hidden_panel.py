@@ -279,7 +279,7 @@ def test_the_cheater_wins_where_the_sandbox_is_off(cheating_bench, tmp_path, wor
     suite finds the answer key and scores a perfect JVR. What the test above shows is the
     sandbox's doing, not the cheater's weakness."""
     monkeypatch.setattr("testprism.tasks.sandbox.local.bubblewrap_works", lambda: False)
-    store = _replay(cheating_bench, tmp_path / "store", work_root, "local", trusted=True)
+    store = _replay(cheating_bench, tmp_path / "store", work_root, "local", only="cheater", trusted=True)
     assert _scores(store)["cheater"] == (1.0, 1.0, 1.0, 1.0)
 
 
