@@ -106,6 +106,29 @@ TREE_EXPECTED = {
              ("arithmetic", "*", "/"), ("return_constant", "x * 2", "0"), ("return_constant", '"c"', "null")],
 }
 TREE_EXPECTED["typescript"] = TREE_EXPECTED["javascript"]
+# the languages added after the engine: their records' tables, on the same function
+TREE_SOURCES |= {
+    "rust": "fn clip(mut x: i64, hi: i64) -> i64 {\n    if x > hi {\n        x -= 1;\n        log(x);\n    }\n    return x * 2;\n}\n",
+    "c": "int clip(int x, int hi) {\n    if (x > hi) {\n        x -= 1;\n        log(x);\n    }\n    return x * 2;\n}\n",
+    "php": ("<?php\nfunction clip($x, $hi) {\n    if ($x > $hi) {\n        $x -= 1;\n        log($x);\n    }\n"
+            "    return $x === $hi;\n}\n"),
+    "ruby": "def clip(x, hi)\n  if x > hi\n    x -= 1\n    log(x)\n  end\n  return x * 2\nend\n",
+}
+TREE_SOURCES["cpp"] = TREE_SOURCES["c"]
+_C_LIKE = [("relational", ">", "<"), ("boundary", ">", ">="), ("arithmetic", "-=", "+="), ("arithmetic", "*", "/"),
+           ("remove_statement", "x -= 1;", ";"), ("remove_statement", "log(x);", ";"), ("return_constant", "x * 2", "0")]
+TREE_EXPECTED |= {
+    # a Rust block's `if` and `return` are expression statements too, kept (MutationSyntax.kept)
+    "rust": _C_LIKE + [("negate_condition", "x > hi", "!(x > hi)")],
+    "c": _C_LIKE + [("negate_condition", "(x > hi)", "(!(x > hi))")],
+    "php": [("relational", ">", "<"), ("boundary", ">", ">="), ("negate_condition", "($x > $hi)", "(!($x > $hi))"),
+            ("arithmetic", "-=", "+="), ("remove_statement", "$x -= 1;", ";"), ("remove_statement", "log($x);", ";"),
+            ("relational", "===", "!=="), ("return_constant", "$x === $hi", "null")],
+    "ruby": [("relational", ">", "<"), ("boundary", ">", ">="), ("negate_condition", "x > hi", "!(x > hi)"),
+             ("arithmetic", "-=", "+="), ("arithmetic", "*", "/"), ("remove_statement", "x -= 1", "nil"),
+             ("remove_statement", "log(x)", "nil"), ("return_constant", "x * 2", "nil")],
+}
+TREE_EXPECTED["cpp"] = TREE_EXPECTED["c"]
 
 
 @pytest.mark.parametrize("language", sorted(TREE_SOURCES))

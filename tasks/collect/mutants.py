@@ -306,7 +306,8 @@ def tree_mutations(language: syntax.Language, path: str, source: str, region: Ca
                 inner = syntax.text(condition)
                 negated = f"(!{inner})" if condition.type in m.parenthesized else f"!({inner})"
                 _site(found, language, path, data, condition, Operator.NEGATE_CONDITION, negated, region)
-        if node.type in m.removable and node.parent is not None and node.parent.type in m.blocks:
+        if (node.type in m.removable and node.parent is not None and node.parent.type in m.blocks
+                and not any(child.type in m.kept for child in node.named_children)):
             _site(found, language, path, data, node, Operator.REMOVE_STATEMENT, m.empty, region)
         if node.type in m.returns:
             value = next((c for c in node.named_children if c.type not in language.comments), None)

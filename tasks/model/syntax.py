@@ -87,6 +87,10 @@ class MutationSyntax:
     empty: str  #: what a removed statement leaves
     returns: frozenset[str]  #: return statements (their value, or each of a value list, is replaced)
     value_lists: frozenset[str] = frozenset()  #: `return a, b` (Go): each value replaced on its own
+    #: a removable statement whose expression is one of these stays (Rust's `if`, `match` and
+    #: `return` are expression statements: removing a whole `if` is no single fault, a
+    #: `return` no longer compiles)
+    kept: frozenset[str] = frozenset()
     booleans: dict[str, str] = field(default_factory=lambda: {"true": "false", "false": "true"})
     null: str | None = None  #: a constant any returned value may become (untyped languages)
     result_field: str = ""  #: the function field holding its declared result type(s)
@@ -568,6 +572,17 @@ RUST = Language(
     literals=frozenset({"string_literal", "raw_string_literal", "char_literal"}),
     comments=frozenset({"line_comment", "block_comment"}),
     tests=_rust_tests,
+    # a tail expression is not a return_expression: only `return x` gets a constant
+    mutation=MutationSyntax(
+        binary=frozenset({"binary_expression"}), augmented=frozenset({"compound_assignment_expr"}),
+        relational=C_RELATIONAL, boundary=C_BOUNDARY, arithmetic=C_ARITHMETIC,
+        conditions=frozenset({"if_expression", "while_expression"}), parenthesized=frozenset(),
+        removable=frozenset({"expression_statement"}), blocks=frozenset({"block"}), empty=";",
+        kept=frozenset({"if_expression", "match_expression", "while_expression", "loop_expression", "for_expression",
+                        "return_expression", "block", "unsafe_block"}),
+        returns=frozenset({"return_expression"}), result_field="return_type",
+        zero_values=((r"[iu](8|16|32|64|128|size)", "0"), (r"f32|f64", "0.0"), (r"bool", "false"),
+                     (r"String", "String::new()"), (r"&(\'\w+ )?str", '""'), (r"Option<.+>", "None"))),
 )
 
 
@@ -579,6 +594,16 @@ C = Language(
     statements=frozenset({"declaration", "function_definition", "type_definition", "struct_specifier",
                           "preproc_include", "preproc_def", "preproc_function_def"}),
     literals=frozenset({"string_literal", "char_literal", "system_lib_string"}),
+    mutation=MutationSyntax(
+        binary=frozenset({"binary_expression"}), augmented=frozenset({"assignment_expression"}),
+        relational=C_RELATIONAL, boundary=C_BOUNDARY, arithmetic=C_ARITHMETIC,
+        conditions=frozenset({"if_statement", "while_statement", "do_statement", "for_statement",
+                              "conditional_expression"}),
+        parenthesized=frozenset({"parenthesized_expression"}),
+        removable=frozenset({"expression_statement"}), blocks=frozenset({"compound_statement"}), empty=";",
+        returns=frozenset({"return_statement"}), result_field="type",
+        zero_values=((r"((un)?signed |const |long |short )*(int|long|short|char|size_t|ssize_t|u?int\d+_t|unsigned)",
+                      "0"), (r"bool|_Bool", "0"), (r"double|float", "0.0"))),
 )
 CPP = replace(
     C, name="cpp", extensions=(".cpp", ".cc", ".cxx", ".hpp", ".hh", ".hxx"), grammar=tree_sitter_cpp.language,
@@ -587,6 +612,10 @@ CPP = replace(
                                "template_declaration", "using_declaration"},
     literals=C.literals | {"raw_string_literal"},
     tests=_gtest_tests,
+    # C++'s `if (...)` condition is a condition_clause holding its parentheses
+    mutation=replace(C.mutation, parenthesized=frozenset({"parenthesized_expression", "condition_clause"}),
+                     zero_values=C.mutation.zero_values[:1] + ((r"bool", "false"), (r"double|float", "0.0"),
+                                                               (r".*\*", "nullptr"))),
 )
 
 
@@ -599,6 +628,13 @@ PHP = Language(
                           "namespace_definition", "namespace_use_declaration"}),
     literals=frozenset({"string", "encapsed_string", "heredoc", "nowdoc"}),
     tests=_php_tests, test_file=lambda path: path.endswith("Test.php"),
+    mutation=MutationSyntax(
+        binary=frozenset({"binary_expression"}), augmented=frozenset({"augmented_assignment_expression"}),
+        relational=C_RELATIONAL | {"===": "!==", "!==": "==="}, boundary=C_BOUNDARY, arithmetic=C_ARITHMETIC,
+        conditions=frozenset({"if_statement", "while_statement", "do_statement", "conditional_expression"}),
+        parenthesized=frozenset({"parenthesized_expression"}),
+        removable=frozenset({"expression_statement"}), blocks=frozenset({"compound_statement"}), empty=";",
+        returns=frozenset({"return_statement"}), null="null"),
 )
 RUBY = Language(
     "ruby", (".rb",), tree_sitter_ruby.language,
@@ -613,6 +649,14 @@ RUBY = Language(
     tests=_ruby_tests,
     test_file=lambda path: path.endswith("_spec.rb") or PurePosixPath(path).name.startswith("test_")
     or path.endswith("_test.rb"),
+    mutation=MutationSyntax(
+        binary=frozenset({"binary"}), augmented=frozenset({"operator_assignment"}),
+        relational=C_RELATIONAL, boundary=C_BOUNDARY, arithmetic=C_ARITHMETIC,
+        conditions=frozenset({"if", "unless", "while", "until", "if_modifier", "unless_modifier", "conditional"}),
+        parenthesized=frozenset(),
+        removable=frozenset({"call", "assignment", "operator_assignment"}),
+        blocks=frozenset({"body_statement", "then", "else", "do", "block_body"}), empty="nil",
+        returns=frozenset({"return"}), null="nil"),
 )
 
 LANGUAGES: dict[str, Language] = {lang.name: lang for lang in (PYTHON, GO, JAVASCRIPT, TYPESCRIPT, TSX, JAVA, RUST, C, CPP,
