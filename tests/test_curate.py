@@ -261,9 +261,10 @@ def test_curate_the_examples_by_their_example_config(tmp_path, work_root):
     assert result.exit_code == 0, result.output
     funnel = Store(store).scan("funnel").filter(pl.col("flow") == "curate").collect().sort("step")
     assert funnel["stage"].to_list() == ["sources", "bounds", "dedup", "difficulty", "split"]
-    # 16 bundled instances (12 Python, 2 Go, 2 JavaScript), 1 of 2 Harbor tasks, 2 of 3
-    # exercises, 1 SWE-bench row; the Go and JavaScript ones pass every bound
-    assert funnel["retained"].to_list() == [20, 15, 15, 15, 9]
+    # 23 bundled instances (12 Python, 2 Go, 2 JavaScript and one each of Rust, Java, TypeScript,
+    # C, C++, PHP and Ruby), 1 of 2 Harbor tasks, 2 of 3 exercises, 1 SWE-bench row; every
+    # instance not in Python passes every bound
+    assert funnel["retained"].to_list() == [27, 22, 22, 22, 9]
     assert sorted(e["item"] for e in funnel.row(0, named=True)["exclusions"]) == [
         "clone-at-build", "exercises/practice/reverse-string"]
     bounds = funnel.row(1, named=True)
@@ -380,9 +381,9 @@ def test_curate_a_mixed_set_of_four_kinds_of_source(tmp_path, work_root):
     funnels = Store(store).scan("funnel").filter(pl.col("flow") == "curate").collect()
     one = funnels.filter(pl.col("flow_run") == funnels.sort("recorded_at")["flow_run"][0]).sort("step")
     assert one["stage"].to_list() == ["sources", "bounds", "dedup", "split"]
-    # 16 bundled (12 Python, 2 Go, 2 JavaScript) + 1 Harbor task + 2 exercises + 1 SWE-bench row; a Harbor task without its
-    # program and an exercise without its example are skipped by their adapters
-    assert one["retained"].to_list() == [20, 19, 19, 10]
+    # 23 bundled (12 Python, 2 Go, 2 JavaScript, one in each of the seven other languages) + 1 Harbor task + 2 exercises
+    # + 1 SWE-bench row; a Harbor task without its program and an exercise without its example are skipped by their adapters
+    assert one["retained"].to_list() == [27, 26, 26, 10]
     sources = one.row(0, named=True)
     assert sorted(e["reason"] for e in sources["exclusions"]) == ["source_skipped", "source_skipped"]
     assert [e["item"] for e in one.row(1, named=True)["exclusions"]] == ["algokit__toposort-leaf-deps"]
