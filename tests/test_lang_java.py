@@ -83,7 +83,7 @@ def test_java_outcomes_are_the_designed_ones(replays, backend):
     assert labels["buggy"] == ("invalid", frozenset(instance.spec.checks.fail_to_pass))
     assert labels["reference"] == ("valid", frozenset())
     assert {c.id: labels[c.id] for c in instance.candidates} == {
-        c.id: (c.label, c.failed_checks) for c in instance.candidates}
+        c.id: (c.label, c.failed_checks or frozenset()) for c in instance.candidates}
     # each state built once for the suite's runs and once with the checks over it
     assert builds == 1 + 1 + len(instance.candidates)
 
