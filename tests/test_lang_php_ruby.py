@@ -18,6 +18,8 @@ from testprism.storage import Store
 from testprism.tasks.collect.verification import check_ids
 from testprism.tasks.execution.junit import parse_junit, select
 from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.model.patches import is_test_file
+from testprism.tasks.model.pytest_ids import find_test_functions
 from testprism.tasks.model import outcome
 from tests.test_examples import bundled_part
 
@@ -147,3 +149,47 @@ def test_ids_match_real_phpunit_and_rspec_reports():
         "spec.join_connectors_spec::ListKit::Sentence.join rejects unknown options": "passed",
         "ListKit::Sentence.join rejects unknown": "missing",
         "rejects unknown options": "missing"}
+
+
+def test_php_and_ruby_test_rules():
+    """PHPUnit's rule (`test*` methods, `@test`, `#[Test]`) and RSpec's / Minitest's, read by
+    their tree-sitter grammars; names as the runners report them."""
+    php = """<?php
+namespace App\\Tests;
+
+final class RangeTest extends TestCase
+{
+    /** @test */
+    public function keepsInside(): void {}
+
+    #[Test]
+    public function capsAbove(): void {}
+
+    public function testBelow(): void {}
+
+    /** @testdox helper */
+    private function helper(): void {}
+}
+"""
+    assert find_test_functions(php, "php") == [("RangeTest::keepsInside", 7, 7), ("RangeTest::capsAbove", 9, 10),
+                                               ("RangeTest::testBelow", 12, 12)]
+    ruby = """RSpec.describe Range::Clamp, ".call" do
+  context "above" do
+    it "caps" do
+      expect(1).to eq(1)
+    end
+  end
+  specify("keeps") { expect(2).to eq(2) }
+  let(:x) { 1 }
+end
+
+class ClampTest < Minitest::Test
+  def test_caps; end
+  def helper; end
+end
+"""
+    assert find_test_functions(ruby, "ruby") == [("Range::Clamp.call above caps", 3, 5), ("Range::Clamp.call keeps", 7, 7),
+                                                 ("ClampTest#test_caps", 12, 12)]
+    assert is_test_file("tests/RangeTest.php", "php") and not is_test_file("src/Range.php", "php")
+    assert is_test_file("spec/range_spec.rb", "ruby") and is_test_file("test/test_range.rb", "ruby")
+    assert not is_test_file("lib/range.rb", "ruby") and not is_test_file("spec/spec_helper.rb", "ruby")
