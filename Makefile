@@ -12,7 +12,7 @@ SETUP := PYTHON='$(PYTHON)' .ci/setup
 REQUIRE_ALL := TESTPRISM_REQUIRE_SANDBOX=1 TESTPRISM_REQUIRE_DOCKER=1 TESTPRISM_REQUIRE_CHROMIUM=1 \
 	TESTPRISM_REQUIRE_TOOLCHAINS=1 TESTPRISM_REQUIRE_SLURM=1
 
-.PHONY: demo test test-fast setup clean
+.PHONY: demo test test-fast test-polyglot setup clean
 
 # Rebuilt (--clear) when the dependencies or this file change, e.g. an older venv made with
 # another interpreter.
@@ -33,6 +33,12 @@ demo:
 
 test: setup
 	$(REQUIRE_ALL) $(BIN)/python -m pytest -q
+
+# The replays of the Rust, Java, TypeScript, C, C++, PHP and Ruby instances under both
+# backends (tests/test_lang_*.py, marked polyglot): each module builds its toolchain's image,
+# 5 to 13 minutes cold, so they are opted in here rather than in `make test`'s 30 minutes.
+test-polyglot: setup
+	$(REQUIRE_ALL) TESTPRISM_POLYGLOT=1 $(BIN)/python -m pytest -q tests/test_lang_*.py
 
 test-fast: setup
 	$(REQUIRE_ALL) $(BIN)/python -m pytest -q -m "not slow"

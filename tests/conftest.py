@@ -136,8 +136,26 @@ def require_fixture() -> Callable[[str], None]:
     return require
 
 
+#: opts in the replays of the bundled Rust, Java, TypeScript, C, C++, PHP and Ruby instances
+#: under both backends (`make test-polyglot`): each builds its toolchain's image and replays
+#: every state, 5 to 13 minutes a module cold, more than CI's 30 minutes leave
+POLYGLOT = "TESTPRISM_POLYGLOT"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"requires(*components): needs optional components ({', '.join(COMPONENTS)})")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A `polyglot` test not opted in skips, saying how to opt in (never silently: -ra lists it)."""
+    if os.environ.get(POLYGLOT) == "1":
+        return
+    skip = pytest.mark.skip(reason=f"a language's replay under both backends: opt in with {POLYGLOT}=1 "
+                                   "(make test-polyglot)")
+    for item in items:
+        if item.get_closest_marker("polyglot") is not None:
+            item.add_marker(skip)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

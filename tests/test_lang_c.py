@@ -95,6 +95,7 @@ def replays(tmp_path_factory, work_root) -> dict[str, dict]:
 
 
 @pytest.mark.slow
+@pytest.mark.polyglot
 @pytest.mark.requires("sandbox", "docker", "toolchains")
 @pytest.mark.timeout(2400)
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -106,6 +107,7 @@ def test_strong_suite_outcomes_as_designed(replays, backend):
 
 
 @pytest.mark.slow
+@pytest.mark.polyglot
 @pytest.mark.requires("sandbox", "docker", "toolchains")
 @pytest.mark.timeout(2400)
 def test_local_and_docker_agree_run_by_run(replays):
@@ -114,6 +116,7 @@ def test_local_and_docker_agree_run_by_run(replays):
 
 
 @pytest.mark.slow
+@pytest.mark.polyglot
 @pytest.mark.requires("sandbox", "docker", "toolchains")
 @pytest.mark.timeout(2400)
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -70,6 +70,7 @@ def replays(tmp_path_factory, work_root) -> dict[str, tuple[dict, dict, int]]:
 
 
 @pytest.mark.slow
+@pytest.mark.polyglot
 @pytest.mark.requires("sandbox", "docker", "toolchains")
 @pytest.mark.timeout(2400)
 @pytest.mark.parametrize("backend", ["local", "docker"])
@@ -89,6 +90,7 @@ def test_java_outcomes_are_the_designed_ones(replays, backend):
 
 
 @pytest.mark.slow
+@pytest.mark.polyglot
 @pytest.mark.requires("sandbox", "docker", "toolchains")
 @pytest.mark.timeout(2400)
 def test_local_and_docker_agree_run_by_run(replays):

@@ -67,6 +67,7 @@ def replays(tmp_path_factory, work_root):
 
 
 @pytest.mark.slow
+@pytest.mark.polyglot
 @pytest.mark.requires("sandbox", "docker", "toolchains")
 @SLOW
 @pytest.mark.parametrize("backend", ["local", "docker"])
@@ -86,6 +87,7 @@ def test_strong_suite_outcomes_as_designed(replays, backend):
 
 
 @pytest.mark.slow
+@pytest.mark.polyglot
 @pytest.mark.requires("sandbox", "docker", "toolchains")
 @SLOW
 @pytest.mark.parametrize("backend", ["local", "docker"])
@@ -111,6 +113,7 @@ def test_checks_label_every_candidate(replays, backend):
 
 
 @pytest.mark.slow
+@pytest.mark.polyglot
 @pytest.mark.requires("sandbox", "docker", "toolchains")
 @SLOW
 def test_local_and_docker_agree_run_by_run(replays):

@@ -80,6 +80,7 @@ def _by_run(runs) -> dict[str, tuple[str, dict[str, str]]]:
 
 
 @pytest.mark.slow
+@pytest.mark.polyglot
 @pytest.mark.requires("sandbox", "toolchains", "docker")
 @pytest.mark.timeout(1800)
 def test_rust_replays_and_labels_alike_under_local_and_docker(replays):

@@ -82,6 +82,7 @@ def replays(tmp_path_factory, work_root, require) -> dict[str, dict]:
 
 
 @pytest.mark.slow
+@pytest.mark.polyglot
 @pytest.mark.timeout(1800)
 @pytest.mark.requires("sandbox", "toolchains", "docker")
 def test_strong_suite_and_checks_as_designed_under_both_backends(replays):
@@ -95,6 +96,7 @@ def test_strong_suite_and_checks_as_designed_under_both_backends(replays):
 
 
 @pytest.mark.slow
+@pytest.mark.polyglot
 @pytest.mark.timeout(1800)
 @pytest.mark.requires("sandbox", "toolchains", "docker")
 def test_local_and_docker_agree_run_by_run(replays):

@@ -156,13 +156,15 @@ def matches(case: TestResult, test_id: str) -> bool:
     `Suite.Test` (its own and `--gtest_filter`'s name for the case its XML reports as
     classname `Suite`, name `Test`). An id holding `::` itself (an RSpec example's full
     description, `Foo::Bar#baz works`) also matches the case's name after its classname (the
-    spec file's). The rules are the same for every language (docs/languages.md)."""
+    spec file's, as rspec_junit_formatter writes it: `spec.foo_spec`, _RSPEC_FILE); elsewhere
+    `::` is a path (a Rust id is its whole path in its crate). The rules are the same for every language (docs/languages.md)."""
     wanted = junit_id(test_id)
     if "::" in wanted:
         name = case.name
         if name != wanted and name.startswith(LIBTEST_INTEGRATION):
             name = name.removeprefix(LIBTEST_INTEGRATION)
-        names: tuple[str, ...] = (name, case.name.split("::", 1)[-1])
+        spec_file, _, described = case.name.partition("::")
+        names: tuple[str, ...] = (name, described) if _RSPEC_FILE.fullmatch(spec_file) else (name,)
     else:
         classname, _, own = case.name.rpartition("::")
         names = (own, f"{classname}.{own}") if classname else (own,)
@@ -170,6 +172,10 @@ def matches(case: TestResult, test_id: str) -> bool:
         return any(name.startswith(wanted) for name in names)
     parts = tuple(wanted + mark for mark in PART_MARKS)
     return any(name == wanted or name.startswith(parts) for name in names) or _java_method(case, test_id)
+
+
+#: the classname rspec_junit_formatter gives an example: its spec file's path, dotted (`spec.foo_spec`)
+_RSPEC_FILE = re.compile(r"(?:[\w-]+\.)*[\w-]+_spec")
 
 
 #: a Java test method as Surefire and Maven name it: `org.x.FooTest#bar` (`-Dtest`'s syntax)
