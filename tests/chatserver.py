@@ -147,6 +147,39 @@ test('a repeated key keeps every value', () => { assert.deepEqual(parseQuery('ta
 """
 
 
+TS_FAILING_TEST = """import { expect, it } from 'vitest';
+
+import { parseDuration } from '../src/index';
+
+it('reads 250ms as 250 milliseconds', () => {
+  let value: unknown;
+  expect(() => { value = parseDuration('250ms'); }).not.toThrow();
+  expect(value).toBe(250);
+});
+"""
+RUST_FAILING_TEST = r"""use fmtkit::truncate;
+
+#[test]
+fn cuts_between_characters() {
+    let cut = std::panic::catch_unwind(|| truncate("Cr\u{e8}me br\u{fb}l\u{e9}e", 4));
+    assert_eq!(cut.ok().as_deref(), Some("Cr\u{e8}\u{2026}"));
+}
+"""
+JAVA_FAILING_TEST = """package example.bytesize;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import org.junit.jupiter.api.Test;
+
+class GeneratedTest {
+    @Test
+    void oneMebibyteLessOneByteShowsAsMebibytes() {
+        assertEquals("1.0 MiB", ByteSize.format(1048575L));
+    }
+}
+"""
+
+
 def fence(language: str, body: str) -> str:
     return f"Here it is.\n\n```{language}\n{body}```\n"
 
@@ -164,6 +197,9 @@ def agent_reply(marker: str, seen: int) -> str:
         return fence("go", GO_UNBUILT_TEST if seen == 1 else GO_FAILING_TEST)
     if marker == "agent-js":
         return fence("javascript", JS_PASSING_TEST if seen == 1 else JS_FAILING_TEST)
+    if marker in ("agent-ts", "agent-rust", "agent-java"):
+        return {"agent-ts": fence("typescript", TS_FAILING_TEST), "agent-rust": fence("rust", RUST_FAILING_TEST),
+                "agent-java": fence("java", JAVA_FAILING_TEST)}[marker]
     if marker.startswith("agent-probe-"):
         listener, upstream = marker.removeprefix("agent-probe-").split("-")
         return fence("python", PROBE_TEST.format(listener=listener, upstream=upstream) if seen == 1 else FAILING_TEST)

@@ -274,3 +274,37 @@ def test_testprism_agent_writes_go_and_javascript_tests_from_the_instances_conve
     assert (js_suite / "generated.test.js").read_text() == JS_FAILING_TEST
     assert "gotestsum --junitfile" in (go_suite / "run_tests.sh").read_text()
     assert sorted(p.name for p in js_suite.iterdir()) == ["generated.test.js", "run_tests.sh"]
+
+
+@pytest.mark.slow
+@pytest.mark.polyglot
+@pytest.mark.requires("sandbox", "toolchains")
+def test_testprism_agent_writes_typescript_rust_and_java_tests(tmp_path, work_root, endpoint):
+    """The provided agent on the bundled TypeScript, Rust and Java instances (`local`): each
+    record's convention (Vitest, an integration test through cargo, JUnit 5 through Maven) runs
+    the one test it writes; that test fails on buggy by an assertion and passes on the
+    reference in the first answer, and the suite left replays so."""
+    url, script = endpoint
+    bench = tmp_path / "bench"
+    shutil.copytree(BUNDLED / "environments", bench / "environments")
+    markers = {"tskit__duration-ms-unit": "agent-ts", "fmtkit__truncate-multibyte": "agent-rust",
+               "sizekit__format-shows-1024-kib": "agent-java"}
+    for instance, marker in markers.items():
+        shutil.copytree(BUNDLED / "instances" / instance, bench / "instances" / instance)
+        with (bench / "instances" / instance / "instruction.md").open("a") as issue:
+            issue.write(f"\n[[script:{marker}]]\n")
+    store, out = tmp_path / "store", tmp_path / "out"
+    cli("generate", str(bench), "--store", str(store), "--configuration", "agent", "--command", "testprism agent",
+        "--mode", "testprism", "--model-url", url, "--out", str(out), "--work", str(work_root),
+        *(a for i in markers for a in ("--instance", i)))
+    rows = {r["instance_id"]: (r["reason"], r["requests"]) for r in generated(store).iter_rows(named=True)}
+    assert rows == {i: (None, 1) for i in markers}
+    for instance, name in (("tskit__duration-ms-unit", "generated.test.ts"), ("fmtkit__truncate-multibyte", "generated.rs"),
+                           ("sizekit__format-shows-1024-kib", "GeneratedTest.java")):
+        assert sorted(p.name for p in (out / "suites" / "agent" / instance).iterdir()) == [name, "run_tests.sh"]
+    cli("replay", str(out), "--store", str(store), "--work", str(work_root), "--configuration", "agent")
+    runs = Store(store).scan("runs").collect()
+    for instance in markers:
+        outcomes = {r["state"]: r["outcome"] for r in runs.filter(pl.col("instance_id") == instance).iter_rows(named=True)
+                    if r["state"] in ("buggy", "reference")}
+        assert outcomes == {"buggy": "F", "reference": "P"}, (instance, outcomes)

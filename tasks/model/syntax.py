@@ -536,7 +536,15 @@ JAVASCRIPT = Language(
 TYPESCRIPT = replace(
     JAVASCRIPT, name="typescript", extensions=(".ts", ".mts", ".cts"), grammar=tree_sitter_typescript.language_typescript,
     classes=JAVASCRIPT.classes | {"abstract_class_declaration", "interface_declaration"},
-    convention=None,  # node runs no .ts file: TypeScript's runner is its own record's to say
+    # node runs no .ts file: Vitest does (examples/environments/typescript), and strips the types
+    convention=TestConvention(
+        "Vitest", ("typescript", "ts"), "tmp/generated.test.ts",
+        ("vitest", "run", "--reporter=junit", "--outputFile.junit={junit}", "tmp/generated.test.ts"),
+        "vitest run tmp/generated.test.ts",
+        'vitest run --reporter=default --reporter=junit --outputFile.junit="$TESTPRISM_JUNIT" tmp/',
+        r"AssertionError",  # expect()'s failures; a TypeError or a thrown error of the program is not one
+        "with Vitest (`import { expect, it } from 'vitest'`), importing the program's modules by their path from "
+        "tmp/ (`../src/...`). Use only Vitest and the program (no other npm package is installed)"),
     statements=JAVASCRIPT.statements | {"abstract_class_declaration", "interface_declaration", "type_alias_declaration",
                                         "enum_declaration", "public_field_definition"},
 )
@@ -551,6 +559,18 @@ JAVA = Language(
     literals=frozenset({"string_literal", "character_literal", "text_block"}),
     comments=frozenset({"line_comment", "block_comment"}),
     tests=_java_tests,
+    # Maven's layout: the class is copied into src/test/java and Surefire runs it offline
+    convention=TestConvention(
+        "JUnit 5", ("java",), "tmp/GeneratedTest.java",
+        ("bash", "-c", "cp tmp/GeneratedTest.java src/test/java/ && mvn -B -o -q test -Dtest=GeneratedTest; s=$?; "
+         "cat target/surefire-reports/TEST-*GeneratedTest.xml > {junit} 2>/dev/null; exit $s"),
+        "mvn -o test -Dtest=GeneratedTest",
+        'cp tmp/GeneratedTest.java src/test/java/ && mvn -B -o -q test -Dtest=GeneratedTest; s=$?; '
+        'cat target/surefire-reports/TEST-*GeneratedTest.xml > "$TESTPRISM_JUNIT" 2>/dev/null; exit $s',
+        r"AssertionFailedError|expected: <",
+        "as one JUnit 5 class `GeneratedTest` in the package of the code it tests (`package ...;` as in its "
+        "sources), with `org.junit.jupiter.api.Test` and `org.junit.jupiter.api.Assertions`. Use only JUnit 5 and "
+        "the program (Maven runs offline)"),
     mutation=MutationSyntax(
         binary=frozenset({"binary_expression"}), augmented=frozenset({"assignment_expression"}),
         relational=C_RELATIONAL, boundary=C_BOUNDARY, arithmetic=C_ARITHMETIC,
@@ -572,6 +592,20 @@ RUST = Language(
     literals=frozenset({"string_literal", "raw_string_literal", "char_literal"}),
     comments=frozenset({"line_comment", "block_comment"}),
     tests=_rust_tests,
+    # an integration test of the crate: copied into tests/ and built against its library
+    convention=TestConvention(
+        "Rust test", ("rust", "rs"), "tmp/generated.rs",
+        ("bash", "-c", "mkdir -p tests && cp tmp/generated.rs tests/ && "
+         "exec cargo test -q --offline --test generated -- -Z unstable-options --format junit > {junit}"),
+        "cargo test --test generated",
+        'mkdir -p tests && cp tmp/generated.rs tests/ && '
+        'exec cargo test -q --offline --test generated -- -Z unstable-options --format junit > "$TESTPRISM_JUNIT"',
+        # libtest (1.63) writes no failure text: any failed case is the test's own (a test that
+        # does not compile writes no report, which is an error)
+        r"",
+        "as an integration test of the crate (it is copied into tests/ and linked with the library: "
+        "`use <crate>::...;`), `#[test]` functions with assert!/assert_eq!. Use only the standard library and the "
+        "crate (crates cannot be fetched)"),
     # a tail expression is not a return_expression: only `return x` gets a constant
     mutation=MutationSyntax(
         binary=frozenset({"binary_expression"}), augmented=frozenset({"compound_assignment_expr"}),
