@@ -565,8 +565,9 @@ JAVA = Language(
         ("bash", "-c", "cp tmp/GeneratedTest.java src/test/java/ && mvn -B -o -q test -Dtest=GeneratedTest; s=$?; "
          "cat target/surefire-reports/TEST-*GeneratedTest.xml > {junit} 2>/dev/null; exit $s"),
         "mvn -o test -Dtest=GeneratedTest",
-        'cp tmp/GeneratedTest.java src/test/java/ && mvn -B -o -q test -Dtest=GeneratedTest; s=$?; '
-        'cat target/surefire-reports/TEST-*GeneratedTest.xml > "$TESTPRISM_JUNIT" 2>/dev/null; exit $s',
+        # one command: run_tests.sh `exec`s the suite line
+        "bash -c 'cp tmp/GeneratedTest.java src/test/java/ && mvn -B -o -q test -Dtest=GeneratedTest; s=$?; "
+        "cat target/surefire-reports/TEST-*GeneratedTest.xml > \"$TESTPRISM_JUNIT\" 2>/dev/null; exit $s'",
         r"AssertionFailedError|expected: <",
         "as one JUnit 5 class `GeneratedTest` in the package of the code it tests (`package ...;` as in its "
         "sources), with `org.junit.jupiter.api.Test` and `org.junit.jupiter.api.Assertions`. Use only JUnit 5 and "
@@ -598,11 +599,12 @@ RUST = Language(
         ("bash", "-c", "mkdir -p tests && cp tmp/generated.rs tests/ && "
          "exec cargo test -q --offline --test generated -- -Z unstable-options --format junit > {junit}"),
         "cargo test --test generated",
-        'mkdir -p tests && cp tmp/generated.rs tests/ && '
-        'exec cargo test -q --offline --test generated -- -Z unstable-options --format junit > "$TESTPRISM_JUNIT"',
-        # libtest (1.63) writes no failure text: any failed case is the test's own (a test that
-        # does not compile writes no report, which is an error)
-        r"",
+        # one command: run_tests.sh `exec`s the suite line
+        "sh -c 'mkdir -p tests && cp tmp/generated.rs tests/ && "
+        "exec cargo test -q --offline --test generated -- -Z unstable-options --format junit > \"$TESTPRISM_JUNIT\"'",
+        # libtest (1.63) writes no failure text: any failed case is the test's own (`\A` matches
+        # any text; a test that does not compile writes no report, which is an error)
+        r"\A",
         "as an integration test of the crate (it is copied into tests/ and linked with the library: "
         "`use <crate>::...;`), `#[test]` functions with assert!/assert_eq!. Use only the standard library and the "
         "crate (crates cannot be fetched)"),
