@@ -95,8 +95,8 @@ def test_a_run_sees_its_task_folder_and_never_the_candidates_or_the_reference_in
     for mode in ("plain", "testprism"):
         text = (out / "suites" / f"probe-{mode}" / "synth__0000" / "test_seen.py").read_text()
         seen[mode] = json.loads(text.removeprefix("SEEN = ").strip().strip("'"))
-    assert seen["plain"]["task"] == ["instruction.md", "strategy.json", "tools"]
-    assert seen["testprism"]["task"] == ["instruction.md", "reference.diff", "strategy.json", "tools"]
+    assert seen["plain"]["task"] == ["instruction.md", "language.json", "strategy.json", "tools"]
+    assert seen["testprism"]["task"] == ["instruction.md", "language.json", "reference.diff", "strategy.json", "tools"]
     for what in seen.values():  # no state, candidate or label named anywhere in its environment
         assert not any(word in value for value in what["values"] for word in ("buggy", "candidate", "valid", "synth"))
     # the suite left is the probe's file plus the default entry; the task folder is not part of it
