@@ -101,8 +101,7 @@ class LocalBackend(SandboxBackend):
         if bubblewrap_works():
             # "-rlimits": a run's memory and processes bounded per process, its disk per file
             bounded = cgroup.available() and bounds_available()
-            # + how runs get their program when it is not the default image (layer.py)
-            self.isolation = ("bubblewrap" if bounded else "bubblewrap-rlimits") + layer.isolation_label()
+            self.isolation = "bubblewrap" if bounded else "bubblewrap-rlimits"
         elif trusted or unsafe:
             self.isolation = "none"
             log.warning(
