@@ -136,9 +136,10 @@ def require_fixture() -> Callable[[str], None]:
     return require
 
 
-#: opts in the replays of the bundled Rust, Java, TypeScript, C, C++, PHP and Ruby instances
-#: under both backends (`make test-polyglot`): each builds its toolchain's image and replays
-#: every state, 5 to 13 minutes a module cold, more than CI's 30 minutes leave
+#: opts in the tests marked polyglot (`make test-polyglot`): the replays of the bundled Rust,
+#: Java, TypeScript, C, C++, PHP and Ruby instances under both backends (each builds its
+#: toolchain's image and replays every state, 5 to 13 minutes a module cold), the agent in
+#: those languages and the labelling of Go and JavaScript mutants: more than CI's 30 minutes leave
 POLYGLOT = "TESTPRISM_POLYGLOT"
 
 

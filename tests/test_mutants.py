@@ -251,6 +251,7 @@ def test_collect_labels_mutants_of_a_thin_pool(tmp_path, work_root):
 
 
 @pytest.mark.slow
+@pytest.mark.polyglot  # 140 s in CI (four Go trees built from a cold cache): opt-in
 @pytest.mark.requires("sandbox", "toolchains")
 def test_collect_labels_go_and_javascript_mutants_by_their_checks(tmp_path, work_root):
     """Tree-sitter mutants of a thin Go and a thin JavaScript pool go through the checks
