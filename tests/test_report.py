@@ -333,6 +333,9 @@ class Chromium:
     entries (CSP violations, failed loads) and every network request of the page."""
 
     def __init__(self, binary: str, profile: Path) -> None:
+        profile.mkdir(parents=True, exist_ok=True)
+        self._log_path = profile / "chromium.log"  # why it did not answer, when it does not
+        self._log = self._log_path.open("wb")
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
 
@@ -345,7 +348,7 @@ class Chromium:
             [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", "--no-first-run", "--no-default-browser-check",
              "--remote-debugging-pipe", f"--user-data-dir={profile}", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log,
             preexec_fn=wire, close_fds=False,  # 3 and 4 must survive; pytest's other descriptors are CLOEXEC
         )
         os.close(to_browser_r)
@@ -355,6 +358,13 @@ class Chromium:
         self.events: "queue.Queue[dict]" = queue.Queue()
         self._lock = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
+        # A first start on a fresh machine builds its font cache and profile, which on a busy
+        # two-core host has taken over 30 s: wait for the first answer with room to spare.
+        try:
+            self.send("Browser.getVersion", timeout=180)
+        except TimeoutError:
+            self.close()
+            raise
 
     def _read(self) -> None:
         buffer = b""
@@ -376,9 +386,13 @@ class Chromium:
         if session:
             request["sessionId"] = session
         os.write(self._to_browser, json.dumps(request).encode() + b"\0")
+        deadline = time.monotonic() + timeout
         with self._lock:
-            if not self._lock.wait_for(lambda: request["id"] in self._replies, timeout=timeout):
-                raise TimeoutError(f"chromium did not answer {method}")
+            while not self._lock.wait_for(lambda: request["id"] in self._replies, timeout=1):
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    state = "exited" if self.proc.poll() is not None else f"is silent after {timeout} s"
+                    tail = self._log_path.read_bytes()[-2000:].decode(errors="replace")
+                    raise TimeoutError(f"chromium did not answer {method}: it {state}; its log ends:\n{tail}")
             reply = self._replies.pop(request["id"])
         if "error" in reply:
             raise RuntimeError(f"{method}: {reply['error']}")
@@ -426,6 +440,7 @@ class Chromium:
             self.proc.kill()
             self.proc.wait()
         os.close(self._to_browser)
+        self._log.close()
 
 
 def problems(events: list[dict], page: Path) -> list[str]:
