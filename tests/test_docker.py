@@ -241,9 +241,12 @@ CPU_QUOTA = ("python -c 'import pathlib; cg = pathlib.Path(\"/sys/fs/cgroup\"); 
 
 def test_cpu_quota_is_every_core_unless_set(backend, docker_engine, work_root, empty_tree, monkeypatch):
     """A run may use every core, as a local run may (a 1-CPU quota throttled Go's parallel
-    compile and not pytest); TESTPRISM_DOCKER_CPUS sets a quota."""
+    compile and not pytest); TESTPRISM_DOCKER_CPUS sets a quota, and so does a run's own
+    `cpus` (an instance's task.toml), below the backend's."""
     result = backend.run(request_for(backend, empty_tree, CPU_QUOTA))
     assert f"cpus {float(os.cpu_count())}" in result.output_tail, result.output_tail
+    own = backend.run(request_for(backend, empty_tree, CPU_QUOTA, cpus=0.25))
+    assert "cpus 0.25" in own.output_tail, own.output_tail
     monkeypatch.setenv("TESTPRISM_DOCKER_CPUS", "0.5")
     capped = DockerBackend(WorkPaths(work_root), reuse=False, prewarm=False)
     try:

@@ -266,3 +266,51 @@ def test_a_crashed_harness_leaves_no_cgroup_behind(work: WorkPaths):
         for group in made:
             if group is not None:
                 group.remove()
+
+
+#: one thread busy for 2 s of wall time; prints the CPU time it got
+BUSY = ("python -c 'import time\nend = time.monotonic() + 2\nwhile time.monotonic() < end: pass\n"
+        "print(\"cpu\", round(time.process_time(), 3))'")
+
+
+def _cpu_seconds(output: str) -> float:
+    return float(next(line for line in output.splitlines() if line.startswith("cpu ")).split()[1])
+
+
+@pytest.mark.parametrize("cpus", [0.05, None])
+def test_an_instances_cpus_hold_its_runs_to_a_cpu_quota(cpus, backend, env, tree):
+    """Harbor's task.toml `cpus` (Limits.cpus) is a quota on the run's cgroup: a run busy
+    for 2 s of wall time under 0.05 CPUs gets at most 0.1 s of CPU (+ one period's slack),
+    however idle the machine. CONTROL: without a quota the same run gets far more (a share
+    of a core on this two-core machine, busy or not)."""
+    result = run(backend, env, tree, BUSY, cpus=cpus)
+    assert classify(result) == (Outcome.PASS, None), result.output_tail
+    got = _cpu_seconds(result.output_tail)
+    if cpus is not None:
+        assert got <= 0.25, result.output_tail
+    else:
+        assert got > 0.25, result.output_tail
+
+
+def test_a_cpu_quota_is_the_run_cgroups_and_throttles_it():
+    """The quota is written where the kernel enforces it (cpu.max, v1's cfs quota) and
+    throttles a busy process in that cgroup: the kernel's own count of throttled periods.
+    CONTROL: the same cgroup without `cpus` has no quota and is never throttled."""
+    import subprocess
+
+    hierarchy = cgroup._hierarchy()
+    assert hierarchy is not None
+    throttled = {}
+    for cpus in (0.1, None):
+        group = cgroup.create(workspace_prefix("run") + f"quota-{cpus}", Limits(cpus=cpus))
+        assert group is not None
+        try:
+            folder = group.folders["unified" if group.version == 2 else "cpu"]
+            quota = (folder / ("cpu.max" if group.version == 2 else "cpu.cfs_quota_us")).read_text().split()[0]
+            assert quota == ({0.1: "10000", None: "max" if group.version == 2 else "-1"}[cpus])
+            subprocess.run([*group.enter(), "timeout", "0.5", "sh", "-c", "while :; do :; done"], check=False)
+            stat = dict(line.split() for line in (folder / "cpu.stat").read_text().splitlines())
+            throttled[cpus] = int(stat["nr_throttled"])
+        finally:
+            group.remove()
+    assert throttled[0.1] > 0 and throttled[None] == 0, throttled

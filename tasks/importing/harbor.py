@@ -44,8 +44,8 @@ immediate subfolder of TASKS is one task (hidden folders are passed over), and b
 - **limits**: task.toml's `[verifier] timeout_sec` (Harbor's default 600 s) bounds each run
   of the checks, `[agent] timeout_sec` a generation run and solve.sh's, `[environment]
   memory_mb` (2048) and `storage_mb` (10240) (or the older `memory`/`storage` sizes, "2G")
-  the runs' memory and disk (`[limits]`). `cpus` is not bounded per instance (the docker
-  backend's CPU quota is the backend's): a caveat in the report.
+  the runs' memory and disk, and `cpus` their CPU quota (`[limits]`: a run cgroup's
+  `cpu.max` under local, the container's CPU quota under docker).
 - **run-time fetches**: test.sh lines that fetch tools over the network (`curl … | sh`,
   `wget … | sh`, `pip install`, `uv pip install`, `apt-get update/install`) cannot work in a
   run, which has no network: they are appended to the instance's Dockerfile as `RUN` steps,
@@ -181,6 +181,8 @@ class TaskConfig(BaseModel):
         }
         if self.agent.timeout_sec is not None:
             table["agent_timeout_s"] = self.agent.timeout_sec
+        if env.cpus is not None:
+            table["cpus"] = env.cpus
         return table
 
 
@@ -416,9 +418,6 @@ def caveats(task: Task) -> list[str]:
     notes += [f"test.sh installs uv ({command!r}): not run at the build (it downloads from GitHub, unreachable "
               "here); uvx is stood in for, and the line fails at run time as it would offline"
               for command in fetches.skipped]
-    if task.config.environment.cpus is not None:
-        notes.append(f"[environment] cpus = {task.config.environment.cpus} is not bounded per instance (the docker "
-                     "backend's CPU quota, TESTPRISM_DOCKER_CPUS, is the backend's)")
     return notes
 
 

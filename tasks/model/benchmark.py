@@ -377,11 +377,13 @@ class LimitsSpec(_Model):
     timeout_s: float | None = Field(None, gt=0)
     memory_mb: int | None = Field(None, gt=0)
     disk_mb: int | None = Field(None, gt=0)
+    #: the CPUs a run may use at once (a quota on the run's cgroup or container)
+    cpus: float | None = Field(None, gt=0, le=1024)
     agent_timeout_s: float | None = Field(None, gt=0)
 
     def over(self, limits: L) -> L:
         """`limits` (a sandbox.base.Limits) with this instance's run limits in place of its own."""
-        own = {"timeout_s": self.timeout_s, "memory_mb": self.memory_mb, "disk_mb": self.disk_mb}
+        own = {"timeout_s": self.timeout_s, "memory_mb": self.memory_mb, "disk_mb": self.disk_mb, "cpus": self.cpus}
         return replace(limits, **{name: value for name, value in own.items() if value is not None})
 
 

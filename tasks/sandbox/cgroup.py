@@ -11,7 +11,8 @@ run bounds them all at once, and the harness is root, so it can make one:
 - **processes**: `Limits.processes` tasks at once (`pids.max`); a fork refused for it
   makes the run `E`/`process_limit`.
 - **CPU**: each run a cgroup of the default weight, so runs share the CPU as equals
-  however many threads one of them starts.
+  however many threads one of them starts; a run with `Limits.cpus` (Harbor's task.toml
+  `cpus`) is also held to that many CPUs' time per period (`cpu.max`, v1's CFS quota).
 
 Where (`_hierarchy`, probed once per process): cgroup v2 when its unified hierarchy has
 the memory and pids controllers, else v1 with memory and pids mounted (cpu where mounted).
@@ -65,6 +66,8 @@ SETTING = "TESTPRISM_RUN_CGROUP"
 HARNESS_LEAF = "testprism-harness"
 #: the exit status of `enter()` when the run cannot enter its cgroup (nothing else ran)
 ENTER_FAILED = 125
+#: the CFS period a run's CPU quota is a share of (the kernel's default, 100 ms)
+CFS_PERIOD_US = 100_000
 #: how long `remove` keeps killing what is left of a run before leaving it to `sweep`
 REMOVE_WITHIN_S = 5.0
 
@@ -98,14 +101,33 @@ class RunCgroup:
                 _write(self.folders["pids"] / "pids.max", str(limits.processes))
                 if "cpu" in self.folders:
                     _write(self.folders["cpu"] / "cpu.shares", "1024")
+            self._set_cpus(limits.cpus)
         except BaseException:
             self.remove()
             raise
 
+    def _set_cpus(self, cpus: float | None) -> None:
+        """The run's CPU quota: `cpus` CPUs' time per CFS period, or none. A quota asked for
+        where the cpu controller is not available to run cgroups is refused (OSError), never
+        dropped: the run would otherwise use more than its instance allows."""
+        quota = -1 if cpus is None else max(1000, round(cpus * CFS_PERIOD_US))
+        folder = self.folders.get("unified" if self.version == 2 else "cpu")
+        name = "cpu.max" if self.version == 2 else "cpu.cfs_quota_us"
+        if folder is None or not (folder / name).exists():
+            if cpus is None:
+                return
+            raise OSError(errno.ENOTSUP, f"a quota of {cpus} CPUs, but the cpu controller is not available to run cgroups")
+        if self.version == 2:
+            _write(folder / name, f"{'max' if quota < 0 else quota} {CFS_PERIOD_US}")
+        else:
+            _write(folder / "cpu.cfs_period_us", str(CFS_PERIOD_US))
+            _write(folder / name, str(quota))
+
     def set_limits(self, limits: Limits) -> None:
-        """Change the memory and process limits (a parked launcher's cgroup was made with the
+        """Change the memory, process and CPU limits (a parked launcher's cgroup was made with the
         defaults): writing a limit moves no process, so it costs no grace period."""
         memory = str(limits.memory_mb * 1024 * 1024)
+        self._set_cpus(limits.cpus)
         if self.version == 2:
             _write(self.folders["unified"] / "memory.max", memory)
             _write(self.folders["unified"] / "pids.max", str(limits.processes))

@@ -280,6 +280,8 @@ class LocalBackend(SandboxBackend):
                 group.set_limits(request.limits)
             else:
                 group = cgroup.create(ws.name, request.limits)  # named as the workspace: swept alike
+            if group is None and request.limits.cpus is not None:
+                _unbounded_cpus(request.limits.cpus)
             result = self._run_in(ws, request, uid, installed, env, group, launcher)
             if not _dropped_whole(ws):  # on the work area's disk: what the run left there may stay
                 left = None
@@ -367,6 +369,13 @@ class LocalBackend(SandboxBackend):
             outputs=outputs_from_folder(ws / "program", request.tree) if request.keep_outputs else None,
             limit=limit,
         )
+
+
+@cache
+def _unbounded_cpus(cpus: float) -> None:
+    """Said once per quota: without a run cgroup (none on this machine, or
+    $TESTPRISM_RUN_CGROUP=0) a run's `cpus` cannot be held, and its runs share the CPU."""
+    log.warning("local: a run asks for at most %s CPUs, but runs get no cgroup here: not enforced", cpus)
 
 
 def _mount_scratch(ws: Path, number: int) -> Path:

@@ -67,7 +67,7 @@ class _RunContainers:
     """The containers of DockerBackend's runs: made alike, removed alike."""
 
     work: WorkPaths
-    cpus: float  # the CPU quota of every run container
+    cpus: float  # the CPU quota of every run container (a run's own `Limits.cpus` may lower it)
     runtime: str | None  # the engine's OCI runtime for run containers (None: its default, runc)
     pids_version: str | None  # pids.watchable(): the engine's cgroup version, None if unwatched
     copy: str  # copy_mode() (archive.py): bind | archive
@@ -118,7 +118,7 @@ class _RunContainers:
         # tmpfs is not there yet): its root stays writable, bounded per file only
         return api.create_host_config(
             network_mode="none", mem_limit=memory, memswap_limit=memory, pids_limit=limits.processes,
-            nano_cpus=int(self.cpus * 1e9), init=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            nano_cpus=int(min(self.cpus, limits.cpus or self.cpus) * 1e9), init=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
             ulimits=[docker.types.Ulimit(name="fsize", soft=fsize, hard=fsize),
                      docker.types.Ulimit(name="core", soft=0, hard=0),
                      docker.types.Ulimit(name="nofile", soft=1024, hard=1024)],
