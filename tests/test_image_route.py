@@ -94,15 +94,19 @@ def test_real_candidates_get_their_official_labels_through_the_image(image_bench
     assert compared == 2 and agree == 2, summary.stages  # both resolved officially, both valid here
 
 
-def test_a_real_generated_suite_replays_alike_under_local_and_docker(image_bench, tmp_path, work_root):
+def test_a_real_generated_suite_replays_alike_under_local_and_docker(image_bench, tmp_path, work_root, monkeypatch):
+    """Under `local`, `docker` (bind mode: the state's tree bound at /testbed) and docker's
+    archive mode (a remote engine's: the tree copied into an empty volume at /testbed)."""
     outcomes = {}
-    for backend in ("local", "docker"):
-        store = tmp_path / backend
+    for backend, copy in (("local", "bind"), ("docker", "bind"), ("docker", "archive")):
+        monkeypatch.setenv("TESTPRISM_DOCKER_COPY", copy)
+        store = tmp_path / f"{backend}-{copy}"
         replay_flow(benchmark=str(image_bench), store=str(store), backend=backend, work=str(work_root))
         runs = Store(store).scan("runs").collect().filter(pl.col("instance_id") == REPLAYED)
-        outcomes[backend] = {(r["configuration"], r["state"], r["candidate_id"]): (r["outcome"], r["reason"])
-                             for r in runs.iter_rows(named=True)}
-    assert outcomes["local"] == outcomes["docker"]
+        outcomes[backend if copy == "bind" else copy] = {
+            (r["configuration"], r["state"], r["candidate_id"]): (r["outcome"], r["reason"])
+            for r in runs.iter_rows(named=True)}
+    assert outcomes["local"] == outcomes["docker"] == outcomes["archive"]
     suites = {c for c, _, _ in outcomes["local"]}
     assert len(suites) == 2
     for suite in suites:  # the generated tests reproduce the issue: fail before the fix, pass after it

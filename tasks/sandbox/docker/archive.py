@@ -43,11 +43,14 @@ def copy_mode(api: APIClient) -> str:  # noqa: D401
     return "bind" if info.get("Name") == socket.gethostname() and not rootless else "archive"
 
 
-def workspace_archive(request: RunRequest, uid: int, staging_root: Path) -> tuple[tempfile.SpooledTemporaryFile, str]:
+def workspace_archive(request: RunRequest, uid: int, staging_root: Path,
+                      program_at: str | None = None) -> tuple[tempfile.SpooledTemporaryFile, str]:
     """The archive-mode workspace: the one fill (tasks/sandbox/workspace.py) in a staging
     folder, as a tar of `workspace/program` and `workspace/out` to extract at `/`, every
     entry owned by `uid` and links stored as links. Returns it and how the suite's patch
-    applied."""
+    applied. `program_at`: an image run's program path, where the program goes instead
+    (into the run's empty volume there, `fresh.py`), `workspace/program` then a link to it
+    as bind mode's two views of one folder are."""
     buffer = tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024)
     staging = Path(tempfile.mkdtemp(prefix="archive-", dir=staging_root))
     try:
@@ -59,7 +62,17 @@ def workspace_archive(request: RunRequest, uid: int, staging_root: Path) -> tupl
             return info
 
         with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            tar.add(str(staging), arcname=str(WORKSPACE.relative_to("/")), filter=owned)
+            if program_at is None:
+                tar.add(str(staging), arcname=str(WORKSPACE.relative_to("/")), filter=owned)
+            else:
+                tar.add(str(staging / "program"), arcname=program_at.lstrip("/"), filter=owned)
+                tar.add(str(staging), arcname=str(WORKSPACE.relative_to("/")), recursive=False, filter=owned)
+                for entry in sorted(staging.iterdir()):
+                    if entry.name != "program":
+                        tar.add(str(entry), arcname=f"{WORKSPACE.relative_to('/')}/{entry.name}", filter=owned)
+                link = owned(tarfile.TarInfo(f"{WORKSPACE.relative_to('/')}/program"))
+                link.type, link.linkname = tarfile.SYMTYPE, program_at
+                tar.addfile(link)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     buffer.seek(0)
@@ -84,32 +97,33 @@ def _fetch_junit(api: APIClient, container: str) -> bytes | None:
         return content.read(REPORT_MAX_BYTES) if content else None
 
 
-def _fetch_outputs(container: str, tree: Path) -> RunOutputs:
-    """Archive mode: what the run left in `program/` (RunRequest.keep_outputs), read from
-    the engine's tar stream of it; the container may have stopped, not been removed. On a
-    client of its own: a stream abandoned half-read would hold the run's connection."""
+def _fetch_outputs(container: str, tree: Path, program: str = f"{WORKSPACE}/program") -> RunOutputs:
+    """Archive mode: what the run left in `program/` (RunRequest.keep_outputs; `program`:
+    where it is, an image run's program path), read from the engine's tar stream of it; the
+    container may have stopped, not been removed. On a client of its own: a stream abandoned
+    half-read would hold the run's connection."""
     errors = _errors()
     with contextlib.closing(api_client()) as api:
         try:
-            stream, info = api.get_archive(container, f"{WORKSPACE}/program")
+            stream, info = api.get_archive(container, program)
         except errors.NotFound:
             return program_unreadable("gone")
         if info.get("linkTarget"):
             return program_unreadable("a link")
         try:
-            return outputs_from_tar(stream, "program", tree)
+            return outputs_from_tar(stream, PurePosixPath(program).name, tree)
         except tarfile.TarError as exc:
             raise SandboxError(f"docker: the archive of a run's program/ is unreadable: {exc}") from exc
 
 
-def _fetch_program(container: str, target: Path) -> None:
-    """Archive mode's `export_tree`: the run's `program/` from the engine's tar stream,
-    extracted into the new folder `target` under tarfile's `data` filter, which refuses
-    links that point outside it, absolute names and device files (UnsafeTarget)."""
+def _fetch_program(container: str, target: Path, program: str = f"{WORKSPACE}/program") -> None:
+    """Archive mode's `export_tree`: the run's `program/` (at `program`) from the engine's
+    tar stream, extracted into the new folder `target` under tarfile's `data` filter, which
+    refuses links that point outside it, absolute names and device files (UnsafeTarget)."""
     errors = _errors()
     with contextlib.closing(api_client()) as api:
         try:
-            stream, info = api.get_archive(container, f"{WORKSPACE}/program")
+            stream, info = api.get_archive(container, program)
         except errors.NotFound as exc:
             raise UnsafeTarget("the run's program/ is gone") from exc
         if info.get("linkTarget"):
@@ -122,7 +136,7 @@ def _fetch_program(container: str, target: Path) -> None:
             try:
                 with tarfile.open(fileobj=buffer, mode="r") as tar:
                     tar.extractall(staging, filter="data")
-                (staging / "program").rename(target)
+                (staging / PurePosixPath(program).name).rename(target)
             except (tarfile.TarError, OSError) as exc:
                 raise UnsafeTarget(f"the run's program/ cannot be copied back: {exc}") from exc
             finally:

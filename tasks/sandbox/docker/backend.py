@@ -218,9 +218,6 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
     def _run_on(self, request: RunRequest, tag: str) -> ExecResult:
         image = image_run(request.environment)
         if image is not None:
-            if self.copy != "bind":
-                raise SandboxUnavailable("docker: an image instance's run needs an engine on this host (copy mode "
-                                         f"bind, not {self.copy}): its tree is bound at {image.program}")
             return self._run_fresh(request, image.image.id, image)
         reused = self.reuse and not _own_container(request)
         return self._run_reused(request, tag) if reused else self._run_fresh(request, tag)

@@ -84,12 +84,14 @@ class _RunContainers:
 
     def _host_config(self, api: APIClient, request: RunRequest, ws: Path | None, shared: bool = False,
                      control: Path | None = None, program_at: str | None = None,
-                     parent: str | None = None) -> dict:
+                     parent: str | None = None, program_volume: str | None = None) -> dict:
         """`shared`: `ws` is a shared mount (layer.share_workspace), bound `rslave` so that
         the program layer mounted there after the container started is seen inside.
         `control`: the launcher's host folder (fresh.py), bound at LAUNCH. `program_at`: an
         image run's program path, where the workspace's (filled) program is bound too.
         `parent`: the container's parent cgroup (pids.py), which tells its peak of processes.
+        `program_volume`: archive mode's image run: an empty volume of the container's own
+        there (never filled from the image: `no_copy`), removed with it.
 
         The image's root is read-only and every place a run may write besides its workspace
         (/tmp, /var/tmp, /dev/shm) is a tmpfs of `Limits.disk_mb`: the container's writable
@@ -125,6 +127,7 @@ class _RunContainers:
             log_config=docker.types.LogConfig(type="none"),
             read_only=self.copy == "bind", tmpfs={"/tmp": scratch, "/var/tmp": scratch, **extra}, shm_size=f"{limits.disk_mb}m",
             binds=binds or None, runtime=self.runtime, cgroup_parent=f"/{parent}" if parent else None,
+            mounts=[docker.types.Mount(program_volume, None, type="volume", no_copy=True)] if program_volume else None,
         )
 
     def _oom_since(self, api: APIClient, container: str, since: float) -> bool:

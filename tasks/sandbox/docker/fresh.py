@@ -89,6 +89,7 @@ class _Box:
     shared: bool = False  # its workspace propagates mounts (layer.share_workspace): a layer fits
     control: Path | None = None  # the launcher's host folder (bound at LAUNCH)
     parent: str | None = None  # its parent cgroup (pids.py), when the backend watches processes
+    program_at: str | None = None  # archive mode, an image run: its program path (its own volume)
 
 
 def _write_run_script(control: Path, uid: int, request: RunRequest, image: ImageRun | None = None) -> None:
@@ -140,7 +141,7 @@ class _FreshRuns(_RunContainers):
         try:
             if box is None:
                 box = self._create_started(api, request, tag, image) if self.copy == "bind" else \
-                    self._create_archived(api, request, tag)
+                    self._create_archived(api, request, tag, image)
             if box.started:
                 assert box.ws is not None and box.control is not None
                 if image is None:
@@ -192,33 +193,40 @@ class _FreshRuns(_RunContainers):
         junit = None
         if not (timed_out or pump.exceeded):
             junit = read_junit(box.ws) if box.ws is not None else _fetch_junit(api, container)
+        program = box.program_at or f"{WORKSPACE}/program"  # archive mode: where its program is
         if request.export_tree is not None and not (timed_out or pump.exceeded):
             if box.ws is not None:
                 export_program(box.ws, request.export_tree)
             else:
-                _fetch_program(container, request.export_tree)
+                _fetch_program(container, request.export_tree, program)
         outputs = None
         if request.keep_outputs:
             outputs = (outputs_from_folder(box.ws / "program", request.tree) if box.ws is not None
-                       else _fetch_outputs(container, request.tree))
+                       else _fetch_outputs(container, request.tree, program))
         return ExecResult(
             exit_code=exit_code, duration_s=duration, output_tail=pump.output,
             timed_out=timed_out, output_exceeded=pump.exceeded, junit_xml=junit,
             suite_patch_method=box.installed, outputs=outputs, limit=limit,
         )
 
-    def _create_archived(self, api: APIClient, request: RunRequest, tag: str) -> _Box:
+    def _create_archived(self, api: APIClient, request: RunRequest, tag: str, image: ImageRun | None = None) -> _Box:
         """Archive mode's container: created (not started) to run the command itself, the
-        workspace copied in before it starts."""
+        workspace copied in before it starts. An image run's program goes into an empty
+        volume of the container's own at the image's program path (`no_copy`: the image's
+        copy of the program is hidden, never copied in, as bind mode's bind hides it), and
+        the run starts in the image's working directory with its variables."""
         uid = _run_uid()
         box = _Box("", uid, None, None, started=False, parent=self._parent())
+        box.program_at = image.program if image is not None else None
+        env = _run_env(request) if image is None else image.variables(_run_env(request))
+        workdir = f"{WORKSPACE}/program" if image is None else str(image.workdir)
         try:
             box.id = api.create_container(
                 tag, command=_merged(sandbox_command(request)), user=f"{uid}:{uid}",
-                working_dir=f"{WORKSPACE}/program", environment=_run_env(request), network_disabled=True,
-                labels=self._labels(), host_config=self._host_config(api, request, None, parent=box.parent),
+                working_dir=workdir, environment=env, network_disabled=True, labels=self._labels(),
+                host_config=self._host_config(api, request, None, parent=box.parent, program_volume=box.program_at),
             )["Id"]
-            archive, box.installed = workspace_archive(request, uid, self.work.workspaces)
+            archive, box.installed = workspace_archive(request, uid, self.work.workspaces, box.program_at)
             with archive:
                 if not api.put_archive(box.id, "/", archive):
                     raise SandboxError("docker: could not copy the workspace into the container")
