@@ -38,7 +38,7 @@ def synthesise(seed: int = SEED) -> pl.DataFrame:
 
     Pools are sometimes empty (about 15% of instances without a valid candidate, 10%
     without an invalid one) so the null paths of CAR and WDR cost what they cost on
-    real data; `s` is derived from `f`, `a` and `r` as DESIGN.md defines it.
+    real data; `s` is derived from `f`, `a` and `r` as README.md's Metrics define it.
     """
     rng = np.random.default_rng(seed)
     n_instances = sum(SOURCES.values())

@@ -65,7 +65,7 @@ def _atomic_write(table: pa.Table, target: Path) -> None:
 
 
 class Store:
-    """A store rooted at a local folder (see DESIGN.md, Store)."""
+    """A store rooted at a local folder (README.md, Store)."""
 
     def __init__(self, root: Path | str) -> None:
         self.paths = StorePaths(Path(root))

@@ -1,4 +1,4 @@
-"""Metric semantics on hand-computed stores (DESIGN.md, Metrics), including TestPrism's
+"""Metric semantics on hand-computed stores (README.md, Metrics), including TestPrism's
 worked example and empty pools."""
 
 from __future__ import annotations

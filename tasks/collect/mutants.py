@@ -66,7 +66,7 @@ log = logging.getLogger(__name__)
 AGENT = "agent"
 MUTANT = "mutant"
 #: Seed of the sample taken when an instance has more mutation sites than asked for
-#: (DESIGN.md: seeded 42), mixed with the instance id so instances draw independently.
+#: (docs/collect.md, Mutants for thin pools: seeded 42), mixed with the instance id so instances draw independently.
 SEED = 42
 
 

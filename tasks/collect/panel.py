@@ -1,6 +1,6 @@
 """Panels: which candidates of an instance a suite is judged on, and the folder that holds them.
 
-Two shapes (DESIGN.md, collect):
+Two shapes (docs/collect.md, Panels):
 - `pool` (SWEPatchTest): every deduplicated, labelled candidate;
 - `testprism`: the reference, `valid` valid candidates far apart in AST distance (mean
   pairwise distance > `min_valid_distance`) and `invalid` invalid candidates that fail

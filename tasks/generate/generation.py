@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
@@ -223,11 +223,6 @@ def _over(reported: dict, unit: GenerationSpec) -> bool:
     steps, tokens = _count(reported, "steps"), _count(reported, "total_tokens")
     return (steps is not None and steps > unit.budget.max_requests) or (
         tokens is not None and tokens > unit.caps.run_tokens)
-
-
-def feedback_round(unit: GenerationSpec, feedback: bytes) -> GenerationSpec:
-    """The same agent asked again, with what its test got wrong (crossval's feedback)."""
-    return replace(unit, feedback=feedback, round=unit.round + 1)
 
 
 

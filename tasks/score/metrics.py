@@ -1,4 +1,4 @@
-"""Per-instance indicators of the joint metrics (DESIGN.md, Metrics), from the store's runs.
+"""Per-instance indicators of the joint metrics (README.md, Metrics), from the store's runs.
 
 The leaderboard and its statistics are computed from these by `tasks.statistics`.
 

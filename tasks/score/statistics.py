@@ -1,7 +1,7 @@
 """Leaderboard statistics: point estimates, bootstrap intervals and paired comparisons.
 
 Input is the `instance_scores` frame: one row per (configuration, instance) with the
-instance indicators of DESIGN.md "Metrics" (`f`, `a`, `r`, `s`) and the instance's
+instance indicators of README.md "Metrics" (`f`, `a`, `r`, `s`) and the instance's
 `source`. Every configuration must score the same instances (a paired design); that is
 what makes the comparisons paired and lets one resample serve every configuration.
 
@@ -84,7 +84,7 @@ def _score_table(instance_scores: pl.DataFrame) -> _ScoreTable:
 
     Nulls in `a` and `r` become a zero value with a zero mask, so an instance without a
     valid (invalid) candidate drops out of CAR's (WDR's) denominator but still counts in
-    GRR and JVR, as DESIGN.md requires. `d` (optional: `metrics.instance_scores` writes it
+    GRR and JVR, as README.md's Metrics require. `d` (optional: `metrics.instance_scores` writes it
     from the run counts) is a · r when absent: valid accepted × invalid rejected over
     n_valid × n_invalid; null (no pair) when either pool is empty.
     """
@@ -561,7 +561,7 @@ def bootstrap_intervals(
     Returns `configuration, <metric>_lo, <metric>_hi` for each metric of `METRICS`,
     sorted by configuration; null where a metric is undefined in every replicate.
     Resampling inside each source keeps the benchmark's composition, and one resample for
-    all configurations keeps the intervals comparable (DESIGN.md "Metrics").
+    all configurations keeps the intervals comparable (README.md "Metrics").
     """
     table = _score_table(instance_scores)
     return _intervals(table, _bootstrap_metrics(table, replicates, seed), level)

@@ -131,6 +131,27 @@ def _failing_case(tests: pl.Expr, own_code: bool) -> pl.Expr:
     return picked.list.first()
 
 
+#: a disagreement's row: which run of which cell
+KEYS = ["configuration", "instance_id", "state", "candidate_id"]
+CELL = ["configuration", "instance_id"]
+_OUTCOME, _STATE, _LABEL, _FINDING = pl.col("outcome"), pl.col("state"), pl.col("label"), pl.col("finding")
+#: the runs whose details (JUnit cases, output) are read: rejections of the reference or of a
+#: valid candidate. As a filter on the scan it is pushed into the Parquet reader, which then
+#: decodes the heavy columns of those rows only, not of the million others
+_REJECTED = (_OUTCOME != "P") & ((_STATE == "reference") | (_LABEL == "valid"))
+_TESTS = pl.col("tests").fill_null([])
+_N_CASES = _TESTS.list.len()
+_OWN_ERROR = _failing_case(_TESTS, own_code=True)
+_COMPLETED = pl.col("reason").is_null()
+#: coverage of the accepted invalid candidate measured on its own state, with at least one
+#: differing code line counted
+_OWN = ((_FINDING == "invalid_accepted") & (pl.col("own_changed") > 0)).fill_null(False)
+_OWN_MISSED = pl.col("own_missed").fill_null([])
+_DELTA_C = pl.col("delta_c")
+_COVERED = _DELTA_C.is_not_null()
+_MISSED_HERE = pl.col("overlap").list.set_intersection(pl.col("missed_lines").fill_null([]))
+
+
 def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.DataFrame | None = None,
                      overlaps: pl.DataFrame | None = None,
                      candidate_coverage: pl.DataFrame | None = None, latest: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -141,179 +162,191 @@ def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.D
     candidates measured on their own states; None or a missing row: the approximation
     from `coverage` and `overlaps` decides); `overlaps` is candidate_overlaps' table
     (None: no diffs, so an accepted invalid candidate without candidate coverage cannot be
-    placed). `latest` is `latest_runs(store)` when the caller has it already."""
-    cells = instance_scores.filter(pl.col("s") == 0).select("configuration", "instance_id")
+    placed). `latest` is `latest_runs(store)` when the caller has it already.
+
+    The module docstring's rules, each a function below: the disagreements (`_findings`),
+    rule 1 on the reference's rejections (`_reference_kind`), the coverage the others read
+    (`_with_coverage`), rules 2 and 3 (`_KIND`), the deciding disagreement of each cell
+    (`_deciding`), and its evidence (`_EVIDENCE`, `_BASIS`)."""
+    cells = instance_scores.filter(pl.col("s") == 0).select(*CELL)
     if cells.is_empty():
         return _empty_taxonomy()
-    keys = ["configuration", "instance_id", "state", "candidate_id"]
-    outcome, state, label = pl.col("outcome"), pl.col("state"), pl.col("label")
-    finding = (
-        pl.when((state == "reference") & (outcome != "P")).then(pl.lit("reference_not_accepted"))
-        .when((state == "buggy") & (outcome == "P")).then(pl.lit("buggy_not_rejected"))
-        .when((label == "valid") & (outcome == "F")).then(pl.lit("valid_rejected"))
-        .when((label == "invalid") & (outcome == "P")).then(pl.lit("invalid_accepted"))
+    found = _findings(latest_runs(store) if latest is None else latest, cells)
+    runs = _with_coverage(found.join(_reference_kind(_details(store, found.filter(
+        _FINDING == "reference_not_accepted"))), on=KEYS, how="left", nulls_equal=True),
+        coverage, candidate_coverage, overlaps)
+    picked = _deciding(runs)
+    rejections = picked.filter(_FINDING.is_in(["reference_not_accepted", "valid_rejected"]))
+    picked = picked.join(_details(store, rejections), on=KEYS, how="left", nulls_equal=True)
+    decided = picked.with_columns(evidence=_EVIDENCE, evidence_basis=_BASIS).select(
+        *CELL, "kind", "finding", "state", "candidate_id", "evidence", "evidence_basis")
+    table = (
+        instance_scores.filter(pl.col("s") == 0).select(*CELL, "source")
+        .join(decided, on=CELL, how="left")
+        .with_columns(
+            kind=pl.col("kind").fill_null("unresolved"),
+            evidence=pl.col("evidence").fill_null("no disagreement: unresolved (E) or missing runs"),
+            evidence_basis=pl.col("evidence_basis").fill_null("run_reason"),
+        )
+        .sort(*CELL)
     )
-    found = (
-        (latest_runs(store) if latest is None else latest).lazy()
+    return _conform("failure_taxonomy", table)
+
+
+def _findings(latest: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
+    """Every run of a failed cell that disagrees with its state's expected outcome, named
+    by its finding."""
+    finding = (
+        pl.when((_STATE == "reference") & (_OUTCOME != "P")).then(pl.lit("reference_not_accepted"))
+        .when((_STATE == "buggy") & (_OUTCOME == "P")).then(pl.lit("buggy_not_rejected"))
+        .when((_LABEL == "valid") & (_OUTCOME == "F")).then(pl.lit("valid_rejected"))
+        .when((_LABEL == "invalid") & (_OUTCOME == "P")).then(pl.lit("invalid_accepted"))
+    )
+    return (
+        latest.lazy()
         .with_columns(finding=finding)
-        .filter(pl.col("finding").is_not_null())
-        .join(cells.lazy(), on=["configuration", "instance_id"], how="semi")
-        .select(*keys, "finding", "outcome", "started_at")
+        .filter(_FINDING.is_not_null())
+        .join(cells.lazy(), on=CELL, how="semi")
+        .select(*KEYS, "finding", "outcome", "started_at")
         .collect()
     )
-    match = [*keys, "started_at", "outcome"]
 
-    # what details are read for: rejections of the reference or of a valid candidate. As a
-    # filter on the scan it is pushed into the Parquet reader, which then decodes the heavy
-    # columns of those rows only, not of the million others
-    rejected = (outcome != "P") & ((state == "reference") | (label == "valid"))
 
-    def details(rows: pl.DataFrame) -> pl.DataFrame:
-        """The heavy columns of the scored runs in `rows` (rejections, read for those only)."""
-        return (
-            store.scan("runs")
-            .filter(rejected)
-            .select(*match, "reason", "exit_code", "tests", "stdout_tail")
-            .join(rows.lazy().select(match), on=match, how="semi", nulls_equal=True)
-            .unique(keys, keep="any")
-            .collect()
-            .drop("started_at", "outcome")
-        )
+def _details(store: Store, rows: pl.DataFrame) -> pl.DataFrame:
+    """The heavy columns (reason, exit code, JUnit cases, output) of the runs in `rows`,
+    which are rejections: read for those only."""
+    match = [*KEYS, "started_at", "outcome"]
+    return (
+        store.scan("runs")
+        .filter(_REJECTED)
+        .select(*match, "reason", "exit_code", "tests", "stdout_tail")
+        .join(rows.lazy().select(match), on=match, how="semi", nulls_equal=True)
+        .unique(KEYS, keep="any")
+        .collect()
+        .drop("started_at", "outcome")
+    )
 
-    tests = pl.col("tests").fill_null([])
-    n_cases = tests.list.len()
-    own_error = _failing_case(tests, own_code=True)
-    completed = pl.col("reason").is_null()
-    f = pl.col("finding")
 
-    # 1. the reference's rejections: the suite's own error, an assertion, or no verdict
-    references = found.filter(f == "reference_not_accepted")
-    ref_kind = details(references).select(
-        *keys,
-        ref_kind=pl.when(own_error.is_not_null() | (completed & (n_cases == 0) & (pl.col("exit_code") != 0)))
+def _reference_kind(details: pl.DataFrame) -> pl.DataFrame:
+    """Rule 1, on the reference's rejections: the suite's own error (or a run that completed
+    non-zero without a JUnit case) is an execution-logic error; an assertion a faulty check;
+    no verdict leaves it unresolved."""
+    return details.select(
+        *KEYS,
+        ref_kind=pl.when(_OWN_ERROR.is_not_null() | (_COMPLETED & (_N_CASES == 0) & (pl.col("exit_code") != 0)))
         .then(pl.lit("execution_logic_error"))
-        .when(completed).then(pl.lit("faulty_check"))
+        .when(_COMPLETED).then(pl.lit("faulty_check"))
         .otherwise(pl.lit("unresolved")),
     )
 
-    # 2-3. the other disagreements, from coverage and the candidates' overlaps
+
+def _with_coverage(runs: pl.DataFrame, coverage: pl.DataFrame | None, candidate_coverage: pl.DataFrame | None,
+                   overlaps: pl.DataFrame | None) -> pl.DataFrame:
+    """The disagreements with what rules 2 and 3 read: the suite's coverage of the reference
+    change (ΔC, missed lines), the accepted candidate's coverage on its own state, and its
+    hunks' overlap with the reference's; each absent table read as not measured."""
     if coverage is None or coverage.is_empty():
         coverage = pl.DataFrame(schema={"configuration": pl.String, "instance_id": pl.String,
                                         "delta_c": pl.Float64, "missed_lines": pl.List(pl.String)})
-    runs = (
-        found.join(ref_kind, on=keys, how="left", nulls_equal=True)
-        .join(coverage.select("configuration", "instance_id", "delta_c", "missed_lines"),
-              on=["configuration", "instance_id"], how="left")
-    )
+    runs = runs.join(coverage.select(*CELL, "delta_c", "missed_lines"), on=CELL, how="left")
     if candidate_coverage is None or candidate_coverage.is_empty():
         candidate_coverage = pl.DataFrame(schema={
             "configuration": pl.String, "instance_id": pl.String, "candidate_id": pl.String, "changed_lines": pl.Int32,
             "executed_lines": pl.List(pl.String), "missed_lines": pl.List(pl.String), "reason": pl.String,
             "coverage_key": pl.String})
     runs = runs.join(
-        candidate_coverage.select("configuration", "instance_id", "candidate_id", own_changed="changed_lines",
-                                  own_executed="executed_lines", own_missed="missed_lines", own_reason="reason",
-                                  own_key="coverage_key"),
-        on=["configuration", "instance_id", "candidate_id"], how="left")
+        candidate_coverage.select(*CELL, "candidate_id", own_changed="changed_lines", own_executed="executed_lines",
+                                  own_missed="missed_lines", own_reason="reason", own_key="coverage_key"),
+        on=[*CELL, "candidate_id"], how="left")
     if overlaps is None:
-        runs = runs.with_columns(overlap=pl.lit(None, dtype=pl.List(pl.String)))
-    else:
-        runs = runs.join(overlaps.select("instance_id", "candidate_id", "overlap"),
-                         on=["instance_id", "candidate_id"], how="left")
-    delta_c = pl.col("delta_c")
-    covered = delta_c.is_not_null()
-    # measured on the candidate's own state, with at least one differing code line counted
-    own = ((f == "invalid_accepted") & (pl.col("own_changed") > 0)).fill_null(False)
-    own_missed = pl.col("own_missed").fill_null([])
-    accepted = (f == "invalid_accepted") & covered & (pl.col("overlap").list.len() > 0)
-    missed_here = pl.col("overlap").list.set_intersection(pl.col("missed_lines").fill_null([]))
-    kind = (
-        pl.when(f == "reference_not_accepted").then(pl.col("ref_kind"))
-        .when((f == "buggy_not_rejected") & (delta_c == 0)).then(pl.lit("coverage_gap"))
-        .when((f == "buggy_not_rejected") & (delta_c > 0)).then(pl.lit("faulty_check"))
-        .when(f == "valid_rejected").then(pl.lit("faulty_check"))
-        .when(own).then(pl.when(own_missed.list.len() > 0).then(pl.lit("coverage_gap"))
-                        .otherwise(pl.lit("faulty_check")))
-        .when(accepted).then(pl.when(missed_here.list.len() > 0).then(pl.lit("coverage_gap"))
-                             .otherwise(pl.lit("faulty_check")))
-        .otherwise(pl.lit("unclassified"))
-    )
+        return runs.with_columns(overlap=pl.lit(None, dtype=pl.List(pl.String)))
+    return runs.join(overlaps.select("instance_id", "candidate_id", "overlap"), on=["instance_id", "candidate_id"],
+                     how="left")
+
+
+#: rules 2 and 3 (and rule 1's result for the reference): a disagreement's kind
+_KIND = (
+    pl.when(_FINDING == "reference_not_accepted").then(pl.col("ref_kind"))
+    .when((_FINDING == "buggy_not_rejected") & (_DELTA_C == 0)).then(pl.lit("coverage_gap"))
+    .when((_FINDING == "buggy_not_rejected") & (_DELTA_C > 0)).then(pl.lit("faulty_check"))
+    .when(_FINDING == "valid_rejected").then(pl.lit("faulty_check"))
+    .when(_OWN).then(pl.when(_OWN_MISSED.list.len() > 0).then(pl.lit("coverage_gap"))
+                     .otherwise(pl.lit("faulty_check")))
+    .when((_FINDING == "invalid_accepted") & _COVERED & (pl.col("overlap").list.len() > 0))
+    .then(pl.when(_MISSED_HERE.list.len() > 0).then(pl.lit("coverage_gap")).otherwise(pl.lit("faulty_check")))
+    .otherwise(pl.lit("unclassified"))
+)
+
+
+def _deciding(runs: pl.DataFrame) -> pl.DataFrame:
+    """Each cell's one deciding disagreement: the first kind in KINDS' order, then the first
+    finding in FINDINGS' order, then the first candidate."""
     rank = (pl.col("kind").replace_strict({k: i for i, k in enumerate(KINDS)}, return_dtype=pl.Int32) * 8
-            + f.replace_strict({k: i for i, k in enumerate(FINDINGS)}, return_dtype=pl.Int32))
-    cell = ["configuration", "instance_id"]
+            + _FINDING.replace_strict({k: i for i, k in enumerate(FINDINGS)}, return_dtype=pl.Int32))
     ranked = (
         runs.lazy()
-        .with_columns(kind=kind)
+        .with_columns(kind=_KIND)
         .with_columns(rank=rank)
-        .filter(pl.col("rank") == pl.col("rank").min().over(cell))
+        .filter(pl.col("rank") == pl.col("rank").min().over(CELL))
         .collect()
     )
-    picked = ranked.sort(*cell, "candidate_id", nulls_last=True).unique(cell, keep="first", maintain_order=True)
+    return ranked.sort(*CELL, "candidate_id", nulls_last=True).unique(CELL, keep="first", maintain_order=True)
 
-    # the evidence, for the deciding runs only
-    rejections = picked.filter(f.is_in(["reference_not_accepted", "valid_rejected"]))
-    picked = picked.join(details(rejections), on=keys, how="left", nulls_equal=True)
-    assertion = _failing_case(tests, own_code=False)
+
+def _evidence() -> pl.Expr:
+    """What the deciding run shows, in a line: the failing case or the output for a
+    rejection, the lines (not) executed for an acceptance, and why an accepted invalid
+    candidate fell back on the approximation (shown, not hidden)."""
     tail = pl.col("stdout_tail").fill_null("").str.slice(-EVIDENCE_CHARS)
     exit_code = pl.col("exit_code").cast(pl.String).fill_null("?")
     rejection = (
-        pl.when(~completed).then(pl.concat_str(pl.lit("unresolved: "), pl.col("reason")))
-        .when(own_error.is_not_null() & (pl.col("kind") == "execution_logic_error")).then(own_error)
-        .when(n_cases == 0).then(pl.concat_str(pl.lit("no JUnit case, exit "), exit_code, pl.lit("; output: "), tail))
-        .otherwise(pl.coalesce(assertion, own_error))
+        pl.when(~_COMPLETED).then(pl.concat_str(pl.lit("unresolved: "), pl.col("reason")))
+        .when(_OWN_ERROR.is_not_null() & (pl.col("kind") == "execution_logic_error")).then(_OWN_ERROR)
+        .when(_N_CASES == 0).then(pl.concat_str(pl.lit("no JUnit case, exit "), exit_code, pl.lit("; output: "), tail))
+        .otherwise(pl.coalesce(_failing_case(_TESTS, own_code=False), _OWN_ERROR))
     )
-    # why an accepted invalid candidate fell back on the approximation (shown, not hidden)
     fallback = (
-        pl.when((f == "invalid_accepted") & ~own & pl.col("own_key").is_not_null())
+        pl.when((_FINDING == "invalid_accepted") & ~_OWN & pl.col("own_key").is_not_null())
         .then(pl.concat_str(pl.lit(" (its own state: "), pl.coalesce(
             pl.col("own_reason"), pl.lit("no executable line differs from the reference")), pl.lit(")")))
         .otherwise(pl.lit(""))
     )
     evidence = (
-        pl.when(f.is_in(["reference_not_accepted", "valid_rejected"])).then(rejection)
-        .when(own & (pl.col("kind") == "coverage_gap")).then(pl.concat_str(
+        pl.when(_FINDING.is_in(["reference_not_accepted", "valid_rejected"])).then(rejection)
+        .when(_OWN & (pl.col("kind") == "coverage_gap")).then(pl.concat_str(
             pl.lit("accepted; lines where it differs from the reference, never executed on its own state: "),
-            own_missed.list.join(", ")))
-        .when(own).then(pl.concat_str(
+            _OWN_MISSED.list.join(", ")))
+        .when(_OWN).then(pl.concat_str(
             pl.lit("accepted although it executed, on its own state, every line where it differs from the "
                    "reference: "), pl.col("own_executed").list.join(", ")))
-        .when(~covered).then(pl.lit("passed; coverage of the reference change is not measured"))
-        .when(f == "buggy_not_rejected").then(pl.concat_str(
-            pl.lit("passed on buggy; ΔC on the reference = "), delta_c.round(3).cast(pl.String),
+        .when(~_COVERED).then(pl.lit("passed; coverage of the reference change is not measured"))
+        .when(_FINDING == "buggy_not_rejected").then(pl.concat_str(
+            pl.lit("passed on buggy; ΔC on the reference = "), _DELTA_C.round(3).cast(pl.String),
             pl.lit("; never executed: "), pl.col("missed_lines").list.join(", ")))
         .when(pl.col("overlap").is_null()).then(pl.lit("accepted; its diff is not available"))
         .when(pl.col("overlap").list.len() == 0)
         .then(pl.lit("accepted; its hunks overlap no reference hunk, so reference coverage says nothing of its lines"))
         .when(pl.col("kind") == "coverage_gap").then(pl.concat_str(
             pl.lit("accepted; reference-changed lines it also changes, never executed on the reference: "),
-            missed_here.list.join(", ")))
+            _MISSED_HERE.list.join(", ")))
         .otherwise(pl.concat_str(pl.lit("accepted although the reference-changed lines it also changes were "
                                         "executed on the reference: "), pl.col("overlap").list.join(", ")))
     )
-    evidence = pl.concat_str(evidence, fallback).str.slice(0, 2 * EVIDENCE_CHARS)
-    basis = (
-        pl.when(f.is_in(["reference_not_accepted", "valid_rejected"]))
-        .then(pl.when(~completed).then(pl.lit("run_reason")).when(n_cases > 0).then(pl.lit("junit"))
-              .otherwise(pl.lit("exit_code")))
-        .when(own).then(pl.lit("candidate_coverage"))
-        .when(~covered).then(pl.lit("no_coverage"))
-        .when(f == "buggy_not_rejected").then(pl.lit("reference_delta_c"))
-        .when(pl.col("overlap").is_null()).then(pl.lit("no_diff"))
-        .otherwise(pl.lit("reference_coverage"))
-    )
-    decided = picked.with_columns(evidence=evidence, evidence_basis=basis).select(
-        *cell, "kind", "finding", "state", "candidate_id", "evidence", "evidence_basis")
-    table = (
-        instance_scores.filter(pl.col("s") == 0).select(*cell, "source")
-        .join(decided, on=cell, how="left")
-        .with_columns(
-            kind=pl.col("kind").fill_null("unresolved"),
-            evidence=pl.col("evidence").fill_null("no disagreement: unresolved (E) or missing runs"),
-            evidence_basis=pl.col("evidence_basis").fill_null("run_reason"),
-        )
-        .sort(*cell)
-    )
-    return _conform("failure_taxonomy", table)
+    return pl.concat_str(evidence, fallback).str.slice(0, 2 * EVIDENCE_CHARS)
+
+
+_EVIDENCE = _evidence()
+#: what the evidence rests on
+_BASIS = (
+    pl.when(_FINDING.is_in(["reference_not_accepted", "valid_rejected"]))
+    .then(pl.when(~_COMPLETED).then(pl.lit("run_reason")).when(_N_CASES > 0).then(pl.lit("junit"))
+          .otherwise(pl.lit("exit_code")))
+    .when(_OWN).then(pl.lit("candidate_coverage"))
+    .when(~_COVERED).then(pl.lit("no_coverage"))
+    .when(_FINDING == "buggy_not_rejected").then(pl.lit("reference_delta_c"))
+    .when(pl.col("overlap").is_null()).then(pl.lit("no_diff"))
+    .otherwise(pl.lit("reference_coverage"))
+)
 
 
 def taxonomy_shares(taxonomy: pl.DataFrame) -> pl.DataFrame:

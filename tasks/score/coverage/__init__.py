@@ -1,4 +1,4 @@
-"""Coverage of the reference's change by each suite (DESIGN.md, Metrics): ΔC and EC.
+"""Coverage of the reference's change by each suite (README.md, Metrics): ΔC and EC.
 
 - **ΔC_i** (change coverage): the lines the reference adds or changes that the suite
   executes, over those lines.
