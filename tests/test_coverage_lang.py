@@ -14,12 +14,20 @@ from pathlib import Path
 
 import pytest
 
-from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
+from testprism.tasks.model.state import apply_patch
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.score.coverage.probe import measure_coverage
-from testprism.tasks.score.coverage.changes import parse_go_profile, parse_v8_report, score_changes, v8_executed
+from testprism.tasks.score.coverage.changes import (
+    parse_gcov_report,
+    parse_go_profile,
+    parse_v8_report,
+    score_changes,
+    v8_executed,
+)
 from testprism.tasks.score.coverage.instrument import COMMAND
 from testprism.tasks.score.coverage.toolchains import (
+    GccToolchain,
     GoToolchain,
     JavaScriptToolchain,
     go_modules,
@@ -28,7 +36,7 @@ from testprism.tasks.score.coverage.toolchains import (
 from tests.benchfixture import CHECKS, diff, make_benchmark
 from tests.langfixture import GO_RUN, JS_RUN, make_language_benchmark
 
-needs_go = needs_node = pytest.mark.requires("toolchains")
+needs_go = needs_node = needs_gcc = pytest.mark.requires("toolchains")
 
 CALC_GO = textwrap.dedent('''\
     package calc
@@ -276,6 +284,7 @@ def test_javascript_helpers_measure_every_node_process(tmp_path):
 def test_each_language_has_its_toolchain_or_none():
     assert toolchain_for("python") is not None and toolchain_for("go") is not None
     assert toolchain_for("javascript") is not None
+    assert isinstance(toolchain_for("c"), GccToolchain) and isinstance(toolchain_for("cpp"), GccToolchain)
     assert toolchain_for("java") is None and toolchain_for("typescript") is None
 
 
@@ -334,3 +343,84 @@ def test_measure_coverage_of_go_and_javascript_instances_under_local(tmp_path, w
     assert rows[("weak", "go__clamp")]["missed_lines"] == ["calc/calc.go:9"]
     assert rows[("weak", "js__clamp")]["missed_lines"] == ["src/clamp.js:6"]
     assert rows[("weak", "go__clamp")]["delta_c"] == 0.0 and rows[("weak", "js__clamp")]["delta_c"] == 0.0
+
+
+RING = "bytekit__ring-full-reads-empty"
+GCOV_DATA = Path(__file__).parent / "data" / "gcov"
+#: what the C/C++ toolchain's environment adds (GccToolchain.environment)
+COVERAGE_FLAGS = {"CFLAGS": "--coverage", "CXXFLAGS": "--coverage", "LDFLAGS": "--coverage"}
+
+
+def ring_reference(tmp_path: Path) -> tuple[Path, bytes]:
+    """The bundled C instance's reference tree, built by its build step with --coverage on
+    this host, as the coverage pass builds it in the sandbox."""
+    instance = BUNDLED / "instances" / RING
+    program = tmp_path / "program"
+    shutil.copytree(instance / "program", program)
+    reference = (instance / "reference.diff").read_bytes()
+    assert apply_patch(program, reference).applied
+    built = subprocess.run(["bash", "-c", load_benchmark(BUNDLED).instances[RING].spec.build.command], cwd=program,
+                           env=host_env(tmp_path, **COVERAGE_FLAGS), capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    return program, reference
+
+
+@needs_gcc
+@pytest.mark.parametrize("configuration, missed_lines, missed_functions", [
+    ("strong", [], []),
+    ("weak", ["src/ringbuf.c:94"], ["src/ringbuf.c:rb_clear"]),  # its one test never clears
+])
+def test_gcc_helpers_measure_the_c_instances_suites(tmp_path, configuration, missed_lines, missed_functions):
+    """The bundled C instance's suites, run as the sandbox runs them, with gcov's counts
+    read back: the header's new struct field is no code line; the six changed lines of
+    ringbuf.c are, and only the strong suite reaches rb_clear's."""
+    program, reference = ring_reference(tmp_path)
+    toolchain = GccToolchain()
+    changes = toolchain.analyse(program, reference)
+    assert {c.path for c in changes} == {"include/ringbuf.h", "src/ringbuf.c"}
+    suite = load_benchmark(BUNDLED, (configuration,)).suites[(configuration, RING)]
+    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path, **COVERAGE_FLAGS)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
+    counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
+    assert (counts.changed_lines, counts.covered_lines) == (6, 6 - len(missed_lines))
+    assert counts.missed_lines == missed_lines and counts.missed_functions == missed_functions
+    assert counts.changed_functions == 6
+
+
+@needs_gcc
+def test_gcc_without_data_is_not_a_zero(tmp_path):
+    """A run in which no instrumented process ran to its exit wrote no .gcda: nothing was
+    measured, which is not 0 (the same for a build that ignored CFLAGS)."""
+    program, reference = ring_reference(tmp_path)
+    toolchain = GccToolchain()
+    changes = toolchain.analyse(program, reference)
+    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path, **COVERAGE_FLAGS)
+    assert done.returncode == 0 and report.read_text().startswith("# testprism gcov\n")
+    with pytest.raises(ValueError, match="no process wrote gcov data"):
+        toolchain.parse(report.read_bytes(), program, changes)
+
+
+def test_gcov_report_made_on_this_host_to_lines():
+    """tests/data/gcov/ringbuf-weak.report: the collector's report of the weak suite on the
+    C instance's reference (test_gcc_helpers_measure_the_c_instances_suites[weak], gcc 12.2,
+    its report copied). gcov names sources by absolute path: those under the run's root are
+    the repository's, system headers are dropped; a line's count says whether it ran."""
+    measured = parse_gcov_report((GCOV_DATA / "ringbuf-weak.report").read_bytes())
+    ring = measured["src/ringbuf.c"]
+    assert {91, 92, 93, 94} & ring.statements and not {92, 93, 94} & ring.executed  # rb_clear: never called
+    assert {74, 75, 76} <= ring.executed  # rb_read
+    assert not any(path.startswith("/") for path in measured)
+
+
+@pytest.mark.parametrize("report, error", [
+    (b"mode: set\n", "not a testprism gcov report"),
+    (b"# testprism gcov\n# root relative\n# gcda 1\n", "without its root"),
+    (b"# testprism gcov\n# root /w\n# gcda 2\n{\"files\": 3}\n", "line 4 is not gcov's JSON"),
+    (b"# testprism gcov\n# root /w\n# gcda 2\n# error build/a.c.gcno\n", "gcov could not read build/a.c.gcno"),
+])
+def test_gcov_report_refuses_what_is_not_one(report, error):
+    with pytest.raises(ValueError, match=error):
+        parse_gcov_report(report)

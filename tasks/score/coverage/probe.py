@@ -134,10 +134,11 @@ def measure_one(spec: CoverageSpec, changes: tuple[ChangedFile, ...], environmen
     if spec.unrunnable is not None:
         return Measured(score_changes(changes, {}), spec.unrunnable)
     assert spec.suite is not None
-    tree = state_tree(spec.instance, spec.state, environments, options.work, options.limits)
+    coverage_spec = toolchain.environment(spec.instance.spec.environment)
+    tree = state_tree(spec.instance, spec.state, environments, options.work, options.limits,
+                      environment=coverage_spec if toolchain.instruments_build else None)
     if isinstance(tree, Verdict):
         return Measured(None, tree.reason)
-    coverage_spec = toolchain.environment(spec.instance.spec.environment)
     environment = environments.ready(coverage_spec)
     if isinstance(environment, Verdict):
         log.error("%s: coverage environment: %s", spec.instance.id, environment.output_tail)

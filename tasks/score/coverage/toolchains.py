@@ -38,6 +38,7 @@ import re
 from abc import ABC, abstractmethod
 from pathlib import Path, PurePosixPath
 
+from testprism.tasks.model import syntax
 from testprism.tasks.model.benchmark import EnvironmentSpec, Suite
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason
@@ -47,6 +48,7 @@ from testprism.tasks.score.coverage.changes import (
     ChangedFile,
     MeasuredFile,
     analyse_reference,
+    parse_gcov_report,
     parse_go_profile,
     parse_report,
     parse_v8_report,
@@ -66,6 +68,10 @@ class Toolchain(ABC):
     @abstractmethod
     def helpers_hash(self) -> str:
         """What the helper files are: part of every measurement's key."""
+
+    #: whether the state's build step must run again in `environment(...)`: coverage that
+    #: is compiled in (gcc's --coverage) rather than turned on when the suite runs
+    instruments_build: bool = False
 
     def environment(self, environment: EnvironmentSpec) -> EnvironmentSpec:
         """The environment the coverage run needs (Go and Node bring their own coverage)."""
@@ -258,10 +264,92 @@ class JavaScriptToolchain(Toolchain):
         return parse_v8_report(report, sources)
 
 
+_GCC_RUNNER = _RUNNER_HEAD.format(what="with gcov data from every process built with --coverage", helper=HELPER_DIR) + """\
+(
+  export GCOV_PREFIX="$data/gcda"
+  export TESTPRISM_JUNIT="$data/junit.xml"
+  exec bash "$here/entry.sh"
+)
+status=$?
+bash "$here/collect.sh" "$report" "$data" "$root" "$here/names"
+exit "$status"
+"""
+
+# gcov reads an object's notes (.gcno, left by the compiler beside the object) and its counts
+# (.gcda) from one folder: libgcov wrote the counts under GCOV_PREFIX + the object's absolute
+# path, so each object's notes are copied there. Only objects whose notes name a changed
+# file's base name are read (gcov's JSON of a C++ unit holds every header it instantiates).
+_GCC_COLLECTOR = """\
+#!/usr/bin/env bash
+# testprism coverage pass (tasks/score/coverage/toolchains.py): gcov's JSON of the objects naming a changed file.
+set -u
+report="$1" data="$2" root="$3" names="$4"
+{
+  printf '# testprism gcov\\n# root %s\\n# gcda %s\\n' "$root" "$(find "$data/gcda" -type f -name '*.gcda' 2>/dev/null | wc -l)"
+  find "$root" -type f -name '*.gcno' -print0 | while IFS= read -r -d '' notes; do
+    grep -qF -f "$names" "$notes" || continue
+    mirror="$data/gcda$(dirname "$notes")"
+    mkdir -p "$mirror" && cp "$notes" "$mirror/" \\
+      && (cd "$mirror" && gcov --json-format --stdout --object-directory "$mirror" "$mirror/${notes##*/}" 2>/dev/null) \\
+      || printf '# error %s\\n' "${notes#"$root"/}"
+    echo
+  done
+} > "$report"
+"""
+
+_GCC_HEADERS = (".h", ".hh", ".hpp", ".hxx", ".inl")
+
+
+class GccToolchain(Toolchain):
+    """gcc's own coverage (`--coverage`, read back by gcov) for C and C++.
+
+    Coverage is compiled in, so the state is built again in an environment whose
+    `CFLAGS`, `CXXFLAGS` and `LDFLAGS` add `--coverage` (CMake, autotools and make's
+    implicit rules read them; a build that sets its own flags over them is not
+    instrumented and its report has no data: `coverage_failed`). The suite's run links
+    with the same `LDFLAGS` (libgcov), and `GCOV_PREFIX` sends every process's counts
+    beside the report. A changed header the compiled objects hold no code of
+    (declarations, a struct's fields) has no statements: nothing of it is counted."""
+
+    instruments_build = True
+    helpers_hash = digest("coverage-helpers-gcc", _GCC_RUNNER, _GCC_COLLECTOR)
+
+    def environment(self, environment: EnvironmentSpec) -> EnvironmentSpec:
+        variables = dict(environment.variables)
+        for name in ("CFLAGS", "CXXFLAGS", "LDFLAGS"):
+            variables[name] = f"{variables[name]} --coverage" if variables.get(name) else "--coverage"
+        toolchains = environment.toolchains + ("gcov",) if "gcov" not in environment.toolchains else environment.toolchains
+        return environment.model_copy(update={"variables": tuple(sorted(variables.items())), "toolchains": toolchains})
+
+    def analyse(self, tree: Path, reference: bytes) -> tuple[ChangedFile, ...]:
+        """Changed C and C++ sources and headers (a C++ instance's .c files too)."""
+        return analyse_reference(tree, reference, lambda path: syntax.language_of(path) in (syntax.C, syntax.CPP))
+
+    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
+              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
+        return with_helpers(suite, {
+            f"{HELPER_DIR}/run.sh": _GCC_RUNNER,
+            f"{HELPER_DIR}/entry.sh": suite.entry + "\n",
+            f"{HELPER_DIR}/collect.sh": _GCC_COLLECTOR,
+            f"{HELPER_DIR}/names": "".join(sorted({f"{PurePosixPath(c.path).name}\n" for c in changes})),
+        }, work)
+
+    def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
+        if not report:
+            raise ValueError("no gcov report: the suite's run left none")
+        measured = parse_gcov_report(report)
+        for change in changes:
+            if change.path not in measured and change.path.endswith(_GCC_HEADERS):
+                measured[change.path] = MeasuredFile(frozenset(), frozenset())
+        return measured
+
+
 TOOLCHAINS: dict[str, Toolchain] = {
     "python": PythonToolchain(),
     "go": GoToolchain(),
     "javascript": JavaScriptToolchain(),
+    "c": GccToolchain(),
+    "cpp": GccToolchain(),
 }
 
 
