@@ -424,3 +424,59 @@ def test_gcov_report_made_on_this_host_to_lines():
 def test_gcov_report_refuses_what_is_not_one(report, error):
     with pytest.raises(ValueError, match=error):
         parse_gcov_report(report)
+
+
+LRU = "cachekit__lru-get-no-refresh"
+LRU_NEVER_GETS = '''\
+// Looks at the cache, never reads through it: get() never runs.
+#include <gtest/gtest.h>
+
+#include "lru/lru_cache.hpp"
+
+TEST(LruSuite, PutAndContains)
+{
+    lru::LruCache cache(2);
+    cache.put("session", "s1");
+    EXPECT_TRUE(cache.contains("session"));
+    EXPECT_EQ(cache.size(), 1u);
+}
+'''
+
+
+def native_part(target: Path) -> Path:
+    """The bundled benchmark with only its C and C++ instances and their strong and weak
+    suites; the C++ weak suite replaced by one that never calls the fixed `get`."""
+    def keep(folder: str, names: list[str]) -> list[str]:
+        here = Path(folder)
+        if here == BUNDLED / "suites":
+            return [n for n in names if n not in ("strong", "weak")]
+        if here == BUNDLED / "instances" or here.parent == BUNDLED / "suites":
+            return [n for n in names if n not in (RING, LRU)]
+        if here == BUNDLED / "environments":
+            return [n for n in names if n != "c-cpp"]
+        return []
+    shutil.copytree(BUNDLED, target, ignore=keep)
+    (target / "suites" / "weak" / LRU / "lru_suite_test.cpp").write_text(LRU_NEVER_GETS)
+    return target
+
+
+@pytest.mark.slow
+@pytest.mark.polyglot
+@pytest.mark.requires("sandbox", "toolchains")
+@pytest.mark.timeout(1200)
+def test_measure_coverage_of_the_c_and_cpp_instances_under_local(tmp_path, work_root):
+    """The whole pass under bubblewrap on the bundled C and C++ instances: each reference
+    built again with --coverage, the suites' counts read back. The strong suites run every
+    changed line; the C weak suite never clears (rb_clear's line); a C++ suite that never
+    calls get() covers none of its one changed line and enters no changed function."""
+    bench = native_part(tmp_path / "bench")
+    frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
+    rows = {(r["configuration"], r["instance_id"]): r for r in frame.iter_rows(named=True)}
+    assert set(rows) == {(c, i) for c in ("strong", "weak") for i in (RING, LRU)}
+    assert all(r["reason"] is None for r in rows.values()), rows
+    assert rows[("strong", RING)]["delta_c"] == 1.0 and rows[("strong", RING)]["changed_lines"] == 6
+    assert rows[("strong", LRU)]["delta_c"] == 1.0 and rows[("strong", LRU)]["ec"] == 1.0
+    assert rows[("weak", RING)]["missed_lines"] == ["src/ringbuf.c:94"]
+    assert rows[("weak", RING)]["missed_functions"] == ["src/ringbuf.c:rb_clear"]
+    assert rows[("weak", LRU)]["changed_lines"] == 1 and rows[("weak", LRU)]["delta_c"] == 0.0
+    assert rows[("weak", LRU)]["missed_functions"] == ["src/lru_cache.cpp:lru.LruCache.get"]
