@@ -21,6 +21,7 @@ from testprism.tasks.score.coverage.probe import measure_coverage
 from testprism.tasks.score.coverage.changes import (
     parse_gcov_report,
     parse_go_profile,
+    parse_jacoco_report,
     parse_v8_report,
     score_changes,
     v8_executed,
@@ -29,6 +30,7 @@ from testprism.tasks.score.coverage.instrument import COMMAND
 from testprism.tasks.score.coverage.toolchains import (
     GccToolchain,
     GoToolchain,
+    JavaToolchain,
     JavaScriptToolchain,
     go_modules,
     toolchain_for,
@@ -285,11 +287,12 @@ def test_each_language_has_its_toolchain_or_none():
     assert toolchain_for("python") is not None and toolchain_for("go") is not None
     assert toolchain_for("javascript") is not None
     assert isinstance(toolchain_for("c"), GccToolchain) and isinstance(toolchain_for("cpp"), GccToolchain)
-    assert toolchain_for("java") is None and toolchain_for("typescript") is None
+    assert isinstance(toolchain_for("java"), JavaToolchain)
+    assert toolchain_for("typescript") is None and toolchain_for("rust") is None
 
 
 @pytest.mark.requires("sandbox")
-@pytest.mark.parametrize("language", ["java", "typescript"])
+@pytest.mark.parametrize("language", ["rust", "typescript"])
 def test_an_unmeasured_language_gives_null_with_a_reason(tmp_path, work_root, language):
     bench = make_benchmark(tmp_path / "bench", {"strong": {"test_median.py": CHECKS}})
     toml = bench / "instances" / "mini__median-even" / "instance.toml"
@@ -480,3 +483,74 @@ def test_measure_coverage_of_the_c_and_cpp_instances_under_local(tmp_path, work_
     assert rows[("weak", RING)]["missed_functions"] == ["src/ringbuf.c:rb_clear"]
     assert rows[("weak", LRU)]["changed_lines"] == 1 and rows[("weak", LRU)]["delta_c"] == 0.0
     assert rows[("weak", LRU)]["missed_functions"] == ["src/lru_cache.cpp:lru.LruCache.get"]
+
+
+SIZEKIT = "sizekit__format-shows-1024-kib"
+BYTESIZE = "src/main/java/example/bytesize/ByteSize.java"
+JAVA_NEVER_FORMATS = '''\
+package example.bytesize;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+class ByteSizeSuiteTest {
+    @Test
+    void nothingOfByteSize() {
+        assertTrue(Math.abs(-1) == 1);
+    }
+}
+'''
+
+
+def test_jacoco_report_made_on_this_host_to_lines():
+    """tests/data/jacoco/bytesize-strong.xml: JaCoCo 0.8.15's XML report of the strong suite
+    on the Java instance's reference, made by JavaToolchain's helpers on this host (the
+    reference tree built by `mvn -B -o -q test-compile`, its report copied). A line is a
+    statement when it holds bytecode (a compile-time constant's does not); it ran when any
+    of its instructions did."""
+    measured = parse_jacoco_report((Path(__file__).parent / "data" / "jacoco" / "bytesize-strong.xml").read_bytes())
+    byte_size = measured["example/bytesize/ByteSize.java"]
+    assert 10 not in byte_size.statements  # static final double ROLL_OVER = 1023.95: inlined
+    assert {22, 29, 30, 33} <= byte_size.statements
+    assert byte_size.executed == byte_size.statements  # the strong suite misses no line of the class
+
+
+@pytest.mark.parametrize("report, error", [
+    (b"<testsuites/>", "not a JaCoCo XML report"),
+    (b"<report", "not a JaCoCo XML report"),
+    (b'<report><package name="a"><sourcefile name="B.java"><line nr="x" ci="1"/></sourcefile></package></report>',
+     "not one"),
+])
+def test_jacoco_report_refuses_what_is_not_one(report, error):
+    with pytest.raises(ValueError, match=error):
+        parse_jacoco_report(report)
+
+
+@pytest.mark.slow
+@pytest.mark.polyglot
+@pytest.mark.requires("sandbox", "toolchains")
+@pytest.mark.timeout(1800)
+def test_measure_coverage_of_the_java_instance_under_local(tmp_path, work_root):
+    """The whole pass under bubblewrap on the bundled Java instance: JaCoCo's jars resolved
+    into the environment by its Maven seed, its agent in Surefire's JVM. The strong suite
+    runs the changed loop condition (the new constant is no bytecode line); a suite that
+    never calls ByteSize.format covers none of it."""
+    def keep(folder: str, names: list[str]) -> list[str]:
+        here = Path(folder)
+        if here == BUNDLED / "suites":
+            return [n for n in names if n not in ("strong", "weak")]
+        if here == BUNDLED / "instances" or here.parent == BUNDLED / "suites":
+            return [n for n in names if n != SIZEKIT]
+        if here == BUNDLED / "environments":
+            return [n for n in names if n != "java"]
+        return []
+    bench = tmp_path / "bench"
+    shutil.copytree(BUNDLED, bench, ignore=keep)
+    (bench / "suites" / "weak" / SIZEKIT / "ByteSizeSuiteTest.java").write_text(JAVA_NEVER_FORMATS)
+    frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
+    rows = {r["configuration"]: r for r in frame.iter_rows(named=True)}
+    assert all(r["reason"] is None for r in rows.values()), rows
+    assert (rows["strong"]["changed_lines"], rows["strong"]["covered_lines"], rows["strong"]["ec"]) == (1, 1, 1.0)
+    assert rows["weak"]["missed_lines"] == [f"{BYTESIZE}:29"] and rows["weak"]["delta_c"] == 0.0
+    assert rows["weak"]["missed_functions"] == [f"{BYTESIZE}:ByteSize.format"]

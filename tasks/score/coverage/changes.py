@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import tree_sitter
+from defusedxml import ElementTree as defused_et
 
 from testprism.tasks.model import patches, syntax
 
@@ -414,6 +415,29 @@ def parse_gcov_report(data: bytes) -> dict[str, MeasuredFile]:
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise ValueError(f"gcov report line {number} is not gcov's JSON: {exc!r}") from exc
     return {path: MeasuredFile(frozenset(lines), frozenset(executed.get(path, ()))) for path, lines in statements.items()}
+
+
+def parse_jacoco_report(data: bytes) -> dict[str, MeasuredFile]:
+    """JaCoCo's XML report → measured source files, named `package/File.java` (its
+    `<package name="a/b">` and `<sourcefile name="File.java">`). A `<line>` is a statement
+    (it holds bytecode instructions); executed when any of them ran (`ci` > 0). Read with
+    defusedxml: the report is the run's (its DOCTYPE names JaCoCo's DTD, never fetched)."""
+    try:
+        root = defused_et.fromstring(data)
+    except (defused_et.ParseError, ValueError) as exc:
+        raise ValueError(f"not a JaCoCo XML report: {exc}") from exc
+    if root.tag != "report":
+        raise ValueError("not a JaCoCo XML report")
+    measured = {}
+    try:
+        for package in root.iter("package"):
+            for source in package.iter("sourcefile"):
+                lines = [(int(line.get("nr", "")), int(line.get("ci", ""))) for line in source.iter("line")]
+                name = f"{package.get('name', '')}/{source.get('name', '')}".lstrip("/")
+                measured[name] = MeasuredFile(frozenset(n for n, _ in lines), frozenset(n for n, ci in lines if ci))
+    except ValueError as exc:
+        raise ValueError(f"JaCoCo report with a line that is not one: {exc}") from exc
+    return measured
 
 
 def _measured(measured: dict[str, MeasuredFile], path: str) -> MeasuredFile | None:

@@ -44,7 +44,7 @@ from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
 from testprism.tasks.score.coverage.changes import ChangedFile, CoverageCounts, score_changes
 from testprism.tasks.score.coverage.instrument import COMMAND
-from testprism.tasks.score.coverage.toolchains import Toolchain, toolchain_for
+from testprism.tasks.score.coverage.toolchains import NOT_MEASURED_WHY, Toolchain, toolchain_for
 
 log = logging.getLogger(__name__)
 
@@ -204,6 +204,8 @@ class CoverageJob(Job[CoverageSpec, Measured]):
     def attempt(self, unit: CoverageSpec, environments: Environments, options: ExecutionOptions) -> Measured:
         toolchain = toolchain_for(unit.instance.spec.language)
         if toolchain is None:
+            log.info("%s: coverage of %s is not measured: %s", unit.instance.id, unit.instance.spec.language,
+                     NOT_MEASURED_WHY.get(unit.instance.spec.language, "no coverage toolchain for the language"))
             return Measured(None, Reason.NOT_MEASURED)
         found = self.changes[(unit.instance.id, unit.state.hash)]
         if found is None:
