@@ -14,13 +14,23 @@ from pathlib import Path
 
 import pytest
 
-from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
+from testprism.tasks.model.state import apply_patch
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.score.coverage.probe import measure_coverage
-from testprism.tasks.score.coverage.changes import parse_go_profile, parse_v8_report, score_changes, v8_executed
+from testprism.tasks.score.coverage.changes import (
+    parse_gcov_report,
+    parse_go_profile,
+    parse_jacoco_report,
+    parse_v8_report,
+    score_changes,
+    v8_executed,
+)
 from testprism.tasks.score.coverage.instrument import COMMAND
 from testprism.tasks.score.coverage.toolchains import (
+    GccToolchain,
     GoToolchain,
+    JavaToolchain,
     JavaScriptToolchain,
     go_modules,
     toolchain_for,
@@ -28,7 +38,7 @@ from testprism.tasks.score.coverage.toolchains import (
 from tests.benchfixture import CHECKS, diff, make_benchmark
 from tests.langfixture import GO_RUN, JS_RUN, make_language_benchmark
 
-needs_go = needs_node = pytest.mark.requires("toolchains")
+needs_go = needs_node = needs_gcc = pytest.mark.requires("toolchains")
 
 CALC_GO = textwrap.dedent('''\
     package calc
@@ -276,11 +286,13 @@ def test_javascript_helpers_measure_every_node_process(tmp_path):
 def test_each_language_has_its_toolchain_or_none():
     assert toolchain_for("python") is not None and toolchain_for("go") is not None
     assert toolchain_for("javascript") is not None
-    assert toolchain_for("java") is None and toolchain_for("typescript") is None
+    assert isinstance(toolchain_for("c"), GccToolchain) and isinstance(toolchain_for("cpp"), GccToolchain)
+    assert isinstance(toolchain_for("java"), JavaToolchain)
+    assert toolchain_for("typescript") is None and toolchain_for("rust") is None
 
 
 @pytest.mark.requires("sandbox")
-@pytest.mark.parametrize("language", ["java", "typescript"])
+@pytest.mark.parametrize("language", ["rust", "typescript"])
 def test_an_unmeasured_language_gives_null_with_a_reason(tmp_path, work_root, language):
     bench = make_benchmark(tmp_path / "bench", {"strong": {"test_median.py": CHECKS}})
     toml = bench / "instances" / "mini__median-even" / "instance.toml"
@@ -334,3 +346,211 @@ def test_measure_coverage_of_go_and_javascript_instances_under_local(tmp_path, w
     assert rows[("weak", "go__clamp")]["missed_lines"] == ["calc/calc.go:9"]
     assert rows[("weak", "js__clamp")]["missed_lines"] == ["src/clamp.js:6"]
     assert rows[("weak", "go__clamp")]["delta_c"] == 0.0 and rows[("weak", "js__clamp")]["delta_c"] == 0.0
+
+
+RING = "bytekit__ring-full-reads-empty"
+GCOV_DATA = Path(__file__).parent / "data" / "gcov"
+#: what the C/C++ toolchain's environment adds (GccToolchain.environment)
+COVERAGE_FLAGS = {"CFLAGS": "--coverage", "CXXFLAGS": "--coverage", "LDFLAGS": "--coverage"}
+
+
+def ring_reference(tmp_path: Path) -> tuple[Path, bytes]:
+    """The bundled C instance's reference tree, built by its build step with --coverage on
+    this host, as the coverage pass builds it in the sandbox."""
+    instance = BUNDLED / "instances" / RING
+    program = tmp_path / "program"
+    shutil.copytree(instance / "program", program)
+    reference = (instance / "reference.diff").read_bytes()
+    assert apply_patch(program, reference).applied
+    built = subprocess.run(["bash", "-c", load_benchmark(BUNDLED).instances[RING].spec.build.command], cwd=program,
+                           env=host_env(tmp_path, **COVERAGE_FLAGS), capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    return program, reference
+
+
+@needs_gcc
+@pytest.mark.parametrize("configuration, missed_lines, missed_functions", [
+    ("strong", [], []),
+    ("weak", ["src/ringbuf.c:94"], ["src/ringbuf.c:rb_clear"]),  # its one test never clears
+])
+def test_gcc_helpers_measure_the_c_instances_suites(tmp_path, configuration, missed_lines, missed_functions):
+    """The bundled C instance's suites, run as the sandbox runs them, with gcov's counts
+    read back: the header's new struct field is no code line; the six changed lines of
+    ringbuf.c are, and only the strong suite reaches rb_clear's."""
+    program, reference = ring_reference(tmp_path)
+    toolchain = GccToolchain()
+    changes = toolchain.analyse(program, reference)
+    assert {c.path for c in changes} == {"include/ringbuf.h", "src/ringbuf.c"}
+    suite = load_benchmark(BUNDLED, (configuration,)).suites[(configuration, RING)]
+    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path, **COVERAGE_FLAGS)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
+    counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
+    assert (counts.changed_lines, counts.covered_lines) == (6, 6 - len(missed_lines))
+    assert counts.missed_lines == missed_lines and counts.missed_functions == missed_functions
+    assert counts.changed_functions == 6
+
+
+@needs_gcc
+def test_gcc_without_data_is_not_a_zero(tmp_path):
+    """A run in which no instrumented process ran to its exit wrote no .gcda: nothing was
+    measured, which is not 0 (the same for a build that ignored CFLAGS)."""
+    program, reference = ring_reference(tmp_path)
+    toolchain = GccToolchain()
+    changes = toolchain.analyse(program, reference)
+    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path, **COVERAGE_FLAGS)
+    assert done.returncode == 0 and report.read_text().startswith("# testprism gcov\n")
+    with pytest.raises(ValueError, match="no process wrote gcov data"):
+        toolchain.parse(report.read_bytes(), program, changes)
+
+
+def test_gcov_report_made_on_this_host_to_lines():
+    """tests/data/gcov/ringbuf-weak.report: the collector's report of the weak suite on the
+    C instance's reference (test_gcc_helpers_measure_the_c_instances_suites[weak], gcc 12.2,
+    its report copied). gcov names sources by absolute path: those under the run's root are
+    the repository's, system headers are dropped; a line's count says whether it ran."""
+    measured = parse_gcov_report((GCOV_DATA / "ringbuf-weak.report").read_bytes())
+    ring = measured["src/ringbuf.c"]
+    assert {91, 92, 93, 94} & ring.statements and not {92, 93, 94} & ring.executed  # rb_clear: never called
+    assert {74, 75, 76} <= ring.executed  # rb_read
+    assert not any(path.startswith("/") for path in measured)
+
+
+@pytest.mark.parametrize("report, error", [
+    (b"mode: set\n", "not a testprism gcov report"),
+    (b"# testprism gcov\n# root relative\n# gcda 1\n", "without its root"),
+    (b"# testprism gcov\n# root /w\n# gcda 2\n{\"files\": 3}\n", "line 4 is not gcov's JSON"),
+    (b"# testprism gcov\n# root /w\n# gcda 2\n# error build/a.c.gcno\n", "gcov could not read build/a.c.gcno"),
+])
+def test_gcov_report_refuses_what_is_not_one(report, error):
+    with pytest.raises(ValueError, match=error):
+        parse_gcov_report(report)
+
+
+LRU = "cachekit__lru-get-no-refresh"
+LRU_NEVER_GETS = '''\
+// Looks at the cache, never reads through it: get() never runs.
+#include <gtest/gtest.h>
+
+#include "lru/lru_cache.hpp"
+
+TEST(LruSuite, PutAndContains)
+{
+    lru::LruCache cache(2);
+    cache.put("session", "s1");
+    EXPECT_TRUE(cache.contains("session"));
+    EXPECT_EQ(cache.size(), 1u);
+}
+'''
+
+
+def native_part(target: Path) -> Path:
+    """The bundled benchmark with only its C and C++ instances and their strong and weak
+    suites; the C++ weak suite replaced by one that never calls the fixed `get`."""
+    def keep(folder: str, names: list[str]) -> list[str]:
+        here = Path(folder)
+        if here == BUNDLED / "suites":
+            return [n for n in names if n not in ("strong", "weak")]
+        if here == BUNDLED / "instances" or here.parent == BUNDLED / "suites":
+            return [n for n in names if n not in (RING, LRU)]
+        if here == BUNDLED / "environments":
+            return [n for n in names if n != "c-cpp"]
+        return []
+    shutil.copytree(BUNDLED, target, ignore=keep)
+    (target / "suites" / "weak" / LRU / "lru_suite_test.cpp").write_text(LRU_NEVER_GETS)
+    return target
+
+
+@pytest.mark.slow
+@pytest.mark.polyglot
+@pytest.mark.requires("sandbox", "toolchains")
+@pytest.mark.timeout(1200)
+def test_measure_coverage_of_the_c_and_cpp_instances_under_local(tmp_path, work_root):
+    """The whole pass under bubblewrap on the bundled C and C++ instances: each reference
+    built again with --coverage, the suites' counts read back. The strong suites run every
+    changed line; the C weak suite never clears (rb_clear's line); a C++ suite that never
+    calls get() covers none of its one changed line and enters no changed function."""
+    bench = native_part(tmp_path / "bench")
+    frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
+    rows = {(r["configuration"], r["instance_id"]): r for r in frame.iter_rows(named=True)}
+    assert set(rows) == {(c, i) for c in ("strong", "weak") for i in (RING, LRU)}
+    assert all(r["reason"] is None for r in rows.values()), rows
+    assert rows[("strong", RING)]["delta_c"] == 1.0 and rows[("strong", RING)]["changed_lines"] == 6
+    assert rows[("strong", LRU)]["delta_c"] == 1.0 and rows[("strong", LRU)]["ec"] == 1.0
+    assert rows[("weak", RING)]["missed_lines"] == ["src/ringbuf.c:94"]
+    assert rows[("weak", RING)]["missed_functions"] == ["src/ringbuf.c:rb_clear"]
+    assert rows[("weak", LRU)]["changed_lines"] == 1 and rows[("weak", LRU)]["delta_c"] == 0.0
+    assert rows[("weak", LRU)]["missed_functions"] == ["src/lru_cache.cpp:lru.LruCache.get"]
+
+
+SIZEKIT = "sizekit__format-shows-1024-kib"
+BYTESIZE = "src/main/java/example/bytesize/ByteSize.java"
+JAVA_NEVER_FORMATS = '''\
+package example.bytesize;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+class ByteSizeSuiteTest {
+    @Test
+    void nothingOfByteSize() {
+        assertTrue(Math.abs(-1) == 1);
+    }
+}
+'''
+
+
+def test_jacoco_report_made_on_this_host_to_lines():
+    """tests/data/jacoco/bytesize-strong.xml: JaCoCo 0.8.15's XML report of the strong suite
+    on the Java instance's reference, made by JavaToolchain's helpers on this host (the
+    reference tree built by `mvn -B -o -q test-compile`, its report copied). A line is a
+    statement when it holds bytecode (a compile-time constant's does not); it ran when any
+    of its instructions did."""
+    measured = parse_jacoco_report((Path(__file__).parent / "data" / "jacoco" / "bytesize-strong.xml").read_bytes())
+    byte_size = measured["example/bytesize/ByteSize.java"]
+    assert 10 not in byte_size.statements  # static final double ROLL_OVER = 1023.95: inlined
+    assert {22, 29, 30, 33} <= byte_size.statements
+    assert byte_size.executed == byte_size.statements  # the strong suite misses no line of the class
+
+
+@pytest.mark.parametrize("report, error", [
+    (b"<testsuites/>", "not a JaCoCo XML report"),
+    (b"<report", "not a JaCoCo XML report"),
+    (b'<report><package name="a"><sourcefile name="B.java"><line nr="x" ci="1"/></sourcefile></package></report>',
+     "not one"),
+])
+def test_jacoco_report_refuses_what_is_not_one(report, error):
+    with pytest.raises(ValueError, match=error):
+        parse_jacoco_report(report)
+
+
+@pytest.mark.slow
+@pytest.mark.polyglot
+@pytest.mark.requires("sandbox", "toolchains")
+@pytest.mark.timeout(1800)
+def test_measure_coverage_of_the_java_instance_under_local(tmp_path, work_root):
+    """The whole pass under bubblewrap on the bundled Java instance: JaCoCo's jars resolved
+    into the environment by its Maven seed, its agent in Surefire's JVM. The strong suite
+    runs the changed loop condition (the new constant is no bytecode line); a suite that
+    never calls ByteSize.format covers none of it."""
+    def keep(folder: str, names: list[str]) -> list[str]:
+        here = Path(folder)
+        if here == BUNDLED / "suites":
+            return [n for n in names if n not in ("strong", "weak")]
+        if here == BUNDLED / "instances" or here.parent == BUNDLED / "suites":
+            return [n for n in names if n != SIZEKIT]
+        if here == BUNDLED / "environments":
+            return [n for n in names if n != "java"]
+        return []
+    bench = tmp_path / "bench"
+    shutil.copytree(BUNDLED, bench, ignore=keep)
+    (bench / "suites" / "weak" / SIZEKIT / "ByteSizeSuiteTest.java").write_text(JAVA_NEVER_FORMATS)
+    frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
+    rows = {r["configuration"]: r for r in frame.iter_rows(named=True)}
+    assert all(r["reason"] is None for r in rows.values()), rows
+    assert (rows["strong"]["changed_lines"], rows["strong"]["covered_lines"], rows["strong"]["ec"]) == (1, 1, 1.0)
+    assert rows["weak"]["missed_lines"] == [f"{BYTESIZE}:29"] and rows["weak"]["delta_c"] == 0.0
+    assert rows["weak"]["missed_functions"] == [f"{BYTESIZE}:ByteSize.format"]

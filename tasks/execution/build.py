@@ -23,7 +23,7 @@ from pathlib import Path
 
 from testprism.tasks.execution.batch import Environments
 from testprism.tasks.execution.verdict import MESSAGE_TAIL, failed
-from testprism.tasks.model.benchmark import Instance
+from testprism.tasks.model.benchmark import EnvironmentSpec, Instance
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason, Verdict
 from testprism.tasks.model.state import DEFAULT_FUZZ, State, StateTree, materialise
@@ -47,18 +47,20 @@ class BuildRecord:
 
 
 def state_tree(instance: Instance, state: State, environments: Environments, work: WorkPaths, limits: Limits,
-               fuzz: int = DEFAULT_FUZZ) -> StateTree | Verdict:
+               fuzz: int = DEFAULT_FUZZ, environment: EnvironmentSpec | None = None) -> StateTree | Verdict:
     """The tree a run of `state` starts from: the patched tree, built once when the
     instance has a build step; or the `E` verdict of a state whose build failed or whose
     environment cannot be had. A patch that did not apply is returned as it is: the caller
-    records that (`patch_failed`)."""
+    records that (`patch_failed`). `environment` builds it in another environment than the
+    instance's: the coverage pass's instrumented one, where coverage is compiled in (gcc's
+    `--coverage`: tasks/score/coverage/toolchains.py); a built tree of its own."""
     missing = unbound_image(instance, environments)
     if missing is not None:
         return missing
     tree = materialise(instance, state, work, fuzz)
     if instance.spec.build is None or not tree.patch.applied:
         return tree
-    built = built_tree(instance, tree.tree, environments, work, limits)
+    built = built_tree(instance, tree.tree, environments, work, limits, environment)
     return built if isinstance(built, Verdict) else StateTree(built, tree.patch)
 
 
@@ -74,12 +76,14 @@ def unbound_image(instance: Instance, environments: Environments) -> Verdict | N
 
 
 def built_tree(instance: Instance, tree: Path, environments: Environments, work: WorkPaths,
-               limits: Limits) -> Path | Verdict:
+               limits: Limits, environment_spec: EnvironmentSpec | None = None) -> Path | Verdict:
     """`tree` (a materialised tree of the work area: a state's, or a state's with the
-    official checks over it) after the instance's build step, built once; or why not."""
+    official checks over it) after the instance's build step, built once in
+    `environment_spec` (default: the instance's); or why not."""
     build = instance.spec.build
     assert build is not None
-    environment = environments.ready(instance.spec.environment)
+    spec = environment_spec or instance.spec.environment
+    environment = environments.ready(spec)
     if isinstance(environment, Verdict):
         return environment
 
@@ -93,7 +97,7 @@ def built_tree(instance: Instance, tree: Path, environments: Environments, work:
             limits=build_limits, export_tree=target / "tree",
         )
         try:
-            result = environments.run(instance.spec.environment, request)
+            result = environments.run(spec, request)
             ok = result.exit_code == 0 and not result.timed_out and not result.output_exceeded
             why = ("timed out" if result.timed_out else "wrote past the output bound" if result.output_exceeded
                    else f"exited {result.exit_code}")
@@ -106,7 +110,7 @@ def built_tree(instance: Instance, tree: Path, environments: Environments, work:
         (target / BUILD_RECORD).write_text(json.dumps(record.__dict__))
 
     # The tree's folder name is its content key in the work area (tasks/model/state.py).
-    key = digest("built", tree.parent.name, build.command, instance.spec.environment.key, build_limits.key)
+    key = digest("built", tree.parent.name, build.command, spec.key, build_limits.key)
     try:
         folder = build_once(work.state(instance.id, key), run_build)
     except SandboxError as exc:  # infrastructure: nothing kept, the next run builds again

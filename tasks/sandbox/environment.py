@@ -77,7 +77,7 @@ DEBIAN_PACKAGES = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs"
                    "java": "default-jdk-headless", "javac": "default-jdk-headless", "mvn": "maven",
                    "gradle": "gradle", "cargo": "cargo", "tsc": "node-typescript",
                    "rustc": "rustc",
-                   "cmake": "cmake", "ctest": "cmake", "make": "make", "cc": "gcc", "gcc": "gcc", "c++": "g++", "g++": "g++"}
+                   "cmake": "cmake", "ctest": "cmake", "make": "make", "cc": "gcc", "gcc": "gcc", "gcov": "gcc", "c++": "g++", "g++": "g++"}
 #: npm's Vitest has no Debian package: .ci/setup installs it (examples/environments/typescript)
 DEBIAN_PACKAGES["vitest"] = "npm, then run .ci/setup"
 DEBIAN_PACKAGES |= {"php": "php-cli", "phpunit": "phpunit", "ruby": "ruby",

@@ -22,9 +22,10 @@ the sandbox backends:
   `$TESTPRISM_JUNIT`: the one file every backend already brings back from the sandbox. The
   suite's own JUnit report is redirected next to the data; this pass needs no verdict.
 
-Go and JavaScript are measured the same way with their own instrumentation (`toolchains`:
-cover profiles through GOFLAGS, V8 coverage through NODE_V8_COVERAGE); other languages are
-`not_measured`.
+Go, JavaScript, Java, C and C++ are measured the same way with their own instrumentation
+(`toolchains`: cover profiles through GOFLAGS, V8 coverage through NODE_V8_COVERAGE, JaCoCo's
+agent through JAVA_TOOL_OPTIONS, gcc's --coverage in a build of its own read by gcov); other
+languages are `not_measured`.
 
 The pass in six files: `changes` (which lines and functions of the reference count, and
 how a run's report scores them), `instrument` (the environment and helper files that put

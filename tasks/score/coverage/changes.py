@@ -29,12 +29,14 @@ from __future__ import annotations
 import ast
 import json
 import logging
+import posixpath
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import tree_sitter
+from defusedxml import ElementTree as defused_et
 
 from testprism.tasks.model import patches, syntax
 
@@ -365,6 +367,77 @@ def parse_v8_report(data: bytes, sources: Mapping[str, str]) -> dict[str, Measur
         raise ValueError("no Node process wrote V8 coverage")
     return {path: v8_executed(sources[path], scripts) for path, scripts in report["files"].items()
             if path in sources and isinstance(scripts, list)}
+
+
+GCOV_HEADER = "# testprism gcov"
+
+
+def parse_gcov_report(data: bytes) -> dict[str, MeasuredFile]:
+    """The C/C++ collector's report → measured files, named by repository path.
+
+    The report is `# testprism gcov`, `# root <program root in the run>`, `# gcda <data
+    files the run wrote>`, then one line of `gcov --json-format --stdout` per object
+    compiled with `--coverage` (`{"current_working_directory": ..., "files": [{"file":
+    ..., "lines": [{"line_number": n, "count": c}, ...]}]}`). A line gcov lists is a
+    statement, executed when its count is non-zero in any object (a header's inline code
+    is compiled into several). Sources outside the root (system headers) are dropped.
+    Raises ValueError when the report is not one, or no process wrote any data: nothing
+    instrumented ran (built without `--coverage`, or every process died before exiting
+    normally, which is when libgcov writes), and that measures nothing rather than 0."""
+    text = data.decode("utf-8", errors="replace").splitlines()
+    if not text or text[0] != GCOV_HEADER:
+        raise ValueError("not a testprism gcov report")
+    header = dict(line[2:].split(" ", 1) for line in text[1:3] if line.startswith("# ") and " " in line[2:])
+    root = header.get("root", "").rstrip("/")
+    if not root.startswith("/") or not header.get("gcda", "").isdigit():
+        raise ValueError("gcov report without its root or data count")
+    if int(header["gcda"]) == 0:
+        raise ValueError("no process wrote gcov data: nothing built with --coverage ran to its exit")
+    statements: dict[str, set[int]] = {}
+    executed: dict[str, set[int]] = {}
+    for number, line in enumerate(text[3:], start=4):
+        if line.startswith("# error "):
+            raise ValueError(f"gcov could not read {line[8:][:300]}")
+        if not line.strip():
+            continue
+        try:
+            document = json.loads(line)
+            cwd = str(document.get("current_working_directory") or root)
+            for entry in document["files"]:
+                name = posixpath.normpath(posixpath.join(cwd, str(entry["file"])))
+                if not name.startswith(root + "/"):
+                    continue
+                path = name[len(root) + 1:]
+                for record in entry["lines"]:
+                    statements.setdefault(path, set()).add(int(record["line_number"]))
+                    if int(record["count"]):
+                        executed.setdefault(path, set()).add(int(record["line_number"]))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise ValueError(f"gcov report line {number} is not gcov's JSON: {exc!r}") from exc
+    return {path: MeasuredFile(frozenset(lines), frozenset(executed.get(path, ()))) for path, lines in statements.items()}
+
+
+def parse_jacoco_report(data: bytes) -> dict[str, MeasuredFile]:
+    """JaCoCo's XML report → measured source files, named `package/File.java` (its
+    `<package name="a/b">` and `<sourcefile name="File.java">`). A `<line>` is a statement
+    (it holds bytecode instructions); executed when any of them ran (`ci` > 0). Read with
+    defusedxml: the report is the run's (its DOCTYPE names JaCoCo's DTD, never fetched)."""
+    try:
+        root = defused_et.fromstring(data)
+    except (defused_et.ParseError, ValueError) as exc:
+        raise ValueError(f"not a JaCoCo XML report: {exc}") from exc
+    if root.tag != "report":
+        raise ValueError("not a JaCoCo XML report")
+    measured = {}
+    try:
+        for package in root.iter("package"):
+            for source in package.iter("sourcefile"):
+                lines = [(int(line.get("nr", "")), int(line.get("ci", ""))) for line in source.iter("line")]
+                name = f"{package.get('name', '')}/{source.get('name', '')}".lstrip("/")
+                measured[name] = MeasuredFile(frozenset(n for n, _ in lines), frozenset(n for n, ci in lines if ci))
+    except ValueError as exc:
+        raise ValueError(f"JaCoCo report with a line that is not one: {exc}") from exc
+    return measured
 
 
 def _measured(measured: dict[str, MeasuredFile], path: str) -> MeasuredFile | None:

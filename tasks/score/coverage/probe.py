@@ -44,7 +44,7 @@ from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
 from testprism.tasks.score.coverage.changes import ChangedFile, CoverageCounts, score_changes
 from testprism.tasks.score.coverage.instrument import COMMAND
-from testprism.tasks.score.coverage.toolchains import Toolchain, toolchain_for
+from testprism.tasks.score.coverage.toolchains import NOT_MEASURED_WHY, Toolchain, toolchain_for
 
 log = logging.getLogger(__name__)
 
@@ -134,10 +134,11 @@ def measure_one(spec: CoverageSpec, changes: tuple[ChangedFile, ...], environmen
     if spec.unrunnable is not None:
         return Measured(score_changes(changes, {}), spec.unrunnable)
     assert spec.suite is not None
-    tree = state_tree(spec.instance, spec.state, environments, options.work, options.limits)
+    coverage_spec = toolchain.environment(spec.instance.spec.environment)
+    tree = state_tree(spec.instance, spec.state, environments, options.work, options.limits,
+                      environment=coverage_spec if toolchain.instruments_build else None)
     if isinstance(tree, Verdict):
         return Measured(None, tree.reason)
-    coverage_spec = toolchain.environment(spec.instance.spec.environment)
     environment = environments.ready(coverage_spec)
     if isinstance(environment, Verdict):
         log.error("%s: coverage environment: %s", spec.instance.id, environment.output_tail)
@@ -203,6 +204,8 @@ class CoverageJob(Job[CoverageSpec, Measured]):
     def attempt(self, unit: CoverageSpec, environments: Environments, options: ExecutionOptions) -> Measured:
         toolchain = toolchain_for(unit.instance.spec.language)
         if toolchain is None:
+            log.info("%s: coverage of %s is not measured: %s", unit.instance.id, unit.instance.spec.language,
+                     NOT_MEASURED_WHY.get(unit.instance.spec.language, "no coverage toolchain for the language"))
             return Measured(None, Reason.NOT_MEASURED)
         found = self.changes[(unit.instance.id, unit.state.hash)]
         if found is None:

@@ -2,9 +2,9 @@
 run is given to report what it executed, and how that report is read back.
 
 The probe (tasks/score/coverage/probe.py) asks `toolchain_for(instance.spec.language)`;
-a language without a toolchain (java, typescript, any other) is *not measured*: its rows
-keep ΔC and EC null with the reason `not_measured`, never a number measured on the wrong
-lines.
+a language without a toolchain (typescript, rust, php, ruby, any other: NOT_MEASURED_WHY
+says why) is *not measured*: its rows keep ΔC and EC null with the reason `not_measured`,
+never a number measured on the wrong lines.
 
 - **python**: coverage.py in every process (tasks/score/coverage/instrument.py).
 - **go**: the suite runs `go test` (or `gotestsum -- ...`) itself; the helper sets
@@ -24,11 +24,16 @@ lines.
   reference tree it materialised. The harness checks that each script V8 saw has the
   file's length, so code transformed on load (babel-jest, ts-node) is refused
   (`coverage_failed`), not mapped onto wrong lines.
+- **c, cpp**: gcc's `--coverage`, compiled in: the state is built again in the pass's
+  environment (`instruments_build`), the run's counts gathered under GCOV_PREFIX and read
+  by gcov (GccToolchain).
+- **java**: JaCoCo's agent in every JVM through JAVA_TOOL_OPTIONS, its XML report written
+  by JaCoCo's command line in the run (JavaToolchain).
 
-For Go and JavaScript, which changed lines are code is told by the lexer here (neither
+For the other languages, which changed lines are code is told by the lexer here (neither
 blank nor only comments) and, where the run reported the file, by the report's own
-statements (Go: inside a cover block). Changed *functions* for these languages are not
-read yet (changes.py has Python's only), so their EC stays null.
+statements (Go: inside a cover block; gcov's lines; JaCoCo's lines). Changed functions come
+from the same tree-sitter trees (changes.py).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import re
 from abc import ABC, abstractmethod
 from pathlib import Path, PurePosixPath
 
+from testprism.tasks.model import syntax
 from testprism.tasks.model.benchmark import EnvironmentSpec, Suite
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason
@@ -47,6 +53,8 @@ from testprism.tasks.score.coverage.changes import (
     ChangedFile,
     MeasuredFile,
     analyse_reference,
+    parse_gcov_report,
+    parse_jacoco_report,
     parse_go_profile,
     parse_report,
     parse_v8_report,
@@ -66,6 +74,10 @@ class Toolchain(ABC):
     @abstractmethod
     def helpers_hash(self) -> str:
         """What the helper files are: part of every measurement's key."""
+
+    #: whether the state's build step must run again in `environment(...)`: coverage that
+    #: is compiled in (gcc's --coverage) rather than turned on when the suite runs
+    instruments_build: bool = False
 
     def environment(self, environment: EnvironmentSpec) -> EnvironmentSpec:
         """The environment the coverage run needs (Go and Node bring their own coverage)."""
@@ -258,10 +270,192 @@ class JavaScriptToolchain(Toolchain):
         return parse_v8_report(report, sources)
 
 
+_GCC_RUNNER = _RUNNER_HEAD.format(what="with gcov data from every process built with --coverage", helper=HELPER_DIR) + """\
+(
+  export GCOV_PREFIX="$data/gcda"
+  export TESTPRISM_JUNIT="$data/junit.xml"
+  exec bash "$here/entry.sh"
+)
+status=$?
+bash "$here/collect.sh" "$report" "$data" "$root" "$here/names"
+exit "$status"
+"""
+
+# gcov reads an object's notes (.gcno, left by the compiler beside the object) and its counts
+# (.gcda) from one folder: libgcov wrote the counts under GCOV_PREFIX + the object's absolute
+# path, so each object's notes are copied there. Only objects whose notes name a changed
+# file's base name are read (gcov's JSON of a C++ unit holds every header it instantiates).
+_GCC_COLLECTOR = """\
+#!/usr/bin/env bash
+# testprism coverage pass (tasks/score/coverage/toolchains.py): gcov's JSON of the objects naming a changed file.
+set -u
+report="$1" data="$2" root="$3" names="$4"
+{
+  printf '# testprism gcov\\n# root %s\\n# gcda %s\\n' "$root" "$(find "$data/gcda" -type f -name '*.gcda' 2>/dev/null | wc -l)"
+  find "$root" -type f -name '*.gcno' -print0 | while IFS= read -r -d '' notes; do
+    grep -qF -f "$names" "$notes" || continue
+    mirror="$data/gcda$(dirname "$notes")"
+    mkdir -p "$mirror" && cp "$notes" "$mirror/" \\
+      && (cd "$mirror" && gcov --json-format --stdout --object-directory "$mirror" "$mirror/${notes##*/}" 2>/dev/null) \\
+      || printf '# error %s\\n' "${notes#"$root"/}"
+    echo
+  done
+} > "$report"
+"""
+
+_GCC_HEADERS = (".h", ".hh", ".hpp", ".hxx", ".inl")
+
+
+class GccToolchain(Toolchain):
+    """gcc's own coverage (`--coverage`, read back by gcov) for C and C++.
+
+    Coverage is compiled in, so the state is built again in an environment whose
+    `CFLAGS`, `CXXFLAGS` and `LDFLAGS` add `--coverage` (CMake, autotools and make's
+    implicit rules read them; a build that sets its own flags over them is not
+    instrumented and its report has no data: `coverage_failed`). The suite's run links
+    with the same `LDFLAGS` (libgcov), and `GCOV_PREFIX` sends every process's counts
+    beside the report. A changed header the compiled objects hold no code of
+    (declarations, a struct's fields) has no statements: nothing of it is counted."""
+
+    instruments_build = True
+    helpers_hash = digest("coverage-helpers-gcc", _GCC_RUNNER, _GCC_COLLECTOR)
+
+    def environment(self, environment: EnvironmentSpec) -> EnvironmentSpec:
+        variables = dict(environment.variables)
+        for name in ("CFLAGS", "CXXFLAGS", "LDFLAGS"):
+            variables[name] = f"{variables[name]} --coverage" if variables.get(name) else "--coverage"
+        toolchains = environment.toolchains + ("gcov",) if "gcov" not in environment.toolchains else environment.toolchains
+        return environment.model_copy(update={"variables": tuple(sorted(variables.items())), "toolchains": toolchains})
+
+    def analyse(self, tree: Path, reference: bytes) -> tuple[ChangedFile, ...]:
+        """Changed C and C++ sources and headers (a C++ instance's .c files too)."""
+        return analyse_reference(tree, reference, lambda path: syntax.language_of(path) in (syntax.C, syntax.CPP))
+
+    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
+              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
+        return with_helpers(suite, {
+            f"{HELPER_DIR}/run.sh": _GCC_RUNNER,
+            f"{HELPER_DIR}/entry.sh": suite.entry + "\n",
+            f"{HELPER_DIR}/collect.sh": _GCC_COLLECTOR,
+            f"{HELPER_DIR}/names": "".join(sorted({f"{PurePosixPath(c.path).name}\n" for c in changes})),
+        }, work)
+
+    def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
+        if not report:
+            raise ValueError("no gcov report: the suite's run left none")
+        measured = parse_gcov_report(report)
+        for change in changes:
+            if change.path not in measured and change.path.endswith(_GCC_HEADERS):
+                measured[change.path] = MeasuredFile(frozenset(), frozenset())
+        return measured
+
+
+JACOCO_VERSION = "0.8.15"
+"""JaCoCo's agent (`org.jacoco.agent:runtime`) and command line (`org.jacoco.cli:nodeps`):
+resolved into the environment's Maven repository by examples/environments/java/maven-seed."""
+
+_JACOCO_ERROR = "testprism jacoco: "
+
+# Where the environment's Maven repository is: the local backend's (bin/mvn's ../m2:
+# tasks/sandbox/environment.py), Maven's global settings' localRepository (the docker image's
+# /opt/m2), the user's.
+_JAVA_RUNNER = _RUNNER_HEAD.format(what="with JaCoCo's agent in every JVM", helper=HELPER_DIR) + """\
+version=__VERSION__
+fail() { printf '__ERROR__%s\\n' "$1" > "$report"; }
+case "$data" in *[[:space:],=:]*) echo "testprism coverage: JaCoCo's options cannot hold the path $data" >&2; exit 2;; esac
+jacoco=""
+mvn_bin="$(command -v mvn 2>/dev/null)"
+for repository in "${mvn_bin:+$(dirname "$mvn_bin")/../m2}" \\
+    "$(sed -n 's:.*<localRepository>\\(.*\\)</localRepository>.*:\\1:p' /usr/share/maven/conf/settings.xml 2>/dev/null | head -n 1)" \\
+    "$HOME/.m2/repository"; do
+  if [ -n "$repository" ] && [ -f "$repository/org/jacoco/org.jacoco.cli/$version/org.jacoco.cli-$version-nodeps.jar" ]; then
+    jacoco="$repository/org/jacoco"; break
+  fi
+done
+if [ -z "$jacoco" ]; then fail "JaCoCo $version is in no Maven repository of the environment"; exit 2; fi
+(
+  export JAVA_TOOL_OPTIONS="${JAVA_TOOL_OPTIONS:+$JAVA_TOOL_OPTIONS }-javaagent:$jacoco/org.jacoco.agent/$version/org.jacoco.agent-$version-runtime.jar=destfile=$data/jacoco.exec,append=true,includes=$(cat "$here/includes")"
+  export TESTPRISM_JUNIT="$data/junit.xml"
+  exec bash "$here/entry.sh"
+)
+status=$?
+classes=()
+while IFS= read -r pattern; do classes+=(-o -path "$pattern"); done < "$here/classes"
+found=()
+while IFS= read -r -d '' file; do found+=(--classfiles "$file"); done < <(find "$root" -type f \\( -false "${classes[@]}" \\) -print0)
+if [ ! -f "$data/jacoco.exec" ]; then fail "no JVM wrote JaCoCo data"
+elif [ "${#found[@]}" -eq 0 ]; then fail "no compiled class of the changed files under the program"
+elif ! java -jar "$jacoco/org.jacoco.cli/$version/org.jacoco.cli-$version-nodeps.jar" report "$data/jacoco.exec" \\
+    "${found[@]}" --xml "$report" > "$data/jacoco.log" 2>&1; then
+  fail "JaCoCo's report failed: $(tail -c 400 "$data/jacoco.log" | tr '\\n' ' ')"
+fi
+exit "$status"
+""".replace("__VERSION__", JACOCO_VERSION).replace("__ERROR__", _JACOCO_ERROR)
+
+_JAVA_PACKAGE = re.compile(rb"^\s*package\s+([\w.]+)\s*;", re.MULTILINE)
+
+
+def java_class(tree: Path, path: str) -> str:
+    """`src/main/java/a/b/C.java` → `a/b/C`: its package (declared in the file) and name."""
+    found = _JAVA_PACKAGE.search((tree / path).read_bytes())
+    name = PurePosixPath(path).stem
+    return f"{found.group(1).decode().replace('.', '/')}/{name}" if found else name
+
+
+class JavaToolchain(Toolchain):
+    """JaCoCo's agent in every JVM of the run (`JAVA_TOOL_OPTIONS`: Maven's, Surefire's
+    forks, any other), limited to the changed files' classes (and their nested ones); its
+    command line turns the data into its XML report against the classes the build step
+    compiled. The agent instruments classes as they load, so the state's built tree is the
+    replay's. JaCoCo's jars come from the environment's Maven repository (the bundled Java
+    environment's seed resolves them); an environment without them is `coverage_failed`."""
+
+    helpers_hash = digest("coverage-helpers-java", _JAVA_RUNNER)
+
+    def analyse(self, tree: Path, reference: bytes) -> tuple[ChangedFile, ...]:
+        """Changed .java files."""
+        return analyse_reference(tree, reference, lambda path: syntax.language_of(path) is syntax.JAVA)
+
+    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
+              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
+        classes = sorted({java_class(tree, c.path) for c in changes})
+        return with_helpers(suite, {
+            f"{HELPER_DIR}/run.sh": _JAVA_RUNNER,
+            f"{HELPER_DIR}/entry.sh": suite.entry + "\n",
+            f"{HELPER_DIR}/includes": ":".join(f"{name.replace('/', '.')}*" for name in classes) + "\n",
+            f"{HELPER_DIR}/classes": "".join(f"*/{name}.class\n*/{name}$*.class\n" for name in classes),
+        }, work)
+
+    def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
+        """Each changed file is the report's source file of its package (`a/b/C.java`)."""
+        if report.startswith(_JACOCO_ERROR.encode()):
+            raise ValueError(report.decode("utf-8", errors="replace").strip()[:500])
+        if not report:
+            raise ValueError("no JaCoCo report: the suite's run left none")
+        sources = parse_jacoco_report(report)
+        return {c.path: sources[name] for c in changes
+                if (name := f"{PurePosixPath(java_class(tree, c.path)).parent}/{PurePosixPath(c.path).name}".lstrip("./"))
+                in sources}
+
+
 TOOLCHAINS: dict[str, Toolchain] = {
     "python": PythonToolchain(),
     "go": GoToolchain(),
     "javascript": JavaScriptToolchain(),
+    "java": JavaToolchain(),
+    "c": GccToolchain(),
+    "cpp": GccToolchain(),
+}
+
+
+#: why a language's rows say `not_measured` (logged with them; docs/languages.md)
+NOT_MEASURED_WHY: dict[str, str] = {
+    "rust": "the runs' rustc is Debian's (1.63), built without the profiler runtime that "
+            "-C instrument-coverage links (profiler_builtins)",
+    "typescript": "no toolchain yet: V8 coverage of code transformed on load needs its source maps (c8)",
+    "tsx": "no toolchain yet: V8 coverage of code transformed on load needs its source maps (c8)",
+    "php": "no toolchain yet (Debian has php-pcov 1.0.11 and php-xdebug 3.2)",
+    "ruby": "no toolchain yet (Ruby's own Coverage module would do)",
 }
 
 
