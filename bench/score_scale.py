@@ -74,7 +74,8 @@ rows = stats.intervals.height
     "curves": """
 from testprism.storage import Store
 from testprism.tasks.score.curves import panel_curves
-from testprism.tasks.score.metrics import instance_scores, latest_runs
+from testprism.storage.readers import latest_runs
+from testprism.tasks.score.metrics import instance_scores
 store = Store(STORE)
 runs = latest_runs(store)
 scores = instance_scores(store, runs)
@@ -87,7 +88,8 @@ import numpy as np
 import polars as pl
 from testprism.storage import Store
 from testprism.tasks.score.curves import panel_curves
-from testprism.tasks.score.metrics import instance_scores, latest_runs
+from testprism.storage.readers import latest_runs
+from testprism.tasks.score.metrics import instance_scores
 from testprism.tasks.score.statistics import bootstrap_statistics
 from testprism.tasks.score.taxonomy import failure_taxonomy, taxonomy_shares
 store = Store(STORE)
@@ -105,7 +107,8 @@ rows = curves.height + taxonomy.height + stats.per_source.height + stats.interva
 import numpy as np
 import polars as pl
 from testprism.storage import Store
-from testprism.tasks.score.metrics import instance_scores, latest_runs
+from testprism.storage.readers import latest_runs
+from testprism.tasks.score.metrics import instance_scores
 from testprism.tasks.score.taxonomy import failure_taxonomy, taxonomy_shares
 store = Store(STORE)
 runs = latest_runs(store)

@@ -19,7 +19,8 @@ from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
 from testprism.tasks.score.coverage.probe import measure_coverage
 from testprism.tasks.score.coverage.summary import coverage_summary
 from testprism.tasks.score.coverage.instrument import COMMAND, COVERAGE_REQUIREMENT, coverage_environment, coverage_suite
-from testprism.tasks.score.coverage.changes import ChangedFile, ChangedFunction, MeasuredFile, analyse_file, analyse_reference, changed_lines, parse_report, score_changes
+from testprism.tasks.model.changes import ChangedFile, ChangedFunction, analyse_file, analyse_reference, changed_lines
+from testprism.tasks.score.coverage.reports import MeasuredFile, parse_report, score_changes
 from testprism.tasks.model.workdir import WorkPaths
 from tests.benchfixture import BUGGY, CHECKS, REFERENCE, WEAK, diff, make_benchmark
 

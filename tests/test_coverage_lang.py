@@ -18,14 +18,7 @@ from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
 from testprism.tasks.model.state import apply_patch
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.score.coverage.probe import measure_coverage
-from testprism.tasks.score.coverage.changes import (
-    parse_gcov_report,
-    parse_go_profile,
-    parse_jacoco_report,
-    parse_v8_report,
-    score_changes,
-    v8_executed,
-)
+from testprism.tasks.score.coverage.reports import parse_gcov_report, parse_go_profile, parse_jacoco_report, parse_v8_report, score_changes, v8_executed
 from testprism.tasks.score.coverage.instrument import COMMAND
 from testprism.tasks.score.coverage.toolchains import (
     GccToolchain,

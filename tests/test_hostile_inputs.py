@@ -42,8 +42,8 @@ from testprism.tasks.model.benchmark import BenchmarkError, load_benchmark
 from testprism.tasks.model.state import materialise, states_of
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.replay.runs import execute_batch, plan, record_plan, unrunnable_rows
-from testprism.tasks.sandbox import removal
-from testprism.tasks.sandbox.removal import RemovalError, remove_tree
+from testprism.tasks.model import removal
+from testprism.tasks.model.removal import RemovalError, remove_tree
 from tests.benchfixture import BUGGY, CHECKS, diff, make_benchmark, write
 
 INSTANCE = "mini__median-even"

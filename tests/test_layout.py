@@ -1,15 +1,19 @@
-"""The house's floors (docs/architecture.md): storage/ below tasks/, tasks/ below flows/, and
-no circle of imports anywhere, lazy imports inside functions included."""
+"""The house (docs/house.json, drawn in docs/architecture.md): storage/ below tasks/, tasks/
+below flows/, tasks/' stage folders in the pipeline's order, and no circle of imports
+anywhere, lazy imports inside functions included."""
 
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FLOORS = {"storage": 0, "tasks": 1, "flows": 2}
+HOUSE = json.loads((ROOT / "docs" / "house.json").read_text())
+FLOORS = {name: rank for rank, name in enumerate(HOUSE["floors"])}
+STAGES = {name: rank for rank, name in enumerate(HOUSE["stages"])}
 
 
 def module_of(path: Path) -> str:
@@ -83,3 +87,35 @@ def test_the_checker_sees_the_code(floor):
     graph = imports()
     assert any(floor_of(t) < FLOORS[floor] for s, ts in graph.items() if s.split(".")[1] == floor for t in ts)
     assert "testprism.tasks.execution.batch" in graph["testprism.tasks.replay.runs"]
+
+
+def stage_of(module: str) -> str | None:
+    """`testprism.tasks.<stage>...` → its stage folder; None for the tasks package itself."""
+    parts = module.split(".")
+    return parts[2] if parts[1] == "tasks" and len(parts) > 2 else None
+
+
+def test_every_stage_folder_is_in_the_house():
+    folders = {p.name for p in (ROOT / "tasks").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == set(STAGES)
+
+
+def test_stages_only_import_earlier_stages():
+    """collect → score (mutants read changed lines) and score → collect (curves read panel
+    distances) once made a circle of stage folders; what two stages share sits below both."""
+    wrong = [
+        f"{source} imports {target}"
+        for source, targets in imports().items() for target in targets
+        if (a := stage_of(source)) and (b := stage_of(target)) and STAGES[b] > STAGES[a]
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_stage_checker_sees_arrows_both_ways():
+    """Its control: the graph holds arrows between stage folders, and an arrow against the
+    order would be caught (replay → execution is down; the reverse would be wrong)."""
+    graph = imports()
+    down = [(s, t) for s, ts in graph.items() for t in ts
+            if stage_of(s) and stage_of(t) and stage_of(s) != stage_of(t)]
+    assert ("testprism.tasks.replay.runs", "testprism.tasks.execution.batch") in down
+    assert STAGES["execution"] < STAGES["replay"]

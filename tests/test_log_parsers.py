@@ -21,7 +21,7 @@ from testprism.tasks.execution import logs
 from testprism.tasks.execution.junit import NAME_CHARS, select
 from testprism.tasks.execution.logs import LOG_MAX_BYTES, PARSERS, parse_log
 from testprism.tasks.execution.logs.results import MAX_TESTS
-from testprism.tasks.model.benchmark import ChecksSpec
+from testprism.tasks.model.benchmark import LOG_PARSERS, ChecksSpec
 
 DATA = Path(__file__).parent / "data" / "runner_logs"
 
@@ -110,8 +110,9 @@ def test_parser_reads_its_runners_real_log(parser: str, fixture: str, expected: 
 
 
 def test_every_parser_has_a_real_log_and_a_version() -> None:
-    """No parser ships untested; each fixture's runner version is on record."""
-    assert {p for p, _, _ in EXPECTED} == set(PARSERS)
+    """No parser ships untested; each fixture's runner version is on record; the names an
+    instance may give (model's LOG_PARSERS) are exactly the parsers there are."""
+    assert {p for p, _, _ in EXPECTED} == set(PARSERS) == set(LOG_PARSERS)
     versions = dict(line.split("\t", 1) for line in (DATA / "versions.txt").read_text().splitlines())
     assert {"pytest", "django", "sympy", "go", "cargo", "jest", "mocha", "vitest", "phpunit", "rspec",
             "minitest", "script"} <= set(versions)

@@ -23,7 +23,7 @@ from testprism.tasks.model import syntax
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.outcome import Reason
 from testprism.tasks.model.workdir import WorkPaths
-from testprism.tasks.score.metrics import latest_runs
+from testprism.storage.readers import latest_runs
 from testprism.tasks.score.scores import leaderboard_by_provenance
 from testprism.tasks.score.statistics import leaderboard_from_instance_scores
 from testprism.tasks.score.metrics import instance_scores

@@ -23,10 +23,11 @@ from testprism.tasks.execution.verdict import classify
 from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.model.workdir import WorkPaths, workspace_prefix
-from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, SandboxError, cgroup, removal
+from testprism.tasks.model import removal
+from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, SandboxError, cgroup
 from testprism.tasks.sandbox import local as local_module
 from testprism.tasks.sandbox.local import LocalBackend
-from testprism.tasks.sandbox.removal import remove_tree
+from testprism.tasks.model.removal import remove_tree
 from testprism.tasks.sandbox.workspace import BOUNDED_SETTING
 from tests.conftest import open_backend
 

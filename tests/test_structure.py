@@ -20,7 +20,7 @@ from testprism.tasks.model.benchmark import Instance, load_benchmark
 from testprism.tasks.model.outcome import Reason
 from testprism.tasks.model.pytest_ids import find_test_functions
 from testprism.tasks.model.state import apply_patch
-from testprism.tasks.score.coverage.changes import ChangedFile, analyse_file, changed_lines
+from testprism.tasks.model.changes import ChangedFile, analyse_file, changed_lines
 from tests.benchfixture import diff
 from tests.test_collect import candidate
 

@@ -57,7 +57,7 @@ from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason
 from testprism.tasks.model.state import states_of
 from testprism.tasks.model.workdir import WorkPaths
-from testprism.tasks.score.coverage.changes import analyse_file, changed_lines
+from testprism.tasks.model.changes import analyse_file, changed_lines
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from testprism.tasks.curate.signals import Signals
 from testprism.tasks.model.funnel import Excluded
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason
-from testprism.tasks.score.metrics import latest_runs
+from testprism.storage.readers import latest_runs
 
 
 class _Rule(BaseModel):

@@ -24,12 +24,10 @@ from defusedxml.ElementTree import iterparse
 from junitparser import Error, Failure, Skipped, TestCase
 
 from testprism.tasks.model.outcome import TestResult
+from testprism.tasks.sandbox.base import REPORT_MAX_BYTES
 
 log = logging.getLogger(__name__)
 
-#: the size of a report the harness reads: the backends read no more of it (workspace.py
-#: `read_junit`, docker's archive.py `_fetch_junit`), and it parses none larger
-REPORT_MAX_BYTES = 8 * 1024 * 1024
 #: how deep elements may nest (pytest writes 3 levels; node's describe() blocks a few more)
 MAX_DEPTH = 256
 #: elements a report may hold (a case with its failure and output is three or four)

@@ -28,7 +28,6 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from unidiff.errors import UnidiffParseError
 
-from testprism.tasks.execution.logs import PARSERS
 from testprism.tasks.model import patches
 from testprism.tasks.model.hashing import digest, tree_digest, tree_files
 from testprism.tasks.model.syntax import LANGUAGES
@@ -321,6 +320,12 @@ class RewardSpec(_Model):
         return value
 
 
+#: the log parsers `[checks] parser` may name: the vocabulary, here below every stage; each
+#: one's reader is tasks/execution/logs PARSERS (tests/test_log_parsers.py holds them equal)
+LOG_PARSERS = ("pytest", "django", "sympy", "go_test", "go_test_json", "cargo", "jest", "mocha", "vitest", "phpunit",
+               "rspec", "rspec_json", "minitest", "script")
+
+
 class ChecksSpec(_Model):
     """The official checks: a test patch, the command that runs it, the tests that decide.
     With `reward`, the command is a verifier script whose reward is the one check."""
@@ -330,7 +335,7 @@ class ChecksSpec(_Model):
     fail_to_pass: tuple[str, ...] = Field(min_length=1)
     pass_to_pass: tuple[str, ...] = ()
     #: where per-test results come from when the runner writes no JUnit: the name of the
-    #: log parser (tasks/execution/logs PARSERS) that reads the command's output; None: JUnit
+    #: log parser (LOG_PARSERS; its reader: tasks/execution/logs) that reads the command's output; None: JUnit
     parser: str | None = None
     #: the checks are a verifier script whose reward decides (Harbor's test.sh); None: tests decide
     reward: RewardSpec | None = None
@@ -338,8 +343,8 @@ class ChecksSpec(_Model):
     @field_validator("parser")
     @classmethod
     def _known_parser(cls, value: str | None) -> str | None:
-        if value is not None and value not in PARSERS:
-            raise ValueError(f"{value!r} is not a log parser testprism knows; one of {', '.join(PARSERS)}")
+        if value is not None and value not in LOG_PARSERS:
+            raise ValueError(f"{value!r} is not a log parser testprism knows; one of {', '.join(LOG_PARSERS)}")
         return value
 
     @model_validator(mode="after")

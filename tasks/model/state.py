@@ -40,6 +40,7 @@ from unidiff.errors import UnidiffParseError
 from testprism.tasks.model import patches
 from testprism.tasks.model.benchmark import Instance
 from testprism.tasks.model.hashing import digest
+from testprism.tasks.model.removal import remove_tree
 from testprism.tasks.model.workdir import WorkPaths, build_once
 
 
@@ -238,9 +239,6 @@ def materialise(instance: Instance, state: State, work: WorkPaths, fuzz: int = D
         shutil.copytree(instance.program, tree, symlinks=True)
         result = apply_patch(tree, state.patch, fuzz) if state.patch else PatchResult.unpatched()
         if not result.applied:
-            # imported here: tasks.sandbox's package imports this module
-            from testprism.tasks.sandbox.removal import remove_tree
-
             remove_tree(tree)  # nothing a failed patch left (a link, a half-written file) is kept
         (target / "patch.json").write_text(json.dumps(result.__dict__))
 

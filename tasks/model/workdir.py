@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testprism.storage.owner import alive, process_tag
+from testprism.tasks.model.removal import remove_tree
 
 
 def default_work_root() -> Path:
@@ -121,8 +122,6 @@ def build_once(target: Path, build: Callable[[Path], None]) -> Path:
         if ready.exists():
             return target
         if target.exists():  # a killed build's tree: a patch's or a build's output, so untrusted
-            from testprism.tasks.sandbox.removal import remove_tree  # sandbox/ loads model/ first
-
             remove_tree(target)
         target.mkdir(parents=True)
         build(target)

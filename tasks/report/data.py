@@ -8,7 +8,7 @@ Why it is read this way:
   `candidates` dataset holds them for collected panels), so `benchmark` is optional: with
   it the audit shows each candidate's diff and its benchmark note.
 - The audit reads the same runs the leaderboard scored: the newest run of each expected
-  (configuration, instance, state), ties broken by run key (`tasks.metrics.latest_runs`).
+  (configuration, instance, state), ties broken by run key (`storage/readers.py` latest_runs).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import polars as pl
 
 from testprism.storage import Store, StoreError
 from testprism.tasks.model.benchmark import BenchmarkError, load_instance
-from testprism.tasks.score.metrics import latest_runs
+from testprism.storage.readers import latest_runs
 from testprism.tasks.model.outcome import Reason
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ def audit_frame(store: Store) -> pl.DataFrame:
 
     One row per finding: `configuration, instance_id, source, state, candidate_id, label,
     finding, outcome, reason, tests, stdout_tail`. The expected runs are suites × panels;
-    each is judged by the run the leaderboard scored (`tasks.metrics.latest_runs`), and a
+    each is judged by the run the leaderboard scored (`storage/readers.py` latest_runs), and a
     run missing from the store is `E` with reason `not_run`, as the metrics count it. The
     heavy columns (tests, output) are read for the findings only.
     """

@@ -38,6 +38,12 @@ class SandboxUnavailable(SandboxError):
     Raised when the backend is created, before any run starts."""
 
 
+#: the size of a run's JUnit report the harness reads: the backends read no more of it
+#: (workspace.py `read_junit`, docker's archive.py `_fetch_junit`), and tasks/execution/junit.py
+#: parses none larger
+REPORT_MAX_BYTES = 8 * 1024 * 1024
+
+
 @dataclass(frozen=True)
 class Limits:
     """Resource limits of one run. Part of the execution policy and so of the run key."""

@@ -63,7 +63,7 @@ import threading
 import time
 from pathlib import Path
 
-from testprism.tasks.sandbox.removal import RemovalError, remove_tree
+from testprism.tasks.model.removal import RemovalError, remove_tree
 
 log = logging.getLogger(__name__)
 

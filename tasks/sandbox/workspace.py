@@ -35,8 +35,8 @@ from pathlib import Path
 from testprism.tasks.sandbox import layer
 from testprism.tasks.sandbox.layer import _MS_NODEV, _MS_NOSUID, _MS_PRIVATE, LayerUnavailable, _mount
 from testprism.tasks.sandbox.nofollow import UnsafeTarget, read_file, write_file
-from testprism.tasks.sandbox.removal import remove_tree
-from testprism.tasks.execution.junit import REPORT_MAX_BYTES
+from testprism.tasks.model.removal import remove_tree
+from testprism.tasks.sandbox.base import REPORT_MAX_BYTES
 from testprism.tasks.sandbox.base import RunRequest, SandboxError, SuiteNotInstalled
 from testprism.tasks.model.state import apply_patch
 

@@ -57,7 +57,8 @@ from testprism.tasks.collect.panel import TreeNode, ast_distance, jaccard, patch
 from testprism.tasks.model import patches
 from testprism.tasks.model.benchmark import BenchmarkError, Instance, load_instance
 from testprism.tasks.model.state import apply_patch
-from testprism.tasks.score.metrics import instance_scores, latest_runs
+from testprism.storage.readers import latest_runs
+from testprism.tasks.score.metrics import instance_scores
 
 log = logging.getLogger(__name__)
 

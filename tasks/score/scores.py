@@ -14,7 +14,8 @@ import polars as pl
 
 from testprism.storage import SCHEMAS, Store, StoreError
 from testprism.tasks.score.curves import panel_curves, panel_distances
-from testprism.tasks.score.metrics import flake_table, instance_scores, latest_runs, mutant_candidates
+from testprism.storage.readers import latest_runs
+from testprism.tasks.score.metrics import flake_table, instance_scores, mutant_candidates
 from testprism.tasks.score.taxonomy import candidate_overlaps, failure_taxonomy, taxonomy_shares
 from testprism.tasks.score.statistics import bootstrap_intervals, bootstrap_statistics, leaderboard_from_instance_scores
 

@@ -40,7 +40,7 @@ from unidiff.errors import UnidiffParseError
 
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.model import patches
-from testprism.tasks.score.metrics import latest_runs
+from testprism.storage.readers import latest_runs
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from testprism.tasks.execution.junit import REPORT_MAX_BYTES
+from testprism.tasks.sandbox.base import REPORT_MAX_BYTES
 from testprism.tasks.sandbox.base import RunRequest, SandboxError
 from testprism.tasks.sandbox.docker.engine import _errors, api_client
 from testprism.tasks.sandbox.outputs import RunOutputs, outputs_from_tar, program_unreadable

@@ -35,7 +35,7 @@ from testprism.tasks.model.state import materialise, states_of
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox.base import Limits, SandboxBackend
 from testprism.tasks.sandbox.outputs import outputs_from_folder
-from testprism.tasks.score.coverage.changes import ChangedFile
+from testprism.tasks.model.changes import ChangedFile
 from testprism.tasks.score.coverage.probe import (
     CoverageJob,
     CoverageSpec,
@@ -47,7 +47,7 @@ from testprism.tasks.score.coverage.probe import (
     run_pass,
 )
 from testprism.tasks.score.coverage.toolchains import Toolchain
-from testprism.tasks.score.metrics import latest_runs
+from testprism.storage.readers import latest_runs
 
 log = logging.getLogger(__name__)
 

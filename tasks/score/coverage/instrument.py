@@ -14,7 +14,7 @@ from testprism.tasks.model.benchmark import EnvironmentSpec, Suite
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.workdir import WorkPaths, build_once
 
-from testprism.tasks.score.coverage.changes import ChangedFile
+from testprism.tasks.model.changes import ChangedFile
 
 COVERAGE_REQUIREMENT = "coverage>=5"
 

@@ -42,7 +42,8 @@ from testprism.tasks.model.outcome import Reason, Verdict
 from testprism.tasks.model.state import State, materialise, states_of
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
-from testprism.tasks.score.coverage.changes import ChangedFile, CoverageCounts, score_changes
+from testprism.tasks.model.changes import ChangedFile
+from testprism.tasks.score.coverage.reports import CoverageCounts, score_changes
 from testprism.tasks.score.coverage.instrument import COMMAND
 from testprism.tasks.score.coverage.toolchains import NOT_MEASURED_WHY, Toolchain, toolchain_for
 

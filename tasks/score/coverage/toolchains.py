@@ -33,7 +33,7 @@ never a number measured on the wrong lines.
 For the other languages, which changed lines are code is told by the lexer here (neither
 blank nor only comments) and, where the run reported the file, by the report's own
 statements (Go: inside a cover block; gcov's lines; JaCoCo's lines). Changed functions come
-from the same tree-sitter trees (changes.py).
+from the same tree-sitter trees (tasks/model/changes.py).
 """
 
 from __future__ import annotations
@@ -49,16 +49,8 @@ from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason
 from testprism.tasks.model.workdir import WorkPaths
 
-from testprism.tasks.score.coverage.changes import (
-    ChangedFile,
-    MeasuredFile,
-    analyse_reference,
-    parse_gcov_report,
-    parse_jacoco_report,
-    parse_go_profile,
-    parse_report,
-    parse_v8_report,
-)
+from testprism.tasks.model.changes import ChangedFile, analyse_reference
+from testprism.tasks.score.coverage.reports import MeasuredFile, parse_gcov_report, parse_jacoco_report, parse_go_profile, parse_report, parse_v8_report
 from testprism.tasks.score.coverage.instrument import HELPER_DIR, HELPERS_HASH, coverage_environment, coverage_suite, with_helpers
 
 log = logging.getLogger(__name__)
