@@ -25,8 +25,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
-from testprism.flows import progress
-from testprism.flows.runner import Placement, open_inputs
+from testprism.flows.runner import Placement, open_inputs, run_stage
 from testprism.storage import Store
 from testprism.tasks.model.benchmark import Benchmark, Instance
 from testprism.tasks.collect.candidate import (
@@ -43,7 +42,7 @@ from testprism.tasks.collect import mutants, stages
 from testprism.tasks.collect.label import GOLD_POLICY, LABEL_POLICY, GoldVerdict, gold_plan, gold_verdicts, label_plan, labelled
 from testprism.tasks.collect.verification import Verification, execute, stored_keys, stored_rows
 from testprism.tasks.collect.panel import PanelChoice, PanelMode, PanelRule, select_panels, write_panel_benchmark
-from testprism.tasks.execution.batch import Batch, ExecutionOptions, batches
+from testprism.tasks.execution.batch import Batch, ExecutionOptions
 from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.sandbox.base import Limits
 from testprism.tasks.model.state import DEFAULT_FUZZ
@@ -84,15 +83,7 @@ def _verify(specs: Sequence[Verification], options: ExecutionOptions, store: Sto
     unique = {s.key: s for s in specs}
     stored = stored_keys(store)
     todo = [s for key, s in unique.items() if key not in stored]
-    sink = progress.current()
-    sink.start(len(todo), "verify")
-    if todo:
-        groups = batches(todo, place.batch_target(len(todo)))
-        with place.task_runner() as runner:
-            futures = [(runner.submit(verify_batch, {"batch": b, "options": options}), len(b)) for b in groups]
-            for future, size in futures:
-                future.result()
-                sink.advance(size)
+    run_stage(place, verify_batch, todo, options, "verify")
     return stored_rows(store, list(unique)), len(todo)
 
 

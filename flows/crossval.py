@@ -22,11 +22,11 @@ from prefect import flow
 from testprism.flows.collect import verify_batch
 from testprism.flows.generate import run_generations
 from testprism.flows.replay import replay_batch
-from testprism.flows.runner import Placement, open_inputs
+from testprism.flows.runner import Placement, open_inputs, run_stage
 from testprism.storage import Store
 from testprism.tasks.collect.label import LABEL_POLICY
 from testprism.tasks.collect.verification import Verification, stored_keys, stored_rows
-from testprism.tasks.execution.batch import ExecutionOptions, batches
+from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.generate import crossval as pcv
 from testprism.tasks.generate.benchmark_out import write_generated
 from testprism.tasks.generate.crossval import kept_keys
@@ -49,22 +49,13 @@ class CrossvalSummary:
 
 def _run(specs: list[RunSpec], options: ExecutionOptions, place: Placement) -> None:
     todo, _ = record_reused(pending_runs(specs, finished_keys(Store(options.store_root))), options)
-    if todo:
-        with place.task_runner() as runner:
-            for future in [runner.submit(replay_batch, {"batch": b, "options": options})
-                           for b in batches(todo, place.batch_target(len(todo)))]:
-                future.result()
+    run_stage(place, replay_batch, todo, options)
 
 
 def _verify(checks: list[Verification], options: ExecutionOptions, place: Placement) -> dict[str, dict]:
     store = Store(options.store_root)
     done = stored_keys(store)
-    todo = [v for v in {v.key: v for v in checks}.values() if v.key not in done]
-    if todo:
-        with place.task_runner() as runner:
-            for future in [runner.submit(verify_batch, {"batch": b, "options": options})
-                           for b in batches(todo, place.batch_target(len(todo)))]:
-                future.result()
+    run_stage(place, verify_batch, [v for v in {v.key: v for v in checks}.values() if v.key not in done], options)
     return stored_rows(store, [v.key for v in checks])
 
 

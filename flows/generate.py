@@ -16,9 +16,8 @@ from pathlib import Path
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from testprism.flows import progress
-from testprism.flows.runner import Placement, open_inputs
-from testprism.tasks.execution.batch import Batch, BatchSummary, ExecutionOptions, batches, execute
+from testprism.flows.runner import Placement, open_inputs, run_stage
+from testprism.tasks.execution.batch import Batch, BatchSummary, ExecutionOptions, execute
 from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.generate.benchmark_out import write_generated
 from testprism.tasks.generate.generation import (Endpoint, GenerateJob, GenerationSpec, kept_suites, plan_generation,
@@ -54,19 +53,11 @@ def run_generations(specs: list[GenerationSpec], options: ExecutionOptions, endp
 
     settled = settled_generations(Store(options.store_root))
     todo = [s for s in specs if s.key not in settled]
-    sink = progress.current()
-    sink.start(len(todo), "generate")
     executed, outcomes = 0, {}
-    if todo:
-        with place.task_runner() as runner:
-            futures = {runner.submit(generate_batch, {"batch": b, "options": options, "endpoint": endpoint}): len(b)
-                       for b in batches(todo, place.batch_target(len(todo)))}
-            for future, size in futures.items():
-                summary = future.result()
-                sink.advance(size)
-                executed += summary.executed
-                for key, n in summary.outcomes.items():
-                    outcomes[key] = outcomes.get(key, 0) + n
+    for summary in run_stage(place, generate_batch, todo, options, "generate", endpoint=endpoint):
+        executed += summary.executed
+        for key, n in summary.outcomes.items():
+            outcomes[key] = outcomes.get(key, 0) + n
     return executed, outcomes
 
 

@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from prefect.futures import as_completed
-from prefect.task_runners import TaskRunner
 
 from testprism.flows import progress
-from testprism.flows.runner import Placement, open_inputs
+from testprism.flows.runner import Placement, open_inputs, place_batches
 from testprism.tasks.replay.runs import (
     ReplayJob,
     execute_batch,
@@ -37,7 +34,6 @@ from testprism.tasks.replay.runs import (
     run_order,
 )
 from testprism.tasks.execution.batch import Batch, BatchSummary, ExecutionOptions, batches
-from testprism.tasks.execution.parcel import pack
 from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.sandbox.base import Limits
 from testprism.tasks.model.state import DEFAULT_FUZZ
@@ -64,28 +60,6 @@ def replay_batch(batch: Batch, options: ExecutionOptions) -> BatchSummary:
     """One coarse unit: a batch of runs on one worker, rows written as they finish (or
     returned, from a worker that shares no disk with the flow)."""
     return execute_batch(batch.specs, options, batch.parcel)
-
-
-def run_batches(runner: TaskRunner, groups: list[Batch], options: ExecutionOptions, shared_disk: bool,
-                window: int) -> Iterator[tuple[Batch, BatchSummary]]:
-    """Each batch and its summary as it completes. With a shared disk every batch is
-    submitted at once. Without one each batch carries its benchmark parts
-    (tasks/execution/parcel.py), packed as it is submitted, and at most `window` batches
-    are in flight, so the flow holds a few batches' parts, never the whole benchmark's."""
-    if shared_disk:
-        futures = {runner.submit(replay_batch, {"batch": b, "options": options}): b for b in groups}
-        for done in as_completed(list(futures)):
-            yield futures[done], done.result()
-        return
-    todo = list(reversed(groups))
-    inflight: dict = {}
-    while todo or inflight:
-        while todo and len(inflight) < window:
-            batch = todo.pop()
-            parcel = pack(batch.specs)
-            inflight[runner.submit(replay_batch, {"batch": Batch(batch.specs, parcel), "options": options})] = batch
-        done = next(as_completed(list(inflight)))
-        yield inflight.pop(done), done.result()
 
 
 def _count(outcomes: dict[str, int], more: dict[str, int]) -> None:
@@ -174,7 +148,8 @@ def replay_flow(
                 # in an order drawn from the replay's secret: a run's place tells nothing of its state
                 groups = batches(run_order(units, options.order_secret), place.batch_target(len(units)),
                                  group_of if early_stop else None, options.order_secret)
-                for batch, summary in run_batches(runner, groups, sent, shared_disk, max(4, 2 * place.parallelism)):
+                for batch, summary in place_batches(runner, replay_batch, groups, sent, shared_disk=shared_disk,
+                                                    window=max(4, 2 * place.parallelism)):
                     if summary.rows:
                         writer.write(target, summary.rows)
                     sink.advance(len(batch))

@@ -1,22 +1,29 @@
 """How flows run their batches: threads in-process or a Dask cluster, how big a batch is,
-how many runs at once inside one, and the inputs every sandboxed flow checks first.
+how many runs at once inside one, the one loop that places a stage's batches
+(`place_batches`, `run_stage`), and the inputs every sandboxed flow checks first.
 
-Shared by the replay and collect flows (and any flow that runs sandboxed batches), so
-that they size and place their work the same way.
+Shared by every flow that runs sandboxed batches (replay, collect's verifications,
+generate, crossval's runs and checks), so that they size and place their work the same way.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from prefect import Task
+from prefect.futures import as_completed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
+from testprism.flows import progress
 from testprism.storage import Store
+from testprism.tasks.execution.batch import Batch, ExecutionOptions, batches
 from testprism.tasks.execution.cluster import DaskCluster
+from testprism.tasks.execution.parcel import pack
 from testprism.tasks.model.benchmark import Benchmark, load_benchmark
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox.base import SandboxBackend, backend_class
@@ -154,3 +161,47 @@ def flow_api_env() -> dict[str, str]:
 def batch_target(runs: int, workers: int) -> int:
     """About four batches per worker for balance, at most MAX_BATCH_RUNS runs each."""
     return max(1, min(MAX_BATCH_RUNS, math.ceil(runs / (4 * max(1, workers)))))
+
+
+def place_batches(runner: TaskRunner, task: Task, groups: list[Batch], options: ExecutionOptions, *,
+                  shared_disk: bool = True, window: int = 4, **extra: Any) -> Iterator[tuple[Batch, Any]]:
+    """The one loop that places a stage's batches: each batch submitted to `runner` as
+    `task(batch=…, options=…, **extra)`, and yielded with its summary as it completes, so the
+    caller writes rows and advances progress as they come. With a shared disk every batch is
+    submitted at once. Without one each batch carries its benchmark parts
+    (tasks/execution/parcel.py), packed as it is submitted, and at most `window` batches are
+    in flight, so the flow holds a few batches' parts, never the whole benchmark's."""
+    if shared_disk:
+        futures = {runner.submit(task, {"batch": b, "options": options, **extra}): b for b in groups}
+        for done in as_completed(list(futures)):
+            yield futures[done], done.result()
+        return
+    todo = list(reversed(groups))
+    inflight: dict = {}
+    while todo or inflight:
+        while todo and len(inflight) < window:
+            batch = todo.pop()
+            parcel = pack(batch.specs)
+            inflight[runner.submit(task, {"batch": Batch(batch.specs, parcel), "options": options, **extra})] = batch
+        done = next(as_completed(list(inflight)))
+        yield inflight.pop(done), done.result()
+
+
+def run_stage(place: Placement, task: Task, units: Sequence, options: ExecutionOptions, stage: str | None = None,
+              **extra: Any) -> list[Any]:
+    """A stage's units cut into batches, placed (`place_batches`) and run to the end; each
+    batch's summary, in the order they completed. `stage`: the progress bar's name (None:
+    the caller shows none)."""
+    sink = progress.current()
+    if stage:
+        sink.start(len(units), stage)
+    summaries: list[Any] = []
+    if not units:
+        return summaries
+    with place.task_runner() as runner:
+        for batch, summary in place_batches(runner, task, batches(list(units), place.batch_target(len(units))),
+                                            options, **extra):
+            summaries.append(summary)
+            if stage:
+                sink.advance(len(batch))
+    return summaries

@@ -457,6 +457,6 @@ def test_a_failed_apply_leaves_no_link_behind(tmp_path, work_root, monkeypatch):
     built, tree = _state_tree(tmp_path, work_root, (link + QUOTED_GIT).encode())
     assert not built.patch.applied and not os.path.lexists(tree / "escape") and not tree.exists()
     # the CONTROL: without the removal, the refused tree keeps the link
-    monkeypatch.setattr(removal, "remove_tree", lambda path: None)
+    monkeypatch.setattr(state_module, "remove_tree", lambda path: None)
     built, tree = _state_tree(tmp_path / "control", work_root, (link + QUOTED_GIT).encode())
     assert not built.patch.applied and os.readlink(tree / "escape") == "/etc"
