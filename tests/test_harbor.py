@@ -14,13 +14,14 @@ import os
 import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from testprism.tasks.execution.reward import read_reward, verifier_command
 from testprism.tasks.execution.verdict import Unreadable, classify
-from testprism.tasks.importing.harbor import import_harbor, run_time_fetches
+from testprism.tasks.importing.harbor import TaskConfig, import_harbor, run_time_fetches, task_language
 from testprism.tasks.importing.rows import RowError
 from testprism.tasks.model.benchmark import BenchmarkError, load_benchmark, load_instance
 from testprism.tasks.model.outcome import Outcome, Reason
@@ -352,10 +353,67 @@ def test_cli_imports_the_bundled_harbor_tasks(tmp_path, work_root):
     args = ["harbor", str(harbor), "--out", str(out), "--source", "harbor-mini", "--work", str(work_root)]
     result = CliRunner().invoke(import_app, args)
     assert result.exit_code == 0, result.output
-    assert re.search(r"│\s+1\s+│\s+0\s+│\s+1\s+│\s+0\s+│", result.output)  # imported, present, rejected, caveats
+    # imported, present, rejected, caveats (the one caveat: its language, named by greet.py)
+    assert re.search(r"│\s+1\s+│\s+0\s+│\s+1\s+│\s+1\s+│", result.output)
     greeting = load_instance(out / "instances" / "fix-greeting")
+    assert greeting.spec.language == "python"
     assert greeting.spec.environment.dockerfile == "environment/Dockerfile"
     assert greeting.spec.limits.timeout_s == 120.0 and greeting.spec.limits.agent_timeout_s == 600.0
+
+
+# -- the task's language ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("metadata", "files", "language", "note"), [
+    ('language = "Rust"', {"main.py": ""}, "rust", None),  # given: honoured, no caveat
+    ('tags = ["systems", "golang"]', {"main.py": ""}, "go", "language go: named by task.toml [metadata] tags"),
+    ('language = "bash"', {"Cargo.toml": "", "src/lib.rs": ""}, "rust", "language rust: detected from environment/Cargo.toml"),
+    ("", {"go.mod": "module x\n", "x.go": ""}, "go", "language go: detected from environment/go.mod"),
+    ("", {"access.log": ""}, "python", "language python: no manifest or source file of the program (environment/)"),
+])
+def test_the_task_language_from_its_metadata_else_its_files(tmp_path, metadata, files, language, note):
+    config = TaskConfig.model_validate(tomllib.loads(TASK_TOML.replace('difficulty = "easy"', metadata)))
+    program = tmp_path / "program"
+    for rel, text in files.items():
+        (program / rel).parent.mkdir(parents=True, exist_ok=True)
+        (program / rel).write_text(text)
+    named, notes = task_language(config, program, "environment/")
+    assert named == language
+    if note is None:
+        assert notes == []
+    else:
+        assert notes[-1].startswith(note)
+    if metadata == 'language = "bash"':
+        assert notes[0] == "[metadata] language = 'bash' names no language testprism knows: not used"
+
+
+@pytest.mark.requires("docker")
+def test_a_rust_and_a_go_task_are_imported_with_their_language(tmp_path, docker_backend):
+    """Harbor tasks name no language: the environment's Cargo.toml or go.mod does, and the
+    report says so (a caveat naming the file)."""
+    tasks = tmp_path / "tasks"
+    dockerfile = "FROM testprism-base:bookworm\nWORKDIR /app\nCOPY . /app/\n"
+    fix = "#!/bin/bash\nsed -i 's/a - b/a + b/' {}\n"
+    harbor_task(tasks, "rust-add", {
+        "environment/greet.py": None, "environment/Dockerfile": dockerfile,
+        "environment/Cargo.toml": '[package]\nname = "add"\nversion = "0.1.0"\nedition = "2021"\n',
+        "environment/src/lib.rs": "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
+        "environment/scripts/gen.py": "", "solution/solve.sh": fix.format("src/lib.rs")})
+    harbor_task(tasks, "go-add", {
+        "environment/greet.py": None, "environment/Dockerfile": dockerfile,
+        "environment/go.mod": "module example.com/add\n\ngo 1.19\n",
+        "environment/add.go": "package add\n\nfunc Add(a, b int) int {\n\treturn a - b\n}\n",
+        "solution/solve.sh": fix.format("add.go")})
+    report = import_harbor(tasks, tmp_path / "bench", source="h", backend=docker_backend)
+    assert sorted(report.imported) == ["go-add", "rust-add"], report.issues
+    bench = load_benchmark(tmp_path / "bench")
+    assert bench.instances["rust-add"].spec.language == "rust"
+    assert bench.instances["go-add"].spec.language == "go"
+    assert "a + b" in bench.instances["rust-add"].reference.decode()
+    languages = {(i.instance_id, i.message) for i in report.issues if i.field == "language"}
+    assert languages == {("rust-add", "language rust: detected from environment/Cargo.toml"),
+                         ("go-add", "language go: detected from environment/go.mod")}
+    assert all(not i.fatal for i in report.issues)
 
 
 # -- the checks run: test.sh's reward under docker ---------------------------------------------

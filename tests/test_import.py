@@ -441,11 +441,15 @@ def test_multilingual_rows_without_their_recipe_are_refused(tmp_path):
     go = build_multilingual_fixture(tmp_path / "go", "go")
     js = build_multilingual_fixture(tmp_path / "js", "javascript")
     # a Go row, a row naming another language than its recipe, a row of a repository with no recipe
+    # (a row spelling its recipe's language its own way, `golang`, is that language; one naming
+    # none testprism knows is refused naming the field)
     rows = write_rows(tmp_path / "rows.jsonl", [go.row, go.row | {"instance_id": "acme__gocalc-2", "language": "java"},
-                                                js.row])
+                                                js.row, go.row | {"instance_id": "acme__gocalc-3", "language": "Golang"},
+                                                go.row | {"instance_id": "acme__gocalc-4", "language": "fortran"}])
     report = import_rows(rows, tmp_path / "bench", load_recipes([go.recipes]), ProgramSources.from_options(go.repos, None))
-    assert report.imported == [go.row["instance_id"]]
+    assert report.imported == [go.row["instance_id"], "acme__gocalc-3"]
     issues = {i.instance_id: i for i in report.issues}
+    assert issues["acme__gocalc-4"].field == "language" and "'fortran', not a language" in issues["acme__gocalc-4"].message
     assert issues["acme__gocalc-2"].field == "language"
     assert f"{go.recipes}: field language" in issues["acme__gocalc-2"].message and "'go'" in issues["acme__gocalc-2"].message
     assert issues[js.row["instance_id"]].field == "repo"

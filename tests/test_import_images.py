@@ -181,25 +181,32 @@ def test_each_repository_gets_swebench_command_and_parser(tmp_path, repo, versio
 
 
 def test_rows_whose_log_or_language_cannot_be_kept_are_refused_with_the_reason(tmp_path):
+    specs = tmp_path / "specs.toml"
+    specs.write_text('[swebench.repos."acme/cobol"]\nlanguage = "COBOL"\nlog_parser = "parse_log_pytest"\n'
+                     'test_command = "make test"\n', encoding="utf-8")
     rows = write_rows(tmp_path / "rows.jsonl", [
         swebench_row("fastlane/fastlane", "21857", "fastlane__fastlane-21857", "fastlane/spec/x_spec.rb"),
         swebench_row("tokio-rs/tokio", "6724", "tokio-rs__tokio-6724", "tokio/tests/io_write_all_buf.rs"),
         swebench_row("acme/unknown", "1.0", "acme__unknown-1", "tests/test_x.py"),
         swebench_row("gin-gonic/gin", "9999", "gin-gonic__gin-9999", "gin_test.go"),
         swebench_row("sympy/sympy", "1.11", "sympy__sympy-1", "sympy/tests/test_x.py"),
+        swebench_row("acme/cobol", "1.0", "acme__cobol-1", "tests/x.cbl"),
     ])
-    report = import_image_rows(rows, tmp_path / "bench", route())
-    assert report.imported == ["sympy__sympy-1"]
+    report = import_image_rows(rows, tmp_path / "bench", route(specs))
+    # a Rust repository of Multilingual imports with its language (issue 28 item 5)
+    assert report.imported == ["tokio-rs__tokio-6724", "sympy__sympy-1"]
+    assert toml(tmp_path / "bench", "tokio-rs__tokio-6724")["language"] == "rust"
     issues = {i.instance_id: i for i in report.issues}
     assert all(i.fatal for i in issues.values())
     assert {i.instance_id: i.field for i in issues.values()} == {
-        "fastlane__fastlane-21857": "repo", "tokio-rs__tokio-6724": "repo", "acme__unknown-1": "repo",
+        "fastlane__fastlane-21857": "repo", "acme__unknown-1": "repo", "acme__cobol-1": "repo",
         "gin-gonic__gin-9999": "version"}  # SWE-bench has no spec for that pull request either
     assert "parse_log_rspec_transformed_json" in issues["fastlane__fastlane-21857"].message
-    assert "rust, not a language testprism knows" in issues["tokio-rs__tokio-6724"].message
+    assert "acme/cobol is 'COBOL', not a language testprism knows" in issues["acme__cobol-1"].message
     assert "not in the SWE-bench specs table" in issues["acme__unknown-1"].message
     assert str(issues["acme__unknown-1"]).startswith("rows.jsonl:3 (acme__unknown-1): field repo: ")
-    assert sorted(p.name for p in (tmp_path / "bench" / "instances").iterdir()) == ["sympy__sympy-1"]
+    assert sorted(p.name for p in (tmp_path / "bench" / "instances").iterdir()) == [
+        "sympy__sympy-1", "tokio-rs__tokio-6724"]
 
 
 def test_a_row_that_names_its_image_keeps_it(tmp_path):
@@ -263,6 +270,32 @@ def test_pro_row_keeps_its_image_scripts_and_instruction(tmp_path):
     assert report.issues[0].row == "pro.jsonl:1"
     assert toml(out, PRO_ID, "origin.toml")["before_repo_set_cmd"] == row["before_repo_set_cmd"]
     load_benchmark(out)
+
+
+@pytest.mark.parametrize(("repo_language", "language"), [
+    ("python", "python"), ("js", "javascript"), ("ts", "typescript"), ("go", "go"), ("rust", "rust"),
+    ("java", "java"), ("c", "c"), ("C++", "cpp"), ("php", "php"), ("Ruby", "ruby")])
+def test_pro_row_names_its_language_from_repo_language(tmp_path, repo_language, language):
+    row = {**example_rows("pro.jsonl")[0], "repo_language": repo_language}
+    report = import_image_rows(write_rows(tmp_path / "pro.jsonl", [row]), tmp_path / "bench",
+                               route(scripts=EXAMPLES / "run_scripts"))
+    assert report.imported == [PRO_ID], [str(i) for i in report.failed]
+    assert toml(tmp_path / "bench", PRO_ID)["language"] == language
+    # given by the row, not detected: no caveat about the language
+    assert "repo_language" not in {i.field for i in report.issues}
+
+
+def test_pro_row_whose_language_is_unknown_is_one_line_naming_the_field(tmp_path):
+    rows = [{**example_rows("pro.jsonl")[0], "repo_language": "kotlin"},
+            {**example_rows("pro.jsonl")[0], "repo_language": ""}]
+    rows[1]["instance_id"] += "-2"  # no run_scripts/ folder: the language is named first
+    report = import_image_rows(write_rows(tmp_path / "pro.jsonl", rows), tmp_path / "bench",
+                               route(scripts=EXAMPLES / "run_scripts"))
+    assert not report.imported
+    assert [(i.row, i.field) for i in report.failed] == [("pro.jsonl:1", "repo_language"), ("pro.jsonl:2", "repo_language")]
+    first = str(report.failed[0])
+    assert "'kotlin', not a language testprism knows (c, cpp, go, java, javascript, php, python, ruby, rust, " \
+           "typescript" in first and "\n" not in first
 
 
 def test_pro_checks_command_runs_parser_py_into_what_the_script_parser_reads(tmp_path):
@@ -358,6 +391,24 @@ def test_multi_swe_bench_repository_without_a_parser_is_refused(tmp_path):
     assert not report.imported
     assert [(i.instance_id, i.field) for i in report.failed] == [("alibaba__fastjson2-8", "repo")]
     assert "parse_log" in report.failed[0].message
+
+
+@pytest.mark.parametrize(("lang", "parser"), [("golang", "go_test"), ("Go", "go_test"), ("rust", "cargo"),
+                                           ("Rust", "cargo")])
+def test_multi_swe_bench_lang_is_read_in_any_spelling(tmp_path, lang, parser):
+    row = {**example_rows("multi_swe_bench.jsonl")[0], "org": "acme", "repo": "other", "instance_id": "", "lang": lang}
+    report = import_image_rows(write_rows(tmp_path / "rows.jsonl", [row]), tmp_path / "bench", route())
+    assert report.imported == ["acme__other-8"], [str(i) for i in report.failed]
+    spec = toml(tmp_path / "bench", "acme__other-8")
+    assert (spec["language"], spec["checks"]["parser"]) == ("rust" if lang.lower() == "rust" else "go", parser)
+
+
+def test_multi_swe_bench_unknown_lang_names_the_field(tmp_path):
+    row = {**example_rows("multi_swe_bench.jsonl")[0], "org": "acme", "repo": "other", "instance_id": "",
+           "lang": "fortran"}
+    report = import_image_rows(write_rows(tmp_path / "rows.jsonl", [row]), tmp_path / "bench", route())
+    assert [(i.instance_id, i.field) for i in report.failed] == [("acme__other-8", "lang")]
+    assert "acme/other is 'fortran', not a language testprism knows" in report.failed[0].message
 
 
 # -- bad input ----------------------------------------------------------------------------------

@@ -134,6 +134,7 @@ class Authored:
     origin: Mapping[str, object]  #: provenance for origin.toml (`test_command` is added)
     made_by: str  #: the command, for the files' first comment line
     limits: Mapping[str, object] | None = None  #: `[limits]`, the instance's own run limits
+    language: str = "python"  #: the instance's language (an exercise's; a Harbor task's, named by language.py)
 
 
 def write_authored(folder: Path, authored: Authored) -> Instance:
@@ -149,7 +150,7 @@ def write_authored(folder: Path, authored: Authored) -> Instance:
     document = {
         "id": authored.instance_id,
         "source": authored.source,
-        "language": "python",
+        "language": authored.language,
         "summary": authored.summary,
         "program": {"path": "program"},
         "environment": dict(authored.environment),

@@ -8,6 +8,10 @@ immediate subfolder of TASKS is one task (hidden folders are passed over), and b
 
 - **id**: the folder's name, which must match `[A-Za-z0-9_.-]+`; **instruction**:
   instruction.md; **summary**: its first non-empty line.
+- **language**: task.toml's `[metadata] language` (or `programming_language`, `lang`) when it
+  names one, else its `tags` when exactly one names a language, else the program's files
+  (manifests first: Cargo.toml, go.mod, package.json...; tasks/importing/language.py), else
+  python; where it was not given, the report says which and why (a caveat).
 - **environment**: the task's Dockerfile, kept: `environment/` is copied whole into the
   instance and `[environment] dockerfile = "environment/Dockerfile"` (its folder the build
   context), with no virtualenv on top: the image is the environment. The docker backend
@@ -73,6 +77,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -86,6 +91,7 @@ from testprism.tasks.importing.folders import (
     write_authored,
 )
 from testprism.tasks.importing.instance_writer import summary_line
+from testprism.tasks.importing.language import detect_language, language_named
 from testprism.tasks.importing.rows import ImportReport, Issue, RowError
 from testprism.tasks.importing.uvx import UV_INSTALLER, UVX_ROOT, UvxCall, install_step, parse_uvx
 from testprism.tasks.importing.staging import staged
@@ -170,6 +176,8 @@ class TaskConfig(BaseModel):
     verifier: _Verifier = _Verifier()
     agent: _Agent = _Agent()
     environment: _Environment = _Environment()
+    #: free-form (Harbor's `metadata: dict[str, Any]`): a `language` or language `tags` are read
+    metadata: dict[str, Any] = {}
 
     def limits(self) -> dict[str, object]:
         """`[limits]` of the instance."""
@@ -406,6 +414,40 @@ class Solver:
         raise RowError("solution/solve.sh", problem)
 
 
+#: task.toml `[metadata]` keys read as the task's language (Harbor fixes no key for it)
+LANGUAGE_KEYS = ("language", "programming_language", "lang")
+#: the language of a task whose metadata and files name none (the instances' default)
+DEFAULT_LANGUAGE = "python"
+
+
+def task_language(config: TaskConfig, program: Path, shown: str) -> tuple[str, list[str]]:
+    """The task's language and, where it was not given, why it is that one (caveats): task.toml's
+    `[metadata] language` (or `programming_language`, `lang`) when it names one
+    (tasks/importing/languages.toml's spellings), else its `tags` when exactly one language is
+    among them, else the program's files (`shown` prefixes their paths in the caveat), else
+    python, the default."""
+    notes = []
+    for key in LANGUAGE_KEYS:
+        value = config.metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            language = language_named(value)
+            if language is not None:
+                return language, []
+            notes.append(f"[metadata] {key} = {value!r} names no language testprism knows: not used")
+    tags = config.metadata.get("tags")
+    named = {language_named(tag) for tag in tags if isinstance(tag, str)} - {None} if isinstance(tags, list) else set()
+    if len(named) == 1:
+        language = named.pop()
+        assert language is not None
+        return language, [*notes, f"language {language}: named by task.toml [metadata] tags"]
+    detected = detect_language(program, shown)
+    if detected is not None:
+        return detected.language, [*notes, f"language {detected.language}: {detected.why}"]
+    return DEFAULT_LANGUAGE, [*notes, f"language {DEFAULT_LANGUAGE}: no manifest or source file of the program "
+                                      f"({shown or './'}) names a language, nor does task.toml [metadata]; the "
+                                      "default kept"]
+
+
 def caveats(task: Task) -> list[str]:
     """What the import changed or could not keep, for the report (non-fatal issues)."""
     fetches = task.fetches
@@ -436,6 +478,8 @@ def import_task(folder: Path, out: Path, solver: Solver, source: str, notes: lis
         if not task.program:  # made by the Dockerfile: read out of the image
             solver.read_program(task, environment, program)
             task = with_tests(task, (p.relative_to(program).as_posix() for p in program.rglob("*")))
+        language, language_notes = task_language(
+            task.config, program, "environment/" if task.program else f"the image's {task.program_at}/")
         reference = solver.reference(task, program, environment)
         checks_diff = edit_diff(program, {to: (folder / "tests" / rel).read_bytes()
                                           for to, rel in task.checks_files.items()})
@@ -448,9 +492,11 @@ def import_task(folder: Path, out: Path, solver: Solver, source: str, notes: lis
             limits=task.config.limits(),
             origin={"adapter": "harbor", "task": str(folder.resolve())},
             made_by="testprism import harbor",
+            language=language,
         ))
     notes += [Issue(instance_id, instance_id, "tests/test.sh" if "test.sh" in note else "task.toml", note, fatal=False)
               for note in caveats(task)]
+    notes += [Issue(instance_id, instance_id, "language", note, fatal=False) for note in language_notes]
     log.info("imported %s from %s", instance_id, folder)
     return "imported"
 

@@ -53,6 +53,7 @@ from testprism.tasks.importing.image_names import (
 )
 from testprism.tasks.importing.image_specs import ImageSpecs, multi_swe_bench_parser, swebench_command
 from testprism.tasks.importing.instance_writer import summary_line
+from testprism.tasks.importing.language import name_language
 from testprism.tasks.importing.rows import (
     ImportReport,
     Issue,
@@ -272,6 +273,9 @@ def pro_task(data: dict[str, Any], scripts: Path | None) -> ImageTask:
     row: ProRow = _validated(ProRow, data)
     parse_field(row.patch, "patch")
     parse_field(row.test_patch, "test_patch")
+    if not row.repo_language.strip():
+        raise RowError("repo_language", "missing: a SWE-bench Pro row names its repository's language there")
+    language = name_language(row.repo_language, "repo_language", row.repo)
     if scripts is None:
         raise RowError("run_script.sh", "a SWE-bench Pro row is tested by its run_script.sh and parser.py: give "
                                         "--pro-scripts (the run_scripts/ folder of scaleapi/SWE-bench_Pro-os)")
@@ -286,10 +290,6 @@ def pro_task(data: dict[str, Any], scripts: Path | None) -> ImageTask:
         caveats.append(("before_repo_set_cmd", "not run: the program is read out of the image without its .git, "
                                                "so the test files it checks out come from test_patch (the checks); "
                                                "kept in origin.toml"))
-    language = {"js": "javascript", "ts": "typescript", "go": "go", "python": "python"}.get(row.repo_language, "")
-    if not language:
-        raise RowError("repo_language", f"{row.repo_language!r} is not a language testprism knows "
-                                        "(python, go, js, ts)")
     return ImageTask(
         instance_id=row.instance_id, kind="swe-bench-pro", language=language,
         summary=summary_line(row.problem_statement), instruction=pro_instruction(row),

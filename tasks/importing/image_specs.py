@@ -23,14 +23,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from testprism.tasks.execution.logs import PARSERS
+from testprism.tasks.importing.language import language_named, name_language
 from testprism.tasks.importing.rows import RowError
 
 SPECS = Path(__file__).parent / "image_specs"
 #: SWE-bench's NON_TEST_EXTS (swebench/harness/constants): files of a test patch that are no test
 NON_TEST_EXTS = (".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml")
-#: SWE-bench's language of a repository → testprism's instance language
-LANGUAGE = {"python": "python", "go": "go", "golang": "go", "javascript": "javascript", "typescript": "typescript",
-            "java": "java"}
 
 
 class SpecsError(ValueError):
@@ -179,12 +177,9 @@ def swebench_command(specs: SweBenchSpecs, repo: str, version: str, test_files: 
     if parser is None:
         raise RowError("repo", f"SWE-bench reads {repo}'s log with {spec.log_parser}, which no testprism parser "
                                "reads (swebench.toml [parsers]): its per-test results cannot be kept")
-    language = LANGUAGE.get(spec.language)
-    if language is None:
-        raise RowError("repo", f"{repo} is {spec.language}, not a language testprism knows "
-                               f"({', '.join(sorted(set(LANGUAGE.values())))})")
+    language = name_language(spec.language, "repo", repo)
     test = override.test_command or spec.test_command
-    if spec.language == "python":
+    if language == "python":
         files = [f for f in test_files if not f.endswith(NON_TEST_EXTS)]
         if spec.directives == "django":
             files = [f.removesuffix(".py").removeprefix("tests/").replace("/", ".") for f in files]
@@ -203,15 +198,18 @@ def swebench_command(specs: SweBenchSpecs, repo: str, version: str, test_files: 
 
 def multi_swe_bench_parser(specs: MultiSweBenchSpecs, org: str, repo: str, lang: str) -> tuple[str, str]:
     """The language and parser of a Multi-SWE-bench repository (the row's `lang` when it
-    has one, else the table's): RowError naming `repo` when neither is known."""
+    has one, else the table's; any spelling of languages.toml): RowError naming `lang` or
+    `repo` when neither names a language testprism knows or no parser is known for it."""
     entry = specs.repos.get(f"{org}/{repo}")
-    language = lang or (entry.language if entry else "")
-    parser = (entry.parser if entry else None) or specs.languages.get(language)
+    given = lang or (entry.language if entry else "")
+    language = name_language(given, "lang" if lang else "repo", f"{org}/{repo}") if given else None
+    parser = (entry.parser if entry else None) or specs.languages.get(given) or (
+        next((p for name, p in specs.languages.items() if language_named(name) == language), None)
+        if language else None)
     if parser is None:
         raise RowError("repo", f"no parser is known for {org}/{repo}"
-                               f"{f' ({language})' if language else ''}: Multi-SWE-bench reads its log with the "
+                               f"{f' ({given})' if given else ''}: Multi-SWE-bench reads its log with the "
                                "repository's own parse_log; add it to multi_swe_bench.toml or --specs")
-    if language not in LANGUAGE:
-        raise RowError("repo", f"{org}/{repo} is {language}, not a language testprism knows "
-                               f"({', '.join(sorted(set(LANGUAGE.values())))})")
-    return LANGUAGE[language], parser
+    if language is None:
+        raise RowError("repo", f"{org}/{repo} names no language (the row's lang, or multi_swe_bench.toml [repos])")
+    return language, parser

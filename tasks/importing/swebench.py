@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from testprism.tasks.importing.fitting import fit_patches
 from testprism.tasks.importing.instance_writer import checks_of, dockerfile_of, publish_dockerfile, write_instance
+from testprism.tasks.importing.language import name_language
 from testprism.tasks.importing.recipe import NoRecipe, RecipeBook
 from testprism.tasks.importing.rows import ImportReport, Issue, Record, RowError, SweBenchRow, read_records, validation_field
 from testprism.tasks.importing.sources import ProgramSources
@@ -47,7 +48,7 @@ def import_row(record: Record, out: Path, recipes: RecipeBook, sources: ProgramS
         recipe, recipe_file = recipes.find(row.repo, row.version)
     except NoRecipe as exc:
         raise RowError(exc.field, str(exc)) from exc
-    if row.language and row.language != recipe.language:
+    if row.language and name_language(row.language, "language") != recipe.language:
         raise RowError("language", f"the row says {row.language!r}, but its recipe ({recipe_file}: field "
                                    f"language) says {recipe.language!r}")
     dockerfile = dockerfile_of(recipe, recipe_file, out)
