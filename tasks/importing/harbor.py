@@ -11,7 +11,7 @@ immediate subfolder of TASKS is one task (hidden folders are passed over), and b
 - **language**: task.toml's `[metadata] language` (or `programming_language`, `lang`) when it
   names one, else its `tags` when exactly one names a language, else the program's files
   (manifests first: Cargo.toml, go.mod, package.json...; tasks/importing/language.py), else
-  python; where it was not given, the report says which and why (a caveat).
+  python; the log says which and why, and the report has a caveat where no evidence decided.
 - **environment**: the task's Dockerfile, kept: `environment/` is copied whole into the
   instance and `[environment] dockerfile = "environment/Dockerfile"` (its folder the build
   context), with no virtualenv on top: the image is the environment. The docker backend
@@ -420,32 +420,34 @@ LANGUAGE_KEYS = ("language", "programming_language", "lang")
 DEFAULT_LANGUAGE = "python"
 
 
-def task_language(config: TaskConfig, program: Path, shown: str) -> tuple[str, list[str]]:
-    """The task's language and, where it was not given, why it is that one (caveats): task.toml's
+def task_language(config: TaskConfig, program: Path, shown: str) -> tuple[str, str, list[str]]:
+    """The task's language, how it was decided, and the caveats of that decision: task.toml's
     `[metadata] language` (or `programming_language`, `lang`) when it names one
     (tasks/importing/languages.toml's spellings), else its `tags` when exactly one language is
-    among them, else the program's files (`shown` prefixes their paths in the caveat), else
-    python, the default."""
+    among them, else the program's files (`shown` prefixes their paths), else python, the
+    default. A language named or detected is logged, not a caveat (`--strict` would otherwise
+    refuse every task whose task.toml names none, which is most); a metadata value that names
+    no language, and the default taken for want of any evidence, are caveats."""
     notes = []
     for key in LANGUAGE_KEYS:
         value = config.metadata.get(key)
         if isinstance(value, str) and value.strip():
             language = language_named(value)
             if language is not None:
-                return language, []
+                return language, f"task.toml [metadata] {key}", []
             notes.append(f"[metadata] {key} = {value!r} names no language testprism knows: not used")
     tags = config.metadata.get("tags")
     named = {language_named(tag) for tag in tags if isinstance(tag, str)} - {None} if isinstance(tags, list) else set()
     if len(named) == 1:
         language = named.pop()
         assert language is not None
-        return language, [*notes, f"language {language}: named by task.toml [metadata] tags"]
+        return language, "named by task.toml [metadata] tags", notes
     detected = detect_language(program, shown)
     if detected is not None:
-        return detected.language, [*notes, f"language {detected.language}: {detected.why}"]
-    return DEFAULT_LANGUAGE, [*notes, f"language {DEFAULT_LANGUAGE}: no manifest or source file of the program "
-                                      f"({shown or './'}) names a language, nor does task.toml [metadata]; the "
-                                      "default kept"]
+        return detected.language, detected.why, notes
+    return DEFAULT_LANGUAGE, "the default", [*notes, f"language {DEFAULT_LANGUAGE}: no manifest or source file of the "
+                                                       f"program ({shown or './'}) names a language, nor does task.toml "
+                                                       "[metadata]; the default kept"]
 
 
 def caveats(task: Task) -> list[str]:
@@ -478,8 +480,9 @@ def import_task(folder: Path, out: Path, solver: Solver, source: str, notes: lis
         if not task.program:  # made by the Dockerfile: read out of the image
             solver.read_program(task, environment, program)
             task = with_tests(task, (p.relative_to(program).as_posix() for p in program.rglob("*")))
-        language, language_notes = task_language(
+        language, why, language_notes = task_language(
             task.config, program, "environment/" if task.program else f"the image's {task.program_at}/")
+        log.info("%s: language %s (%s)", instance_id, language, why)
         reference = solver.reference(task, program, environment)
         checks_diff = edit_diff(program, {to: (folder / "tests" / rel).read_bytes()
                                           for to, rel in task.checks_files.items()})
