@@ -27,7 +27,6 @@ import threading
 import zlib
 from pathlib import Path
 
-import polars as pl
 import pytest
 from junitparser import JUnitXml, TestCase
 
@@ -44,7 +43,7 @@ from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.replay.runs import execute_batch, plan, record_plan, unrunnable_rows
 from testprism.tasks.model import removal
 from testprism.tasks.model.removal import RemovalError, remove_tree
-from tests.benchfixture import BUGGY, CHECKS, diff, make_benchmark, write
+from tests.benchfixture import CHECKS, make_benchmark, write
 
 INSTANCE = "mini__median-even"
 

@@ -23,7 +23,6 @@ import pytest
 
 from testprism.tasks.model.benchmark import BenchmarkError, load_instance
 from testprism.tasks.model.hashing import tree_digest
-from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox.environment import EnvironmentBuildError
 from testprism.tasks.sandbox.image.untar import UnsafeArchive, extract_stream
 from tests.swebench_image import IMAGE, INSTANCE_ID, build_swebench_image
