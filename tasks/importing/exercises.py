@@ -19,8 +19,9 @@ Each exercise becomes `instances/<source>__<slug>/`:
 
 Skipped with an issue: an exercise missing its instructions, a stub, a test module or an
 example; one whose examples equal its stubs (the reference would change nothing); a track
-whose config.json names another language, or a solution file that is not a `.py` (the
-instance format is Python-only), the issue naming the language.
+whose config.json names another language, or a solution file that is not a `.py` (this
+adapter reads the Python track's layout only; the instance format itself takes ten
+languages), the issue naming the language.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ never a number measured on the wrong lines.
 - **javascript**: `NODE_V8_COVERAGE` makes every Node process write V8's block coverage;
   a small collector (`collect.cjs`: CommonJS whatever the package's `type`) keeps the
   changed files' entries, and the harness turns V8's offsets into lines itself
-  (changes.parse_v8_report). Not c8: inside the sandbox it is not in the instance's
+  (reports.parse_v8_report). Not c8: inside the sandbox it is not in the instance's
   environment and the run has no network to fetch it; on the host it would open the
   source files the run's own report names, as root, where the harness reads only the
   reference tree it materialised. The harness checks that each script V8 saw has the
