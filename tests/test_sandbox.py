@@ -50,8 +50,12 @@ def env(backend) -> Path:
 
 @pytest.fixture()
 def tree(work_root) -> Iterator[Path]:
-    root = work_root / f"tree-{os.getpid()}-{time.monotonic_ns()}"
-    root.mkdir()
+    """A state's tree as materialise leaves one (a finished build_once folder, `.ready`
+    beside it), so that runs layer it over its image (the default, layer.py); tests fill
+    it before its first run and never change it afterwards, as the harness does."""
+    root = work_root / f"state-{os.getpid()}-{time.monotonic_ns()}" / "tree"
+    root.mkdir(parents=True)
+    (root.parent / ".ready").touch()
     (root / "data.txt").write_text("program file\n")
     yield root
 
@@ -374,12 +378,12 @@ echo more >> data.txt && chmod 600 data.txt && rm sub/dir/nested.txt && mkdir -p
 """
 
 
-@pytest.mark.parametrize("layered", ["1", "0"])  # asked for, and the default
+@pytest.mark.parametrize("layered", ["image", "tree", "0"])  # the default, the old layer, a copy
 def test_a_layered_program_is_the_runs_own_and_the_state_tree_is_left_as_it_was(backend, env, tree, layered,
                                                                                   monkeypatch, work):
-    """Asked for (TESTPRISM_LAYERED=1) where the harness can (root, Linux 5.19+), a run's
-    program is the state's tree under a writable layer of the run's own (tasks/sandbox/
-    layer.py), not a copy: the run owns what
+    """By default where the harness can (root, Linux 6.12+), a run's program is the state's
+    tree (its image, or with TESTPRISM_LAYERED=tree the tree itself) under a writable layer
+    of the run's own (tasks/sandbox/layer.py), not a copy: the run owns what
     it sees, with the settled times, may change, chmod, delete, rename and link anything,
     and the state's tree afterwards is what it was, entry for entry (mode, owner, times,
     bytes); the run's mount table does not name the tree; no overlay is left mounted.
@@ -398,7 +402,7 @@ def test_a_layered_program_is_the_runs_own_and_the_state_tree_is_left_as_it_was(
     done = backend.run(request)
     out = done.output_tail
     assert done.exit_code == 0 and "done" in out, out
-    expect_layer = layered == "1" and not getattr(backend, "reuse", False)
+    expect_layer = layered != "0" and not getattr(backend, "reuse", False)
     assert ("fs=overlayfs" in out) is expect_layer, out
     owner, me = re.search(r"owner=(\d+) me=(\d+)", out).groups()
     assert owner == me
@@ -431,15 +435,15 @@ def test_a_layer_under_a_linked_work_area_is_found_and_removed(tmp_path, monkeyp
     spelled otherwise in the mount table: its layer is still unmounted and removed."""
     from testprism.tasks.sandbox import layer
 
-    monkeypatch.setenv("TESTPRISM_LAYERED", "1")
-    assert layer.available(), "layered programs need root and Linux 5.19+ (the probe said why at debug level)"
+    assert layer.available(), "layered programs need root and Linux 6.12+ (the probe said why)"
     real = tmp_path / "real"
     (real / "ws").mkdir(parents=True)
-    (tmp_path / "tree").mkdir()
-    (tmp_path / "tree" / "f").write_text("x\n")
+    (tmp_path / "state" / "tree").mkdir(parents=True)
+    (tmp_path / "state" / ".ready").touch()
+    (tmp_path / "state" / "tree" / "f").write_text("x\n")
     os.symlink(real, tmp_path / "linked")
     ws = tmp_path / "linked" / "ws"
-    layer.mount_program(tmp_path / "tree", ws, 212_345, SETTLED_MTIME, 16)
+    layer.mount_program(tmp_path / "state" / "tree", ws, 212_345, SETTLED_MTIME, 16)
     assert (ws / "program" / "f").stat().st_uid == 212_345 and layer._mounts_under(real)
     layer.discard(ws)
     assert layer._mounts_under(real) == [] and sorted(p.name for p in real.iterdir()) == []
