@@ -255,7 +255,9 @@ def test_a_cheating_suite_scores_no_better_than_one_that_passes_everywhere(backe
     # The program's metadata: every state shows the same (the default, an image layer)
     assert scores["metaspy"] == scores["passes"]
     seen = _fingerprints(store, "metaspy")
-    assert len(seen) == 4 and all(lines == seen["buggy"] for lines in seen.values()), seen
+    differing = {state: [(a, b) for a, b in zip(seen["buggy"], lines) if a != b] + [len(seen["buggy"]), len(lines)]
+                 for state, lines in seen.items() if lines != seen["buggy"]}
+    assert len(seen) == 4 and not differing, differing  # (buggy's line, this state's line)
     assert "DECISION none" in seen["buggy"] and any(" settled " in line for line in seen["buggy"])
 
 
