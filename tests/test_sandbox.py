@@ -8,6 +8,7 @@ on the host's loopback) is the same for all three.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -428,6 +429,94 @@ def test_what_a_layered_run_writes_to_its_program_is_bounded_by_its_memory_limit
     assert "fs=overlayfs" in out, out
     assert "rc=0" not in out and ("No space left" in out or done.exit_code not in (0, None)), out
     assert _overlays_under(work.workspaces) == []
+
+
+#: Counts the pages of its program's `big` that are in the page cache (mincore on a mapping
+#: that is never touched, so counting reads nothing in)
+RESIDENT_SCRIPT = r"""python3 - <<'EOF'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype, libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                                                          ctypes.c_int, ctypes.c_int, ctypes.c_long]
+fd = os.open("big", os.O_RDONLY)
+size = os.fstat(fd).st_size
+addr = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
+vec = (ctypes.c_ubyte * ((size + 4095) // 4096))()
+assert libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(size), vec) == 0, ctypes.get_errno()
+print(f"resident={sum(v & 1 for v in vec)}")
+EOF
+"""
+
+
+@pytest.mark.parametrize("name,layered", [("local", "image"), ("docker", "image"), ("local", "tree")])
+def test_a_run_does_not_find_in_the_page_cache_what_an_earlier_run_of_its_state_read(name, layered, tree, work,
+                                                                                     monkeypatch):
+    """Each run mounts its state's image afresh (tree_image.lower_mount): a run that reads
+    1 MiB of a program file leaves none of its pages for the next run of the same state to
+    find (mincore through the overlay, no timing), which would tell that run its state ran
+    before (a confirmation replay) or carry a message. The control: on the old layer over
+    the state's tree itself (`tree`), whose files' page cache every run shares, the next
+    run finds the pages the first one read."""
+    monkeypatch.setenv("TESTPRISM_LAYERED", layered)
+    with open(tree / "big", "wb") as fh:
+        fh.write(os.urandom(4 << 20))
+        fh.flush()
+        os.fsync(fh.fileno())
+        os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)  # as a state's tree long made
+    made = open_backend(name, work)
+    try:
+        env = made.prepare(BARE)
+        before = run(made, env, tree, RESIDENT_SCRIPT).output_tail
+        marked = run(made, env, tree, "dd if=big of=/dev/null bs=4096 count=256 && echo marked")
+        after = run(made, env, tree, RESIDENT_SCRIPT).output_tail
+    finally:
+        made.close()
+    assert "marked" in marked.output_tail, marked.output_tail
+    assert "resident=0" in before, before
+    found = int(re.search(r"resident=(\d+)", after).group(1))
+    if layered == "image":
+        assert found == 0, after
+    else:
+        assert found >= 256, after
+
+
+def test_a_layer_s_mount_options_are_the_same_whatever_descriptors_the_harness_holds(tmp_path):
+    """The overlay's options, which every run reads in its /proc/self/mountinfo, name the
+    layer's folders by /proc/self/fd/<n>: n is one number the process reserved, not the
+    lowest free one, which followed how many descriptors the harness held at that moment
+    (in a long session it differed between one state's run and the next: the clean-clone
+    CI's metadata spy saw it). The control: holding 200 more descriptors moves the lowest
+    free number."""
+    from testprism.tasks.sandbox import layer
+
+    assert layer.available(), "layered programs need root and Linux 6.12+ (the probe said why)"
+    tree = tmp_path / "state" / "tree"
+    tree.mkdir(parents=True)
+    (tmp_path / "state" / ".ready").touch()
+    (tree / "f").write_text("x\n")
+
+    def options(ws: Path) -> tuple[str, int]:
+        ws.mkdir()
+        layer.mount_program(tree, ws, 212_345, SETTLED_MTIME, 16)
+        try:
+            point = str(ws / "program")
+            lines = [line.split(" - ")[1] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+                     if line.split()[4] == point]
+        finally:
+            layer.discard(ws)
+        lowest = fcntl.fcntl(0, fcntl.F_DUPFD, 100)  # the number the options used to name
+        os.close(lowest)
+        return lines[0], lowest
+
+    first, lowest_first = options(tmp_path / "ws1")
+    held = [os.open("/", os.O_PATH) for _ in range(200)]
+    try:
+        second, lowest_second = options(tmp_path / "ws2")
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert "/proc/self/fd/" in first and first == second, (first, second)
+    assert lowest_first != lowest_second
 
 
 def test_a_layer_under_a_linked_work_area_is_found_and_removed(tmp_path, monkeypatch):

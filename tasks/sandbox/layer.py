@@ -7,8 +7,8 @@ machine's disk when it was quiet and up to 0.6 s when runs were writing beside i
 (`mode`), `program/` is an overlay instead of a copy:
 
 - the lower layer is, by default (`image`), the state's tree as a read-only EROFS image
-  (tasks/sandbox/tree_image.py: built once per state, mounted once per process, cloned per
-  run) whose metadata follows the tree's structure alone; with `TESTPRISM_LAYERED=tree`,
+  (tasks/sandbox/tree_image.py: built once per state, mounted afresh for each run, its
+  cached pages dropped first) whose metadata follows the tree's structure alone; with `TESTPRISM_LAYERED=tree`,
   the state's tree itself. Either is attached through an **idmapped** mount
   (mount_setattr with MOUNT_ATTR_IDMAP, Linux 5.12+; overlayfs over idmapped layers, 5.19+)
   that shows the harness's files (uid 0) as the run's uid, and that is read-only and
@@ -67,6 +67,7 @@ import functools
 import logging
 import os
 import re
+import resource
 import shutil
 import struct
 import subprocess
@@ -97,8 +98,10 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _settled: set[Path] = set()
 _settle_lock = threading.Lock()
 _overlay_lock = threading.Lock()
-#: where the descriptor naming a layer's folders in the overlay's options is placed (_overlay)
-_OPTIONS_FD = 100
+#: the descriptor number that names a layer's folders in the overlay's options (_overlay),
+#: held by this process from its first layer on (_options_fd)
+_OPTIONS_FD = 1000
+_held_fd: int | None = None
 
 
 class LayerUnavailable(OSError):
@@ -140,7 +143,7 @@ def _user_namespace(uid: int) -> int:
 
 def _idmapped_view(tree: Path | int, target: Path, uid: int) -> None:
     """Mount `tree` at `target` read-only, noatime, with uid 0 shown as `uid`. `tree` is a
-    folder (cloned here) or the descriptor of a detached mount to attach (an image's clone:
+    folder (cloned here) or the descriptor of a detached mount to attach (an image's:
     tree_image.lower_mount), which this closes."""
     if isinstance(tree, int):
         fd = tree
@@ -238,15 +241,18 @@ def _overlay(layer: Path, program: Path) -> None:
 
     Its options are in the run's /proc/self/mountinfo, and the overlay keeps them as given:
     the layer's path would show the run its workspace's name (this process's run counter),
-    so the folders are named through /proc/self/fd/<n> of a descriptor placed at the
-    lowest free number from _OPTIONS_FD up, under a lock (the same number for every run
-    while this process holds fewer descriptors). `xino=on`: every entry, lower or upper,
+    so the folders are named through /proc/self/fd/<n>, where n is one number this process
+    reserved for it (`_options_fd`), pointed at the layer under a lock while the overlay is
+    mounted. Not the lowest free number: that follows how many descriptors the harness holds
+    at the moment (other runs' pipes, the engine's sockets), which differed between one
+    state's run and the next in a long session. `xino=on`: every entry, lower or upper,
     shows the overlay's own device number and an inode number made from its layer's, so
     neither the image's device nor the work area's disk is seen."""
     with _overlay_lock:
+        named = _options_fd()
         fd = os.open(layer, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            named = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _OPTIONS_FD)
+            os.dup2(fd, named, inheritable=False)
         finally:
             os.close(fd)
         try:
@@ -254,7 +260,31 @@ def _overlay(layer: Path, program: Path) -> None:
             _mount("overlay", program, "overlay", _MS_NOSUID | _MS_NODEV,
                    f"lowerdir={at}/lower,upperdir={at}/upper,workdir={at}/work,xino=on")
         finally:
-            os.close(named)
+            _point_at_root(named)  # the layer's tmpfs is not held past its run
+
+
+def _options_fd() -> int:
+    """The descriptor number _overlay names layers by: reserved once per process (pointing
+    at `/` between mounts), from _OPTIONS_FD up (below the process's descriptor limit), so
+    it is the same number for every run, whatever else the harness opens and closes."""
+    global _held_fd
+    if _held_fd is None:
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        start = _OPTIONS_FD if soft == resource.RLIM_INFINITY else min(_OPTIONS_FD, soft - 1)
+        root = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            _held_fd = fcntl.fcntl(root, fcntl.F_DUPFD_CLOEXEC, start)
+        finally:
+            os.close(root)
+    return _held_fd
+
+
+def _point_at_root(named: int) -> None:
+    root = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.dup2(root, named, inheritable=False)
+    finally:
+        os.close(root)
 
 
 def added_entries(ws: Path) -> list[str]:

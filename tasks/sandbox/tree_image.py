@@ -28,19 +28,25 @@ CONFIG_EROFS_FS_BACKED_BY_FILE): no loop device, nothing in /sys/block. Building
 the same (1,501 entries, 54 MB: mkfs.erofs 1.9 s, mksquashfs uncompressed 1.5 s, `cp -a`
 0.9 s, on this machine under load), once per state instead of once per run.
 
-Each image is built once beside its tree (`<tree>.erofs`, under the build's lock, renamed
-into place when whole), only for a tree that build_once finished (`.ready` beside it): such
-a tree is content-keyed and never changes afterwards, so its image never goes stale. It is
-mounted once per process, detached (fsmount: attached nowhere, gone when this process's
-descriptor closes, so nothing is left mounted after a crash), and every run gets a clone of
-that mount: one superblock, one page cache per state, and no mount point in the work area.
+Each image is built once beside its tree (`<tree>.erofs`, under the build's lock, synced and
+renamed into place when whole), only for a tree that build_once finished (`.ready` beside
+it): such a tree is content-keyed and never changes afterwards, so its image never goes
+stale. Each run gets a mount of its own, detached (fsmount: attached nowhere until the run's
+layer attaches it, gone with the run's mounts, nothing left mounted after a crash), and so
+a superblock of its own: what one run of a state read is not in the next one's caches.
+Mounts of one image share the image file's pages in the host's page cache (the superblock
+reads its metadata through them), so each mount drops them first, and reads the data with
+direct I/O (`directio`): a run cannot time which of its state's blocks an earlier run read,
+which would tell it that its state ran before (a confirmation replay, issue 26's channel)
+or carry a message from one run of a state to the next. Runs of one state that overlap in
+time still share those metadata pages while both run. The cost: every run reads what it
+uses of its image from the disk, where a kept mount reread it from memory.
 Through the run's overlay (`xino=on`) every entry shows the overlay's own device number,
 so neither the image's anonymous device nor its mount order is visible.
 """
 
 from __future__ import annotations
 
-import collections
 import ctypes
 import logging
 import os
@@ -59,20 +65,14 @@ SUFFIX = ".erofs"
 _UUID = "6c1d5c2e-0000-4000-8000-000000000000"
 #: a state's image build is bounded (a tree is at most what a patch and a build step made)
 BUILD_TIMEOUT_S = 600
-#: detached mounts kept open per process: each holds a descriptor and a superblock; an
-#: evicted one is remounted when its state comes back (runs holding clones are unaffected)
-KEPT_MOUNTS = 64
 
-_SYS_OPEN_TREE, _SYS_FSOPEN, _SYS_FSCONFIG, _SYS_FSMOUNT = 428, 430, 431, 432  # x86_64 and aarch64 alike
+_SYS_FSOPEN, _SYS_FSCONFIG, _SYS_FSMOUNT = 430, 431, 432  # x86_64 and aarch64 alike
 _FSOPEN_CLOEXEC, _FSMOUNT_CLOEXEC = 0x1, 0x1
-_FSCONFIG_SET_STRING, _FSCONFIG_CMD_CREATE = 1, 6
+_FSCONFIG_SET_FLAG, _FSCONFIG_SET_STRING, _FSCONFIG_CMD_CREATE = 0, 1, 6
 _MOUNT_ATTR_RDONLY, _MOUNT_ATTR_NOSUID, _MOUNT_ATTR_NODEV, _MOUNT_ATTR_NOATIME = 0x1, 0x2, 0x4, 0x10
-_OPEN_TREE_CLONE, _OPEN_TREE_CLOEXEC, _AT_EMPTY_PATH = 1, 0o2000000, 0x1000
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_mounts: collections.OrderedDict[Path, int] = collections.OrderedDict()
 _failed: dict[Path, str] = {}
-_lock = threading.Lock()
 
 
 class ImageUnavailable(OSError):
@@ -119,23 +119,35 @@ def _build(tree: Path, image: Path, mtime: int) -> None:
         log.warning("%s; its runs copy the tree", _failed[tree])
         raise ImageUnavailable(_failed[tree])
     partial.chmod(0o600)  # the harness's own: no run reads it as a file
+    fd = os.open(partial, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)  # written back now, so that _evict can drop every page before a run
+    finally:
+        os.close(fd)
     os.rename(partial, image)
 
 
 def lower_mount(image: Path) -> int:
-    """A descriptor of a fresh detached clone of `image`'s mount (read-only, nosuid, nodev,
-    noatime), for the caller to idmap and attach (then close). The image is mounted once
-    per process (KEPT_MOUNTS most recent kept)."""
-    with _lock:
-        fd = _mounts.get(image)
-        if fd is None:
-            fd = _mount_image(image)
-            _mounts[image] = fd
-            while len(_mounts) > KEPT_MOUNTS:
-                os.close(_mounts.popitem(last=False)[1])
-        _mounts.move_to_end(image)
-        return _check(_libc.syscall(_SYS_OPEN_TREE, fd, b"", _OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC | _AT_EMPTY_PATH),
-                      "open_tree (clone of the image's mount)")
+    """A descriptor of a fresh detached mount of `image` (read-only, nosuid, nodev,
+    noatime), for the caller to idmap and attach (then close): a superblock of the run's
+    own, whose caches go with its mount, over an image file whose cached pages are dropped
+    first (`_evict`), so a run finds nothing of what an earlier run of its state read."""
+    _evict(image)
+    return _mount_image(image)
+
+
+def _evict(image: Path) -> None:
+    """Drop the image file's pages from the host's page cache. The image's superblock reads
+    its metadata (and, without direct I/O, its data) through them, and every mount of the
+    image shares them: a run could time which were cached, and so tell that its own state
+    ran before (a confirmation replay) or read what an earlier run of it marked by reading.
+    Clean pages of a file nobody writes (the image is whole and synced before its rename)
+    all go."""
+    fd = os.open(image, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
 
 
 def _mount_image(image: Path) -> int:
@@ -143,6 +155,9 @@ def _mount_image(image: Path) -> int:
     try:
         _check(_libc.syscall(_SYS_FSCONFIG, context, _FSCONFIG_SET_STRING, b"source", os.fsencode(image), 0),
                f"erofs source {image.name}")
+        # data read straight from the file, past the host's page cache (which every mount
+        # of the image shares); a kernel without the option (before 6.14) does so by default
+        _libc.syscall(_SYS_FSCONFIG, context, _FSCONFIG_SET_FLAG, b"directio", None, 0)
         _check(_libc.syscall(_SYS_FSCONFIG, context, _FSCONFIG_CMD_CREATE, None, None, 0),
                f"mount {image.name} (a file-backed EROFS needs Linux 6.12+)")
         attrs = _MOUNT_ATTR_RDONLY | _MOUNT_ATTR_NOSUID | _MOUNT_ATTR_NODEV | _MOUNT_ATTR_NOATIME
