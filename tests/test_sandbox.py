@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import socket
+import subprocess
 import tempfile
 import threading
 import time
@@ -451,9 +452,9 @@ EOF
 @pytest.mark.parametrize("name,layered", [("local", "image"), ("docker", "image"), ("local", "tree")])
 def test_a_run_does_not_find_in_the_page_cache_what_an_earlier_run_of_its_state_read(name, layered, tree, work,
                                                                                      monkeypatch):
-    """Each run mounts its state's image afresh (tree_image.lower_mount): a run that reads
-    1 MiB of a program file leaves none of its pages for the next run of the same state to
-    find (mincore through the overlay, no timing), which would tell that run its state ran
+    """Each run mounts its state's image afresh (tree_image.lower_mount), a superblock of
+    its own: a run that reads 1 MiB of a program file leaves none of its pages for the next
+    run of the same state to find (mincore through the overlay, no timing), which would tell that run its state ran
     before (a confirmation replay) or carry a message. The control: on the old layer over
     the state's tree itself (`tree`), whose files' page cache every run shares, the next
     run finds the pages the first one read."""
@@ -478,6 +479,34 @@ def test_a_run_does_not_find_in_the_page_cache_what_an_earlier_run_of_its_state_
         assert found == 0, after
     else:
         assert found >= 256, after
+
+
+@pytest.mark.parametrize("warm", [True, False])  # the defence, and without it (the control)
+def test_each_run_mounts_its_state_s_image_with_every_page_of_it_in_the_page_cache(warm, tmp_path, monkeypatch):
+    """Every mount of a state's image reads through the image file's pages in the host's
+    page cache, shared by all its runs: were only some cached, a run could time which
+    blocks an earlier run read. So each run's mount (tree_image.lower_mount) first brings
+    them all in, whatever the machine dropped since (fincore counts them, from the host).
+    The control: without that step, a dropped image stays cold at the next mount."""
+    from testprism.tasks.sandbox import tree_image
+
+    tree = tmp_path / "state" / "tree"
+    tree.mkdir(parents=True)
+    (tmp_path / "state" / ".ready").touch()
+    (tree / "big").write_bytes(os.urandom(4 << 20))
+    image = tree_image.image_of(tree, SETTLED_MTIME)
+    if not warm:
+        monkeypatch.setattr(tree_image, "_warm", lambda image: None)
+    fd = os.open(image, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # as memory pressure may leave it
+    finally:
+        os.close(fd)
+    os.close(tree_image.lower_mount(image))
+    pages, size = map(int, subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "PAGES,SIZE",
+                                           str(image)], capture_output=True, text=True, check=True).stdout.split())
+    total = (size + os.sysconf("SC_PAGE_SIZE") - 1) // os.sysconf("SC_PAGE_SIZE")
+    assert (pages == total) is warm, (pages, total)
 
 
 def test_a_layer_s_mount_options_are_the_same_whatever_descriptors_the_harness_holds(tmp_path):

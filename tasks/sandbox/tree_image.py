@@ -33,14 +33,13 @@ renamed into place when whole), only for a tree that build_once finished (`.read
 it): such a tree is content-keyed and never changes afterwards, so its image never goes
 stale. Each run gets a mount of its own, detached (fsmount: attached nowhere until the run's
 layer attaches it, gone with the run's mounts, nothing left mounted after a crash), and so
-a superblock of its own: what one run of a state read is not in the next one's caches.
-Mounts of one image share the image file's pages in the host's page cache (the superblock
-reads its metadata through them), so each mount drops them first, and reads the data with
-direct I/O (`directio`): a run cannot time which of its state's blocks an earlier run read,
-which would tell it that its state ran before (a confirmation replay, issue 26's channel)
-or carry a message from one run of a state to the next. Runs of one state that overlap in
-time still share those metadata pages while both run. The cost: every run reads what it
-uses of its image from the disk, where a kept mount reread it from memory.
+a superblock of its own: what one run of a state read is not in the next one's caches
+(mincore through its overlay finds none of it). Every mount of an image reads through the
+image file's pages in the host's page cache, which all runs of the state share: before each
+mount they are all brought in (`_warm`), so that none tells which blocks an earlier run read
+(its state ran before: a confirmation replay, issue 26's channel; or a message). The cost:
+the image stays in memory while its state runs, and a run's first read of a file copies it
+from there (a kept, shared mount had it already).
 Through the run's overlay (`xino=on`) every entry shows the overlay's own device number,
 so neither the image's anonymous device nor its mount order is visible.
 """
@@ -49,6 +48,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import mmap
 import os
 import shutil
 import subprocess
@@ -68,8 +68,9 @@ BUILD_TIMEOUT_S = 600
 
 _SYS_FSOPEN, _SYS_FSCONFIG, _SYS_FSMOUNT = 430, 431, 432  # x86_64 and aarch64 alike
 _FSOPEN_CLOEXEC, _FSMOUNT_CLOEXEC = 0x1, 0x1
-_FSCONFIG_SET_FLAG, _FSCONFIG_SET_STRING, _FSCONFIG_CMD_CREATE = 0, 1, 6
+_FSCONFIG_SET_STRING, _FSCONFIG_CMD_CREATE = 1, 6
 _MOUNT_ATTR_RDONLY, _MOUNT_ATTR_NOSUID, _MOUNT_ATTR_NODEV, _MOUNT_ATTR_NOATIME = 0x1, 0x2, 0x4, 0x10
+_MADV_POPULATE_READ = 22  # Linux 5.14+; Python 3.11's mmap module does not name it
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _failed: dict[Path, str] = {}
@@ -121,7 +122,7 @@ def _build(tree: Path, image: Path, mtime: int) -> None:
     partial.chmod(0o600)  # the harness's own: no run reads it as a file
     fd = os.open(partial, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        os.fsync(fd)  # written back now, so that _evict can drop every page before a run
+        os.fsync(fd)  # on the disk whole before its name says it is: a crash leaves no torn image
     finally:
         os.close(fd)
     os.rename(partial, image)
@@ -130,22 +131,24 @@ def _build(tree: Path, image: Path, mtime: int) -> None:
 def lower_mount(image: Path) -> int:
     """A descriptor of a fresh detached mount of `image` (read-only, nosuid, nodev,
     noatime), for the caller to idmap and attach (then close): a superblock of the run's
-    own, whose caches go with its mount, over an image file whose cached pages are dropped
-    first (`_evict`), so a run finds nothing of what an earlier run of its state read."""
-    _evict(image)
+    own, whose caches go with its mount, over an image file held whole in the host's page
+    cache (`_warm`), so a run finds nothing of what an earlier run of its state read."""
+    _warm(image)
     return _mount_image(image)
 
 
-def _evict(image: Path) -> None:
-    """Drop the image file's pages from the host's page cache. The image's superblock reads
-    its metadata (and, without direct I/O, its data) through them, and every mount of the
-    image shares them: a run could time which were cached, and so tell that its own state
-    ran before (a confirmation replay) or read what an earlier run of it marked by reading.
-    Clean pages of a file nobody writes (the image is whole and synced before its rename)
-    all go."""
+def _warm(image: Path) -> None:
+    """Bring every page of the image file into the host's page cache (MADV_POPULATE_READ:
+    synchronous, a millisecond or so when they are there already). Every mount of the
+    image reads its metadata and data through these pages: were only some cached, a run
+    could time which, and so tell that its own state ran before (a confirmation replay) or
+    read what an earlier run of it marked by reading. Whole, they say nothing, and a run
+    cannot drop them (it has no descriptor of the image; they are charged to the harness's
+    memory, not to the run's cgroup)."""
     fd = os.open(image, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        with mmap.mmap(fd, 0, prot=mmap.PROT_READ) as mapped:
+            mapped.madvise(_MADV_POPULATE_READ)
     finally:
         os.close(fd)
 
@@ -155,9 +158,6 @@ def _mount_image(image: Path) -> int:
     try:
         _check(_libc.syscall(_SYS_FSCONFIG, context, _FSCONFIG_SET_STRING, b"source", os.fsencode(image), 0),
                f"erofs source {image.name}")
-        # data read straight from the file, past the host's page cache (which every mount
-        # of the image shares); a kernel without the option (before 6.14) does so by default
-        _libc.syscall(_SYS_FSCONFIG, context, _FSCONFIG_SET_FLAG, b"directio", None, 0)
         _check(_libc.syscall(_SYS_FSCONFIG, context, _FSCONFIG_CMD_CREATE, None, None, 0),
                f"mount {image.name} (a file-backed EROFS needs Linux 6.12+)")
         attrs = _MOUNT_ATTR_RDONLY | _MOUNT_ATTR_NOSUID | _MOUNT_ATTR_NODEV | _MOUNT_ATTR_NOATIME
