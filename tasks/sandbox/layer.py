@@ -7,9 +7,9 @@ machine's disk when it was quiet and up to 0.6 s when runs were writing beside i
 (`mode`), `program/` is an overlay instead of a copy:
 
 - the lower layer is, by default (`image`), the state's tree as a read-only EROFS image
-  (tasks/sandbox/tree_image.py: built once per state, mounted afresh for each run, its
-  cached pages dropped first) whose metadata follows the tree's structure alone; with `TESTPRISM_LAYERED=tree`,
-  the state's tree itself. Either is attached through an **idmapped** mount
+  (tasks/sandbox/tree_image.py: built once per state, mounted afresh for each run over
+  the image file brought whole into the page cache) whose metadata follows the tree's
+  structure alone; with `TESTPRISM_LAYERED=tree`, the state's tree itself. Either is attached through an **idmapped** mount
   (mount_setattr with MOUNT_ATTR_IDMAP, Linux 5.12+; overlayfs over idmapped layers, 5.19+)
   that shows the harness's files (uid 0) as the run's uid, and that is read-only and
   noatime. The run owns the tree it sees, as it owns a copy (chmod works, git's ownership
