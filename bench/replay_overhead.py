@@ -16,10 +16,11 @@ it:
 - `local-tmpfs`, `docker-tmpfs` (only when asked for): `local` and `docker` with their run
   workspaces in /dev/shm (WorkPaths.runs_root, `$TESTPRISM_WORKSPACES`): the per-run copy
   of the state's tree made in memory instead of on disk.
-- `local-layered`, `docker-layered` (only when asked for): `local` and `docker` with
-  `TESTPRISM_LAYERED=1`: every run's program the state's tree shared read-only under a
-  writable layer of the run's own (tasks/sandbox/layer.py; opt-in) instead of the default
-  copy, measured side by side with it.
+- `local-copy`, `docker-copy`, `local-tree`, `docker-tree` (only when asked for): `local` and
+  `docker` with every run's program a copy of the state's tree (`TESTPRISM_LAYERED=0`, the
+  default before the image layer, and its fallback) or the state's tree itself shared under
+  a writable layer of the run's own (`TESTPRISM_LAYERED=tree`, the old opt-in layer), side
+  by side with the default (the state's image under that layer; tasks/sandbox/layer.py).
 - `local-unbounded` (only when asked for): `local` without the run's cgroup and without
   the bounded workspace (`$TESTPRISM_RUN_CGROUP=0`, `$TESTPRISM_BOUNDED_WORKSPACE=0`): what
   the per-run bounds cost, side by side (`--against` the revision before them is the other
@@ -554,10 +555,11 @@ def tree_size(tree: Path) -> tuple[int, int]:
     return files, size
 
 
-def fill_cost(subj: Subject, environment: Path, scratch: Path, layered: bool, runs: int = 15) -> float:
-    """Median time of `fill_workspace` and removing the workspace again (a copy of the
-    state's tree, or a layer over it, plus the suite; the owner and times handed over),
-    which local and docker (bind mode) runs both pay; measured after the rounds, alone."""
+def fill_cost(subj: Subject, environment: Path, scratch: Path, program: str, runs: int = 15) -> float:
+    """Median time of `fill_workspace` and removing the workspace again (the state's tree as
+    `program` gives it, FILL_WAYS: a copy, a layer over the tree or over its image, plus the
+    suite; the owner and times handed over), which local and docker (bind mode) runs both
+    pay; measured after the rounds, alone (an image's one-off build before them)."""
     request = RunRequest(tree=subj.tree, suite_folder=subj.suite_folder, suite_files=subj.suite_files,
                          command=subj.command, environment=environment, limits=Limits(), suite_patch=subj.suite_patch)
     times = []
@@ -565,8 +567,8 @@ def fill_cost(subj: Subject, environment: Path, scratch: Path, layered: bool, ru
         ws = scratch / f"fill-{subj.id}-{k}"
         ws.mkdir()
         start = time.perf_counter()
-        fill = functools.partial(fill_workspace, request, ws, 261_000, layered=layered, bounded=True)
-        (with_settings(fill, MODE_SETTINGS["-layered"]) if layered else fill)()
+        with_settings(functools.partial(fill_workspace, request, ws, 261_000, layered=True, bounded=True),
+                      {layer.SETTING: FILL_WAYS[program]})()
         layer.discard(ws)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
@@ -588,10 +590,15 @@ def with_settings(run: Callable[[], int], settings: dict[str, str]) -> Callable[
     return switched
 
 
-#: per mode, the settings it runs under: layered programs on (opt-in), or a run's cgroup and
-#: bounded workspace off (per-process rlimits and the work area's disk, as before issue 26)
+#: how a fill gives a run the state's tree (fill_cost): the setting of each layer.mode
+FILL_WAYS = {"copy": "0", "tree": "tree", "image": "image"}
+
+#: per mode, the settings it runs under: a copy or the old layer over the tree instead of the
+#: default image layer, or a run's cgroup and bounded workspace off (per-process rlimits
+#: and the work area's disk, as before issue 26)
 MODE_SETTINGS = {
-    "-layered": {layer.SETTING: "1"},
+    "-copy": {layer.SETTING: "0"},
+    "-tree": {layer.SETTING: "tree"},
     "-unbounded": {cgroup.SETTING: "0", BOUNDED_SETTING: "0"},
 }
 
@@ -629,7 +636,7 @@ def _version(said: str) -> str:
 
 
 #: modes measured only when asked for, each a variant of local or docker
-EXTRA_MODES = ("local-layered", "docker-layered", "local-tmpfs", "docker-tmpfs", "local-unbounded", "docker-1cpu")
+EXTRA_MODES = ("local-copy", "docker-copy", "local-tree", "docker-tree", "local-tmpfs", "docker-tmpfs", "local-unbounded", "docker-1cpu")
 
 
 def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]], times: dict[str, list[float]],
@@ -646,7 +653,7 @@ def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]]
     extra = [m for m in EXTRA_MODES if any(n.endswith(f":{m}") for n in per_round)]
     table = Table(title="per-run overhead by language (overhead = median over rounds of mode − the instance's bare)")
     for column in ("language", "instance", "bare", "local", "÷ py", "docker", "÷ py", "≤ 1.10", *extra,
-                   "files", "MB", "fill: copy", "fill: layer", "toolchain: host / image"):
+                   "files", "MB", *(f"fill: {way}" for way in FILL_WAYS), "toolchain: host / image"):
         table.add_column(column, justify="left" if column in ("language", "instance") else "right", no_wrap=True)
     for subj in subjects:
         cells = [subj.language, subj.id, f"{statistics.median(times[f'{subj.id}:bare']):.3f} s"]
@@ -667,14 +674,14 @@ def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]]
             cells.append("—" if mine is None else f"{mine * 1000:+.0f} ms{ratio}")
         files, size = tree_size(subj.tree)
         cells += [str(files), f"{size / 1e6:.1f}"]
-        cells += [f"{fills[(subj.id, way)] * 1000:.0f} ms" if (subj.id, way) in fills else "—" for way in (False, True)]
+        cells += [f"{fills[(subj.id, way)] * 1000:.0f} ms" if (subj.id, way) in fills else "—" for way in FILL_WAYS]
         cells.append("; ".join(f"{tool} {host} / {image}" + ("" if host == image else " (DIFFER)")
                                for tool, (host, image) in versions.get(subj.id, {}).items()) or "—")
         table.add_row(*cells)
     console.print(table)
     console.print("local, docker: overhead; ÷ py = overhead ÷ the Python instance's overhead of the same mode "
                   "(target for docker ≤ 1.10); files, MB: the state's (built) tree; fill = median time of fill_workspace "
-                  "and the workspace's removal, copying the tree or layering over it (TESTPRISM_LAYERED=1), measured alone after the rounds; an extra mode's figure is its overhead (÷ py in brackets)" + ("; docker-1cpu: docker's overhead with a CPU quota of 1 CPU"
+                  "and the workspace's removal, copying the tree, layering over it or over its image (TESTPRISM_LAYERED=0, tree, image), measured alone after the rounds; an extra mode's figure is its overhead (÷ py in brackets)" + ("; docker-1cpu: docker's overhead with a CPU quota of 1 CPU"
                                               if extra else ""))
 
 
@@ -789,10 +796,9 @@ def main() -> None:
             extra["docker-cold"] = DockerBackend(work, reuse=False, prewarm=False)
         if "docker-reused" in modes:
             extra["docker-reused"] = DockerBackend(work, reuse=True)
-        if "local-layered" in modes:  # opt-in: the state's tree under a layer of the run's own
-            extra["local-layered"] = LocalBackend(work)
-        if "docker-layered" in modes:
-            extra["docker-layered"] = DockerBackend(work, reuse=False)
+        for name in ("local-copy", "local-tree", "docker-copy", "docker-tree"):  # the tree copied, or layered itself
+            if name in modes:
+                extra[name] = LocalBackend(work) if name.startswith("local") else DockerBackend(work, reuse=False)
         if "local-unbounded" in modes:  # without the run's cgroup and bounded workspace
             extra["local-unbounded"] = LocalBackend(work)
         if "docker-1cpu" in modes:  # a diagnosis: `docker` with a quota of 1 CPU
@@ -851,7 +857,7 @@ def main() -> None:
         times, per_round = measure(runners, args.rounds, args.block, only_some)
         log.info("load average after: %.1f %.1f %.1f", *os.getloadavg())
         if several:
-            fills = {(s.id, way): fill_cost(s, handles[s.id][0], scratch, way) for s in subjects for way in (False, True)}
+            fills = {(s.id, way): fill_cost(s, handles[s.id][0], scratch, way) for s in subjects for way in FILL_WAYS}
             for subj in subjects:
                 prefix = f"{subj.id}:"
                 mine = {n[len(prefix):]: v for n, v in times.items() if n.startswith(prefix)}

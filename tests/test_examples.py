@@ -33,9 +33,11 @@ def test_bundled_benchmark_has_the_testprism_panel_shape():
 #: builds and replays are tests/test_languages.py's). algokit's toposort is the instance
 #: where the broken suite accepts the valid candidates, so that biased, not broken, has the
 #: lowest CAR, as on the whole benchmark (checked on a full demo's store).
-DEMO_PART = ("algokit__bisect-past-end", "algokit__toposort-leaf-deps", "calkit__merge-touching",
-             "calkit__free-slots-nested-meeting", "textkit__snake-case-acronyms", "textkit__wrap-exact-width",
-             "urlkit__query-repeated-keys")
+#: five instances (seven until CI's time ran short: the demo test took 137 s): each
+#: configuration's designed failure shows on every one of them (the ten-language demo's
+#: per-instance scores, README), so the order the test asserts is theirs, not an average's
+DEMO_PART = ("algokit__toposort-leaf-deps", "calkit__merge-touching", "textkit__snake-case-acronyms",
+             "textkit__wrap-exact-width", "urlkit__query-repeated-keys")
 
 
 def bundled_part(target: Path, instances: tuple[str, ...]) -> Path:

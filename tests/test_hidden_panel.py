@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,9 +29,11 @@ from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.score.metrics import instance_scores
 from testprism.tasks.replay.runs import execute_batch, plan, record_plan
 from testprism.tasks.execution.batch import ExecutionOptions
-from testprism.tasks.model.state import apply_patch
+from testprism.tasks.model import state as state_module
+from testprism.tasks.model.state import DEFAULT_FUZZ, apply_patch, materialise, states_of, tree_key
+from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.execution.verdict import Policy
-from tests.benchfixture import BUGGY, CHECKS, REFERENCE, diff, make_benchmark, write
+from tests.benchfixture import BUGGY, CHECKS, INVALID, REFERENCE, diff, make_benchmark, write
 
 INSTANCE = "mini__median-even"
 
@@ -79,7 +82,12 @@ def instance_files(deadline):
 
 source = open(os.path.join(program, "stats.py")).read()
 def applied(diff_text):
-    added = [l[1:] for l in diff_text.splitlines() if l.startswith("+") and not l.startswith("+++")]
+    added, on = [], False
+    for l in diff_text.splitlines():
+        if l.startswith("+++ "):
+            on = l.endswith("stats.py")
+        elif on and l.startswith("+"):
+            added.append(l[1:])
     return all(line in source for line in added if line.strip())
 
 for toml in instance_files(time.monotonic() + 20):
@@ -100,6 +108,63 @@ print("NO LEAK", found)
 '''
 
 
+#: Compares what the metadata of its program says with what a copy would show: statx of
+#: every entry (inode, device, link count, owner, access/modification/change/birth times),
+#: `ls -U` listing order, statfs of the program and workspace, and the workspace's lines
+#: of /proc/self/mountinfo. Prints them as FINGERPRINT lines (what varies per run and not
+#: per state masked: device numbers as "same as the program's", mount and peer-group ids,
+#: times of this run's own fill as "fresh") for the test to compare between states, and
+#: decides in-run from the one leak a shared tree has: a file a state's patch wrote was
+#: born after the rest of the tree. stats.py rewritten: patched, else buggy; notes.txt
+#: rewritten: the invalid candidate (its patch also edits it). Exits 0 unless it learned.
+METASPY = r"""
+import os, re, subprocess, sys
+
+def stat(paths):
+    fmt = "%n\t%i\t%d\t%h\t%u\t%.9X\t%.9Y\t%.9Z\t%.9W\n"
+    out = subprocess.run(["stat", "--printf", fmt, *paths], capture_output=True, text=True, check=True).stdout
+    return {f[0]: f[1:] for f in (line.split("\t") for line in out.splitlines())}
+
+order = subprocess.run(["find", ".", "-mindepth", "1"], capture_output=True, text=True, check=True).stdout.split()
+info = stat([".", *order])
+fresh = min(float(info[p][7]) for p in order if p.startswith("./tmp/")) - 1.0  # this run's fill
+me, dev = str(os.getuid()), info["."][1]
+
+def when(t):
+    t = float(t)
+    return "0" if t == 0 else "settled" if t == 1600000000 else "fresh" if t >= fresh else f"{t:.9f}"
+
+print("FINGERPRINT ls -U", subprocess.run(["ls", "-U", "-a", "-R"], capture_output=True, text=True).stdout.split())
+for path in [".", *order]:
+    ino, d, nlink, uid, *times = info[path]
+    print("FINGERPRINT", path, ino, d == dev, nlink, uid == me, *map(when, times))
+for folder in (".", ".."):
+    print("FINGERPRINT statfs", folder, subprocess.run(["stat", "-f", "-c", "%T %s %S %b %c %l", folder],
+                                                       capture_output=True, text=True).stdout.strip())
+for line in open("/proc/self/mountinfo"):
+    fields = line.split()
+    if fields[4].startswith("/workspace"):
+        tail = fields[fields.index("-") + 1:]
+        print("FINGERPRINT mount", fields[3], fields[4], fields[5], *tail)
+
+anchor = float(info["./docs/readme.txt"][7])  # when the state's tree was made, if it shows
+
+def rewritten(name):
+    return float(info[name][7]) - anchor > 0.02
+
+if anchor == 0 or anchor >= fresh:  # no birth time, or a copy made by this run's own fill
+    print("DECISION none")
+elif not rewritten("./stats.py"):
+    print("DECISION buggy")
+    sys.exit(1)
+elif rewritten("./notes.txt"):
+    print("DECISION invalid")
+    sys.exit(1)
+else:
+    print("DECISION none")
+"""
+
+
 @pytest.fixture()
 def outside() -> Iterator[Path]:
     """A world-readable folder outside every path a sandbox may see (not /tmp, /var/tmp
@@ -118,12 +183,12 @@ def _readable(root: Path) -> None:
             os.chmod(os.path.join(dirpath, name), 0o644)
 
 
-def _replay(root: Path, store_root: Path, work_root: Path, backend: str, **options) -> Store:
+def _replay(root: Path, store_root: Path, work_root: Path, backend: str, only: str | None = None, **options) -> Store:
     benchmark = load_benchmark(root)
     store = Store(store_root)
     record_plan(benchmark, store)
     opts = ExecutionOptions(backend=backend, work_root=work_root, store_root=store_root, concurrency=2, **options)
-    execute_batch([s for s in plan(benchmark, opts) if s.runs_in_sandbox], opts)
+    execute_batch([s for s in plan(benchmark, opts) if s.runs_in_sandbox and only in (None, s.configuration)], opts)
     return store
 
 
@@ -136,13 +201,44 @@ def _scores(store: Store) -> dict[str, tuple[float, float | None, float | None, 
 
 
 @pytest.fixture()
-def cheating_bench(outside) -> Path:
+def cheating_bench(outside, work_root, monkeypatch) -> Path:
+    """The cheaters and a suite passing everywhere on a program with two more files:
+    `notes.txt`, which the invalid candidate's patch also edits (its tree differs from the
+    valid one's in content only), and `docs/readme.txt`, which no patch touches. Its state
+    trees are made before the replay, each patch applied 0.1 s after its tree was copied
+    (a large repository's patch takes that long), as the replay would make them."""
     root = make_benchmark(outside / "bench", {
         "cheater": {"cheat.py": CHEATER, "run_tests.sh": "exec python tmp/cheat.py\n"},
+        "metaspy": {"spy.py": METASPY, "run_tests.sh": "exec python tmp/spy.py\n"},
         "passes": {"run_tests.sh": "exit 0\n"},
     })
+    inst = root / "instances" / INSTANCE
+    write(inst / "program" / "notes.txt", "notes\n")
+    write(inst / "program" / "docs" / "readme.txt", "readme\n")
+    write(inst / "candidates" / "sorts-in-place.diff",
+          diff("notes.txt", "notes\n", "notes, sorted in place\n") + diff("stats.py", BUGGY, INVALID))
     _readable(root)
+
+    def slow(tree, patch, fuzz=DEFAULT_FUZZ):
+        time.sleep(0.1)
+        return apply_patch(tree, patch, fuzz)
+
+    monkeypatch.setattr(state_module, "apply_patch", slow)
+    instance, work = load_benchmark(root).instances[INSTANCE], WorkPaths(work_root)
+    states = states_of(instance)
+    new = not all((work.state(INSTANCE, tree_key(s, DEFAULT_FUZZ)) / ".ready").exists() for s in states)
+    for state in states:  # once per session: the trees are keyed by content
+        materialise(instance, state, work)
+    monkeypatch.undo()
+    if new:
+        time.sleep(1.5)  # a tree made a while before its runs, as in any replay (METASPY tells a copy by its age)
     return root
+
+
+def _fingerprints(store: Store, configuration: str) -> dict[str, list[str]]:
+    rows = store.scan("runs").filter(pl.col("configuration") == configuration).collect().iter_rows(named=True)
+    return {r["candidate_id"] or r["state"]: [line for line in r["stdout_tail"].splitlines()
+                                              if line.startswith(("FINGERPRINT", "DECISION"))] for r in rows}
 
 
 @pytest.mark.slow
@@ -156,6 +252,26 @@ def test_a_cheating_suite_scores_no_better_than_one_that_passes_everywhere(backe
     assert scores["cheater"] == scores["passes"]
     tails = store.scan("runs").filter(pl.col("configuration") == "cheater").collect()["stdout_tail"].to_list()
     assert len(tails) == 4 and all("NO LEAK []" in t for t in tails), tails
+    # The program's metadata: every state shows the same (the default, an image layer)
+    assert scores["metaspy"] == scores["passes"]
+    seen = _fingerprints(store, "metaspy")
+    differing = {state: [(a, b) for a, b in zip(seen["buggy"], lines) if a != b] + [len(seen["buggy"]), len(lines)]
+                 for state, lines in seen.items() if lines != seen["buggy"]}
+    assert len(seen) == 4 and not differing, differing  # (buggy's line, this state's line)
+    assert "DECISION none" in seen["buggy"] and any(" settled " in line for line in seen["buggy"])
+
+
+@pytest.mark.requires("sandbox")
+def test_the_metadata_spy_wins_on_a_layer_that_shows_the_state_s_tree(cheating_bench, tmp_path, work_root,
+                                                                     monkeypatch):
+    """The control of the metadata half: on the old opt-in layer over the state's tree
+    itself (TESTPRISM_LAYERED=tree), which shows the tree's birth times, the same suite
+    tells every state apart (JVR 1). What the test above shows is the image's doing."""
+    monkeypatch.setenv("TESTPRISM_LAYERED", "tree")
+    store = _replay(cheating_bench, tmp_path / "store", work_root, "local", only="metaspy")
+    seen = _fingerprints(store, "metaspy")
+    assert _scores(store)["metaspy"] == (1.0, 1.0, 1.0, 1.0), seen
+    assert len({tuple(lines) for lines in seen.values()}) == 4  # the comparison between states can fail too
 
 
 @pytest.mark.slow
@@ -165,7 +281,7 @@ def test_the_cheater_wins_where_the_sandbox_is_off(cheating_bench, tmp_path, wor
     suite finds the answer key and scores a perfect JVR. What the test above shows is the
     sandbox's doing, not the cheater's weakness."""
     monkeypatch.setattr("testprism.tasks.sandbox.local.bubblewrap_works", lambda: False)
-    store = _replay(cheating_bench, tmp_path / "store", work_root, "local", trusted=True)
+    store = _replay(cheating_bench, tmp_path / "store", work_root, "local", only="cheater", trusted=True)
     assert _scores(store)["cheater"] == (1.0, 1.0, 1.0, 1.0)
 
 

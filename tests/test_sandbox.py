@@ -8,10 +8,12 @@ on the host's loopback) is the same for all three.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
 import socket
+import subprocess
 import tempfile
 import threading
 import time
@@ -50,8 +52,12 @@ def env(backend) -> Path:
 
 @pytest.fixture()
 def tree(work_root) -> Iterator[Path]:
-    root = work_root / f"tree-{os.getpid()}-{time.monotonic_ns()}"
-    root.mkdir()
+    """A state's tree as materialise leaves one (a finished build_once folder, `.ready`
+    beside it), so that runs layer it over its image (the default, layer.py); tests fill
+    it before its first run and never change it afterwards, as the harness does."""
+    root = work_root / f"state-{os.getpid()}-{time.monotonic_ns()}" / "tree"
+    root.mkdir(parents=True)
+    (root.parent / ".ready").touch()
     (root / "data.txt").write_text("program file\n")
     yield root
 
@@ -374,12 +380,12 @@ echo more >> data.txt && chmod 600 data.txt && rm sub/dir/nested.txt && mkdir -p
 """
 
 
-@pytest.mark.parametrize("layered", ["1", "0"])  # asked for, and the default
+@pytest.mark.parametrize("layered", ["image", "tree", "0"])  # the default, the old layer, a copy
 def test_a_layered_program_is_the_runs_own_and_the_state_tree_is_left_as_it_was(backend, env, tree, layered,
                                                                                   monkeypatch, work):
-    """Asked for (TESTPRISM_LAYERED=1) where the harness can (root, Linux 5.19+), a run's
-    program is the state's tree under a writable layer of the run's own (tasks/sandbox/
-    layer.py), not a copy: the run owns what
+    """By default where the harness can (root, Linux 6.12+), a run's program is the state's
+    tree (its image, or with TESTPRISM_LAYERED=tree the tree itself) under a writable layer
+    of the run's own (tasks/sandbox/layer.py), not a copy: the run owns what
     it sees, with the settled times, may change, chmod, delete, rename and link anything,
     and the state's tree afterwards is what it was, entry for entry (mode, owner, times,
     bytes); the run's mount table does not name the tree; no overlay is left mounted.
@@ -398,7 +404,7 @@ def test_a_layered_program_is_the_runs_own_and_the_state_tree_is_left_as_it_was(
     done = backend.run(request)
     out = done.output_tail
     assert done.exit_code == 0 and "done" in out, out
-    expect_layer = layered == "1" and not getattr(backend, "reuse", False)
+    expect_layer = layered != "0" and not getattr(backend, "reuse", False)
     assert ("fs=overlayfs" in out) is expect_layer, out
     owner, me = re.search(r"owner=(\d+) me=(\d+)", out).groups()
     assert owner == me
@@ -426,20 +432,136 @@ def test_what_a_layered_run_writes_to_its_program_is_bounded_by_its_memory_limit
     assert _overlays_under(work.workspaces) == []
 
 
+#: Counts the pages of its program's `big` that are in the page cache (mincore on a mapping
+#: that is never touched, so counting reads nothing in)
+RESIDENT_SCRIPT = r"""python3 - <<'EOF'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype, libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                                                          ctypes.c_int, ctypes.c_int, ctypes.c_long]
+fd = os.open("big", os.O_RDONLY)
+size = os.fstat(fd).st_size
+addr = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
+vec = (ctypes.c_ubyte * ((size + 4095) // 4096))()
+assert libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(size), vec) == 0, ctypes.get_errno()
+print(f"resident={sum(v & 1 for v in vec)}")
+EOF
+"""
+
+
+@pytest.mark.parametrize("name,layered", [("local", "image"), ("docker", "image"), ("local", "tree")])
+def test_a_run_does_not_find_in_the_page_cache_what_an_earlier_run_of_its_state_read(name, layered, tree, work,
+                                                                                     monkeypatch):
+    """Each run mounts its state's image afresh (tree_image.lower_mount), a superblock of
+    its own: a run that reads 1 MiB of a program file leaves none of its pages for the next
+    run of the same state to find (mincore through the overlay, no timing), which would tell that run its state ran
+    before (a confirmation replay) or carry a message. The control: on the old layer over
+    the state's tree itself (`tree`), whose files' page cache every run shares, the next
+    run finds the pages the first one read."""
+    monkeypatch.setenv("TESTPRISM_LAYERED", layered)
+    with open(tree / "big", "wb") as fh:
+        fh.write(os.urandom(4 << 20))
+        fh.flush()
+        os.fsync(fh.fileno())
+        os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)  # as a state's tree long made
+    made = open_backend(name, work)
+    try:
+        env = made.prepare(BARE)
+        before = run(made, env, tree, RESIDENT_SCRIPT).output_tail
+        marked = run(made, env, tree, "dd if=big of=/dev/null bs=4096 count=256 && echo marked")
+        after = run(made, env, tree, RESIDENT_SCRIPT).output_tail
+    finally:
+        made.close()
+    assert "marked" in marked.output_tail, marked.output_tail
+    assert "resident=0" in before, before
+    found = int(re.search(r"resident=(\d+)", after).group(1))
+    if layered == "image":
+        assert found == 0, after
+    else:
+        assert found >= 256, after
+
+
+@pytest.mark.parametrize("warm", [True, False])  # the defence, and without it (the control)
+def test_each_run_mounts_its_state_s_image_with_every_page_of_it_in_the_page_cache(warm, tmp_path, monkeypatch):
+    """Every mount of a state's image reads through the image file's pages in the host's
+    page cache, shared by all its runs: were only some cached, a run could time which
+    blocks an earlier run read. So each run's mount (tree_image.lower_mount) first brings
+    them all in, whatever the machine dropped since (fincore counts them, from the host).
+    The control: without that step, a dropped image stays cold at the next mount."""
+    from testprism.tasks.sandbox import tree_image
+
+    tree = tmp_path / "state" / "tree"
+    tree.mkdir(parents=True)
+    (tmp_path / "state" / ".ready").touch()
+    (tree / "big").write_bytes(os.urandom(4 << 20))
+    image = tree_image.image_of(tree, SETTLED_MTIME)
+    if not warm:
+        monkeypatch.setattr(tree_image, "_warm", lambda image: None)
+    fd = os.open(image, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # as memory pressure may leave it
+    finally:
+        os.close(fd)
+    os.close(tree_image.lower_mount(image))
+    pages, size = map(int, subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "PAGES,SIZE",
+                                           str(image)], capture_output=True, text=True, check=True).stdout.split())
+    total = (size + os.sysconf("SC_PAGE_SIZE") - 1) // os.sysconf("SC_PAGE_SIZE")
+    assert (pages == total) is warm, (pages, total)
+
+
+def test_a_layer_s_mount_options_are_the_same_whatever_descriptors_the_harness_holds(tmp_path):
+    """The overlay's options, which every run reads in its /proc/self/mountinfo, name the
+    layer's folders by /proc/self/fd/<n>: n is one number the process reserved, not the
+    lowest free one, which followed how many descriptors the harness held at that moment
+    (in a long session it differed between one state's run and the next: the clean-clone
+    CI's metadata spy saw it). The control: holding 200 more descriptors moves the lowest
+    free number."""
+    from testprism.tasks.sandbox import layer
+
+    assert layer.available(), "layered programs need root and Linux 6.12+ (the probe said why)"
+    tree = tmp_path / "state" / "tree"
+    tree.mkdir(parents=True)
+    (tmp_path / "state" / ".ready").touch()
+    (tree / "f").write_text("x\n")
+
+    def options(ws: Path) -> tuple[str, int]:
+        ws.mkdir()
+        layer.mount_program(tree, ws, 212_345, SETTLED_MTIME, 16)
+        try:
+            point = str(ws / "program")
+            lines = [line.split(" - ")[1] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+                     if line.split()[4] == point]
+        finally:
+            layer.discard(ws)
+        lowest = fcntl.fcntl(0, fcntl.F_DUPFD, 100)  # the number the options used to name
+        os.close(lowest)
+        return lines[0], lowest
+
+    first, lowest_first = options(tmp_path / "ws1")
+    held = [os.open("/", os.O_PATH) for _ in range(200)]
+    try:
+        second, lowest_second = options(tmp_path / "ws2")
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert "/proc/self/fd/" in first and first == second, (first, second)
+    assert lowest_first != lowest_second
+
+
 def test_a_layer_under_a_linked_work_area_is_found_and_removed(tmp_path, monkeypatch):
     """A workspace reached through a link (a linked work area, a relative --work) is
     spelled otherwise in the mount table: its layer is still unmounted and removed."""
     from testprism.tasks.sandbox import layer
 
-    monkeypatch.setenv("TESTPRISM_LAYERED", "1")
-    assert layer.available(), "layered programs need root and Linux 5.19+ (the probe said why at debug level)"
+    assert layer.available(), "layered programs need root and Linux 6.12+ (the probe said why)"
     real = tmp_path / "real"
     (real / "ws").mkdir(parents=True)
-    (tmp_path / "tree").mkdir()
-    (tmp_path / "tree" / "f").write_text("x\n")
+    (tmp_path / "state" / "tree").mkdir(parents=True)
+    (tmp_path / "state" / ".ready").touch()
+    (tmp_path / "state" / "tree" / "f").write_text("x\n")
     os.symlink(real, tmp_path / "linked")
     ws = tmp_path / "linked" / "ws"
-    layer.mount_program(tmp_path / "tree", ws, 212_345, SETTLED_MTIME, 16)
+    layer.mount_program(tmp_path / "state" / "tree", ws, 212_345, SETTLED_MTIME, 16)
     assert (ws / "program" / "f").stat().st_uid == 212_345 and layer._mounts_under(real)
     layer.discard(ws)
     assert layer._mounts_under(real) == [] and sorted(p.name for p in real.iterdir()) == []

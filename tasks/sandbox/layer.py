@@ -4,13 +4,16 @@ Copying a state's tree into every run's workspace costs per entry, not per byte:
 module (344 files and 258 folders, mostly its build cache) took 0.13 s to copy on this
 machine's disk when it was quiet and up to 0.6 s when runs were writing beside it, against
 4 ms for a Python instance's dozen files. So, where the harness is root and the kernel can
-(`available`), `program/` is an overlay instead of a copy:
+(`mode`), `program/` is an overlay instead of a copy:
 
-- the lower layer is the state's tree through an **idmapped** mount (mount_setattr with
-  MOUNT_ATTR_IDMAP, Linux 5.12+; overlayfs over idmapped layers, 5.19+) that shows the
-  harness's files (uid 0) as the run's uid, and that is read-only and noatime. The run owns
-  the tree it sees, as it owns a copy (chmod works, git's ownership check passes), and the
-  state's tree cannot be written through it, not even by the harness;
+- the lower layer is, by default (`image`), the state's tree as a read-only EROFS image
+  (tasks/sandbox/tree_image.py: built once per state, mounted afresh for each run over
+  the image file brought whole into the page cache) whose metadata follows the tree's
+  structure alone; with `TESTPRISM_LAYERED=tree`, the state's tree itself. Either is attached through an **idmapped** mount
+  (mount_setattr with MOUNT_ATTR_IDMAP, Linux 5.12+; overlayfs over idmapped layers, 5.19+)
+  that shows the harness's files (uid 0) as the run's uid, and that is read-only and
+  noatime. The run owns the tree it sees, as it owns a copy (chmod works, git's ownership
+  check passes), and the state's tree cannot be written through it, not even by the harness;
 - the upper layer and overlayfs's work folder are on a tmpfs of the run's own, mounted
   beside the workspace (`<workspace>.layer`), never inside what the sandbox binds: whatever
   the run writes, renames or deletes lands there, and goes with it. On a tmpfs because a
@@ -18,43 +21,53 @@ machine's disk when it was quiet and up to 0.6 s when runs were writing beside i
   build-cache entry it uses (an mtime over an hour old), 335 files a run, which cost as
   much as the copy on disk (+0.3 s) and nothing in memory. The tmpfs is as large as the
   run's memory limit: what a run writes to its program is bounded (a copy on disk had no
-  bound but the disk), and under docker it counts against the container's memory.
+  bound but the disk), and under docker it counts against the container's memory. Its
+  inode numbers come from a counter of its own, so the same fill gives the same numbers;
+- the overlay is mounted with `xino=on` (one device number for every entry, the overlay's,
+  and inode numbers made from each layer's) and with options that name the layer's folders
+  through /proc/self/fd (`_overlay`): the run's mount table shows neither the work area's
+  paths nor the workspace's name.
 
 One difference from a copy is visible: `program/` itself is a mount point, so a run cannot
 rename or remove that one folder (EBUSY); everything in it is the run's to change. A state's
 build step, which may replace it, gets a copy (workspace.py).
 
-The state's tree gets the settled times of every workspace once per process (`_settle`);
-after that a fill touches only what it adds (the suite's files, what its test patch
+What the run sees of its state's entries, by mode (tests/test_hidden_panel.py compares them
+between states):
+- `image` (the default): inode numbers that follow the tree's structure, access,
+  modification and change times all SETTLED_MTIME, no birth time, root's ownership idmapped:
+  two states whose trees differ only in content look alike entry for entry, and nothing
+  tells when a state was made. A tree that is not a finished work-area tree (build_once's
+  `.ready` beside it: a test's scratch folder, a user's folder) has no image and is copied.
+- `tree`: the state's materialised tree itself, whose inode numbers, birth and change times
+  tell when the state was made and which files its patch wrote after the rest was copied
+  (born last): a run can tell the buggy program from a patched state. For suites one
+  trusts, and as the hidden-panel test's control. It gets the settled times once per process
+  (`_settle`); a copying reader of the same tree (a build, fast mode) moves its access
+  times again under relatime.
+- `copy` (`TESTPRISM_LAYERED=0`, or the fallback): every entry the run's own fresh metadata.
+After the lower, a fill touches only what it adds (the suite's files, what its test patch
 changes): `added_entries` lists them from the upper layer.
 
-**Opt-in** (`TESTPRISM_LAYERED=1`), because a shared tree shows the run metadata a copy
-does not: its entries' inode numbers, birth and change times are those of the state's
-materialised tree. Those tell when the state was made (states made later, candidates added
-to a panel after the first replay, say, look younger than the environment), and, within
-the tree, which files the state's patch wrote after the rest was copied (born last, higher
-inode numbers): a run could tell the buggy program (no such file) from a patched state. A
-copy gives every entry the run's own fresh metadata. So layering is for suites one trusts
-(one's own, the bundled ones) or where the cost matters more than this; the hidden-panel
-default stays the copy. Access times are settled once per process; a copying reader of the
-same tree (a build, fast mode) moves them again under relatime.
-
-Failure contract: `available()` probes once per process by mounting a layer over a scratch
-tree; when anything is missing it says why at debug level and every fill copies as before.
-`discard(ws)` is the only way a workspace goes: it detaches the mounts under it (and under
-its layer) before removing files, so a removal never reaches through an overlay into the
-state's tree (it could not write there anyway: the lower mount is read-only), and removes
-them with removal.remove_tree, which raises RemovalError when something stays.
+Failure contract: `mode()` probes each kind once per process by mounting a layer over a
+scratch tree; when anything is missing it logs one warning with why, every fill copies, and
+rows' `isolation` says `+copy` (`isolation_label`). `discard(ws)` is the only way a
+workspace goes: it detaches the mounts under it (and under its layer) before removing
+files, so a removal never reaches through an overlay into the state's tree (it could not
+write there anyway: the lower mount is read-only), and removes them with
+removal.remove_tree, which raises RemovalError when something stays.
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import functools
 import logging
 import os
 import re
+import resource
 import shutil
 import struct
 import subprocess
@@ -64,10 +77,11 @@ import time
 from pathlib import Path
 
 from testprism.tasks.model.removal import RemovalError, remove_tree
+from testprism.tasks.sandbox import tree_image
 
 log = logging.getLogger(__name__)
 
-#: the switch: `1` layers programs where the machine can; anything else copies (the default)
+#: the switch (`mode`): unset, the image layer where the machine can; `tree`, the old layer; `0`, a copy
 SETTING = "TESTPRISM_LAYERED"
 
 _SYS_OPEN_TREE, _SYS_MOVE_MOUNT, _SYS_MOUNT_SETATTR = 428, 429, 442  # x86_64 and aarch64 alike
@@ -83,6 +97,11 @@ _MNT_DETACH = 2
 _libc = ctypes.CDLL(None, use_errno=True)
 _settled: set[Path] = set()
 _settle_lock = threading.Lock()
+_overlay_lock = threading.Lock()
+#: the descriptor number that names a layer's folders in the overlay's options (_overlay),
+#: held by this process from its first layer on (_options_fd)
+_OPTIONS_FD = 1000
+_held_fd: int | None = None
 
 
 class LayerUnavailable(OSError):
@@ -122,12 +141,17 @@ def _user_namespace(uid: int) -> int:
         child.wait()
 
 
-def _idmapped_view(tree: Path, target: Path, uid: int) -> None:
-    """Mount `tree` at `target` read-only, noatime, with uid 0 shown as `uid`."""
-    userns = _user_namespace(uid)
-    try:
+def _idmapped_view(tree: Path | int, target: Path, uid: int) -> None:
+    """Mount `tree` at `target` read-only, noatime, with uid 0 shown as `uid`. `tree` is a
+    folder (cloned here) or the descriptor of a detached mount to attach (an image's:
+    tree_image.lower_mount), which this closes."""
+    if isinstance(tree, int):
+        fd = tree
+    else:
         fd = _check(_libc.syscall(_SYS_OPEN_TREE, _AT_FDCWD, str(tree).encode(),
                                   _OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC | _AT_RECURSIVE), "open_tree")
+    try:
+        userns = _user_namespace(uid)
         try:
             attr = (_MOUNT_ATTR_IDMAP | _MOUNT_ATTR_RDONLY | _MOUNT_ATTR_NOSUID | _MOUNT_ATTR_NODEV
                     | _MOUNT_ATTR_NOATIME)
@@ -140,9 +164,9 @@ def _idmapped_view(tree: Path, target: Path, uid: int) -> None:
             _check(_libc.syscall(_SYS_MOVE_MOUNT, fd, b"", _AT_FDCWD, str(target).encode(),
                                  _MOVE_MOUNT_F_EMPTY_PATH), "move_mount")
         finally:
-            os.close(fd)
+            os.close(userns)
     finally:
-        os.close(userns)
+        os.close(fd)
 
 
 def layer_folder(ws: Path) -> Path:
@@ -164,20 +188,25 @@ def _settle(tree: Path, mtime: int) -> None:
         _settled.add(tree)
 
 
-def mount_program(tree: Path, ws: Path, uid: int, mtime: int, size_mb: int) -> None:
+def mount_program(tree: Path, ws: Path, uid: int, mtime: int, size_mb: int, kind: str | None = None) -> None:
     """Make `ws/program` the overlay of `tree` (seen as owned by `uid`) under a fresh
-    upper layer of at most `size_mb` MiB. Raises LayerUnavailable, leaving nothing mounted,
-    when it cannot (any OSError on the way is one)."""
+    upper layer of at most `size_mb` MiB: of `kind` (default `mode()`), `image` over the
+    tree's image (tree_image.py), `tree` over the tree itself. Raises LayerUnavailable, leaving
+    nothing mounted, when it cannot (any OSError on the way is one, ImageUnavailable too)."""
     ws = Path(os.path.realpath(ws))  # as /proc/self/mountinfo spells it, so discard finds it
     layer = layer_folder(ws)
-    if any(c in str(layer) for c in ",:\\"):  # overlayfs's option syntax (only the layer's paths are in it)
-        raise LayerUnavailable(errno.EINVAL, f"{layer}: a layer's path may not hold , : or \\")
     program = ws / "program"
+    lower_source: Path | int = -1  # a descriptor stays ours to close until attached
     try:
-        _settle(tree, mtime)
+        if (kind or mode()) == "image":
+            lower_source = tree_image.lower_mount(tree_image.image_of(tree, mtime))
+        else:
+            _settle(tree, mtime)
+            lower_source = tree
         layer.mkdir()
         program.mkdir()
     except OSError as exc:
+        _close(lower_source)
         shutil.rmtree(layer, ignore_errors=True)
         raise LayerUnavailable(exc.errno or errno.EIO, f"layer of {ws.name}: {exc}") from exc
     try:
@@ -188,10 +217,11 @@ def mount_program(tree: Path, ws: Path, uid: int, mtime: int, size_mb: int) -> N
             folder.mkdir()
         os.chown(upper, uid, uid)
         os.utime(upper, (mtime, mtime))  # the merged root's times are the upper's
-        _idmapped_view(tree, lower, uid)
-        _mount("overlay", program, "overlay", _MS_NOSUID | _MS_NODEV,
-               f"lowerdir={lower},upperdir={upper},workdir={work}")
+        _idmapped_view(lower_source, lower, uid)
+        lower_source = -1
+        _overlay(layer, program)
     except BaseException as exc:
+        _close(lower_source)
         unmount_under(layer)
         unmount_under(program)
         program.rmdir()  # the caller copies the tree there instead
@@ -199,6 +229,62 @@ def mount_program(tree: Path, ws: Path, uid: int, mtime: int, size_mb: int) -> N
         if isinstance(exc, OSError) and not isinstance(exc, LayerUnavailable):
             raise LayerUnavailable(exc.errno or errno.EIO, f"layer of {ws.name}: {exc}") from exc
         raise
+
+
+def _close(source: Path | int) -> None:
+    if isinstance(source, int) and source >= 0:
+        os.close(source)
+
+
+def _overlay(layer: Path, program: Path) -> None:
+    """Mount the overlay of `layer`'s lower, upper and work folders at `program`.
+
+    Its options are in the run's /proc/self/mountinfo, and the overlay keeps them as given:
+    the layer's path would show the run its workspace's name (this process's run counter),
+    so the folders are named through /proc/self/fd/<n>, where n is one number this process
+    reserved for it (`_options_fd`), pointed at the layer under a lock while the overlay is
+    mounted. Not the lowest free number: that follows how many descriptors the harness holds
+    at the moment (other runs' pipes, the engine's sockets), which differed between one
+    state's run and the next in a long session. `xino=on`: every entry, lower or upper,
+    shows the overlay's own device number and an inode number made from its layer's, so
+    neither the image's device nor the work area's disk is seen."""
+    with _overlay_lock:
+        named = _options_fd()
+        fd = os.open(layer, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.dup2(fd, named, inheritable=False)
+        finally:
+            os.close(fd)
+        try:
+            at = f"/proc/self/fd/{named}"
+            _mount("overlay", program, "overlay", _MS_NOSUID | _MS_NODEV,
+                   f"lowerdir={at}/lower,upperdir={at}/upper,workdir={at}/work,xino=on")
+        finally:
+            _point_at_root(named)  # the layer's tmpfs is not held past its run
+
+
+def _options_fd() -> int:
+    """The descriptor number _overlay names layers by: reserved once per process (pointing
+    at `/` between mounts), from _OPTIONS_FD up (below the process's descriptor limit), so
+    it is the same number for every run, whatever else the harness opens and closes."""
+    global _held_fd
+    if _held_fd is None:
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        start = _OPTIONS_FD if soft == resource.RLIM_INFINITY else min(_OPTIONS_FD, soft - 1)
+        root = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            _held_fd = fcntl.fcntl(root, fcntl.F_DUPFD_CLOEXEC, start)
+        finally:
+            os.close(root)
+    return _held_fd
+
+
+def _point_at_root(named: int) -> None:
+    root = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.dup2(root, named, inheritable=False)
+    finally:
+        os.close(root)
 
 
 def added_entries(ws: Path) -> list[str]:
@@ -273,34 +359,54 @@ def discard(ws: Path) -> None:
         raise failures[0]
 
 
+def mode() -> str:
+    """How runs get their program now (`$TESTPRISM_LAYERED`, read at every fill, so one
+    process can measure every way): `image` (the default: a layer over the state's image,
+    tree_image.py), `tree` (`=tree`: a layer over the state's tree itself, which shows its
+    inode numbers and birth times: for suites one trusts, and the hidden-panel test's
+    control) or `copy` (`=0`, or where the machine cannot layer: the fallback, said once
+    per process with why)."""
+    asked = os.environ.get(SETTING, "image")
+    if asked == "0":
+        return "copy"
+    kind = "tree" if asked == "tree" else "image"
+    return kind if _probe(kind) else "copy"
+
+
 def available() -> bool:
-    """Whether programs are layered: asked for (`$TESTPRISM_LAYERED=1`, read at every fill,
-    so one process can measure both ways) and the machine able to (`_probe`)."""
-    return os.environ.get(SETTING, "0") == "1" and _probe()
+    """Whether programs are layered now (`mode`)."""
+    return mode() != "copy"
+
+
+def isolation_label() -> str:
+    """What a row's `isolation` adds for how its program was given: nothing for the image
+    (the default), `+copy`, `+tree-layer`."""
+    return {"image": "", "copy": "+copy", "tree": "+tree-layer"}[mode()]
 
 
 @functools.cache
-def _probe() -> bool:
-    """Root, and a probe layer over a scratch tree mounted, seen as the run's, written, and
-    its lower left unchanged: once per process."""
+def _probe(kind: str) -> bool:
+    """Root, and a probe layer of `kind` over a scratch tree mounted, seen as the run's,
+    with the settled times, written, and its lower left unchanged: once per process and
+    kind. A failure is the fallback to copying, logged once with why."""
     if os.geteuid() != 0:
-        log.debug("layered workspaces: not root; every run copies its state's tree")
+        log.warning("programs are copied into every workspace (the fallback to %s layers): not root", kind)
         return False
     scratch = Path(tempfile.mkdtemp(prefix="testprism-layer-probe-"))
     try:
-        tree, ws = scratch / "tree", scratch / "ws"
-        tree.mkdir()
+        tree, ws = scratch / "state" / "tree", scratch / "ws"
+        tree.mkdir(parents=True)
         (tree / "f").write_text("lower\n")
+        (scratch / "state" / ".ready").touch()  # a finished tree, as build_once leaves one
         ws.mkdir()
-        mount_program(tree, ws, 200_001, 1_600_000_000, 16)
-        seen = (ws / "program" / "f").stat().st_uid
+        mount_program(tree, ws, 200_001, 1_600_000_000, 16, kind)
+        seen = (ws / "program" / "f").stat()
         (ws / "program" / "f").write_text("upper\n")
-        ok = seen == 200_001 and (tree / "f").read_text() == "lower\n"
-        if not ok:
-            log.debug("layered workspaces: the probe layer did not behave as a copy")
-        return ok
+        if (seen.st_uid, seen.st_mtime) != (200_001, 1_600_000_000) or (tree / "f").read_text() != "lower\n":
+            raise LayerUnavailable(errno.EINVAL, "the probe layer did not behave as a copy")
+        return True
     except OSError as exc:
-        log.debug("layered workspaces unavailable: %s; every run copies its state's tree", exc)
+        log.warning("programs are copied into every workspace (the fallback to %s layers): %s", kind, exc)
         return False
     finally:
         discard(scratch / "ws")

@@ -101,7 +101,8 @@ class LocalBackend(SandboxBackend):
         if bubblewrap_works():
             # "-rlimits": a run's memory and processes bounded per process, its disk per file
             bounded = cgroup.available() and bounds_available()
-            self.isolation = "bubblewrap" if bounded else "bubblewrap-rlimits"
+            # + how runs get their program when it is not the default image (layer.py)
+            self.isolation = ("bubblewrap" if bounded else "bubblewrap-rlimits") + layer.isolation_label()
         elif trusted or unsafe:
             self.isolation = "none"
             log.warning(

@@ -18,8 +18,9 @@ workspace on a size-limited tmpfs of its own, with the sandbox's temporary folde
 and `disk_exceeded` tells afterwards whether it filled it.
 
 Where the harness is root and the kernel can, a fill asked for a layered program does not
-copy the state's tree: `program/` is an overlay over it with an upper layer of the run's own
-(tasks/sandbox/layer.py says how and why); everything else here is the same either way.
+copy the state's tree: `program/` is an overlay over it (by default over its read-only image)
+with an upper layer of the run's own (tasks/sandbox/layer.py says how and why); everything
+else here is the same either way.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from testprism.tasks.sandbox.layer import _MS_NODEV, _MS_NOSUID, _MS_PRIVATE, La
 from testprism.tasks.sandbox.nofollow import UnsafeTarget, read_file, write_file
 from testprism.tasks.model.removal import remove_tree
 from testprism.tasks.sandbox.base import REPORT_MAX_BYTES
+from testprism.tasks.sandbox.tree_image import ImageUnavailable
 from testprism.tasks.sandbox.base import RunRequest, SandboxError, SuiteNotInstalled
 from testprism.tasks.model.state import apply_patch
 
@@ -177,7 +179,11 @@ def _layer(request: RunRequest, ws: Path, uid: int) -> bool:
     try:
         layer.mount_program(request.tree, ws, uid, SETTLED_MTIME, request.limits.disk_mb)
     except layer.LayerUnavailable as exc:
-        log.warning("workspace %s: no layer (%s); copying the state's tree", ws.name, exc)
+        # a tree with no image (not a finished work-area tree; a failed build said so once)
+        # is not a fallback of the machine's: said at debug level
+        quiet = isinstance(exc.__cause__, ImageUnavailable)
+        log.log(logging.DEBUG if quiet else logging.WARNING, "workspace %s: no layer (%s); copying the state's tree",
+                ws.name, exc)
         return False
     return True
 

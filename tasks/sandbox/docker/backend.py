@@ -126,6 +126,8 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
         if prewarm is None:
             prewarm = os.environ.get("TESTPRISM_DOCKER_PREWARM", "1") not in ("", "0")
         self.prewarm = prewarm and self.copy == "bind" and not self.reuse
+        if self.copy == "bind" and not self.reuse:  # + how its runs get their program when not the image (layer.py)
+            self.isolation += layer.isolation_label()
         self.owner = _owner()
         self.session = secrets.token_hex(8)
         self._handles: dict[str, Path] = {}

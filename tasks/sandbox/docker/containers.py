@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 LAUNCH = PurePosixPath("/run/testprism/launch")
 UID_BASE = 200_000  # same range as the local backend: no passwd entry, no host files
 STOP_GRACE_S = 10  # how long a killed container may take to report its exit
+#: where the host's sysfs lists mounted EROFS images (each by a counter), masked in every container
+EROFS_SYSFS = "/sys/fs/erofs"
 
 
 def _run_env(request: RunRequest) -> dict[str, str]:
@@ -116,6 +118,10 @@ class _RunContainers:
         # in /tmp (go test links its test binary there)
         scratch = f"rw,exec,nosuid,nodev,size={limits.disk_mb}m,mode=1777"
         extra = {m.inside: scratch for m in request.mounts if m.host is None}
+        if self.runtime is None:
+            # the host's sysfs lists every mounted EROFS (the harness's state images,
+            # tasks/sandbox/tree_image.py) by a counter: an empty folder instead, in every run
+            extra[EROFS_SYSFS] = "ro,nosuid,nodev,noexec,size=4k,mode=0555"
         # archive mode copies the workspace into the image's root before the start (a
         # tmpfs is not there yet): its root stays writable, bounded per file only
         return api.create_host_config(
