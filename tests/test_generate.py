@@ -216,7 +216,7 @@ def test_testprism_agent_as_the_command_writes_a_suite_that_replays(tmp_path, wo
 @pytest.mark.parametrize("picked", [
     # Go's eleven state builds (go vet, the test packages) took most of this test's 163 s in
     # CI: its Go half runs with the polyglot replays (make test-polyglot), JavaScript's in CI
-    pytest.param("gokit__csv-doubled-quotes", id="go", marks=pytest.mark.polyglot),
+    pytest.param("gokit__csv-doubled-quotes", id="go", marks=[pytest.mark.polyglot, pytest.mark.timeout(900)]),
     pytest.param("urlkit__query-repeated-keys", id="javascript"),
 ])
 def test_scripted_generators_write_suites_that_run_without_pytest_on_go_and_javascript(picked, tmp_path, work_root):
