@@ -207,6 +207,23 @@ def plan_order(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Schedule, "wait_turn", lambda self: None)
 
 
+def control_replay(attack, monkeypatch: pytest.MonkeyPatch, tries: int = 3) -> tuple[int, int, float]:
+    """The CONTROL (the defence off: the plan's order) of a timing attack: its guesses
+    (right, total) and their binomial p, from the first of `tries` replays where the attack
+    worked (p < 0.01). Under docker the suite tells a cached file by a 1-byte read's time, and
+    on a busy host a replay's reads can blur (12 of 17 right in one CI session, 19–22 of 22
+    alone): the control must show the channel exists, which a retry does not weaken."""
+    for _ in range(tries):
+        with monkeypatch.context() as control:
+            plan_order(control)
+            right, total = attack()
+        p = binomtest(right, total, 0.5, alternative="greater").pvalue
+        if p < 0.01:
+            break
+        log.warning("the control's attack blurred (%d/%d right, p=%.2g): replayed", right, total, p)
+    return right, total, p
+
+
 def label_guesses(rows: pl.DataFrame) -> tuple[int, int]:
     """(guesses right, runs): the suite passes where it guessed reference or valid."""
     right = sum((r["outcome"] == "P") == (r["state"] == "reference" or r["label"] == "valid")
@@ -236,11 +253,8 @@ def test_a_suite_counting_its_runs_guesses_labels_no_better_than_chance(backend,
                                                                        work_root, monkeypatch):
     _needs(backend, request)
     policy = Policy(confirm_failures=0)  # no confirmations: each run counts once
-    with monkeypatch.context() as control:
-        plan_order(control)
-        rows = replay(counting_bench, "label", backend, work_root, policy)
-    right, total = label_guesses(rows)
-    before = binomtest(right, total, 0.5, alternative="greater").pvalue
+    right, total, before = control_replay(lambda: label_guesses(replay(counting_bench, "label", backend, work_root,
+                                                                        policy)), monkeypatch)
     rows = replay(counting_bench, "label", backend, work_root, policy)
     right_after, total_after = label_guesses(rows)
     after = binomtest(right_after, total_after, 0.5, alternative="greater").pvalue
@@ -256,12 +270,14 @@ def test_a_suite_counting_its_runs_guesses_labels_no_better_than_chance(backend,
 def test_a_confirmation_replay_cannot_tell_it_is_one_by_what_ran_before(backend, request, counting_bench, tmp_path,
                                                                        work_root, monkeypatch):
     _needs(backend, request)
-    with monkeypatch.context() as control:
-        plan_order(control)
-        rows = replay(counting_bench, "confirm", backend, work_root, Policy())
-    right, total = confirmation_guesses(rows)
-    before = binomtest(right, total, 0.5, alternative="greater").pvalue
-    unstable_before = rows.filter(pl.col("reason") == "unstable").height
+    controls: list[pl.DataFrame] = []
+
+    def attack() -> tuple[int, int]:
+        controls.append(replay(counting_bench, "confirm", backend, work_root, Policy()))
+        return confirmation_guesses(controls[-1])
+
+    right, total, before = control_replay(attack, monkeypatch)
+    unstable_before = controls[-1].filter(pl.col("reason") == "unstable").height
     # one batch: a confirmation's turn is drawn among its batch's work left, so one near the
     # end of a small batch comes soon after its attempt (SECURITY.md says so)
     rows = replay(counting_bench, "confirm", backend, work_root, Policy(), batch_runs=64)
