@@ -561,3 +561,16 @@ def test_suites_of_an_image_instance_run_swebench_command_on_their_files(tmp_pat
     django = swebench_row("django/django", "3.0", "django__django-1", "tests/admin_views/tests.py")
     import_image_rows(write_rows(tmp_path / "django.jsonl", [django]), out, route())
     assert "test_command" not in toml(out, "django__django-1", "origin.toml")
+
+
+def test_a_maven_repository_imports_with_its_tests_run_traced(tmp_path):
+    """apache/druid's log is read as SWE-bench reads it (parse_log_maven → `maven`): one
+    `mvnd test -Dtest=` per test, the command run under the shell's trace that parser reads."""
+    rows = write_rows(tmp_path / "rows.jsonl", [
+        swebench_row("apache/druid", "13704", "apache__druid-13704",
+                     "processing/src/test/java/org/apache/druid/query/aggregation/post/ArithmeticPostAggregatorTest.java")])
+    report = import_image_rows(rows, tmp_path / "bench", route())
+    assert report.imported == ["apache__druid-13704"], report.issues
+    written = toml(tmp_path / "bench", "apache__druid-13704")
+    assert written["language"] == "java" and written["checks"]["parser"] == "maven"
+    assert written["checks"]["command"].startswith("set -x; mvnd test -B -pl processing -Dtest=")

@@ -63,6 +63,10 @@ EXPECTED: list[tuple[str, str, dict[str, str]]] = [
         "tests::ignored": S, "tests::nested::ünicode_name": P, "tests::fails": F, "tests::panics_as_expected": P,
         "tests::prints_a_fake_result_line": P, "tests::passes": P, "integration_passes": P,
         "src/lib.rs - double (line 44)": P}),
+    # SWE-bench's parse_log_maven form: a traced `mvn test -Dtest=` per test, BUILD SUCCESS or FAILURE
+    ("maven", "maven.log", {
+        "sample.SampleTest#passes": P, "sample.SampleTest#fails": F, "sample.SampleTest#errors": F,
+        "sample.SampleTest#ünïcode": P}),
     ("jest", "jest.log", {
         "top level ✓ name": P, "math › adds": P, "math › fails › oddly named": F, "math › each a b": P,
         "math › each ünï": F, "math › skipped one": S, "math › todo one": S, "math › nested › throws": F,
@@ -114,7 +118,7 @@ def test_every_parser_has_a_real_log_and_a_version() -> None:
     instance may give (model's LOG_PARSERS) are exactly the parsers there are."""
     assert {p for p, _, _ in EXPECTED} == set(PARSERS) == set(LOG_PARSERS)
     versions = dict(line.split("\t", 1) for line in (DATA / "versions.txt").read_text().splitlines())
-    assert {"pytest", "django", "sympy", "go", "cargo", "jest", "mocha", "vitest", "phpunit", "rspec",
+    assert {"pytest", "django", "sympy", "go", "cargo", "maven", "jest", "mocha", "vitest", "phpunit", "rspec",
             "minitest", "script"} <= set(versions)
 
 

@@ -68,11 +68,17 @@ class PythonSpec(_Spec):
     activate: str
 
 
+class TracedSpec(_Spec):
+    #: testprism parsers that read the shell's trace (`set -x`) as SWE-bench's eval script has it
+    parsers: tuple[str, ...] = ()
+
+
 class SweBenchSpecs(_Spec):
     """`swebench.toml`: every repository, and SWE-bench's parsers → testprism's."""
 
     python: PythonSpec
     parsers: dict[str, str]
+    traced: TracedSpec = TracedSpec()
     repos: dict[str, RepoSpec]
 
     @field_validator("parsers")
@@ -193,7 +199,10 @@ def swebench_command(specs: SweBenchSpecs, repo: str, version: str, test_files: 
             template = " && ".join([*steps, f"{test} {{test_files}}{junit}"])
         return SweBenchCommand(language, command, parser, spec.log_parser, template)
     build = override.build if override.build is not None else spec.build
-    return SweBenchCommand(language, " && ".join([*build, test]), parser, spec.log_parser)
+    command = " && ".join([*build, test])
+    if parser in specs.traced.parsers:  # its parser reads the trace, as of SWE-bench's `set -x`
+        command = f"set -x; {command}"
+    return SweBenchCommand(language, command, parser, spec.log_parser)
 
 
 def multi_swe_bench_parser(specs: MultiSweBenchSpecs, org: str, repo: str, lang: str) -> tuple[str, str]:

@@ -21,7 +21,7 @@ import logging
 import re
 from collections.abc import Callable
 
-from testprism.tasks.execution.logs import go, javascript, php, python, ruby, rust, script
+from testprism.tasks.execution.logs import go, java, javascript, php, python, ruby, rust, script
 from testprism.tasks.execution.logs.results import Results
 from testprism.tasks.model.outcome import TestResult
 
@@ -39,6 +39,7 @@ PARSERS: dict[str, Callable[[str, Results], None]] = {
     "go_test": go.go_test,
     "go_test_json": go.go_test_json,
     "cargo": rust.cargo,
+    "maven": java.maven,
     "jest": javascript.jest,
     "mocha": javascript.mocha,
     "vitest": javascript.vitest,

@@ -104,12 +104,10 @@ run_node() {  # $1: jest | mocha | vitest; the rest: the runner's command line
     version "$runner" "$runner $(node -p "require('$runner/package.json').version"), node $(node --version)"
 }
 
-run_maven() {
+run_maven() {  # SWE-bench's form (parse_log_maven): one `mvn test -Dtest=` per test, traced
     copy maven
-    mvn -q -B -ntp test >/dev/null 2>&1 || true
-    record maven cat target/surefire-reports/TEST-sample.SampleTest.xml
-    mv "$HERE/maven.log" "$HERE/surefire.xml"
-    version surefire "$(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g'), surefire $(sed -n 's:.*<surefire.version>\(.*\)</surefire.version>.*:\1:p' pom.xml)"
+    record maven bash -xc 'mvn -B -ntp test -Dtest="sample.SampleTest#passes"; mvn -B -ntp test -Dtest="sample.SampleTest#fails"; mvn -B -ntp test -Dtest="sample.SampleTest#errors"; mvn -B -ntp test -Dtest="sample.SampleTest#ünïcode"'
+    version maven "$(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g'), surefire 3.2.5, junit-jupiter 5.10.2 (pom.xml), $(java -version 2>&1 | head -1)"
 }
 
 run_phpunit() {
