@@ -253,7 +253,9 @@ def bare_environment(subj: Subject, venv: Path, ws: Path) -> dict[str, str]:
     """What `bare` runs with: the local backend's variables, the venv's bin first on PATH
     only for a Python environment, and the environment's variables with the sandbox's
     /workspace read as `ws`."""
-    path = f"{venv / 'bin'}:" if subj.environment.python is not None else ""
+    # the environment's bin/ first, as a run's PATH has it: a virtualenv's, or the links to
+    # host toolchains outside the system folders (Go at /usr/local/go/bin) and Maven's wrapper
+    path = f"{venv / 'bin'}:" if (venv / "bin").is_dir() else ""
     env = {"PATH": f"{path}/usr/local/bin:/usr/bin:/bin", "HOME": str(ws), "LANG": "C.UTF-8",
            "PYTHONDONTWRITEBYTECODE": "1", "TESTPRISM_JUNIT": str(ws / "out" / "junit.xml")}
     for name, value in subj.environment.variables:
@@ -268,6 +270,8 @@ def bare_runner(subj: Subject, venv: Path, scratch: Path) -> Callable[[], int]:
     env = bare_environment(subj, venv, ws)
     shutil.copytree(subj.tree, program, symlinks=True)
     if subj.build is not None:  # the build step again, for this copy's own folder (module docstring)
+        for cache in program.rglob("CMakeCache.txt"):  # CMake's cache names the folder it was made in
+            cache.unlink()
         start = time.perf_counter()
         done = subprocess.run(["bash", "-c", subj.build], cwd=program, env=env, capture_output=True, text=True)
         if done.returncode != 0:
