@@ -6,7 +6,7 @@ run can still see what an earlier run left in the kernel's page cache.
 Needs an engine with the `runsc` runtime registered (.ci/start-dockerd does it when
 Debian's `runsc` is installed). Two measurements, each arm in the same process:
 
-- cost: the wall time of `DockerBackend.run` (containers started ahead, as by default) for
+- cost: the wall time of `DockerBackend.run` (containers started ahead, the opt-in `prewarm=True`, as when it was measured) for
   a trivial Python command (`python -c pass`) and for a 50-file import, arms interleaved in
   rounds of `--per-round` runs so that the machine's load moves both alike; medians;
 - the page-cache channel of issue 26: a large file of the base image that no run reads
@@ -65,7 +65,7 @@ def main() -> None:
     tree = work_root / "tree"
     tree.mkdir(exist_ok=True)
     (tree / "f.py").write_text("X = 1\n")
-    arms = {name: DockerBackend(work, runtime=None if name == "runc" else name) for name in ("runc", "runsc")}
+    arms = {name: DockerBackend(work, runtime=None if name == "runc" else name, prewarm=True) for name in ("runc", "runsc")}
     envs = {name: b.prepare(EnvironmentSpec(python="3.11", packages=())) for name, b in arms.items()}
     image = arms["runc"]._tag_of(_request(envs["runc"], tree, "true"))
     host_file = probe_host_path(image)

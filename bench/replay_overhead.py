@@ -8,10 +8,11 @@ it:
 - `bare`: the suite's command with `bash -c` in a prepared copy of the state, same venv as
   `local`, no sandbox, no copy: the floor.
 - `local`: LocalBackend.run (fresh workspace copy, bubblewrap, rlimits, JUnit read back).
-- `docker`: DockerBackend.run, the default: a fresh container per run, started ahead of
-  its run while the previous one executes (bind mode).
-- `docker-cold`: the same without starting ahead (`prewarm=False`): create, start, wait,
-  remove all on the run's path.
+- `docker`: DockerBackend.run, the default: a fresh container per run, made for it:
+  create, start, wait, remove all on the run's path.
+- `docker-ahead`: the same with the opt-in start ahead (`prewarm=True`): the next run's
+  container started while the previous one executes (bind mode). Until 2026-12-03 this was
+  the default and `docker-cold` named the other; the README's older rows use those names.
 - `docker-reused`: DockerBackend fast mode (one container kept, workspace reset).
 - `local-tmpfs`, `docker-tmpfs` (only when asked for): `local` and `docker` with their run
   workspaces in /dev/shm (WorkPaths.runs_root, `$TESTPRISM_WORKSPACES`): the per-run copy
@@ -542,7 +543,7 @@ def report(times: dict[str, list[float]], per_round: dict[str, list[float]], tit
             change_ratio = statistics.median(t / o for t, o in zip(per_round[now], per_round[name], strict=False))
             log.info("%s against %s: overhead %+.1f ms per run; run time × %.3f (median of per-round ratios)",
                      now, name, 1000 * change, change_ratio)
-    for name in ("docker", "docker-cold", "docker-reused", "docker-image"):
+    for name in ("docker", "docker-ahead", "docker-reused", "docker-image"):
         if name in times:
             over = paired_overhead(per_round, name)
             verdict = "met" if over <= DOCKER_TARGET_S else f"MISSED by {1000 * (over - DOCKER_TARGET_S):.0f} ms"
@@ -722,7 +723,7 @@ def main() -> None:
                              "calkit__merge-touching)")
     parser.add_argument("--configuration", default="strong")
     parser.add_argument("--modes", default=None,
-                        help="default: bare,local,docker,docker-cold,docker-reused,swebench-lean,swebench-shipped; "
+                        help="default: bare,local,docker,docker-ahead,docker-reused,swebench-lean,swebench-shipped; "
                              "with several instances bare,local,docker")
     parser.add_argument("--concurrency-sweep", action="store_true")
     parser.add_argument("--work", default=None, help="work area (default: a temporary one)")
@@ -744,7 +745,7 @@ def main() -> None:
     several = len(instances) > 1
     modes = (args.modes or ("bare,local,docker" if several else "bare,local,docker,local-image,docker-image"
                             if args.swebench_image else
-                            "bare,local,docker,docker-cold,docker-reused,swebench-lean,swebench-shipped")).split(",")
+                            "bare,local,docker,docker-ahead,docker-reused,swebench-lean,swebench-shipped")).split(",")
 
     base = Path("/var/tmp") if Path("/var/tmp").is_dir() else Path(tempfile.gettempdir())
     scratch = Path(tempfile.mkdtemp(prefix="testprism-bench-", dir=base))
@@ -796,8 +797,8 @@ def main() -> None:
                 extra["local-tmpfs"] = LocalBackend(in_memory)
             if "docker-tmpfs" in modes:
                 extra["docker-tmpfs"] = DockerBackend(in_memory, reuse=False)
-        if "docker-cold" in modes:
-            extra["docker-cold"] = DockerBackend(work, reuse=False, prewarm=False)
+        if "docker-ahead" in modes:
+            extra["docker-ahead"] = DockerBackend(work, reuse=False, prewarm=True)
         if "docker-reused" in modes:
             extra["docker-reused"] = DockerBackend(work, reuse=True)
         for name in ("local-copy", "local-tree", "docker-copy", "docker-tree"):  # the tree copied, or layered itself
@@ -875,7 +876,7 @@ def main() -> None:
                  over_docker.builds + over_local.builds, over_docker.builds, over_local.builds,
                  sum(counted.values()), ", ".join(f"{n} {c}" for n, c in counted.items()) or "none")
         if args.concurrency_sweep:
-            for name in ("docker", "docker-cold"):
+            for name in ("docker", "docker-ahead"):
                 for full in [n for n in runners if n == name or n.endswith(f":{name}")]:
                     log.info("throughput of %s", full)
                     concurrency_sweep(runners[full], [1, 2, 3, 4], runs=24)

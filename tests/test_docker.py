@@ -33,9 +33,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 @pytest.fixture(scope="session")
 def backend(docker_engine, work_root) -> DockerBackend:
-    """The default: a fresh container per run, started ahead (bind mode, on this host)."""
+    """The default: a fresh container per run, made for it (bind mode, on this host)."""
     b = DockerBackend(WorkPaths(work_root), reuse=False)
-    assert b.copy == "bind" and b.prewarm
+    assert b.copy == "bind" and not b.prewarm
     b.environment = b.prepare(EnvironmentSpec())  # builds the image once (the base too if missing)
     yield b
     b.close()
@@ -45,7 +45,7 @@ def backend(docker_engine, work_root) -> DockerBackend:
 def backends(docker_engine, work_root, backend) -> dict[str, DockerBackend]:
     """Every way of running: fresh or reused container, workspace bind-mounted or copied."""
     made = {"fresh-bind": backend}
-    for name, reuse, copy, prewarm in (("fresh-bind-cold", False, "bind", False), ("fresh-archive", False, "archive", False),
+    for name, reuse, copy, prewarm in (("fresh-bind-ahead", False, "bind", True), ("fresh-archive", False, "archive", False),
                                        ("reused-bind", True, "bind", False), ("reused-archive", True, "archive", False)):
         b = DockerBackend(WorkPaths(work_root), reuse=reuse, copy=copy, prewarm=prewarm)
         b.environment = b.prepare(EnvironmentSpec())
@@ -56,7 +56,7 @@ def backends(docker_engine, work_root, backend) -> dict[str, DockerBackend]:
             b.close()
 
 
-MODES = ["fresh-bind", "fresh-bind-cold", "fresh-archive", "reused-bind", "reused-archive"]
+MODES = ["fresh-bind", "fresh-bind-ahead", "fresh-archive", "reused-bind", "reused-archive"]
 
 
 @pytest.fixture(scope="session")
@@ -175,7 +175,7 @@ def test_parity_on_the_bundled_benchmark(backend, work_root, tmp_path):
 # -- what each run is promised -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", ["fresh-bind", "fresh-bind-cold", "reused-bind"])
+@pytest.mark.parametrize("mode", ["fresh-bind", "fresh-bind-ahead", "reused-bind"])
 def test_timeout_kills_the_command(mode, backends, empty_tree):
     b = backends[mode]
     start = time.monotonic()
@@ -183,7 +183,7 @@ def test_timeout_kills_the_command(mode, backends, empty_tree):
     assert result.timed_out and not result.output_exceeded
     assert "started" in result.output_tail
     assert time.monotonic() - start < 20
-    if mode == "fresh-bind-cold":
+    if mode == "fresh-bind":
         assert our_containers(b) == []
     # closing its output does not let a command outlive its deadline
     quiet = b.run(request_for(b, empty_tree, "echo bye; exec >/dev/null 2>&1; sleep 60", timeout_s=2))
@@ -329,14 +329,14 @@ def test_junit_is_fetched_back_and_never_through_a_link(mode, backends, empty_tr
 
 
 def test_every_container_is_removed(backend, empty_tree):
-    cold = DockerBackend(backend.work, prewarm=False)
-    cold.environment = backend.environment
+    made_for_the_run = DockerBackend(backend.work)  # the default
+    made_for_the_run.environment = backend.environment
     for command in ("true", "exit 3", "sleep 30"):
-        cold.run(request_for(cold, empty_tree, command, timeout_s=2))
-    assert our_containers(cold) == []  # before close(): each run removed its own
-    cold.close()
-    for reuse in (False, True):
-        b = DockerBackend(backend.work, reuse=reuse)
+        made_for_the_run.run(request_for(made_for_the_run, empty_tree, command, timeout_s=2))
+    assert our_containers(made_for_the_run) == []  # before close(): each run removed its own
+    made_for_the_run.close()
+    for reuse, prewarm in ((False, True), (True, False)):
+        b = DockerBackend(backend.work, reuse=reuse, prewarm=prewarm)
         b.environment = backend.environment
         for command in ("true", "exit 3", "sleep 30"):
             b.run(request_for(b, empty_tree, command, timeout_s=2))

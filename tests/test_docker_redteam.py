@@ -1,8 +1,9 @@
 """Red-team cases of issue 26 against the docker backend, each with a control that shows
 the attack working where the defence is off.
 
-- a container started ahead looks exactly like one started for its run (a fingerprint
-  suite of everything a run sees of its surroundings);
+- a container started ahead (the opt-in) looks exactly like one started for its run (a
+  fingerprint suite of everything a run sees of its surroundings) but for its age, so by
+  default every container is made for its run;
 - memory across processes and through tmpfs ends as `E`/`memory_limit`, its container
   killed at the limit;
 - a run that forks past its process limit is `E`/`process_limit`, as under local;
@@ -27,7 +28,7 @@ from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.execution.verdict import classify
-from testprism.tasks.sandbox.docker import fresh
+from testprism.tasks.sandbox.docker import backend as backend_module, fresh
 from testprism.tasks.sandbox.docker.backend import DockerBackend
 from tests.test_run_limits import FORKING_PAST_THE_LIMIT
 
@@ -191,6 +192,31 @@ def test_control_the_old_prestart_layout_is_told_apart(cold, tree, suite, monkey
     touched = _fingerprint(cold, tree, suite)
     assert touched["workspace"] != baseline["workspace"]
     assert {k for k in baseline if touched[k] != baseline[k]} == {"workspace"}
+
+
+def test_by_default_every_container_is_made_for_its_run(work, tree, monkeypatch):
+    """What still told a pre-started container from a fresh one was its age (pid 1's start
+    time against the clock: 0.53 s against 0.06 s), which says whether a run was its
+    worker's first. So by default nothing is started ahead: after a run no container waits
+    for the next and none is being made. Control: with `$TESTPRISM_DOCKER_PREWARM=1` (the
+    opt-in) a run leaves one waiting for the next."""
+    for setting, ahead in (("", False), ("1", True)):
+        monkeypatch.setenv(backend_module.PREWARM_SETTING, setting)
+        backend = DockerBackend(work, reuse=False)
+        try:
+            env = backend.prepare(BARE)
+            request = _request(env, tree, None, "true")
+            assert classify(backend.run(request)) == (Outcome.PASS, None)
+            if ahead:
+                deadline = time.monotonic() + 30
+                while _prestarted(backend, request) == 0:
+                    assert time.monotonic() < deadline, "the opt-in started nothing ahead"
+                    time.sleep(0.05)
+            else:
+                assert not backend.prewarm and _prestarted(backend, request) == 0
+                assert backend._filler._work_queue.empty() and not backend._filler._threads
+        finally:
+            backend.close()
 
 
 # -- memory and disk: run-wide limits, E with their reason --------------------------------------

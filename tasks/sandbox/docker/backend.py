@@ -73,6 +73,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: "1": start the next run's container while a run executes (bind mode, not fast mode)
+PREWARM_SETTING = "TESTPRISM_DOCKER_PREWARM"
+
 
 @register("docker")
 class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
@@ -123,8 +126,11 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
                     f"docker: the engine has no runtime {self.runtime!r} (it has {', '.join(sorted(known))}); "
                     "register it in the daemon's configuration (.ci/start-dockerd does for runsc)")
         work.ensure()  # bind mode's workspaces, archive mode's staging folders
+        # Off by default: a container started ahead is older when its run comes (pid 1's
+        # start time), which tells a run whether it was its worker's first. Opt-in for
+        # throughput (-0.1 s a run) where that tell is acceptable (docs/docker.md).
         if prewarm is None:
-            prewarm = os.environ.get("TESTPRISM_DOCKER_PREWARM", "1") not in ("", "0")
+            prewarm = os.environ.get(PREWARM_SETTING, "0") not in ("", "0")
         self.prewarm = prewarm and self.copy == "bind" and not self.reuse
         if self.copy == "bind" and not self.reuse:  # + how its runs get their program when not the image (layer.py)
             self.isolation += layer.isolation_label()
