@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from testprism.tasks.importing.rows import RowError
+from testprism.tasks.model.benchmark import known_language
 from testprism.tasks.model.syntax import LANGUAGES
 
 log = logging.getLogger(__name__)
@@ -36,12 +37,6 @@ class _Data(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _testprism_language(value: str) -> str:
-    if value not in LANGUAGES:
-        raise ValueError(f"{value!r} is not a language testprism knows; one of {', '.join(LANGUAGES)}")
-    return value
-
-
 class Becomes(_Data):
     """The language a manifest names instead, when a file beside it or a word in it says so."""
 
@@ -49,7 +44,7 @@ class Becomes(_Data):
     siblings: tuple[str, ...] = ()
     mentions: tuple[str, ...] = ()
 
-    _known = field_validator("language")(_testprism_language)
+    _known = field_validator("language")(known_language)
 
 
 class ManifestRule(_Data):
@@ -64,13 +59,13 @@ class ManifestRule(_Data):
     @classmethod
     def _known_among(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for language in value:
-            _testprism_language(language)
+            known_language(language)
         return value
 
     @field_validator("language")
     @classmethod
     def _known(cls, value: str | None) -> str | None:
-        return None if value is None else _testprism_language(value)
+        return None if value is None else known_language(value)
 
     @model_validator(mode="after")
     def _one_way(self) -> ManifestRule:
@@ -101,7 +96,7 @@ class LanguageTable(_Data):
     def _spellings(cls, value: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
         seen: dict[str, str] = {}
         for language, spellings in value.items():
-            _testprism_language(language)
+            known_language(language)
             for spelling in spellings:
                 key = spelling.strip().lower()
                 if seen.setdefault(key, language) != language:
