@@ -140,7 +140,7 @@ def require_fixture() -> Callable[[str], None]:
 #: opts in the tests marked polyglot (`make test-polyglot`): the replays of the bundled Rust,
 #: Java, TypeScript, C, C++, PHP and Ruby instances under both backends (each builds its
 #: toolchain's image and replays every state, 5 to 13 minutes a module cold), the agent in
-#: those languages, the labelling of Go and JavaScript mutants and the scripted generators'
+#: those languages, the labelling of Go, JavaScript, Java and Rust mutants and the scripted generators'
 #: Go suites: more than CI's 30 minutes leave
 POLYGLOT = "TESTPRISM_POLYGLOT"
 

@@ -277,3 +277,49 @@ def test_collect_labels_go_and_javascript_mutants_by_their_checks(tmp_path, work
         ("js__clamp", "mutant-return-constant-clamp-5-22"): ("valid", "equivalent_mutant", []),
         ("js__clamp", "mutant-return-constant-clamp-6-22"): ("invalid", None, ["clamps above the upper bound"]),
     }
+
+
+JAVA_AND_RUST = ("sizekit__format-shows-1024-kib", "fmtkit__truncate-multibyte")
+
+
+@pytest.mark.slow
+@pytest.mark.polyglot  # Maven and cargo build every mutant's state: opt-in with the other languages' replays
+@pytest.mark.requires("sandbox", "toolchains")
+def test_collect_labels_java_and_rust_mutants_by_their_checks(tmp_path, work_root):
+    """The bundled Java and Rust instances with their candidates taken away (thin pools):
+    tree-sitter mutants of the reference's changed function go through the official checks
+    under `local` (JUnit 5 through Surefire, `cargo test`), each state built once like any
+    candidate's: a mutant a check kills is invalid with the checks that failed (by their
+    runner's ids: `Class#method`, `module::test`), one every check passes is set aside."""
+    import shutil
+
+    from testprism.flows.collect import collect_flow
+    from testprism.tasks.collect.panel import PanelMode
+
+    root = tmp_path / "bench"
+    shutil.copytree(EXAMPLES / "environments", root / "environments")
+    for instance_id in JAVA_AND_RUST:
+        shutil.copytree(EXAMPLES / "instances" / instance_id, root / "instances" / instance_id)
+        toml = root / "instances" / instance_id / "instance.toml"
+        toml.write_text(toml.read_text().split("\n[[candidates]]")[0] + "\n")
+    store = tmp_path / "store"
+    collect_flow(benchmark=str(root), store=str(store), panel=PanelMode.POOL, out=str(tmp_path / "panel"),
+                 work=str(work_root), mutant_limit=2)
+    rows = {(r["instance_id"], r["candidate_id"]): (r["label"], r["reason"], r["failed_checks"])
+            for r in Store(store).scan("candidates").collect().iter_rows(named=True) if r["provenance"] == MUTANT}
+    # the seeded sample, two a function: each killed by the checks (none equivalent here)
+    assert set(rows) == {
+        ("fmtkit__truncate-multibyte", "mutant-negate-condition-cell-10-8"),
+        ("fmtkit__truncate-multibyte", "mutant-negate-condition-cell-13-8"),
+        ("sizekit__format-shows-1024-kib", "mutant-arithmetic-ByteSize-30-19"),
+        ("sizekit__format-shows-1024-kib", "mutant-remove-statement-ByteSize-31-13"),
+    }
+    bench = load_benchmark(root)
+    for (instance_id, _), (label, reason, failed) in rows.items():
+        checks = bench.instances[instance_id].spec.checks
+        assert (label, reason) == ("invalid", None) and failed
+        assert set(failed) <= set(checks.fail_to_pass) | set(checks.pass_to_pass)  # the runner's own test ids
+    assert rows["sizekit__format-shows-1024-kib", "mutant-arithmetic-ByteSize-30-19"][2][0] == \
+        "example.bytesize.ByteSizeOfficialTest#roundsUpIntoTheNextUnit"
+    assert "cell::tests::multibyte_value_is_cut_between_characters" in \
+        rows["fmtkit__truncate-multibyte", "mutant-negate-condition-cell-13-8"][2]
