@@ -86,6 +86,7 @@ from rich.logging import RichHandler
 from rich.table import Table
 
 from testprism.storage import Store
+from testprism.tasks.replay.settings import ReplaySettings
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.replay.runs import execute_batch, plan
 from testprism.tasks.execution.batch import BatchSummary, ExecutionOptions, batches
@@ -306,8 +307,8 @@ def flow_replay(label: str, bench_root: Path, store: Path, work: WorkPaths, *, w
     with HarnessCpu() as cpu:
         t0 = time.time()
         state = replay_flow(benchmark=str(bench_root), store=str(store), backend="local", workers=workers,
-                            dask_address=dask_address, work=str(work.root), timeout_s=TIMEOUT_S,
-                            concurrency=concurrency, return_state=True)
+                            dask_address=dask_address, work=str(work.root),
+                            settings=ReplaySettings(timeout_s=TIMEOUT_S, concurrency=concurrency), return_state=True)
         t1 = time.time()
     summary = state.result()
     if summary.executed != summary.planned:

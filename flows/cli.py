@@ -21,6 +21,7 @@ from rich.table import Table
 from testprism.flows import progress
 from testprism.flows.errors import Commands, ExitStatus, known_backend
 from testprism.flows.runner import open_inputs
+from testprism.flows.settings_options import settings_options
 from testprism.storage.schema import METRICS
 from testprism.tasks.collect.candidate import NEAR_DUPLICATE_COSINE
 from testprism.tasks.importing.exercises import import_exercises
@@ -36,6 +37,7 @@ from testprism.tasks.importing.swebench import import_rows
 from testprism.tasks.importing.verifier import Verifier
 from testprism.tasks.collect.panel import PanelMode, PanelRule
 from testprism.tasks.model.benchmark import BUNDLED, BenchmarkError, load_benchmark
+from testprism.tasks.replay.settings import ReplaySettings
 from testprism.tasks.report.data import scored_store
 from testprism.tasks.sandbox.base import Limits, backend_class
 from testprism.tasks.score.scores import scorable_store
@@ -142,22 +144,18 @@ def _progress_bar() -> Iterator[None]:
         yield
 
 
-def _replay(benchmark: Path, store: Path, configurations: list[str], backend: str, workers: int,
-            dask_address: str | None, work: Path | None, timeout: float, trusted: bool, unsafe: bool,
-            retry_errors: bool = False, concurrency: int | None = None, patch_fuzz: int = DEFAULT_FUZZ,
-            audit_share: float | None = None, audit_seed: int = 0, shared_disk: bool = True,
-            early_stop: bool = False) -> None:
+def _replay(benchmark: Path, store: Path, settings: ReplaySettings, backend: str, workers: int,
+            dask_address: str | None, work: Path | None, trusted: bool, unsafe: bool,
+            patch_fuzz: int = DEFAULT_FUZZ) -> None:
     from testprism.flows.replay import replay_flow
 
-    open_inputs(str(benchmark), str(store), tuple(configurations), backend, work or default_work_root(),
+    open_inputs(str(benchmark), str(store), settings.configurations, backend, work or default_work_root(),
                 trusted=trusted, unsafe=unsafe)
     with _progress_bar():
         summary = replay_flow(
-            benchmark=str(benchmark), store=str(store), configurations=configurations or None, backend=backend,
-            workers=workers, dask_address=dask_address, work=str(work) if work else None, timeout_s=timeout,
-            trusted=trusted, unsafe=unsafe, retry_errors=retry_errors, concurrency=concurrency,
-            patch_fuzz=patch_fuzz, audit_share=audit_share, audit_seed=audit_seed, shared_disk=shared_disk,
-            early_stop=early_stop,
+            benchmark=str(benchmark), store=str(store), settings=settings, backend=backend, workers=workers,
+            dask_address=dask_address, work=str(work) if work else None, trusted=trusted, unsafe=unsafe,
+            patch_fuzz=patch_fuzz,
         )
     log.info(
         "replay: %d planned, %d already stored, %d executed, %d taken from the same work stored; outcomes %s; "
@@ -191,47 +189,24 @@ PatchFuzzOpt = Annotated[int, typer.Option(
 
 
 @app.command()
+@settings_options(ReplaySettings)
 def replay(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/, suites/)")],
     store: Annotated[Path, typer.Option(help="store root", file_okay=False)],
-    configuration: Annotated[list[str], typer.Option(help="only these configurations (repeatable)")] = [],  # noqa: B006
     backend: BackendOpt = "local",
     workers: WorkersOpt = 1,
     dask_address: DaskOpt = None,
     work: WorkOpt = None,
-    timeout: TimeoutOpt = 300.0,
     unsafe_no_sandbox: Annotated[bool, typer.Option(help="run untrusted suites without isolation")] = False,
-    retry_errors: Annotated[bool, typer.Option(help="also redo stored timeouts, unstable and overflowing runs")] = False,
-    concurrency: Annotated[Optional[int], typer.Option(
-        help="runs at once per worker (default: the backend's safe concurrency, split among local workers)")] = None,
     patch_fuzz: PatchFuzzOpt = DEFAULT_FUZZ,
-    confirm_audit: Annotated[Optional[float], typer.Option(
-        callback=lambda v: _share(v, "--confirm-audit"),
-        help="replay to confirm every failure on buggy and reference, and only this seeded share of the "
-             "candidates' (default: every failure, the papers' rule); the scores' flakes table reports the "
-             "flake rate the audit observed, with its interval")] = None,
-    audit_seed: Annotated[int, typer.Option(help="seed of --confirm-audit's draw")] = 0,
-    shared_disk: Annotated[bool, typer.Option(
-        help="whether the Dask workers see this host's files; --no-shared-disk: each batch brings the benchmark "
-             "parts it reads, workers use their own work area ($TESTPRISM_WORK where they run) and return "
-             "their rows for the flow to write")] = True,
-    early_stop: Annotated[bool, typer.Option(
-        help="for JVR only: stop a suite's remaining runs on an instance once its joint success there is decided "
-             "(stored as E/early_stopped; GRR, CAR and WDR then undercount)")] = False,
+    settings: ReplaySettings = ReplaySettings(),
 ) -> None:
     """Replay every suite on buggy, reference and every candidate; skip runs already settled.
 
-    Runs that ended in infrastructure errors (sandbox_error) are always redone."""
+    Runs that ended in infrastructure errors (sandbox_error) are always redone. The replay's
+    own options are tasks/replay/settings.py's fields."""
     trusted = benchmark.resolve() == BUNDLED
-    _replay(benchmark, store, configuration, backend, workers, dask_address, work, timeout, trusted, unsafe_no_sandbox,
-            retry_errors, concurrency, patch_fuzz, confirm_audit, audit_seed, shared_disk, early_stop)
-
-
-def _share(value: float | None, option: str) -> float | None:
-    """A share in (0, 1], or the option's error."""
-    if value is not None and not 0 < value <= 1:
-        raise typer.BadParameter(f"{value}: a share in (0, 1]", param_hint=option)
-    return value
+    _replay(benchmark, store, settings, backend, workers, dask_address, work, trusted, unsafe_no_sandbox, patch_fuzz)
 
 
 @app.command()
@@ -621,8 +596,8 @@ def demo(
             generate_flow(benchmark=str(benchmark), store=str(out), configuration=name, mode=mode, tools=[str(tool)],
                           command=f"python3 tmp/.task/tools/{tool.name}", out=str(generated), backend=backend,
                           workers=workers, work=str(work) if work else None, trusted=trusted)
-    _replay(benchmark, out, [], backend, workers, None, work, 300.0, trusted, False)
-    _replay(generated, out, [], backend, workers, None, work, 300.0, trusted, False)
+    _replay(benchmark, out, ReplaySettings(), backend, workers, None, work, trusted, False)
+    _replay(generated, out, ReplaySettings(), backend, workers, None, work, trusted, False)
     _score(out, benchmark, work, backend, trusted=trusted)
     report = report_flow(store=str(out), out=str(out / "report.html"), benchmark=str(benchmark))
     _print_taxonomy(out)

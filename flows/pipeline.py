@@ -20,6 +20,7 @@ from testprism.flows.replay import ReplaySummary, replay_flow
 from testprism.flows.report import report_flow
 from testprism.flows.score import score_flow
 from testprism.tasks.pipeline.config import load_pipeline
+from testprism.tasks.replay.settings import ReplaySettings
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +55,9 @@ def pipeline_flow(config: str = "examples/pipeline.toml", store: str | None = No
                      panel=stage.panel, out=str(stage.out), timeout_s=stage.timeout_s, trusted=chosen.collect_trusted,
                      unsafe=chosen.unsafe, patch_fuzz=chosen.patch_fuzz, **common)
     benchmark = str(chosen.replay_benchmark)
-    replayed = replay_flow(benchmark=benchmark, store=target, configurations=list(chosen.replay.configurations) or None,
-                           timeout_s=chosen.replay.timeout_s, trusted=chosen.replay_trusted, unsafe=chosen.unsafe,
-                           retry_errors=chosen.replay.retry_errors, concurrency=chosen.replay.concurrency,
-                           patch_fuzz=chosen.patch_fuzz, audit_share=chosen.replay.confirm_audit,
-                           audit_seed=chosen.replay.audit_seed, early_stop=chosen.replay.early_stop,
-                           shared_disk=chosen.replay.shared_disk, **common)
+    settings = ReplaySettings(**chosen.replay.model_dump(exclude={"benchmark"}))
+    replayed = replay_flow(benchmark=benchmark, store=target, settings=settings, trusted=chosen.replay_trusted,
+                           unsafe=chosen.unsafe, patch_fuzz=chosen.patch_fuzz, **common)
     log.info("replay: %d planned, %d already stored, %d executed; outcomes %s", replayed.planned, replayed.skipped,
              replayed.executed, replayed.outcomes or "{}")
     board = score_flow(store=target, replicates=chosen.score.replicates, seed=chosen.score.seed,

@@ -19,28 +19,16 @@ from prefect.cache_policies import NO_CACHE
 
 from testprism.flows import progress
 from testprism.flows.runner import Placement, open_inputs, place_batches
-from testprism.tasks.replay.runs import (
-    ReplayJob,
-    execute_batch,
-    first_of_each_work,
-    group_of,
-    finished_keys,
-    pending_runs,
-    plan,
-    record_plan,
-    record_early_stopped,
-    record_reused,
-    record_unrunnable,
-    run_order,
-)
-from testprism.tasks.execution.batch import Batch, BatchSummary, ExecutionOptions, batches
+from testprism.tasks.replay.runs import ReplayJob, execute_batch, record_plan
+from testprism.tasks.replay.work import replay_batches, replay_work
+from testprism.tasks.execution.batch import Batch, BatchSummary, ExecutionOptions
 from testprism.tasks.execution.cluster import DaskCluster
-from testprism.tasks.sandbox.base import Limits
 from testprism.tasks.model.state import DEFAULT_FUZZ
-from testprism.tasks.execution.verdict import Policy
+from testprism.tasks.replay.settings import ReplaySettings
 from testprism.tasks.model.workdir import default_work_root
 
 log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class ReplaySummary:
@@ -71,89 +59,69 @@ def _count(outcomes: dict[str, int], more: dict[str, int]) -> None:
 def replay_flow(
     benchmark: str,
     store: str,
-    configurations: list[str] | None = None,
+    settings: ReplaySettings = ReplaySettings(),
     backend: str = "local",
     workers: int = 1,
     dask_address: str | None = None,
     work: str | None = None,
-    timeout_s: float = 300.0,
     trusted: bool = False,
     unsafe: bool = False,
-    retry_errors: bool = False,
-    concurrency: int | None = None,
     patch_fuzz: int = DEFAULT_FUZZ,
     dask_cluster: DaskCluster | None = None,
-    audit_share: float | None = None,
-    audit_seed: int = 0,
-    shared_disk: bool = True,
-    early_stop: bool = False,
 ) -> ReplaySummary:
-    """`early_stop`: for JVR-only questions, a suite's remaining runs on an instance are not
-    run once one of its runs there decided its joint success (S = 0): stored as
+    """`settings`: what the replay does (tasks/replay/settings.py, each field's description
+    in Prefect's run form); the rest: where it runs, as for every stage.
+
+    `settings.early_stop`: for JVR-only questions, a suite's remaining runs on an instance are
+    not run once one of its runs there decided its joint success (S = 0): stored as
     `E`/early_stopped, never `P` or `F`, so JVR is a full replay's and GRR, CAR, WDR are
     not; a replay without it runs them.
 
-    `shared_disk=False`: the workers (Kubernetes pods, cloud VMs) share no filesystem with
-    this flow. Each batch then brings the benchmark parts its runs read, workers use their
+    `settings.shared_disk=False`: the workers (Kubernetes pods, cloud VMs) share no filesystem
+    with this flow. Each batch then brings the benchmark parts its runs read, workers use their
     own work area (`$TESTPRISM_WORK` where they run, not `work`) and return their rows,
     which the flow writes: a worker killed mid-batch loses its whole batch, which Dask
     gives to another worker, instead of at most `flush_every` runs."""
     place = Placement(workers, dask_address, dask_cluster)
     work_root = Path(work) if work else default_work_root()
-    inputs = open_inputs(benchmark, store, tuple(configurations or ()), backend, work_root, trusted=trusted,
+    inputs = open_inputs(benchmark, store, settings.configurations, backend, work_root, trusted=trusted,
                          unsafe=unsafe)
     bench, target = inputs.benchmark, inputs.store
     record_plan(bench, target)
-    concurrency = concurrency or place.concurrency(inputs.backend.default_concurrency())
     options = ExecutionOptions(
-        backend=backend, work_root=work_root, store_root=Path(store), limits=Limits(timeout_s=timeout_s),
-        policy=Policy(patch_fuzz=patch_fuzz, audit_share=audit_share, audit_seed=audit_seed),
-        concurrency=concurrency, trusted=trusted, unsafe=unsafe, early_stop=early_stop, replay_started=datetime.now(UTC),
+        backend=backend, work_root=work_root, store_root=Path(store), limits=settings.limits(),
+        policy=settings.policy(patch_fuzz),
+        concurrency=settings.concurrency or place.concurrency(inputs.backend.default_concurrency()),
+        trusted=trusted, unsafe=unsafe, early_stop=settings.early_stop, replay_started=datetime.now(UTC),
     )
-    specs = plan(bench, options)
-    todo = pending_runs(specs, finished_keys(target, retry_errors, early_stop))
-    unrunnable = record_unrunnable(todo, options)
-    left, outcomes = record_reused(todo, options, retry_errors)
-    reused = sum(outcomes.values())
-    left, stopped = record_early_stopped(left, specs, options)
-    if unrunnable + stopped:
-        outcomes["E"] = outcomes.get("E", 0) + unrunnable + stopped
-    runnable, twins = first_of_each_work([s for s in left if s.runs_in_sandbox])
+    todo = replay_work(bench, target, options, settings)
     log.info(
         "%d runs planned, %d already stored, %d to execute (backend %s, isolation %s); %d taken from the same "
         "work stored under another configuration or replay%s%s",
-        len(specs), len(specs) - len(todo), len(runnable) + len(twins), backend, inputs.isolation, reused,
-        f"; of those to execute, {len(twins)} are the same work as another run of this replay and take its row"
-        if twins else "",
-        f"; {stopped} early-stopped (their suite's joint success already decided)" if early_stop else "",
+        todo.planned, todo.skipped, len(todo.firsts) + len(todo.twins), backend, inputs.isolation, todo.reused,
+        f"; of those to execute, {len(todo.twins)} are the same work as another run of this replay and take its row"
+        if todo.twins else "",
+        f"; {todo.stopped} early-stopped (their suite's joint success already decided)" if settings.early_stop else "",
     )
     sink = progress.current()
-    sink.start(len(todo), "replay")
-    sink.advance(unrunnable + reused + stopped)
+    sink.start(todo.pending, "replay")
+    sink.advance(todo.settled_here)
     executed = builds = 0
-    if runnable:  # (twins have a first run among them)
-        sent = options if shared_disk else replace(options, store_root=None, work_root=None)
+    if todo.firsts:  # (twins have a first run among them)
+        sent = options if settings.shared_disk else replace(options, store_root=None, work_root=None)
         writer = ReplayJob(options)
         with place.task_runner() as runner:
-            # the twins wait for their work's first run and take its row (reuse_settled); a twin
-            # whose first run settled nothing (an infrastructure error) runs in a round of its own
-            for units in (runnable, twins):
-                if units is twins and twins:
-                    units, counts = record_reused(twins, options, retry_errors)
-                    reused += sum(counts.values())
-                    sink.advance(len(twins) - len(units))
-                    _count(outcomes, counts)
+            for units, settled in todo.rounds(options, settings):
+                sink.advance(settled)
                 if not units:
                     continue
-                # in an order drawn from the replay's secret: a run's place tells nothing of its state
-                groups = batches(run_order(units, options.order_secret), place.batch_target(len(units)),
-                                 group_of if early_stop else None, options.order_secret)
-                for batch, summary in place_batches(runner, replay_batch, groups, sent, shared_disk=shared_disk,
+                groups = replay_batches(units, options, place.batch_target(len(units)), settings.early_stop)
+                for batch, summary in place_batches(runner, replay_batch, groups, sent, shared_disk=settings.shared_disk,
                                                     window=max(4, 2 * place.parallelism)):
-                    if summary.rows:
+                    if summary.rows:  # a worker without the store's disk returned them
                         writer.write(target, summary.rows)
                     sink.advance(len(batch))
                     executed += summary.executed
                     builds += summary.builds
-                    _count(outcomes, summary.outcomes)
-    return ReplaySummary(len(specs), len(specs) - len(todo), executed, outcomes, inputs.isolation, builds, reused)
+                    _count(todo.outcomes, summary.outcomes)
+    return ReplaySummary(todo.planned, todo.skipped, executed, todo.outcomes, inputs.isolation, builds, todo.reused)

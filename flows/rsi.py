@@ -31,6 +31,7 @@ from testprism.tasks.generate.search import (RoundStatus, SearchRound, best, cha
 from testprism.tasks.generate.strategy import StrategySpace, load_space
 from testprism.tasks.generate.task_folder import Mode
 from testprism.tasks.model.workdir import default_work_root
+from testprism.tasks.replay.settings import ReplaySettings
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,8 @@ def rsi_flow(
                           mode=mode, strategy=str(strategy_file), caps=allowed.caps, tools=list(tools or ()),
                           model_url=model_url, api_key_env=api_key_env, backend=backend, workers=workers,
                           dask_address=dask_address, dask_cluster=dask_cluster, work=work, unsafe=unsafe)
-            replay_flow(benchmark=str(out), store=store, configurations=[name], backend=backend, workers=workers,
+            replay_flow(benchmark=str(out), store=store, settings=ReplaySettings(configurations=(name,)),
+                        backend=backend, workers=workers,
                         dask_address=dask_address, dask_cluster=dask_cluster, work=work, unsafe=unsafe)
             keys = tuple(s.key for s in plan_generation(bench, name, command, mode, proposal.strategy, allowed.caps,
                                                         tool_paths))

@@ -18,6 +18,7 @@ import polars as pl
 import pytest
 
 from testprism.storage import Store
+from testprism.tasks.replay.settings import ReplaySettings
 from tests.benchfixture import CHECKS, WEAK, make_benchmark
 from tests.synthbench import make_synthetic
 
@@ -198,7 +199,7 @@ def test_workers_that_share_no_disk_with_the_flow(bench, tmp_path, work_root):
     looked = (str(bench), str(here), str(remote), str(work_root / "states"))
     with dask_cluster(2, env=env, hidden=(tmp_path, work_root)) as (address, _):
         summary = replay_flow(benchmark=str(bench), store=str(remote), work=str(work_root), dask_address=address,
-                              shared_disk=False)
+                              settings=ReplaySettings(shared_disk=False))
         with Client(address, timeout=30) as client:
             seen = client.run(lambda: [os.path.exists(p) for p in looked])
             parts = client.run(lambda: sorted(os.listdir(worker_work / "parts")) if (worker_work / "parts").is_dir()

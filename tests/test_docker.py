@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from testprism.storage import Store
+from testprism.tasks.replay.settings import ReplaySettings
 from testprism.tasks.model.benchmark import BUNDLED, EnvironmentSpec, load_benchmark
 from testprism.tasks.sandbox.environment import EnvironmentBuildError
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxUnavailable
@@ -104,7 +105,7 @@ def local_store(parity_bench, work_root, tmp_path_factory, require) -> Path:
     require("sandbox")  # trusted would run it unisolated: parity is with the sandboxed local backend
     store = tmp_path_factory.mktemp("store-local")
     replay_flow(benchmark=str(parity_bench), store=str(store), backend="local", work=str(work_root),
-                timeout_s=120, trusted=True)
+                settings=ReplaySettings(timeout_s=120), trusted=True)
     return store
 
 
@@ -115,7 +116,7 @@ def test_local_and_docker_give_the_same_outcome_for_every_run_key(backend, parit
 
     store = tmp_path / "store-docker"
     summary = replay_flow(benchmark=str(parity_bench), store=str(store), backend="docker", work=str(work_root),
-                          timeout_s=120)
+                          settings=ReplaySettings(timeout_s=120))
     assert summary.isolation == "container"
     local, docker = _outcomes(local_store), _outcomes(store)
     assert len(local) == len(EXPECTED) and local.keys() == docker.keys()

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from testprism.flows.replay import replay_flow
+from testprism.tasks.replay.settings import ReplaySettings
 from testprism.storage import Store
 from testprism.tasks.collect.label import label_of
 from testprism.tasks.collect.verification import execute, plan, stored_rows
@@ -44,7 +45,7 @@ def _replay(bench: Path, backend: str, store: Path, work: Path) -> tuple[dict, d
     # a failure on a candidate is not replayed (a share drawn by content: ~0 here); one on
     # the buggy program still is
     summary = replay_flow(benchmark=str(bench), store=str(store), backend=backend, work=str(work),
-                          audit_share=1e-6)
+                          settings=ReplaySettings(confirm_audit=1e-6))
     runs = Store(store).scan("runs").collect()
     suite = {r["candidate_id"] or r["state"]: r["outcome"] for r in runs.iter_rows(named=True)}
     instance = load_benchmark(bench).instances[ID]

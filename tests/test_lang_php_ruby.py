@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from testprism.flows.collect import collect_flow
+from testprism.tasks.replay.settings import ReplaySettings
 from testprism.flows.replay import replay_flow
 from testprism.storage import Store
 from testprism.tasks.collect.verification import check_ids
@@ -60,7 +61,8 @@ def replays(tmp_path_factory, work_root):
         work = str(work_root / f"php-ruby-{backend}")
         # failures on buggy and reference confirmed by a replay, those on candidates not (the
         # cheaper policy: 20 runs fewer), as the outcomes here are the designed ones
-        replay_flow(benchmark=str(bench), store=str(store), backend=backend, work=work, audit_share=0.01)
+        replay_flow(benchmark=str(bench), store=str(store), backend=backend, work=work,
+                    settings=ReplaySettings(confirm_audit=0.01))
         summary = collect_flow(benchmark=str(bench), store=str(store), backend=backend, work=work)
         out[backend] = (_rows(store, "runs"), _rows(store, "verifications"), summary)
     return load_benchmark(bench), out

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from testprism.flows.replay import replay_flow
+from testprism.tasks.replay.settings import ReplaySettings
 from testprism.storage import Store
 from testprism.tasks.collect.label import GOLD_POLICY, label_of
 from testprism.tasks.collect.verification import execute, plan, stored_rows
@@ -51,7 +52,8 @@ def _replay_and_label(bench: Path, backend: str, store: Path, work: Path) -> dic
     """The strong suite on every state (a failure confirmed, as replays do), then the official
     checks on every state, once each (collect confirms a candidate's failure: not needed to
     compare the labels with the benchmark's)."""
-    summary = replay_flow(benchmark=str(bench), store=str(store), configurations=["strong"], backend=backend,
+    summary = replay_flow(benchmark=str(bench), store=str(store), settings=ReplaySettings(configurations=("strong",)),
+                          backend=backend,
                           work=str(work))
     instance = load_benchmark(bench).instances[INSTANCE]
     options = ExecutionOptions(backend=backend, work_root=work, store_root=store, concurrency=2, policy=GOLD_POLICY)

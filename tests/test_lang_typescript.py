@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from testprism.flows.replay import replay_flow
+from testprism.tasks.replay.settings import ReplaySettings
 from testprism.storage import Store
 from testprism.tasks.collect.candidate import normalise_patch
 from testprism.tasks.collect.label import LABEL_POLICY, label_of
@@ -45,7 +46,7 @@ def _replay(bench: Path, backend: str, root: Path, work: Path) -> dict:
     sandbox's uid can traverse."""
     store = root / f"{backend}-store"
     summary = replay_flow(benchmark=str(bench), store=str(store), backend=backend, work=str(work),
-                          configurations=["strong"])
+                          settings=ReplaySettings(configurations=("strong",)))
     runs = Store(store).scan("runs").collect().sort("started_at")
     instance = load_benchmark(bench).instances[INSTANCE]
     options = ExecutionOptions(backend=backend, work_root=work, store_root=store, policy=LABEL_POLICY)

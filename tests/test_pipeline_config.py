@@ -62,3 +62,44 @@ def test_the_replay_stage_takes_the_replays_policies_and_refuses_a_share_out_of_
     config.write_text('store = "s"\n[replay]\nbenchmark = "b"\nconfirm_audit = 2\n')
     with pytest.raises(PipelineConfigError, match="replay.confirm_audit"):
         load_pipeline(config)
+
+
+def test_each_replay_option_is_declared_once_and_every_entry_point_takes_it():
+    """The replay's settings object is the one declaration (issue 30, item 1): the CLI's
+    options, the flow's parameters (Prefect's run form), the pipeline config's [replay]
+    section and prefect.yaml's defaults all come from it or are checked against it."""
+    import inspect
+
+    import typer.main
+    import yaml
+
+    from testprism.flows.replay import replay_flow
+    from testprism.tasks.pipeline.config import ReplayStage
+    from testprism.tasks.replay.settings import ReplaySettings
+
+    fields = set(ReplaySettings.model_fields)
+    command = typer.main.get_command(app)
+    options = {p.name for p in command.commands["replay"].params}
+    assert fields <= options  # each field an option, with the field's help text
+    help_of = {p.name: p.help for p in command.commands["replay"].params}
+    assert all(help_of[name] == ReplaySettings.model_fields[name].description for name in fields)
+    # the flow takes the object whole: none of its fields is a parameter of its own
+    parameters = set(inspect.signature(replay_flow.fn).parameters)
+    assert "settings" in parameters and not fields & parameters
+    schema = replay_flow.parameters.model_dump()["definitions"]["ReplaySettings"]["properties"]
+    assert set(schema) == fields and schema["timeout_s"]["description"] == "wall-clock limit of one run, seconds"
+    assert set(ReplayStage.model_fields) == fields | {"benchmark"}  # the pipeline's section: the same fields
+    # prefect.yaml's defaults validate against the flows they start
+    deployments = yaml.safe_load((BUNDLED.parent / "prefect.yaml").read_text())["deployments"]
+    replay = next(d for d in deployments if d["name"] == "replay")
+    checked = replay_flow.validate_parameters(replay["parameters"])
+    assert isinstance(checked["settings"], ReplaySettings)
+    with pytest.raises(Exception, match="timeout_s"):
+        replay_flow.validate_parameters({**replay["parameters"], "settings": {"timeout_s": 0}})
+
+
+def test_a_replay_option_out_of_its_bounds_is_a_usage_error_naming_it():
+    result = CliRunner().invoke(app, ["replay", str(BUNDLED), "--store", "/nonexistent-store", "--confirm-audit", "2"])
+    assert result.exit_code == 2 and "--confirm-audit" in result.output and "less than or equal to 1" in result.output
+    result = CliRunner().invoke(app, ["replay", str(BUNDLED), "--store", "/nonexistent-store", "--timeout", "0"])
+    assert result.exit_code == 2 and "--timeout" in result.output

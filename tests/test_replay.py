@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 
 from testprism.storage import Store
+from testprism.tasks.replay.settings import ReplaySettings
 from testprism.tasks.score.metrics import flake_table
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.replay.runs import execute_batch, finished_keys, pending_runs, plan, record_plan, unrunnable_rows
@@ -170,7 +171,7 @@ def test_the_same_work_under_another_configuration_or_replay_is_not_run_again(tm
                                                "weak": {"test_median.py": WEAK}})
     store = tmp_path / "store"
     args = dict(benchmark=str(root), store=str(store), work=str(work_root))
-    first = replay_flow(**args, configurations=["strong"])
+    first = replay_flow(**args, settings=ReplaySettings(configurations=("strong",)))
     states = first.planned
     assert first.executed == states and first.reused == 0
     second = replay_flow(**args)
@@ -256,9 +257,10 @@ def test_early_stop_leaves_out_decided_runs_and_keeps_jvr(tmp_path, work_root, m
     root = make_benchmark(tmp_path / "b", {"strong": {"test_m.py": CHECKS}, "weak": {"test_m.py": WEAK},
                                            "broken": {"test_m.py": BROKEN}})
     full, early = tmp_path / "full", tmp_path / "early"
-    args = dict(benchmark=str(root), work=str(work_root), concurrency=1)
-    replay_flow(store=str(full), **args)
-    first = replay_flow(store=str(early), early_stop=True, **args)
+    args = dict(benchmark=str(root), work=str(work_root))
+    full_replay, early_stop = ReplaySettings(concurrency=1), ReplaySettings(concurrency=1, early_stop=True)
+    replay_flow(store=str(full), settings=full_replay, **args)
+    first = replay_flow(store=str(early), settings=early_stop, **args)
     runs = Store(early).scan("runs").collect()
     stopped = runs.filter(pl.col("reason") == "early_stopped")
     assert first.planned == 12 and first.executed + stopped.height == 12 and stopped.height > 0
@@ -268,9 +270,9 @@ def test_early_stop_leaves_out_decided_runs_and_keeps_jvr(tmp_path, work_root, m
     assert leaderboard(early)["jvr"].to_list() == leaderboard(full)["jvr"].to_list()
     counts = dict(flake_table(Store(early)).select("configuration", "early_stopped").rows())
     assert sum(counts.values()) == stopped.height and counts["strong"] == 0
-    again = replay_flow(store=str(early), early_stop=True, **args)
+    again = replay_flow(store=str(early), settings=early_stop, **args)
     assert again.executed == 0 and again.skipped == 12  # an early-stopped run is settled for early stop
-    rest = replay_flow(store=str(early), **args)
+    rest = replay_flow(store=str(early), settings=full_replay, **args)
     assert rest.executed == stopped.height and rest.skipped == 12 - stopped.height
     assert leaderboard(early).equals(leaderboard(full))
     assert flake_table(Store(early))["early_stopped"].sum() == 0  # the newest rows are the runs'

@@ -18,6 +18,7 @@ from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.model.benchmark import BUNDLED, BenchmarkError
 from testprism.tasks.model.config_file import read_config
 from testprism.tasks.model.state import DEFAULT_FUZZ
+from testprism.tasks.replay.settings import ReplaySettings
 
 
 class _Section(BaseModel):
@@ -42,19 +43,10 @@ class CollectStage(_Section):
     timeout_s: float = Field(300.0, gt=0)
 
 
-class ReplayStage(_Section):
+class ReplayStage(ReplaySettings):
+    """A replay's settings (tasks/replay/settings.py, declared there once) and what it replays."""
+
     benchmark: Path | None = None  #: default: collect's panels, else curate's test split
-    configurations: tuple[str, ...] = ()  #: empty: every configuration
-    timeout_s: float = Field(300.0, gt=0)
-    retry_errors: bool = False
-    concurrency: int | None = Field(None, gt=0)
-    #: replay --confirm-audit: confirm buggy and reference failures and this seeded share of the candidates'
-    confirm_audit: float | None = Field(None, gt=0, le=1)
-    audit_seed: int = 0
-    #: replay --early-stop: for JVR only (runs of a decided suite left out as E/early_stopped)
-    early_stop: bool = False
-    #: false: the Dask workers share no disk with the flow (replay --no-shared-disk)
-    shared_disk: bool = True
 
 
 class ScoreStage(_Section):
