@@ -264,7 +264,7 @@ def bare_environment(subj: Subject, venv: Path, ws: Path) -> dict[str, str]:
     return env
 
 
-def bare_runner(subj: Subject, venv: Path, scratch: Path) -> Callable[[], int]:
+def bare_runner(subj: Subject, venv: Path, scratch: Path, name: str = "bare") -> Callable[[], int]:
     ws = scratch / ("bare" if subj.id == "tiny" else f"bare-{subj.id}")
     program = ws / "program"
     ws.mkdir()
@@ -289,8 +289,11 @@ def bare_runner(subj: Subject, venv: Path, scratch: Path) -> Callable[[], int]:
     (ws / "out").mkdir()
 
     def run() -> int:
-        return subprocess.run(["bash", "-c", subj.command], cwd=program, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+        done = subprocess.run(["bash", "-c", subj.command], cwd=program, env=env, text=True, errors="replace",
+                              stdout=subprocess.PIPE if INNER_MARK in subj.command else subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+        note_inner(name, done.stdout or "")
+        return done.returncode
 
     if subj.build is not None:
         pristine = ws / "pristine"
@@ -306,6 +309,38 @@ def bare_runner(subj: Subject, venv: Path, scratch: Path) -> Callable[[], int]:
 
 #: runs per runner name whose request's tree was a built tree (Subject.built)
 FROM_BUILT: dict[str, int] = {}
+
+#: `--inner`: each runner's command timed where it runs (inside the sandbox), seconds, in
+#: the order of `measure`'s timed runs: splits a mode's overhead into what the sandbox costs
+#: around the command and what the command itself takes longer there (another toolchain:
+#: the image's JVM or cargo, not the host's)
+INNER: dict[str, list[float]] = {}
+INNER_MARK = "@@testprism-bench-inner "
+
+
+def timed_inside(command: str) -> str:
+    """`command` wrapped to print its own wall time as measured where it runs (--inner)."""
+    return (f"__t0=$(date +%s%N); (\n{command}\n); __rc=$?; "
+            f'echo; echo "{INNER_MARK}$(( $(date +%s%N) - __t0 ))"; exit $__rc')  # on a line of its own
+
+
+def note_inner(name: str, output: str) -> None:
+    """Keep the time `timed_inside` printed in a run's output, if it did."""
+    found = [line for line in output.splitlines() if line.startswith(INNER_MARK)]
+    if found:
+        INNER.setdefault(name, []).append(int(found[-1][len(INNER_MARK):]) / 1e9)
+
+
+def report_inner(times: dict[str, list[float]]) -> None:
+    """Per runner: the command's median time inside, and the median of (as the caller saw
+    the run − inside) = what the mode costs around the command."""
+    for name, inside in INNER.items():
+        outer = times.get(name, [])
+        if len(outer) != len(inside):
+            log.warning("%s: %d runs timed, %d timed inside: not paired", name, len(outer), len(inside))
+            continue
+        log.info("inner %-34s command inside %.3f s; around it %+.0f ms (median of run − inside)", name,
+                 statistics.median(inside), 1000 * statistics.median(o - i for o, i in zip(outer, inside, strict=True)))
 
 
 def backend_runner(backend, subj: Subject, environment: Path, request_type: type = RunRequest,
@@ -323,6 +358,7 @@ def backend_runner(backend, subj: Subject, environment: Path, request_type: type
 
     def run() -> int:
         result = backend.run(request)
+        note_inner(name, result.output_tail)
         if built:
             FROM_BUILT[name] = FROM_BUILT.get(name, 0) + 1
         return result.exit_code if result.exit_code is not None else -1
@@ -485,6 +521,7 @@ def measure(runners: dict[str, Callable[[], int]], rounds: int, block: int,
             run.before()  # type: ignore[attr-defined]
         code = run()
         log.info("warm-up %-16s exit %s", name, code)
+    INNER.clear()  # the timed runs' only, in their order
     for k in range(rounds):
         for name, run in runners.items():
             if name in only_some and k >= only_some[name]:
@@ -737,6 +774,9 @@ def main() -> None:
     parser.add_argument("--image-tests", default="sympy/vector/tests/test_operators.py",
                         help="the program's test files the --swebench-image suite runs (default: one that passes "
                              "on sympy 1.5.1 under pytest 8: test_printing.py's sympy-own XFAIL fails there)")
+    parser.add_argument("--inner", action="store_true",
+                        help="also time each run's command inside its sandbox, to split a mode's overhead into the "
+                             "sandbox's own cost around the command and the command's own difference there")
     parser.add_argument("--against", default=None, metavar="REV",
                         help="also run the local and docker modes of git revision REV (as local@REV, docker@REV)")
     args = parser.parse_args()
@@ -778,6 +818,8 @@ def main() -> None:
             subjects = [tiny_subject(scratch)]
         if args.command is not None:
             subjects = [dataclasses.replace(s, command=args.command) for s in subjects]
+        if args.inner:
+            subjects = [dataclasses.replace(s, command=timed_inside(s.command)) for s in subjects]
         builds = over_docker.builds + over_local.builds
         log.info("state builds run: %d (over docker %d, over local %d) for %d built state(s); expect one per built "
                  "state per work area, 0 on a rerun with the same --work", builds, over_docker.builds,
@@ -823,7 +865,7 @@ def main() -> None:
                     log.warning("%s: %s differs between the host (%s: bare, local) and the image (%s: docker): the "
                                 "docker overhead includes the two versions' own difference", subj.id, tool, host, image)
             if "bare" in modes:
-                runners[prefix + "bare"] = bare_runner(subj, local_env, scratch)
+                runners[prefix + "bare"] = bare_runner(subj, local_env, scratch, name=prefix + "bare")
             if "local" in modes:
                 runners[prefix + "local"] = backend_runner(local, subj, local_env, name=prefix + "local")
             if "docker" in modes:
@@ -861,6 +903,7 @@ def main() -> None:
         only_some = {name: args.shipped_rounds for name in runners if name.endswith("swebench-shipped")}
         times, per_round = measure(runners, args.rounds, args.block, only_some)
         log.info("load average after: %.1f %.1f %.1f", *os.getloadavg())
+        report_inner(times)
         if several:
             fills = {(s.id, way): fill_cost(s, handles[s.id][0], scratch, way) for s in subjects for way in FILL_WAYS}
             for subj in subjects:
