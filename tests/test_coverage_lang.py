@@ -18,13 +18,14 @@ from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
 from testprism.tasks.model.state import apply_patch
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.score.coverage.probe import measure_coverage
-from testprism.tasks.score.coverage.reports import parse_gcov_report, parse_go_profile, parse_jacoco_report, parse_v8_report, score_changes, v8_executed
+from testprism.tasks.score.coverage.reports import parse_gcov_report, parse_go_profile, parse_jacoco_report, parse_ruby_report, parse_v8_report, score_changes, v8_executed
 from testprism.tasks.score.coverage.instrument import COMMAND
 from testprism.tasks.score.coverage.toolchains import (
     GccToolchain,
     GoToolchain,
     JavaToolchain,
     JavaScriptToolchain,
+    RubyToolchain,
     go_modules,
     toolchain_for,
 )
@@ -281,7 +282,8 @@ def test_each_language_has_its_toolchain_or_none():
     assert toolchain_for("javascript") is not None
     assert isinstance(toolchain_for("c"), GccToolchain) and isinstance(toolchain_for("cpp"), GccToolchain)
     assert isinstance(toolchain_for("java"), JavaToolchain)
-    assert toolchain_for("typescript") is None and toolchain_for("rust") is None
+    assert isinstance(toolchain_for("ruby"), RubyToolchain)
+    assert toolchain_for("typescript") is None and toolchain_for("rust") is None and toolchain_for("php") is None
 
 
 @pytest.mark.requires("sandbox")
@@ -547,3 +549,122 @@ def test_measure_coverage_of_the_java_instance_under_local(tmp_path, work_root):
     assert (rows["strong"]["changed_lines"], rows["strong"]["covered_lines"], rows["strong"]["ec"]) == (1, 1, 1.0)
     assert rows["weak"]["missed_lines"] == [f"{BYTESIZE}:29"] and rows["weak"]["delta_c"] == 0.0
     assert rows["weak"]["missed_functions"] == [f"{BYTESIZE}:ByteSize.format"]
+
+
+LISTKIT = "listkit__two-items-serial-comma"
+SENTENCE = "lib/listkit/sentence.rb"
+RUBY_DATA = Path(__file__).parent / "data" / "ruby"
+RUBY_NEVER_TWO = '''\
+# frozen_string_literal: true
+
+# Joins three items only: the changed two-item branch never runs.
+RSpec.describe ListKit::Sentence do
+  it "joins three items" do
+    expect(ListKit::Sentence.join(%w[a b c])).to eq("a, b, and c")
+  end
+end
+'''
+
+
+def bundled_reference(tmp_path: Path, instance_id: str) -> tuple[Path, bytes]:
+    """A bundled instance's program with its reference applied, in `tmp_path/program`."""
+    instance = BUNDLED / "instances" / instance_id
+    program = tmp_path / "program"
+    shutil.copytree(instance / "program", program)
+    reference = (instance / "reference.diff").read_bytes()
+    assert apply_patch(program, reference).applied
+    return program, reference
+
+
+def bundled_part(target: Path, instance_id: str, environment: str) -> Path:
+    """The bundled benchmark with only `instance_id` (its environment `environment`) and its
+    strong and weak suites."""
+    def keep(folder: str, names: list[str]) -> list[str]:
+        here = Path(folder)
+        if here == BUNDLED / "suites":
+            return [n for n in names if n not in ("strong", "weak")]
+        if here == BUNDLED / "instances" or here.parent == BUNDLED / "suites":
+            return [n for n in names if n != instance_id]
+        if here == BUNDLED / "environments":
+            return [n for n in names if n != environment]
+        return []
+    shutil.copytree(BUNDLED, target, ignore=keep)
+    return target
+
+
+@pytest.mark.requires("toolchains")
+@pytest.mark.parametrize("configuration, missed_lines", [("strong", []), ("weak", []), ("never-two", [f"{SENTENCE}:24"])])
+def test_ruby_helpers_measure_the_ruby_instances_suites(tmp_path, configuration, missed_lines):
+    """The bundled Ruby instance's suites run as the sandbox runs them, Ruby's Coverage
+    started by RUBYOPT before RSpec loads the program: the one changed line (`when 2`) runs
+    under the strong and weak suites, not under one that never joins two items."""
+    program, reference = bundled_reference(tmp_path, LISTKIT)
+    toolchain = RubyToolchain()
+    changes = toolchain.analyse(program, reference)
+    assert [(c.path, sorted(c.lines)) for c in changes] == [(SENTENCE, [24])]
+    if configuration == "never-two":
+        bench = make_benchmark(tmp_path / "bench", {"s": {"sentence_suite_spec.rb": RUBY_NEVER_TWO, "run_tests.sh":
+                               (BUNDLED / "suites" / "weak" / LISTKIT / "run_tests.sh").read_text()}})
+        suite = load_benchmark(bench).suites[("s", "mini__median-even")]
+    else:
+        suite = load_benchmark(BUNDLED, (configuration,)).suites[(configuration, LISTKIT)]
+    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
+    counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
+    assert (counts.changed_lines, counts.missed_lines) == (1, missed_lines)
+    assert (counts.changed_functions, counts.entered_functions) == (1, 1)  # join itself always runs
+
+
+@pytest.mark.requires("toolchains")
+def test_ruby_without_a_process_is_not_a_zero(tmp_path):
+    program, reference = bundled_reference(tmp_path, LISTKIT)
+    toolchain = RubyToolchain()
+    changes = toolchain.analyse(program, reference)
+    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0
+    with pytest.raises(ValueError, match="no Ruby process wrote coverage"):
+        toolchain.parse(report.read_bytes(), program, changes)
+
+
+def test_ruby_report_made_on_this_host_to_lines():
+    """tests/data/ruby/listkit-weak.json: the Ruby collector's report of the weak suite on the
+    Ruby instance's reference (test_ruby_helpers_measure_the_ruby_instances_suites[weak],
+    Ruby 3.1.2, its report copied). Ruby's lines array: null for no statement (a comment,
+    `else`, `end`), else the count."""
+    measured = parse_ruby_report((RUBY_DATA / "listkit-weak.json").read_bytes())
+    sentence = measured[SENTENCE]
+    assert {15, 16, 21, 22, 23, 24, 26} <= sentence.statements
+    assert not {1, 4, 12, 25, 27, 28} & sentence.statements  # comments, `else`, `end`
+    assert {15, 24, 26} <= sentence.executed and not {22, 23} & sentence.executed  # no 0 or 1 items
+
+
+@pytest.mark.parametrize("report, error", [
+    (b"<testsuites/>", "not a testprism Ruby coverage report"),
+    (b'{"data_files": 0, "files": {}, "error": null}', "no Ruby process"),
+    (b'{"data_files": 1, "files": {}, "error": "JSON::ParserError: x"}', "could not be read"),
+    (b'{"data_files": 1, "files": {"a.rb": [[null, "1"]]}, "error": null}', "line 2"),
+    (b'{"data_files": 1, "files": {"a.rb": {"lines": []}}, "error": null}', "not lists"),
+])
+def test_ruby_report_refuses_what_is_not_one(report, error):
+    with pytest.raises(ValueError, match=error):
+        parse_ruby_report(report)
+
+
+@pytest.mark.slow
+@pytest.mark.polyglot
+@pytest.mark.requires("sandbox", "toolchains")
+@pytest.mark.timeout(1200)
+def test_measure_coverage_of_the_ruby_instance_under_local(tmp_path, work_root):
+    """The whole pass under bubblewrap on the bundled Ruby instance: the strong suite runs the
+    changed `when 2` line; a suite that never joins two items does not, though it enters join."""
+    bench = bundled_part(tmp_path / "bench", LISTKIT, "ruby")
+    (bench / "suites" / "weak" / LISTKIT / "sentence_suite_spec.rb").write_text(RUBY_NEVER_TWO)
+    frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
+    rows = {r["configuration"]: r for r in frame.iter_rows(named=True)}
+    assert all(r["reason"] is None for r in rows.values()), rows
+    assert (rows["strong"]["changed_lines"], rows["strong"]["delta_c"], rows["strong"]["ec"]) == (1, 1.0, 1.0)
+    assert rows["weak"]["missed_lines"] == [f"{SENTENCE}:24"] and rows["weak"]["delta_c"] == 0.0
+    assert rows["weak"]["ec"] == 1.0

@@ -1,6 +1,6 @@
 """How much of the reference's change a run executed: each toolchain's coverage report read
 into executed lines per file (coverage.py's JSON, Go's profile, V8's ranges, gcov's JSON,
-JaCoCo's XML), and those scored against the changed lines and functions of
+JaCoCo's XML, Ruby's Coverage lines), and those scored against the changed lines and functions of
 tasks/model/changes.py (ΔC, EC).
 """
 
@@ -235,6 +235,41 @@ def parse_jacoco_report(data: bytes) -> dict[str, MeasuredFile]:
                 measured[name] = MeasuredFile(frozenset(n for n, _ in lines), frozenset(n for n, ci in lines if ci))
     except ValueError as exc:
         raise ValueError(f"JaCoCo report with a line that is not one: {exc}") from exc
+    return measured
+
+
+def parse_ruby_report(data: bytes) -> dict[str, MeasuredFile]:
+    """The Ruby collector's report (`{"data_files": n, "files": {path: [lines per process]},
+    "error": ...}`, each process's lines being Ruby's `Coverage` lines array: index i is
+    line i + 1, null where the line is no statement, else how often it ran) → measured
+    files. Raises ValueError when the report is unreadable, says the data could not be
+    read, or no Ruby process wrote coverage (nothing was measured, which is not 0)."""
+    try:
+        report = json.loads(data)
+    except ValueError as exc:
+        raise ValueError(f"not a testprism Ruby coverage report: {exc}") from exc
+    if not isinstance(report, dict) or not isinstance(report.get("files"), dict):
+        raise ValueError("not a testprism Ruby coverage report")
+    if report.get("error"):
+        raise ValueError(f"Ruby coverage could not be read: {str(report['error'])[:300]}")
+    if not report.get("data_files"):
+        raise ValueError("no Ruby process wrote coverage: none ran to its exit")
+    measured = {}
+    for path, runs in report["files"].items():
+        statements: set[int] = set()
+        executed: set[int] = set()
+        if not isinstance(runs, list) or not all(isinstance(lines, list) for lines in runs):
+            raise ValueError(f"Ruby coverage of {path[:200]!r} is not lists of line counts")
+        for lines in runs:
+            for number, count in enumerate(lines, start=1):
+                if count is None:
+                    continue
+                if not isinstance(count, int) or isinstance(count, bool):
+                    raise ValueError(f"Ruby coverage of {path[:200]!r} line {number}: {count!r} is no count")
+                statements.add(number)
+                if count:
+                    executed.add(number)
+        measured[path] = MeasuredFile(frozenset(statements), frozenset(executed))
     return measured
 
 

@@ -2,7 +2,7 @@
 run is given to report what it executed, and how that report is read back.
 
 The probe (tasks/score/coverage/probe.py) asks `toolchain_for(instance.spec.language)`;
-a language without a toolchain (typescript, rust, php, ruby, any other: NOT_MEASURED_WHY
+a language without a toolchain (typescript, rust, php, any other: NOT_MEASURED_WHY
 says why) is *not measured*: its rows keep ΔC and EC null with the reason `not_measured`,
 never a number measured on the wrong lines.
 
@@ -29,10 +29,13 @@ never a number measured on the wrong lines.
   by gcov (GccToolchain).
 - **java**: JaCoCo's agent in every JVM through JAVA_TOOL_OPTIONS, its XML report written
   by JaCoCo's command line in the run (JavaToolchain).
+- **ruby**: Ruby's own `Coverage` (lines) in every Ruby process, started by
+  `RUBYOPT=-r<helper>` before the suite's code loads; each writes the changed files' counts
+  at exit (RubyToolchain).
 
 For the other languages, which changed lines are code is told by the lexer here (neither
 blank nor only comments) and, where the run reported the file, by the report's own
-statements (Go: inside a cover block; gcov's lines; JaCoCo's lines). Changed functions come
+statements (Go: inside a cover block; gcov's lines; JaCoCo's lines; Ruby's counted lines). Changed functions come
 from the same tree-sitter trees (tasks/model/changes.py).
 """
 
@@ -50,7 +53,7 @@ from testprism.tasks.model.outcome import Reason
 from testprism.tasks.model.workdir import WorkPaths
 
 from testprism.tasks.model.changes import ChangedFile, analyse_reference
-from testprism.tasks.score.coverage.reports import MeasuredFile, parse_gcov_report, parse_jacoco_report, parse_go_profile, parse_report, parse_v8_report
+from testprism.tasks.score.coverage.reports import MeasuredFile, parse_gcov_report, parse_jacoco_report, parse_go_profile, parse_report, parse_ruby_report, parse_v8_report
 from testprism.tasks.score.coverage.instrument import HELPER_DIR, HELPERS_HASH, coverage_environment, coverage_suite, with_helpers
 
 log = logging.getLogger(__name__)
@@ -430,6 +433,97 @@ class JavaToolchain(Toolchain):
                 in sources}
 
 
+_RUBY_RUNNER = _RUNNER_HEAD.format(what="with Ruby's Coverage (lines) in every Ruby process", helper=HELPER_DIR) + """\
+case "$here" in *[[:space:]]*) echo "testprism coverage: RUBYOPT cannot hold the path $here (a space)" >&2; exit 2;; esac
+mkdir -p "$data/ruby"
+(
+  export RUBYOPT="-r$here/cover.rb${RUBYOPT:+ $RUBYOPT}"
+  export TESTPRISM_COVERAGE_DATA="$data/ruby" TESTPRISM_COVERAGE_ROOT="$root" TESTPRISM_COVERAGE_FILES="$here/files"
+  export TESTPRISM_JUNIT="$data/junit.xml"
+  exec bash "$here/entry.sh"
+)
+status=$?
+ruby "$here/collect.rb" "$report" "$data/ruby"
+exit "$status"
+"""
+
+# Loaded by RUBYOPT's -r before any of the suite's code: Coverage counts only what is loaded
+# after it starts. at_exit handlers run last-registered first, so this one (the first) runs
+# after RSpec's and minitest's own. A fork keeps the handler and writes its own file.
+_RUBY_COVER = """\
+# testprism coverage pass (tasks/score/coverage/toolchains.py): Ruby's Coverage in this process.
+require "coverage"
+Coverage.start(lines: true) unless Coverage.running?
+at_exit do
+  data = ENV["TESTPRISM_COVERAGE_DATA"]
+  if data
+    require "json"
+    out = {}
+    begin
+      root = ENV.fetch("TESTPRISM_COVERAGE_ROOT")
+      wanted = File.readlines(ENV.fetch("TESTPRISM_COVERAGE_FILES"), chomp: true).reject(&:empty?)
+      roots = [File.expand_path(root)]
+      roots << File.realpath(root) rescue nil
+      Coverage.peek_result.each do |name, entry|
+        rel = roots.map { |base| name.start_with?(base + "/") ? name[(base.size + 1)..] : nil }
+                   .find { |r| r && wanted.include?(r) }
+        (out[rel] ||= []) << (entry.is_a?(Hash) ? entry[:lines] : entry) if rel
+      end
+    rescue StandardError => e
+      out = { "error" => "#{e.class}: #{e.message}" }
+    end
+    File.write(File.join(data, "#{Process.pid}.json"), JSON.generate(out))
+  end
+end
+"""
+
+_RUBY_COLLECTOR = """\
+# testprism coverage pass (tasks/score/coverage/toolchains.py): every Ruby process's counts in one report.
+require "json"
+report, data = ARGV
+out = { "data_files" => 0, "files" => {}, "error" => nil }
+begin
+  Dir.glob(File.join(data, "*.json")).sort.each do |name|
+    out["data_files"] += 1
+    parsed = JSON.parse(File.read(name))
+    raise parsed["error"].to_s if parsed.key?("error")
+    parsed.each { |rel, runs| (out["files"][rel] ||= []).concat(runs) }
+  end
+rescue StandardError => e
+  out["error"] = "#{e.class}: #{e.message}"
+end
+File.write(report, JSON.generate(out))
+"""
+
+
+class RubyToolchain(Toolchain):
+    """Ruby's own `Coverage` module (lines mode) in every Ruby process of the run, started by
+    `RUBYOPT=-r<helper>` before the suite's code loads; each process writes the changed
+    files' counts at exit, and the run gathers them into one report. A process that ends
+    without running its at_exit handlers (`exit!`, a signal) writes none."""
+
+    helpers_hash = digest("coverage-helpers-ruby", _RUBY_RUNNER, _RUBY_COVER, _RUBY_COLLECTOR)
+
+    def analyse(self, tree: Path, reference: bytes) -> tuple[ChangedFile, ...]:
+        """Changed .rb files."""
+        return analyse_reference(tree, reference, lambda path: path.endswith(".rb"))
+
+    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
+              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
+        return with_helpers(suite, {
+            f"{HELPER_DIR}/run.sh": _RUBY_RUNNER,
+            f"{HELPER_DIR}/entry.sh": suite.entry + "\n",
+            f"{HELPER_DIR}/cover.rb": _RUBY_COVER,
+            f"{HELPER_DIR}/collect.rb": _RUBY_COLLECTOR,
+            f"{HELPER_DIR}/files": "".join(f"{c.path}\n" for c in changes),
+        }, work)
+
+    def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
+        if not report:
+            raise ValueError("no Ruby coverage report: the suite's run left none")
+        return parse_ruby_report(report)
+
+
 TOOLCHAINS: dict[str, Toolchain] = {
     "python": PythonToolchain(),
     "go": GoToolchain(),
@@ -437,6 +531,7 @@ TOOLCHAINS: dict[str, Toolchain] = {
     "java": JavaToolchain(),
     "c": GccToolchain(),
     "cpp": GccToolchain(),
+    "ruby": RubyToolchain(),
 }
 
 
@@ -447,7 +542,6 @@ NOT_MEASURED_WHY: dict[str, str] = {
     "typescript": "no toolchain yet: V8 coverage of code transformed on load needs its source maps (c8)",
     "tsx": "no toolchain yet: V8 coverage of code transformed on load needs its source maps (c8)",
     "php": "no toolchain yet (Debian has php-pcov 1.0.11 and php-xdebug 3.2)",
-    "ruby": "no toolchain yet (Ruby's own Coverage module would do)",
 }
 
 
