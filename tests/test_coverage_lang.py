@@ -18,7 +18,7 @@ from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
 from testprism.tasks.model.state import apply_patch
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.score.coverage.probe import measure_coverage
-from testprism.tasks.score.coverage.reports import parse_gcov_report, parse_go_profile, parse_jacoco_report, parse_ruby_report, parse_v8_report, score_changes, v8_executed
+from testprism.tasks.score.coverage.reports import parse_gcov_report, parse_go_profile, parse_jacoco_report, parse_lcov_report, parse_ruby_report, parse_v8_report, score_changes, v8_executed
 from testprism.tasks.score.coverage.instrument import COMMAND
 from testprism.tasks.score.coverage.toolchains import (
     GccToolchain,
@@ -26,6 +26,7 @@ from testprism.tasks.score.coverage.toolchains import (
     JavaToolchain,
     JavaScriptToolchain,
     RubyToolchain,
+    RustToolchain,
     go_modules,
     toolchain_for,
 )
@@ -283,11 +284,12 @@ def test_each_language_has_its_toolchain_or_none():
     assert isinstance(toolchain_for("c"), GccToolchain) and isinstance(toolchain_for("cpp"), GccToolchain)
     assert isinstance(toolchain_for("java"), JavaToolchain)
     assert isinstance(toolchain_for("ruby"), RubyToolchain)
-    assert toolchain_for("typescript") is None and toolchain_for("rust") is None and toolchain_for("php") is None
+    assert isinstance(toolchain_for("rust"), RustToolchain)
+    assert toolchain_for("typescript") is None and toolchain_for("php") is None
 
 
 @pytest.mark.requires("sandbox")
-@pytest.mark.parametrize("language", ["rust", "typescript"])
+@pytest.mark.parametrize("language", ["typescript", "php"])
 def test_an_unmeasured_language_gives_null_with_a_reason(tmp_path, work_root, language):
     bench = make_benchmark(tmp_path / "bench", {"strong": {"test_median.py": CHECKS}})
     toml = bench / "instances" / "mini__median-even" / "instance.toml"
@@ -668,3 +670,103 @@ def test_measure_coverage_of_the_ruby_instance_under_local(tmp_path, work_root):
     assert (rows["strong"]["changed_lines"], rows["strong"]["delta_c"], rows["strong"]["ec"]) == (1, 1.0, 1.0)
     assert rows["weak"]["missed_lines"] == [f"{SENTENCE}:24"] and rows["weak"]["delta_c"] == 0.0
     assert rows["weak"]["ec"] == 1.0
+
+
+FMTKIT = "fmtkit__truncate-multibyte"
+CELL = "src/cell.rs"
+#: a run's PATH on the host: Debian's cargo and rustc (LLVM 14), as the sandbox's uid has them
+SYSTEM_PATH = "/usr/bin:/bin"
+
+
+def rust_reference(tmp_path: Path, toolchain) -> tuple[Path, bytes, dict[str, str]]:
+    """The bundled Rust instance's reference tree built by its build step in the coverage
+    environment (the instance's variables plus the toolchain's), as the pass builds it."""
+    program, reference = bundled_reference(tmp_path, FMTKIT)
+    spec = toolchain.environment(load_benchmark(BUNDLED).instances[FMTKIT].spec.environment)
+    variables = {**dict(spec.variables), "CARGO_TARGET_DIR": str(program / "target"), "PATH": SYSTEM_PATH,
+                 "CARGO_HOME": str(tmp_path / "cargo-home")}
+    built = subprocess.run(["bash", "-c", load_benchmark(BUNDLED).instances[FMTKIT].spec.build.command], cwd=program,
+                           env=host_env(tmp_path, **variables), capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stdout + built.stderr
+    return program, reference, variables
+
+
+RUST_DATA = Path(__file__).parent / "data" / "rust"
+
+
+@needs_gcc
+@pytest.mark.parametrize("configuration, missed_lines, missed_functions", [
+    ("strong", [], []),
+    ("weak", [f"{CELL}:25", f"{CELL}:26", f"{CELL}:28"], [f"{CELL}:pad_right"]),  # it only truncates
+])
+def test_rust_helpers_measure_the_rust_instances_suites(tmp_path, configuration, missed_lines, missed_functions):
+    """The bundled Rust instance's suites, run as the sandbox runs them, on the reference built
+    with -C instrument-coverage by Debian's rustc 1.63 and compiler-rt's profile runtime;
+    the profiles merged and exported by Debian's llvm-14. Seven changed lines: the strong
+    suite runs them all, the weak one never pads (pad_right's three)."""
+    toolchain = RustToolchain()
+    program, reference, variables = rust_reference(tmp_path, toolchain)
+    changes = toolchain.analyse(program, reference)
+    assert [c.path for c in changes] == [CELL]
+    suite = load_benchmark(BUNDLED, (configuration,)).suites[(configuration, FMTKIT)]
+    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path, **variables)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
+    counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
+    assert (counts.changed_lines, counts.covered_lines) == (7, 7 - len(missed_lines))
+    assert counts.missed_lines == missed_lines and counts.missed_functions == missed_functions
+    assert counts.changed_functions == 2
+
+
+@needs_gcc
+def test_rust_without_a_profile_is_not_a_zero(tmp_path):
+    """A run in which no instrumented process ran to its exit wrote no profile: nothing was
+    measured, which is not 0."""
+    toolchain = RustToolchain()
+    program, reference, variables = rust_reference(tmp_path, toolchain)
+    changes = toolchain.analyse(program, reference)
+    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path, **variables)
+    assert done.returncode == 0
+    with pytest.raises(ValueError, match="no process wrote an LLVM profile"):
+        toolchain.parse(report.read_bytes(), program, changes)
+
+
+def test_lcov_report_made_on_this_host_to_lines():
+    """tests/data/rust/fmtkit-weak.report: the Rust collector's report of the weak suite on the
+    Rust instance's reference (test_rust_helpers_measure_the_rust_instances_suites[weak]:
+    Debian's rustc 1.63 with -C instrument-coverage, llvm-profdata-14 and llvm-cov-14 14.0.6,
+    its report copied). A `DA:` line is a statement, run when its count is non-zero."""
+    measured = parse_lcov_report((RUST_DATA / "fmtkit-weak.report").read_bytes())
+    assert set(measured) == {CELL}
+    cell = measured[CELL]
+    assert {10, 16, 17, 18, 25, 26, 28} <= cell.statements and not {1, 7, 22, 23} & cell.statements  # docs, blanks
+    assert {10, 16, 17, 18} <= cell.executed and not {11, 14, 24, 25, 26, 28} & cell.executed
+
+
+@pytest.mark.parametrize("report, error", [
+    (b"mode: set\n", "not a testprism llvm-cov report"),
+    (b"# testprism llvm-cov\nDA:1,1\n", "line 2 is not a line count"),
+    (b"# testprism llvm-cov\nSF:a.rs\nDA:x,1\n", "line 3 is not a line count"),
+])
+def test_lcov_report_refuses_what_is_not_one(report, error):
+    with pytest.raises(ValueError, match=error):
+        parse_lcov_report(report)
+
+
+@pytest.mark.slow
+@pytest.mark.polyglot
+@pytest.mark.requires("sandbox", "toolchains")
+@pytest.mark.timeout(1800)
+def test_measure_coverage_of_the_rust_instance_under_local(tmp_path, work_root):
+    """The whole pass under bubblewrap on the bundled Rust instance: the reference built again
+    with -C instrument-coverage, the suites' profiles read back by llvm-cov. The strong suite
+    runs every changed line; the weak one never pads."""
+    bench = bundled_part(tmp_path / "bench", FMTKIT, "rust")
+    frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
+    rows = {r["configuration"]: r for r in frame.iter_rows(named=True)}
+    assert all(r["reason"] is None for r in rows.values()), rows
+    assert (rows["strong"]["changed_lines"], rows["strong"]["delta_c"], rows["strong"]["ec"]) == (7, 1.0, 1.0)
+    assert rows["weak"]["missed_lines"] == [f"{CELL}:25", f"{CELL}:26", f"{CELL}:28"]
+    assert rows["weak"]["missed_functions"] == [f"{CELL}:pad_right"] and rows["weak"]["ec"] == 0.5

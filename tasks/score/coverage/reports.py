@@ -1,6 +1,6 @@
 """How much of the reference's change a run executed: each toolchain's coverage report read
 into executed lines per file (coverage.py's JSON, Go's profile, V8's ranges, gcov's JSON,
-JaCoCo's XML, Ruby's Coverage lines), and those scored against the changed lines and functions of
+JaCoCo's XML, llvm-cov's lcov, Ruby's Coverage lines), and those scored against the changed lines and functions of
 tasks/model/changes.py (ΔC, EC).
 """
 
@@ -236,6 +236,38 @@ def parse_jacoco_report(data: bytes) -> dict[str, MeasuredFile]:
     except ValueError as exc:
         raise ValueError(f"JaCoCo report with a line that is not one: {exc}") from exc
     return measured
+
+
+LCOV_HEADER = "# testprism llvm-cov"
+
+
+def parse_lcov_report(data: bytes) -> dict[str, MeasuredFile]:
+    """The Rust collector's report → measured files: `# testprism llvm-cov`, then `llvm-cov
+    export --format=lcov` of the changed files, each record's `SF:` already a repository
+    path. A `DA:line,count` line is a statement, executed when its count is non-zero (llvm-cov
+    has summed every test binary's counts). Raises ValueError on anything else: the report
+    is the run's."""
+    text = data.decode("utf-8", errors="replace").splitlines()
+    if not text or text[0] != LCOV_HEADER:
+        raise ValueError("not a testprism llvm-cov report")
+    statements: dict[str, set[int]] = {}
+    executed: dict[str, set[int]] = {}
+    path = None
+    for number, line in enumerate(text[1:], start=2):
+        if line.startswith("SF:"):
+            path = line[3:]
+            statements.setdefault(path, set())
+            executed.setdefault(path, set())
+        elif line.startswith("DA:"):
+            fields = line[3:].split(",")
+            if path is None or len(fields) < 2 or not fields[0].isdigit() or not fields[1].isdigit():
+                raise ValueError(f"llvm-cov report line {number} is not a line count: {line[:200]!r}")
+            statements[path].add(int(fields[0]))
+            if int(fields[1]):
+                executed[path].add(int(fields[0]))
+        elif line == "end_of_record":
+            path = None
+    return {p: MeasuredFile(frozenset(lines), frozenset(executed[p])) for p, lines in statements.items()}
 
 
 def parse_ruby_report(data: bytes) -> dict[str, MeasuredFile]:

@@ -2,7 +2,7 @@
 run is given to report what it executed, and how that report is read back.
 
 The probe (tasks/score/coverage/probe.py) asks `toolchain_for(instance.spec.language)`;
-a language without a toolchain (typescript, rust, php, any other: NOT_MEASURED_WHY
+a language without a toolchain (typescript, php, any other: NOT_MEASURED_WHY
 says why) is *not measured*: its rows keep ΔC and EC null with the reason `not_measured`,
 never a number measured on the wrong lines.
 
@@ -29,13 +29,17 @@ never a number measured on the wrong lines.
   by gcov (GccToolchain).
 - **java**: JaCoCo's agent in every JVM through JAVA_TOOL_OPTIONS, its XML report written
   by JaCoCo's command line in the run (JavaToolchain).
+- **rust**: `-C instrument-coverage`, compiled in (the state built again), with compiler-rt's
+  profile runtime in place of the `profiler_builtins` Debian's rustc lacks; the profiles
+  merged and exported (lcov) by Debian's llvm-14 tools in the run (RustToolchain).
 - **ruby**: Ruby's own `Coverage` (lines) in every Ruby process, started by
   `RUBYOPT=-r<helper>` before the suite's code loads; each writes the changed files' counts
   at exit (RubyToolchain).
 
 For the other languages, which changed lines are code is told by the lexer here (neither
 blank nor only comments) and, where the run reported the file, by the report's own
-statements (Go: inside a cover block; gcov's lines; JaCoCo's lines; Ruby's counted lines). Changed functions come
+statements (Go: inside a cover block; gcov's lines; JaCoCo's lines; llvm-cov's lines; Ruby's
+counted lines). Changed functions come
 from the same tree-sitter trees (tasks/model/changes.py).
 """
 
@@ -53,7 +57,7 @@ from testprism.tasks.model.outcome import Reason
 from testprism.tasks.model.workdir import WorkPaths
 
 from testprism.tasks.model.changes import ChangedFile, analyse_reference
-from testprism.tasks.score.coverage.reports import MeasuredFile, parse_gcov_report, parse_jacoco_report, parse_go_profile, parse_report, parse_ruby_report, parse_v8_report
+from testprism.tasks.score.coverage.reports import MeasuredFile, parse_gcov_report, parse_jacoco_report, parse_go_profile, parse_lcov_report, parse_report, parse_ruby_report, parse_v8_report
 from testprism.tasks.score.coverage.instrument import HELPER_DIR, HELPERS_HASH, coverage_environment, coverage_suite, with_helpers
 
 log = logging.getLogger(__name__)
@@ -433,6 +437,101 @@ class JavaToolchain(Toolchain):
                 in sources}
 
 
+LLVM_VERSION = "14"
+"""The LLVM of the runs' rustc (Debian bookworm's 1.63), whose profile format Debian's
+llvm-14 tools read and whose compiler-rt profile runtime (libclang-rt-14-dev) the build links."""
+
+PROFILE_RUNTIME = "/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.profile-x86_64.a"
+"""compiler-rt's profile runtime (Debian bookworm's libclang-rt-14-dev), linked into every
+instrumented binary in place of the `profiler_builtins` crate Debian's rustc is built without."""
+
+_LLVM_COV_ERROR = "testprism llvm-cov: "
+
+# The binaries llvm-cov reads are the executables cargo left in the target folder's deps/ (every
+# test binary, the suite's included); the profile of a binary that did not run is empty.
+_RUST_RUNNER = _RUNNER_HEAD.format(what="with an LLVM profile from every process built with -C instrument-coverage",
+                                   helper=HELPER_DIR) + """\
+llvm=__LLVM__
+fail() { printf '__ERROR__%s\\n' "$1" > "$report"; }
+mkdir -p "$data/profraw"
+(
+  export LLVM_PROFILE_FILE="$data/profraw/%p-%m.profraw"
+  export TESTPRISM_JUNIT="$data/junit.xml"
+  exec bash "$here/entry.sh"
+)
+status=$?
+target="${CARGO_TARGET_DIR:-$root/target}"
+rustc_llvm="$(rustc -vV 2>/dev/null | sed -n 's/^LLVM version: \\([0-9]*\\).*/\\1/p')"
+first=""
+more=()
+while IFS= read -r -d '' file; do
+  if [ -z "$first" ]; then first="$file"; else more+=(-object "$file"); fi
+done < <(find "$target" -path '*/deps/*' -type f -perm -u+x ! -name '*.so' ! -name '*.d' -print0 2>/dev/null | sort -z)
+profiles=("$data"/profraw/*.profraw)
+real="$(cd "$root" && pwd -P)"
+if [ "$rustc_llvm" != "$llvm" ]; then fail "rustc's LLVM is ${rustc_llvm:-unknown}, not $llvm: llvm-profdata-$llvm cannot read its profiles"
+elif [ ! -f "${profiles[0]}" ]; then fail "no process wrote an LLVM profile: nothing built with -C instrument-coverage ran to its exit"
+elif [ -z "$first" ]; then fail "no test binary under $target"
+elif ! llvm-profdata-$llvm merge -sparse "${profiles[@]}" -o "$data/merged.profdata" > "$data/llvm.log" 2>&1; then
+  fail "llvm-profdata failed: $(tail -c 400 "$data/llvm.log" | tr '\\n' ' ')"
+elif ! llvm-cov-$llvm export --format=lcov --instr-profile="$data/merged.profdata" "$first" "${more[@]}" \\
+    > "$data/lcov.info" 2> "$data/llvm.log"; then
+  fail "llvm-cov failed: $(tail -c 400 "$data/llvm.log" | tr '\\n' ' ')"
+else
+  {
+    printf '# testprism llvm-cov\\n'
+    awk -v root="$root" -v real="$real" 'NR == FNR { if ($0 != "") { want[root "/" $0] = $0; want[real "/" $0] = $0 }; next }
+      /^SF:/ { name = substr($0, 4); keep = (name in want); if (keep) print "SF:" want[name]; next }
+      keep' "$here/files" "$data/lcov.info"
+  } > "$report"
+fi
+exit "$status"
+""".replace("__LLVM__", LLVM_VERSION).replace("__ERROR__", _LLVM_COV_ERROR)
+
+
+class RustToolchain(Toolchain):
+    """LLVM's source-based coverage (`-C instrument-coverage`), compiled in: the state is built
+    again with it in `RUSTFLAGS`. Debian's rustc 1.63 lacks the `profiler_builtins` crate
+    that flag links, so the build says `-Z no-profiler-runtime` (the environment's
+    `RUSTC_BOOTSTRAP=1` allows it) and links compiler-rt's profile runtime of the same LLVM
+    (Debian's libclang-rt-14-dev) itself; every instrumented process writes its profile at
+    exit under `LLVM_PROFILE_FILE`, and Debian's llvm-14 tools merge them and export the
+    changed files' line counts (lcov) against the test binaries of the target folder."""
+
+    instruments_build = True
+    helpers_hash = digest("coverage-helpers-rust", _RUST_RUNNER, PROFILE_RUNTIME)
+
+    def environment(self, environment: EnvironmentSpec) -> EnvironmentSpec:
+        variables = dict(environment.variables)
+        # link-args come after the libraries: the runtime's atexit (libc_nonshared) needs -lc again
+        flags = f"-C instrument-coverage -Z no-profiler-runtime -C link-arg={PROFILE_RUNTIME} -C link-arg=-lc"
+        variables["RUSTFLAGS"] = f"{variables['RUSTFLAGS']} {flags}" if variables.get("RUSTFLAGS") else flags
+        variables["RUSTC_BOOTSTRAP"] = "1"
+        tools = tuple(t for t in (f"llvm-profdata-{LLVM_VERSION}", f"llvm-cov-{LLVM_VERSION}")
+                      if t not in environment.toolchains)
+        return environment.model_copy(update={"variables": tuple(sorted(variables.items())),
+                                              "toolchains": environment.toolchains + tools})
+
+    def analyse(self, tree: Path, reference: bytes) -> tuple[ChangedFile, ...]:
+        """Changed .rs files."""
+        return analyse_reference(tree, reference, lambda path: path.endswith(".rs"))
+
+    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
+              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
+        return with_helpers(suite, {
+            f"{HELPER_DIR}/run.sh": _RUST_RUNNER,
+            f"{HELPER_DIR}/entry.sh": suite.entry + "\n",
+            f"{HELPER_DIR}/files": "".join(f"{c.path}\n" for c in changes),
+        }, work)
+
+    def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
+        if report.startswith(_LLVM_COV_ERROR.encode()):
+            raise ValueError(report.decode("utf-8", errors="replace").strip()[:500])
+        if not report:
+            raise ValueError("no llvm-cov report: the suite's run left none")
+        return parse_lcov_report(report)
+
+
 _RUBY_RUNNER = _RUNNER_HEAD.format(what="with Ruby's Coverage (lines) in every Ruby process", helper=HELPER_DIR) + """\
 case "$here" in *[[:space:]]*) echo "testprism coverage: RUBYOPT cannot hold the path $here (a space)" >&2; exit 2;; esac
 mkdir -p "$data/ruby"
@@ -532,13 +631,12 @@ TOOLCHAINS: dict[str, Toolchain] = {
     "c": GccToolchain(),
     "cpp": GccToolchain(),
     "ruby": RubyToolchain(),
+    "rust": RustToolchain(),
 }
 
 
 #: why a language's rows say `not_measured` (logged with them; docs/languages.md)
 NOT_MEASURED_WHY: dict[str, str] = {
-    "rust": "the runs' rustc is Debian's (1.63), built without the profiler runtime that "
-            "-C instrument-coverage links (profiler_builtins)",
     "typescript": "no toolchain yet: V8 coverage of code transformed on load needs its source maps (c8)",
     "tsx": "no toolchain yet: V8 coverage of code transformed on load needs its source maps (c8)",
     "php": "no toolchain yet (Debian has php-pcov 1.0.11 and php-xdebug 3.2)",
