@@ -18,13 +18,14 @@ from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
 from testprism.tasks.model.state import apply_patch
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.score.coverage.probe import measure_coverage
-from testprism.tasks.score.coverage.reports import parse_gcov_report, parse_go_profile, parse_jacoco_report, parse_lcov_report, parse_ruby_report, parse_v8_report, score_changes, v8_executed
+from testprism.tasks.score.coverage.reports import parse_gcov_report, parse_go_profile, parse_jacoco_report, parse_lcov_report, parse_pcov_report, parse_ruby_report, parse_v8_report, score_changes, v8_executed
 from testprism.tasks.score.coverage.instrument import COMMAND
 from testprism.tasks.score.coverage.toolchains import (
     GccToolchain,
     GoToolchain,
     JavaToolchain,
     JavaScriptToolchain,
+    PhpToolchain,
     RubyToolchain,
     RustToolchain,
     go_modules,
@@ -285,11 +286,12 @@ def test_each_language_has_its_toolchain_or_none():
     assert isinstance(toolchain_for("java"), JavaToolchain)
     assert isinstance(toolchain_for("ruby"), RubyToolchain)
     assert isinstance(toolchain_for("rust"), RustToolchain)
-    assert toolchain_for("typescript") is None and toolchain_for("php") is None
+    assert isinstance(toolchain_for("php"), PhpToolchain)
+    assert toolchain_for("typescript") is None
 
 
 @pytest.mark.requires("sandbox")
-@pytest.mark.parametrize("language", ["typescript", "php"])
+@pytest.mark.parametrize("language", ["typescript", "tsx"])
 def test_an_unmeasured_language_gives_null_with_a_reason(tmp_path, work_root, language):
     bench = make_benchmark(tmp_path / "bench", {"strong": {"test_median.py": CHECKS}})
     toml = bench / "instances" / "mini__median-even" / "instance.toml"
@@ -770,3 +772,106 @@ def test_measure_coverage_of_the_rust_instance_under_local(tmp_path, work_root):
     assert (rows["strong"]["changed_lines"], rows["strong"]["delta_c"], rows["strong"]["ec"]) == (7, 1.0, 1.0)
     assert rows["weak"]["missed_lines"] == [f"{CELL}:25", f"{CELL}:26", f"{CELL}:28"]
     assert rows["weak"]["missed_functions"] == [f"{CELL}:pad_right"] and rows["weak"]["ec"] == 0.5
+
+
+SIZEKIT_PHP = "sizekit__format-rounds-to-1024"
+BYTES_PHP = "src/Bytes.php"
+PHP_DATA = Path(__file__).parent / "data" / "pcov"
+PHP_SMALL_ONLY = '''\
+<?php
+
+declare(strict_types=1);
+
+namespace Sizekit\\Tests;
+
+use PHPUnit\\Framework\\TestCase;
+use Sizekit\\Bytes;
+
+// Formats sizes below 1 KiB only: format returns before the changed loop.
+final class FormatSuiteTest extends TestCase
+{
+    public function testWholeBytes(): void
+    {
+        $this->assertSame('512 B', Bytes::format(512));
+    }
+}
+'''
+
+
+@pytest.mark.requires("toolchains")
+@pytest.mark.parametrize("configuration, missed_lines", [("strong", []), ("weak", []), ("small-only", [f"{BYTES_PHP}:32"])])
+def test_php_helpers_measure_the_php_instances_suites(tmp_path, configuration, missed_lines):
+    """The bundled PHP instance's suites run as the sandbox runs them, PCOV started in every
+    PHP process by the prepended helper: the changed loop condition (the added comment is no
+    code line) runs unless every size formatted is below 1 KiB; format is entered either way."""
+    program, reference = bundled_reference(tmp_path, SIZEKIT_PHP)
+    toolchain = PhpToolchain()
+    changes = toolchain.analyse(program, reference)
+    assert [(c.path, sorted(c.lines)) for c in changes] == [(BYTES_PHP, [32])]
+    if configuration == "small-only":
+        bench = make_benchmark(tmp_path / "bench", {"s": {"FormatSuiteTest.php": PHP_SMALL_ONLY, "run_tests.sh":
+                               (BUNDLED / "suites" / "weak" / SIZEKIT_PHP / "run_tests.sh").read_text()}})
+        suite = load_benchmark(bench).suites[("s", "mini__median-even")]
+    else:
+        suite = load_benchmark(BUNDLED, (configuration,)).suites[(configuration, SIZEKIT_PHP)]
+    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
+    counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
+    assert (counts.changed_lines, counts.missed_lines) == (1, missed_lines)
+    assert (counts.changed_functions, counts.entered_functions) == (1, 1)
+
+
+@pytest.mark.requires("toolchains")
+def test_php_without_a_process_is_not_a_zero(tmp_path):
+    program, reference = bundled_reference(tmp_path, SIZEKIT_PHP)
+    toolchain = PhpToolchain()
+    changes = toolchain.analyse(program, reference)
+    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0
+    with pytest.raises(ValueError, match="no PHP process wrote coverage"):
+        toolchain.parse(report.read_bytes(), program, changes)
+
+
+def test_pcov_report_made_on_this_host_to_lines():
+    """tests/data/pcov/sizekit-small-only.json: the PHP collector's report of a suite formatting
+    512 bytes only on the PHP instance's reference
+    (test_php_helpers_measure_the_php_instances_suites[small-only], PHP 8.2.36 with Debian's
+    PCOV 1.0.11, its report copied). PCOV lists the executable lines: 1 ran, -1 did not."""
+    measured = parse_pcov_report((PHP_DATA / "sizekit-small-only.json").read_bytes())
+    bytes_php = measured[BYTES_PHP]
+    assert {22, 25, 26, 27, 28, 31, 32, 33} <= bytes_php.statements
+    assert not {15, 21, 30, 35} & bytes_php.statements  # doc comment, brace, comment, blank
+    assert {22, 25, 26, 27, 28} <= bytes_php.executed and not {23, 31, 32, 33} & bytes_php.executed
+
+
+@pytest.mark.parametrize("report, error", [
+    (b"[]", "not a testprism PCOV report"),
+    (b'{"data_files": 0, "files": {}, "error": null}', "no PHP process"),
+    (b'{"data_files": 1, "files": {}, "error": "RuntimeException: PCOV is not loaded"}', "PCOV is not loaded"),
+    (b'{"data_files": 1, "files": {"a.php": [{"x": 1}]}, "error": null}', "is no line"),
+    (b'{"data_files": 1, "files": {"a.php": [[1, -1]]}, "error": null}', "not lists of lines"),
+])
+def test_pcov_report_refuses_what_is_not_one(report, error):
+    with pytest.raises(ValueError, match=error):
+        parse_pcov_report(report)
+
+
+@pytest.mark.slow
+@pytest.mark.polyglot
+@pytest.mark.requires("sandbox", "toolchains")
+@pytest.mark.timeout(1200)
+def test_measure_coverage_of_the_php_instance_under_local(tmp_path, work_root):
+    """The whole pass under bubblewrap on the bundled PHP instance: the strong suite runs the
+    changed loop condition; a suite formatting only sizes below 1 KiB enters format but
+    returns before it."""
+    bench = bundled_part(tmp_path / "bench", SIZEKIT_PHP, "php")
+    (bench / "suites" / "weak" / SIZEKIT_PHP / "FormatSuiteTest.php").write_text(PHP_SMALL_ONLY)
+    frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
+    rows = {r["configuration"]: r for r in frame.iter_rows(named=True)}
+    assert all(r["reason"] is None for r in rows.values()), rows
+    assert (rows["strong"]["changed_lines"], rows["strong"]["delta_c"], rows["strong"]["ec"]) == (1, 1.0, 1.0)
+    assert rows["weak"]["missed_lines"] == [f"{BYTES_PHP}:32"] and rows["weak"]["delta_c"] == 0.0
+    assert rows["weak"]["ec"] == 1.0

@@ -1,6 +1,7 @@
 """How much of the reference's change a run executed: each toolchain's coverage report read
 into executed lines per file (coverage.py's JSON, Go's profile, V8's ranges, gcov's JSON,
-JaCoCo's XML, llvm-cov's lcov, Ruby's Coverage lines), and those scored against the changed lines and functions of
+JaCoCo's XML, llvm-cov's lcov,
+PCOV's lines, Ruby's Coverage lines), and those scored against the changed lines and functions of
 tasks/model/changes.py (ΔC, EC).
 """
 
@@ -268,6 +269,39 @@ def parse_lcov_report(data: bytes) -> dict[str, MeasuredFile]:
         elif line == "end_of_record":
             path = None
     return {p: MeasuredFile(frozenset(lines), frozenset(executed[p])) for p, lines in statements.items()}
+
+
+def parse_pcov_report(data: bytes) -> dict[str, MeasuredFile]:
+    """The PHP collector's report (`{"data_files": n, "files": {path: [lines per process]},
+    "error": ...}`, each process's lines being PCOV's `{"line": 1 ran | -1 did not}` of the
+    executable lines) → measured files. Raises ValueError when the report is unreadable,
+    says the data could not be read, or no PHP process wrote coverage (nothing was
+    measured, which is not 0)."""
+    try:
+        report = json.loads(data)
+    except ValueError as exc:
+        raise ValueError(f"not a testprism PCOV report: {exc}") from exc
+    if not isinstance(report, dict) or not isinstance(report.get("files"), dict):
+        raise ValueError("not a testprism PCOV report")
+    if report.get("error"):
+        raise ValueError(f"PCOV coverage could not be read: {str(report['error'])[:300]}")
+    if not report.get("data_files"):
+        raise ValueError("no PHP process wrote coverage: none ran to its shutdown")
+    measured = {}
+    for path, runs in report["files"].items():
+        if not isinstance(runs, list) or not all(isinstance(lines, dict) for lines in runs):
+            raise ValueError(f"PCOV coverage of {path[:200]!r} is not lists of lines")
+        statements: set[int] = set()
+        executed: set[int] = set()
+        for lines in runs:
+            for number, hit in lines.items():
+                if not number.isdigit() or not isinstance(hit, int) or isinstance(hit, bool):
+                    raise ValueError(f"PCOV coverage of {path[:200]!r}: {number[:20]!r}: {hit!r} is no line")
+                statements.add(int(number))
+                if hit > 0:
+                    executed.add(int(number))
+        measured[path] = MeasuredFile(frozenset(statements), frozenset(executed))
+    return measured
 
 
 def parse_ruby_report(data: bytes) -> dict[str, MeasuredFile]:
