@@ -18,7 +18,7 @@ from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
 from testprism.tasks.model.state import apply_patch
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.score.coverage.probe import measure_coverage
-from testprism.tasks.score.coverage.reports import parse_gcov_report, parse_go_profile, parse_jacoco_report, parse_lcov_report, parse_pcov_report, parse_ruby_report, parse_v8_report, score_changes, v8_executed
+from testprism.tasks.score.coverage.reports import parse_gcov_report, parse_go_profile, parse_jacoco_report, parse_lcov_report, parse_mapped_v8_report, parse_pcov_report, parse_ruby_report, parse_v8_report, score_changes, v8_executed
 from testprism.tasks.score.coverage.instrument import COMMAND
 from testprism.tasks.score.coverage.toolchains import (
     GccToolchain,
@@ -28,6 +28,7 @@ from testprism.tasks.score.coverage.toolchains import (
     PhpToolchain,
     RubyToolchain,
     RustToolchain,
+    TypeScriptToolchain,
     go_modules,
     toolchain_for,
 )
@@ -287,11 +288,12 @@ def test_each_language_has_its_toolchain_or_none():
     assert isinstance(toolchain_for("ruby"), RubyToolchain)
     assert isinstance(toolchain_for("rust"), RustToolchain)
     assert isinstance(toolchain_for("php"), PhpToolchain)
-    assert toolchain_for("typescript") is None
+    assert isinstance(toolchain_for("typescript"), TypeScriptToolchain)
+    assert toolchain_for("tsx") is None
 
 
 @pytest.mark.requires("sandbox")
-@pytest.mark.parametrize("language", ["typescript", "tsx"])
+@pytest.mark.parametrize("language", ["tsx"])
 def test_an_unmeasured_language_gives_null_with_a_reason(tmp_path, work_root, language):
     bench = make_benchmark(tmp_path / "bench", {"strong": {"test_median.py": CHECKS}})
     toml = bench / "instances" / "mini__median-even" / "instance.toml"
@@ -875,3 +877,129 @@ def test_measure_coverage_of_the_php_instance_under_local(tmp_path, work_root):
     assert (rows["strong"]["changed_lines"], rows["strong"]["delta_c"], rows["strong"]["ec"]) == (1, 1.0, 1.0)
     assert rows["weak"]["missed_lines"] == [f"{BYTES_PHP}:32"] and rows["weak"]["delta_c"] == 0.0
     assert rows["weak"]["ec"] == 1.0
+
+
+TSKIT = "tskit__duration-ms-unit"
+DURATION = "src/duration.ts"
+TS_DATA = Path(__file__).parent / "data" / "v8-typescript"
+TS_NEVER_IMPORTS = '''\
+// Never imports tskit: the changed module never loads.
+import { expect, it } from 'vitest';
+
+it('adds', () => {
+  expect(1 + 1).toBe(2);
+});
+'''
+
+
+@pytest.mark.requires("toolchains")
+@pytest.mark.parametrize("configuration, covered", [("strong", 2), ("weak", 2), ("never-imports", 0)])
+def test_typescript_helpers_measure_the_typescript_instances_suites(tmp_path, configuration, covered):
+    """The bundled TypeScript instance's suites under Vitest, run as the sandbox runs them: V8's
+    counts of the code vite-node compiled, mapped back to the .ts lines through its source map.
+    The two changed code lines (the new UNIT_NAMES and PART using it; the doc comment is none)
+    run when the module loads, so every suite importing it runs them, one that never imports
+    it none."""
+    program, reference = bundled_reference(tmp_path, TSKIT)
+    toolchain = TypeScriptToolchain()
+    changes = toolchain.analyse(program, reference)
+    assert [(c.path, sorted(c.lines)) for c in changes] == [(DURATION, [19, 22])]
+    if configuration == "never-imports":
+        bench = make_benchmark(tmp_path / "bench", {"s": {"durations.test.ts": TS_NEVER_IMPORTS, "run_tests.sh":
+                               (BUNDLED / "suites" / "weak" / TSKIT / "run_tests.sh").read_text()}})
+        suite = load_benchmark(bench).suites[("s", "mini__median-even")]
+    else:
+        suite = load_benchmark(BUNDLED, (configuration,)).suites[(configuration, TSKIT)]
+    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
+    counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
+    assert (counts.changed_lines, counts.covered_lines) == (2, covered), counts
+
+
+@pytest.mark.requires("toolchains")
+def test_typescript_without_a_process_is_not_a_zero(tmp_path):
+    program, reference = bundled_reference(tmp_path, TSKIT)
+    toolchain = TypeScriptToolchain()
+    changes = toolchain.analyse(program, reference)
+    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0
+    with pytest.raises(ValueError, match="no Node process wrote V8 coverage"):
+        toolchain.parse(report.read_bytes(), program, changes)
+
+
+def test_mapped_v8_report_made_on_this_host_to_lines():
+    """tests/data/v8-typescript/tskit-weak.json: the TypeScript collector's report of the weak
+    suite (parseDuration('250ms'), parseDuration('1s500ms')) on the TypeScript instance's
+    reference (test_typescript_helpers_measure_the_typescript_instances_suites[weak]: Node
+    20.20.2, Vitest 3.2.4, its report copied). Mapped through vite-node's source map, lines
+    are the .ts file's: the branches it never takes and the function it never calls did not
+    run, the type-only and comment lines are no statements."""
+    measured = parse_mapped_v8_report((TS_DATA / "tskit-weak.json").read_bytes())
+    duration = measured[DURATION]
+    assert {19, 22, 29, 30, 39, 45, 47} <= duration.executed
+    assert not {32, 35, 43, 52, 53, 56} & duration.executed  # no minus, never empty, no stray text; no formatDuration
+    assert {32, 35, 43, 52} <= duration.statements
+    assert not {1, 9, 10, 18, 21, 24, 25, 50} & duration.statements  # comments and blank lines
+
+
+@pytest.mark.parametrize("report, error", [
+    (b"<testsuites/>", "not a testprism TypeScript coverage report"),
+    (b'{"data_files": 0, "files": {}, "error": null}', "no Node process"),
+    (b'{"data_files": 1, "files": {}, "error": "Error: src/a.ts: V8 ran code of it that no vm.runInThisContext"}',
+     "could not be mapped"),
+    (b'{"data_files": 1, "files": {"a.ts": [{"statements": [1], "executed": [2]}]}, "error": null}', "not mapped lines"),
+    (b'{"data_files": 1, "files": {"a.ts": [{"statements": ["x"], "executed": []}]}, "error": null}', "not mapped lines"),
+])
+def test_mapped_v8_report_refuses_what_is_not_one(report, error):
+    with pytest.raises(ValueError, match=error):
+        parse_mapped_v8_report(report)
+
+
+@pytest.mark.slow
+@pytest.mark.polyglot
+@pytest.mark.requires("sandbox", "toolchains")
+@pytest.mark.timeout(1200)
+def test_measure_coverage_of_the_typescript_instance_under_local(tmp_path, work_root):
+    """The whole pass under bubblewrap on the bundled TypeScript instance, Vitest's forks
+    included: the strong suite runs both changed lines (module-level: no changed function,
+    EC null); a suite that never imports the module runs neither."""
+    bench = bundled_part(tmp_path / "bench", TSKIT, "typescript")
+    (bench / "suites" / "weak" / TSKIT / "durations.test.ts").write_text(TS_NEVER_IMPORTS)
+    frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
+    rows = {r["configuration"]: r for r in frame.iter_rows(named=True)}
+    assert all(r["reason"] is None for r in rows.values()), rows
+    assert (rows["strong"]["changed_lines"], rows["strong"]["delta_c"], rows["strong"]["ec"]) == (2, 1.0, None)
+    assert rows["weak"]["missed_lines"] == [f"{DURATION}:19", f"{DURATION}:22"] and rows["weak"]["delta_c"] == 0.0
+
+
+TS_REQUIRE_HOOK = '''\
+// A ts-node-like loader: TypeScript's transpileModule through require.extensions, not vite-node.
+const fs = require('fs');
+const ts = require('/usr/local/lib/testprism-typescript/node_modules/typescript');
+require.extensions['.ts'] = (module, filename) => {
+  const options = { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 };
+  module._compile(ts.transpileModule(fs.readFileSync(filename, 'utf8'), { compilerOptions: options }).outputText, filename);
+};
+const { parseDuration } = require('../src/duration.ts');
+if (parseDuration('250ms') !== 250) process.exit(1);
+'''
+
+
+@pytest.mark.requires("toolchains")
+def test_typescript_run_by_another_loader_is_refused_not_mapped(tmp_path):
+    """A changed file V8 ran in code that vite-node did not compile (here TypeScript's own
+    transpileModule through require.extensions, as ts-node does) has no source map the helper
+    saw: the report says so (coverage_failed) rather than mapping offsets onto wrong lines."""
+    program, reference = bundled_reference(tmp_path, TSKIT)
+    toolchain = TypeScriptToolchain()
+    changes = toolchain.analyse(program, reference)
+    bench = make_benchmark(tmp_path / "bench", {"s": {"load.cjs": TS_REQUIRE_HOOK, "run_tests.sh": "node tmp/load.cjs\n"}})
+    folder, files = toolchain.suite(load_benchmark(bench).suites[("s", "mini__median-even")], changes, program,
+                                    WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr  # it ran, and V8 saw src/duration.ts
+    with pytest.raises(ValueError, match="could not be mapped.*src/duration.ts: V8 ran code of it that no vm.runInThisContext"):
+        toolchain.parse(report.read_bytes(), program, changes)

@@ -1,5 +1,6 @@
 """How much of the reference's change a run executed: each toolchain's coverage report read
-into executed lines per file (coverage.py's JSON, Go's profile, V8's ranges, gcov's JSON,
+into executed lines per file (coverage.py's JSON, Go's profile, V8's ranges (mapped through source maps for
+TypeScript), gcov's JSON,
 JaCoCo's XML, llvm-cov's lcov,
 PCOV's lines, Ruby's Coverage lines), and those scored against the changed lines and functions of
 tasks/model/changes.py (ΔC, EC).
@@ -166,6 +167,40 @@ def parse_v8_report(data: bytes, sources: Mapping[str, str]) -> dict[str, Measur
         raise ValueError("no Node process wrote V8 coverage")
     return {path: v8_executed(sources[path], scripts) for path, scripts in report["files"].items()
             if path in sources and isinstance(scripts, list)}
+
+
+def parse_mapped_v8_report(data: bytes) -> dict[str, MeasuredFile]:
+    """The TypeScript collector's report (`{"data_files": n, "files": {path: [{"statements":
+    [...], "executed": [...]} per script]}, "error": ...}`: V8's counts already mapped to the
+    source's lines through the compiled code's source map) → measured files. Raises
+    ValueError when the report is unreadable, says the coverage could not be mapped, or no
+    Node process wrote coverage (nothing was measured, which is not 0)."""
+    try:
+        report = json.loads(data)
+    except ValueError as exc:
+        raise ValueError(f"not a testprism TypeScript coverage report: {exc}") from exc
+    if not isinstance(report, dict) or not isinstance(report.get("files"), dict):
+        raise ValueError("not a testprism TypeScript coverage report")
+    if report.get("error"):
+        raise ValueError(f"V8 coverage could not be mapped: {str(report['error'])[:500]}")
+    if not report.get("data_files"):
+        raise ValueError("no Node process wrote V8 coverage")
+    measured = {}
+    for path, scripts in report["files"].items():
+        statements: set[int] = set()
+        executed: set[int] = set()
+        try:
+            for script in scripts:
+                lines = [int(n) for n in script["statements"]]
+                ran = [int(n) for n in script["executed"]]
+                if not all(n > 0 for n in lines + ran) or not set(ran) <= set(lines):
+                    raise ValueError("a line that is not one of its statements")
+                statements.update(lines)
+                executed.update(ran)
+        except (TypeError, KeyError, ValueError) as exc:
+            raise ValueError(f"TypeScript coverage of {path[:200]!r} is not mapped lines: {exc!r}") from exc
+        measured[path] = MeasuredFile(frozenset(statements), frozenset(executed))
+    return measured
 
 
 GCOV_HEADER = "# testprism gcov"
