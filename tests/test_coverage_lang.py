@@ -1,7 +1,8 @@
 """ΔC beyond Python (tasks/score/coverage/toolchains.py): Go cover profiles and V8 coverage
-made on this host by gotestsum and `node --test`, read back against lines known to have run
-or not; the helper scripts of each toolchain run as the sandbox would run them; a language
-without a toolchain is not measured."""
+made on this host by gotestsum and `node --test`, gcov's, JaCoCo's, llvm-cov's, PCOV's, Ruby's
+and Vitest's (V8 through source maps) on the bundled instances, read back against lines known
+to have run or not; the helper scripts of each toolchain run as the sandbox would run them; a
+language without a toolchain is not measured."""
 
 from __future__ import annotations
 
@@ -698,7 +699,7 @@ def rust_reference(tmp_path: Path, toolchain) -> tuple[Path, bytes, dict[str, st
 RUST_DATA = Path(__file__).parent / "data" / "rust"
 
 
-@needs_gcc
+@pytest.mark.requires("toolchains")
 @pytest.mark.parametrize("configuration, missed_lines, missed_functions", [
     ("strong", [], []),
     ("weak", [f"{CELL}:25", f"{CELL}:26", f"{CELL}:28"], [f"{CELL}:pad_right"]),  # it only truncates
@@ -723,7 +724,7 @@ def test_rust_helpers_measure_the_rust_instances_suites(tmp_path, configuration,
     assert counts.changed_functions == 2
 
 
-@needs_gcc
+@pytest.mark.requires("toolchains")
 def test_rust_without_a_profile_is_not_a_zero(tmp_path):
     """A run in which no instrumented process ran to its exit wrote no profile: nothing was
     measured, which is not 0."""
