@@ -79,6 +79,8 @@ TOOLCHAINS |= {"vitest": "npm; then .ci/setup installs it", "tsc": "npm; then .c
 TOOLCHAINS |= {"cmake": "cmake", "g++": "g++"}  # the C and C++ instances'
 #: ... and the PHP and Ruby tests (tests/test_lang_php_ruby.py)
 TOOLCHAINS |= {"php": "php-cli", "phpunit": "phpunit", "ruby": "ruby", "rspec": "ruby-rspec"}
+#: ... and the Rust coverage pass's profile tools (tests/test_coverage_lang.py; .ci/setup)
+TOOLCHAINS |= {"llvm-profdata-14": "llvm-14 libclang-rt-14-dev", "llvm-cov-14": "llvm-14 libclang-rt-14-dev"}
 
 
 def _toolchains_problem() -> str | None:

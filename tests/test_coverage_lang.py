@@ -1,7 +1,8 @@
 """ΔC beyond Python (tasks/score/coverage/toolchains.py): Go cover profiles and V8 coverage
-made on this host by gotestsum and `node --test`, read back against lines known to have run
-or not; the helper scripts of each toolchain run as the sandbox would run them; a language
-without a toolchain is not measured."""
+made on this host by gotestsum and `node --test`, gcov's, JaCoCo's, llvm-cov's, PCOV's, Ruby's
+and Vitest's (V8 through source maps) on the bundled instances, read back against lines known
+to have run or not; the helper scripts of each toolchain run as the sandbox would run them; a
+language without a toolchain is not measured."""
 
 from __future__ import annotations
 
@@ -18,13 +19,17 @@ from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
 from testprism.tasks.model.state import apply_patch
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.score.coverage.probe import measure_coverage
-from testprism.tasks.score.coverage.reports import parse_gcov_report, parse_go_profile, parse_jacoco_report, parse_v8_report, score_changes, v8_executed
+from testprism.tasks.score.coverage.reports import parse_gcov_report, parse_go_profile, parse_jacoco_report, parse_lcov_report, parse_mapped_v8_report, parse_pcov_report, parse_ruby_report, parse_v8_report, score_changes, v8_executed
 from testprism.tasks.score.coverage.instrument import COMMAND
 from testprism.tasks.score.coverage.toolchains import (
     GccToolchain,
     GoToolchain,
     JavaToolchain,
     JavaScriptToolchain,
+    PhpToolchain,
+    RubyToolchain,
+    RustToolchain,
+    TypeScriptToolchain,
     go_modules,
     toolchain_for,
 )
@@ -281,11 +286,15 @@ def test_each_language_has_its_toolchain_or_none():
     assert toolchain_for("javascript") is not None
     assert isinstance(toolchain_for("c"), GccToolchain) and isinstance(toolchain_for("cpp"), GccToolchain)
     assert isinstance(toolchain_for("java"), JavaToolchain)
-    assert toolchain_for("typescript") is None and toolchain_for("rust") is None
+    assert isinstance(toolchain_for("ruby"), RubyToolchain)
+    assert isinstance(toolchain_for("rust"), RustToolchain)
+    assert isinstance(toolchain_for("php"), PhpToolchain)
+    assert isinstance(toolchain_for("typescript"), TypeScriptToolchain)
+    assert toolchain_for("tsx") is None
 
 
 @pytest.mark.requires("sandbox")
-@pytest.mark.parametrize("language", ["rust", "typescript"])
+@pytest.mark.parametrize("language", ["tsx"])
 def test_an_unmeasured_language_gives_null_with_a_reason(tmp_path, work_root, language):
     bench = make_benchmark(tmp_path / "bench", {"strong": {"test_median.py": CHECKS}})
     toml = bench / "instances" / "mini__median-even" / "instance.toml"
@@ -547,3 +556,451 @@ def test_measure_coverage_of_the_java_instance_under_local(tmp_path, work_root):
     assert (rows["strong"]["changed_lines"], rows["strong"]["covered_lines"], rows["strong"]["ec"]) == (1, 1, 1.0)
     assert rows["weak"]["missed_lines"] == [f"{BYTESIZE}:29"] and rows["weak"]["delta_c"] == 0.0
     assert rows["weak"]["missed_functions"] == [f"{BYTESIZE}:ByteSize.format"]
+
+
+LISTKIT = "listkit__two-items-serial-comma"
+SENTENCE = "lib/listkit/sentence.rb"
+RUBY_DATA = Path(__file__).parent / "data" / "ruby"
+RUBY_NEVER_TWO = '''\
+# frozen_string_literal: true
+
+# Joins three items only: the changed two-item branch never runs.
+RSpec.describe ListKit::Sentence do
+  it "joins three items" do
+    expect(ListKit::Sentence.join(%w[a b c])).to eq("a, b, and c")
+  end
+end
+'''
+
+
+def bundled_reference(tmp_path: Path, instance_id: str) -> tuple[Path, bytes]:
+    """A bundled instance's program with its reference applied, in `tmp_path/program`."""
+    instance = BUNDLED / "instances" / instance_id
+    program = tmp_path / "program"
+    shutil.copytree(instance / "program", program)
+    reference = (instance / "reference.diff").read_bytes()
+    assert apply_patch(program, reference).applied
+    return program, reference
+
+
+def bundled_part(target: Path, instance_id: str, environment: str) -> Path:
+    """The bundled benchmark with only `instance_id` (its environment `environment`) and its
+    strong and weak suites."""
+    def keep(folder: str, names: list[str]) -> list[str]:
+        here = Path(folder)
+        if here == BUNDLED / "suites":
+            return [n for n in names if n not in ("strong", "weak")]
+        if here == BUNDLED / "instances" or here.parent == BUNDLED / "suites":
+            return [n for n in names if n != instance_id]
+        if here == BUNDLED / "environments":
+            return [n for n in names if n != environment]
+        return []
+    shutil.copytree(BUNDLED, target, ignore=keep)
+    return target
+
+
+@pytest.mark.requires("toolchains")
+@pytest.mark.parametrize("configuration, missed_lines", [("strong", []), ("weak", []), ("never-two", [f"{SENTENCE}:24"])])
+def test_ruby_helpers_measure_the_ruby_instances_suites(tmp_path, configuration, missed_lines):
+    """The bundled Ruby instance's suites run as the sandbox runs them, Ruby's Coverage
+    started by RUBYOPT before RSpec loads the program: the one changed line (`when 2`) runs
+    under the strong and weak suites, not under one that never joins two items."""
+    program, reference = bundled_reference(tmp_path, LISTKIT)
+    toolchain = RubyToolchain()
+    changes = toolchain.analyse(program, reference)
+    assert [(c.path, sorted(c.lines)) for c in changes] == [(SENTENCE, [24])]
+    if configuration == "never-two":
+        bench = make_benchmark(tmp_path / "bench", {"s": {"sentence_suite_spec.rb": RUBY_NEVER_TWO, "run_tests.sh":
+                               (BUNDLED / "suites" / "weak" / LISTKIT / "run_tests.sh").read_text()}})
+        suite = load_benchmark(bench).suites[("s", "mini__median-even")]
+    else:
+        suite = load_benchmark(BUNDLED, (configuration,)).suites[(configuration, LISTKIT)]
+    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
+    counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
+    assert (counts.changed_lines, counts.missed_lines) == (1, missed_lines)
+    assert (counts.changed_functions, counts.entered_functions) == (1, 1)  # join itself always runs
+
+
+@pytest.mark.requires("toolchains")
+def test_ruby_without_a_process_is_not_a_zero(tmp_path):
+    program, reference = bundled_reference(tmp_path, LISTKIT)
+    toolchain = RubyToolchain()
+    changes = toolchain.analyse(program, reference)
+    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0
+    with pytest.raises(ValueError, match="no Ruby process wrote coverage"):
+        toolchain.parse(report.read_bytes(), program, changes)
+
+
+def test_ruby_report_made_on_this_host_to_lines():
+    """tests/data/ruby/listkit-weak.json: the Ruby collector's report of the weak suite on the
+    Ruby instance's reference (test_ruby_helpers_measure_the_ruby_instances_suites[weak],
+    Ruby 3.1.2, its report copied). Ruby's lines array: null for no statement (a comment,
+    `else`, `end`), else the count."""
+    measured = parse_ruby_report((RUBY_DATA / "listkit-weak.json").read_bytes())
+    sentence = measured[SENTENCE]
+    assert {15, 16, 21, 22, 23, 24, 26} <= sentence.statements
+    assert not {1, 4, 12, 25, 27, 28} & sentence.statements  # comments, `else`, `end`
+    assert {15, 24, 26} <= sentence.executed and not {22, 23} & sentence.executed  # no 0 or 1 items
+
+
+@pytest.mark.parametrize("report, error", [
+    (b"<testsuites/>", "not a testprism Ruby coverage report"),
+    (b'{"data_files": 0, "files": {}, "error": null}', "no Ruby process"),
+    (b'{"data_files": 1, "files": {}, "error": "JSON::ParserError: x"}', "could not be read"),
+    (b'{"data_files": 1, "files": {"a.rb": [[null, "1"]]}, "error": null}', "line 2"),
+    (b'{"data_files": 1, "files": {"a.rb": {"lines": []}}, "error": null}', "not lists"),
+])
+def test_ruby_report_refuses_what_is_not_one(report, error):
+    with pytest.raises(ValueError, match=error):
+        parse_ruby_report(report)
+
+
+@pytest.mark.slow
+@pytest.mark.polyglot
+@pytest.mark.requires("sandbox", "toolchains")
+@pytest.mark.timeout(1200)
+def test_measure_coverage_of_the_ruby_instance_under_local(tmp_path, work_root):
+    """The whole pass under bubblewrap on the bundled Ruby instance: the strong suite runs the
+    changed `when 2` line; a suite that never joins two items does not, though it enters join."""
+    bench = bundled_part(tmp_path / "bench", LISTKIT, "ruby")
+    (bench / "suites" / "weak" / LISTKIT / "sentence_suite_spec.rb").write_text(RUBY_NEVER_TWO)
+    frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
+    rows = {r["configuration"]: r for r in frame.iter_rows(named=True)}
+    assert all(r["reason"] is None for r in rows.values()), rows
+    assert (rows["strong"]["changed_lines"], rows["strong"]["delta_c"], rows["strong"]["ec"]) == (1, 1.0, 1.0)
+    assert rows["weak"]["missed_lines"] == [f"{SENTENCE}:24"] and rows["weak"]["delta_c"] == 0.0
+    assert rows["weak"]["ec"] == 1.0
+
+
+FMTKIT = "fmtkit__truncate-multibyte"
+CELL = "src/cell.rs"
+#: a run's PATH on the host: Debian's cargo and rustc (LLVM 14), as the sandbox's uid has them
+SYSTEM_PATH = "/usr/bin:/bin"
+
+
+def rust_reference(tmp_path: Path, toolchain) -> tuple[Path, bytes, dict[str, str]]:
+    """The bundled Rust instance's reference tree built by its build step in the coverage
+    environment (the instance's variables plus the toolchain's), as the pass builds it."""
+    program, reference = bundled_reference(tmp_path, FMTKIT)
+    spec = toolchain.environment(load_benchmark(BUNDLED).instances[FMTKIT].spec.environment)
+    variables = {**dict(spec.variables), "CARGO_TARGET_DIR": str(program / "target"), "PATH": SYSTEM_PATH,
+                 "CARGO_HOME": str(tmp_path / "cargo-home")}
+    built = subprocess.run(["bash", "-c", load_benchmark(BUNDLED).instances[FMTKIT].spec.build.command], cwd=program,
+                           env=host_env(tmp_path, **variables), capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stdout + built.stderr
+    return program, reference, variables
+
+
+RUST_DATA = Path(__file__).parent / "data" / "rust"
+
+
+@pytest.mark.requires("toolchains")
+@pytest.mark.parametrize("configuration, missed_lines, missed_functions", [
+    ("strong", [], []),
+    ("weak", [f"{CELL}:25", f"{CELL}:26", f"{CELL}:28"], [f"{CELL}:pad_right"]),  # it only truncates
+])
+def test_rust_helpers_measure_the_rust_instances_suites(tmp_path, configuration, missed_lines, missed_functions):
+    """The bundled Rust instance's suites, run as the sandbox runs them, on the reference built
+    with -C instrument-coverage by Debian's rustc 1.63 and compiler-rt's profile runtime;
+    the profiles merged and exported by Debian's llvm-14. Seven changed lines: the strong
+    suite runs them all, the weak one never pads (pad_right's three)."""
+    toolchain = RustToolchain()
+    program, reference, variables = rust_reference(tmp_path, toolchain)
+    changes = toolchain.analyse(program, reference)
+    assert [c.path for c in changes] == [CELL]
+    suite = load_benchmark(BUNDLED, (configuration,)).suites[(configuration, FMTKIT)]
+    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path, **variables)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
+    counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
+    assert (counts.changed_lines, counts.covered_lines) == (7, 7 - len(missed_lines))
+    assert counts.missed_lines == missed_lines and counts.missed_functions == missed_functions
+    assert counts.changed_functions == 2
+
+
+@pytest.mark.requires("toolchains")
+def test_rust_without_a_profile_is_not_a_zero(tmp_path):
+    """A run in which no instrumented process ran to its exit wrote no profile: nothing was
+    measured, which is not 0."""
+    toolchain = RustToolchain()
+    program, reference, variables = rust_reference(tmp_path, toolchain)
+    changes = toolchain.analyse(program, reference)
+    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path, **variables)
+    assert done.returncode == 0
+    with pytest.raises(ValueError, match="no process wrote an LLVM profile"):
+        toolchain.parse(report.read_bytes(), program, changes)
+
+
+def test_lcov_report_made_on_this_host_to_lines():
+    """tests/data/rust/fmtkit-weak.report: the Rust collector's report of the weak suite on the
+    Rust instance's reference (test_rust_helpers_measure_the_rust_instances_suites[weak]:
+    Debian's rustc 1.63 with -C instrument-coverage, llvm-profdata-14 and llvm-cov-14 14.0.6,
+    its report copied). A `DA:` line is a statement, run when its count is non-zero."""
+    measured = parse_lcov_report((RUST_DATA / "fmtkit-weak.report").read_bytes())
+    assert set(measured) == {CELL}
+    cell = measured[CELL]
+    assert {10, 16, 17, 18, 25, 26, 28} <= cell.statements and not {1, 7, 22, 23} & cell.statements  # docs, blanks
+    assert {10, 16, 17, 18} <= cell.executed and not {11, 14, 24, 25, 26, 28} & cell.executed
+
+
+@pytest.mark.parametrize("report, error", [
+    (b"mode: set\n", "not a testprism llvm-cov report"),
+    (b"# testprism llvm-cov\nDA:1,1\n", "line 2 is not a line count"),
+    (b"# testprism llvm-cov\nSF:a.rs\nDA:x,1\n", "line 3 is not a line count"),
+])
+def test_lcov_report_refuses_what_is_not_one(report, error):
+    with pytest.raises(ValueError, match=error):
+        parse_lcov_report(report)
+
+
+@pytest.mark.slow
+@pytest.mark.polyglot
+@pytest.mark.requires("sandbox", "toolchains")
+@pytest.mark.timeout(1800)
+def test_measure_coverage_of_the_rust_instance_under_local(tmp_path, work_root):
+    """The whole pass under bubblewrap on the bundled Rust instance: the reference built again
+    with -C instrument-coverage, the suites' profiles read back by llvm-cov. The strong suite
+    runs every changed line; the weak one never pads."""
+    bench = bundled_part(tmp_path / "bench", FMTKIT, "rust")
+    frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
+    rows = {r["configuration"]: r for r in frame.iter_rows(named=True)}
+    assert all(r["reason"] is None for r in rows.values()), rows
+    assert (rows["strong"]["changed_lines"], rows["strong"]["delta_c"], rows["strong"]["ec"]) == (7, 1.0, 1.0)
+    assert rows["weak"]["missed_lines"] == [f"{CELL}:25", f"{CELL}:26", f"{CELL}:28"]
+    assert rows["weak"]["missed_functions"] == [f"{CELL}:pad_right"] and rows["weak"]["ec"] == 0.5
+
+
+SIZEKIT_PHP = "sizekit__format-rounds-to-1024"
+BYTES_PHP = "src/Bytes.php"
+PHP_DATA = Path(__file__).parent / "data" / "pcov"
+PHP_SMALL_ONLY = '''\
+<?php
+
+declare(strict_types=1);
+
+namespace Sizekit\\Tests;
+
+use PHPUnit\\Framework\\TestCase;
+use Sizekit\\Bytes;
+
+// Formats sizes below 1 KiB only: format returns before the changed loop.
+final class FormatSuiteTest extends TestCase
+{
+    public function testWholeBytes(): void
+    {
+        $this->assertSame('512 B', Bytes::format(512));
+    }
+}
+'''
+
+
+@pytest.mark.requires("toolchains")
+@pytest.mark.parametrize("configuration, missed_lines", [("strong", []), ("weak", []), ("small-only", [f"{BYTES_PHP}:32"])])
+def test_php_helpers_measure_the_php_instances_suites(tmp_path, configuration, missed_lines):
+    """The bundled PHP instance's suites run as the sandbox runs them, PCOV started in every
+    PHP process by the prepended helper: the changed loop condition (the added comment is no
+    code line) runs unless every size formatted is below 1 KiB; format is entered either way."""
+    program, reference = bundled_reference(tmp_path, SIZEKIT_PHP)
+    toolchain = PhpToolchain()
+    changes = toolchain.analyse(program, reference)
+    assert [(c.path, sorted(c.lines)) for c in changes] == [(BYTES_PHP, [32])]
+    if configuration == "small-only":
+        bench = make_benchmark(tmp_path / "bench", {"s": {"FormatSuiteTest.php": PHP_SMALL_ONLY, "run_tests.sh":
+                               (BUNDLED / "suites" / "weak" / SIZEKIT_PHP / "run_tests.sh").read_text()}})
+        suite = load_benchmark(bench).suites[("s", "mini__median-even")]
+    else:
+        suite = load_benchmark(BUNDLED, (configuration,)).suites[(configuration, SIZEKIT_PHP)]
+    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
+    counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
+    assert (counts.changed_lines, counts.missed_lines) == (1, missed_lines)
+    assert (counts.changed_functions, counts.entered_functions) == (1, 1)
+
+
+@pytest.mark.requires("toolchains")
+def test_php_without_a_process_is_not_a_zero(tmp_path):
+    program, reference = bundled_reference(tmp_path, SIZEKIT_PHP)
+    toolchain = PhpToolchain()
+    changes = toolchain.analyse(program, reference)
+    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0
+    with pytest.raises(ValueError, match="no PHP process wrote coverage"):
+        toolchain.parse(report.read_bytes(), program, changes)
+
+
+def test_pcov_report_made_on_this_host_to_lines():
+    """tests/data/pcov/sizekit-small-only.json: the PHP collector's report of a suite formatting
+    512 bytes only on the PHP instance's reference
+    (test_php_helpers_measure_the_php_instances_suites[small-only], PHP 8.2.36 with Debian's
+    PCOV 1.0.11, its report copied). PCOV lists the executable lines: 1 ran, -1 did not."""
+    measured = parse_pcov_report((PHP_DATA / "sizekit-small-only.json").read_bytes())
+    bytes_php = measured[BYTES_PHP]
+    assert {22, 25, 26, 27, 28, 31, 32, 33} <= bytes_php.statements
+    assert not {15, 21, 30, 35} & bytes_php.statements  # doc comment, brace, comment, blank
+    assert {22, 25, 26, 27, 28} <= bytes_php.executed and not {23, 31, 32, 33} & bytes_php.executed
+
+
+@pytest.mark.parametrize("report, error", [
+    (b"[]", "not a testprism PCOV report"),
+    (b'{"data_files": 0, "files": {}, "error": null}', "no PHP process"),
+    (b'{"data_files": 1, "files": {}, "error": "RuntimeException: PCOV is not loaded"}', "PCOV is not loaded"),
+    (b'{"data_files": 1, "files": {"a.php": [{"x": 1}]}, "error": null}', "is no line"),
+    (b'{"data_files": 1, "files": {"a.php": [[1, -1]]}, "error": null}', "not lists of lines"),
+])
+def test_pcov_report_refuses_what_is_not_one(report, error):
+    with pytest.raises(ValueError, match=error):
+        parse_pcov_report(report)
+
+
+@pytest.mark.slow
+@pytest.mark.polyglot
+@pytest.mark.requires("sandbox", "toolchains")
+@pytest.mark.timeout(1200)
+def test_measure_coverage_of_the_php_instance_under_local(tmp_path, work_root):
+    """The whole pass under bubblewrap on the bundled PHP instance: the strong suite runs the
+    changed loop condition; a suite formatting only sizes below 1 KiB enters format but
+    returns before it."""
+    bench = bundled_part(tmp_path / "bench", SIZEKIT_PHP, "php")
+    (bench / "suites" / "weak" / SIZEKIT_PHP / "FormatSuiteTest.php").write_text(PHP_SMALL_ONLY)
+    frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
+    rows = {r["configuration"]: r for r in frame.iter_rows(named=True)}
+    assert all(r["reason"] is None for r in rows.values()), rows
+    assert (rows["strong"]["changed_lines"], rows["strong"]["delta_c"], rows["strong"]["ec"]) == (1, 1.0, 1.0)
+    assert rows["weak"]["missed_lines"] == [f"{BYTES_PHP}:32"] and rows["weak"]["delta_c"] == 0.0
+    assert rows["weak"]["ec"] == 1.0
+
+
+TSKIT = "tskit__duration-ms-unit"
+DURATION = "src/duration.ts"
+TS_DATA = Path(__file__).parent / "data" / "v8-typescript"
+TS_NEVER_IMPORTS = '''\
+// Never imports tskit: the changed module never loads.
+import { expect, it } from 'vitest';
+
+it('adds', () => {
+  expect(1 + 1).toBe(2);
+});
+'''
+
+
+@pytest.mark.requires("toolchains")
+@pytest.mark.parametrize("configuration, covered", [("strong", 2), ("weak", 2), ("never-imports", 0)])
+def test_typescript_helpers_measure_the_typescript_instances_suites(tmp_path, configuration, covered):
+    """The bundled TypeScript instance's suites under Vitest, run as the sandbox runs them: V8's
+    counts of the code vite-node compiled, mapped back to the .ts lines through its source map.
+    The two changed code lines (the new UNIT_NAMES and PART using it; the doc comment is none)
+    run when the module loads, so every suite importing it runs them, one that never imports
+    it none."""
+    program, reference = bundled_reference(tmp_path, TSKIT)
+    toolchain = TypeScriptToolchain()
+    changes = toolchain.analyse(program, reference)
+    assert [(c.path, sorted(c.lines)) for c in changes] == [(DURATION, [19, 22])]
+    if configuration == "never-imports":
+        bench = make_benchmark(tmp_path / "bench", {"s": {"durations.test.ts": TS_NEVER_IMPORTS, "run_tests.sh":
+                               (BUNDLED / "suites" / "weak" / TSKIT / "run_tests.sh").read_text()}})
+        suite = load_benchmark(bench).suites[("s", "mini__median-even")]
+    else:
+        suite = load_benchmark(BUNDLED, (configuration,)).suites[(configuration, TSKIT)]
+    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
+    counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
+    assert (counts.changed_lines, counts.covered_lines) == (2, covered), counts
+
+
+@pytest.mark.requires("toolchains")
+def test_typescript_without_a_process_is_not_a_zero(tmp_path):
+    program, reference = bundled_reference(tmp_path, TSKIT)
+    toolchain = TypeScriptToolchain()
+    changes = toolchain.analyse(program, reference)
+    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0
+    with pytest.raises(ValueError, match="no Node process wrote V8 coverage"):
+        toolchain.parse(report.read_bytes(), program, changes)
+
+
+def test_mapped_v8_report_made_on_this_host_to_lines():
+    """tests/data/v8-typescript/tskit-weak.json: the TypeScript collector's report of the weak
+    suite (parseDuration('250ms'), parseDuration('1s500ms')) on the TypeScript instance's
+    reference (test_typescript_helpers_measure_the_typescript_instances_suites[weak]: Node
+    20.20.2, Vitest 3.2.4, its report copied). Mapped through vite-node's source map, lines
+    are the .ts file's: the branches it never takes and the function it never calls did not
+    run, the type-only and comment lines are no statements."""
+    measured = parse_mapped_v8_report((TS_DATA / "tskit-weak.json").read_bytes())
+    duration = measured[DURATION]
+    assert {19, 22, 29, 30, 39, 45, 47} <= duration.executed
+    assert not {32, 35, 43, 52, 53, 56} & duration.executed  # no minus, never empty, no stray text; no formatDuration
+    assert {32, 35, 43, 52} <= duration.statements
+    assert not {1, 9, 10, 18, 21, 24, 25, 50} & duration.statements  # comments and blank lines
+
+
+@pytest.mark.parametrize("report, error", [
+    (b"<testsuites/>", "not a testprism TypeScript coverage report"),
+    (b'{"data_files": 0, "files": {}, "error": null}', "no Node process"),
+    (b'{"data_files": 1, "files": {}, "error": "Error: src/a.ts: V8 ran code of it that no vm.runInThisContext"}',
+     "could not be mapped"),
+    (b'{"data_files": 1, "files": {"a.ts": [{"statements": [1], "executed": [2]}]}, "error": null}', "not mapped lines"),
+    (b'{"data_files": 1, "files": {"a.ts": [{"statements": ["x"], "executed": []}]}, "error": null}', "not mapped lines"),
+])
+def test_mapped_v8_report_refuses_what_is_not_one(report, error):
+    with pytest.raises(ValueError, match=error):
+        parse_mapped_v8_report(report)
+
+
+@pytest.mark.slow
+@pytest.mark.polyglot
+@pytest.mark.requires("sandbox", "toolchains")
+@pytest.mark.timeout(1200)
+def test_measure_coverage_of_the_typescript_instance_under_local(tmp_path, work_root):
+    """The whole pass under bubblewrap on the bundled TypeScript instance, Vitest's forks
+    included: the strong suite runs both changed lines (module-level: no changed function,
+    EC null); a suite that never imports the module runs neither."""
+    bench = bundled_part(tmp_path / "bench", TSKIT, "typescript")
+    (bench / "suites" / "weak" / TSKIT / "durations.test.ts").write_text(TS_NEVER_IMPORTS)
+    frame = measure_coverage(bench, tmp_path / "store", work_root, "local")
+    rows = {r["configuration"]: r for r in frame.iter_rows(named=True)}
+    assert all(r["reason"] is None for r in rows.values()), rows
+    assert (rows["strong"]["changed_lines"], rows["strong"]["delta_c"], rows["strong"]["ec"]) == (2, 1.0, None)
+    assert rows["weak"]["missed_lines"] == [f"{DURATION}:19", f"{DURATION}:22"] and rows["weak"]["delta_c"] == 0.0
+
+
+TS_REQUIRE_HOOK = '''\
+// A ts-node-like loader: TypeScript's transpileModule through require.extensions, not vite-node.
+const fs = require('fs');
+const ts = require('/usr/local/lib/testprism-typescript/node_modules/typescript');
+require.extensions['.ts'] = (module, filename) => {
+  const options = { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 };
+  module._compile(ts.transpileModule(fs.readFileSync(filename, 'utf8'), { compilerOptions: options }).outputText, filename);
+};
+const { parseDuration } = require('../src/duration.ts');
+if (parseDuration('250ms') !== 250) process.exit(1);
+'''
+
+
+@pytest.mark.requires("toolchains")
+def test_typescript_run_by_another_loader_is_refused_not_mapped(tmp_path):
+    """A changed file V8 ran in code that vite-node did not compile (here TypeScript's own
+    transpileModule through require.extensions, as ts-node does) has no source map the helper
+    saw: the report says so (coverage_failed) rather than mapping offsets onto wrong lines."""
+    program, reference = bundled_reference(tmp_path, TSKIT)
+    toolchain = TypeScriptToolchain()
+    changes = toolchain.analyse(program, reference)
+    bench = make_benchmark(tmp_path / "bench", {"s": {"load.cjs": TS_REQUIRE_HOOK, "run_tests.sh": "node tmp/load.cjs\n"}})
+    folder, files = toolchain.suite(load_benchmark(bench).suites[("s", "mini__median-even")], changes, program,
+                                    WorkPaths(tmp_path / "work"))
+    done, report = run_helpers(program, folder, files, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr  # it ran, and V8 saw src/duration.ts
+    with pytest.raises(ValueError, match="could not be mapped.*src/duration.ts: V8 ran code of it that no vm.runInThisContext"):
+        toolchain.parse(report.read_bytes(), program, changes)

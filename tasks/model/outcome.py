@@ -53,8 +53,8 @@ class Reason(StrEnum):
     CHECKS_PATCH_FAILED = "checks_patch_failed"  #: the checks patch does not apply over the state
     # -- the coverage pass -----------------------------------------------------------------------
     NO_PYTHON_CHANGE = "no_python_change"  #: the reference changes no executable Python line nor function
-    NO_CODE_CHANGE = "no_code_change"  #: the reference changes no code line of its Go or JavaScript files
-    NOT_MEASURED = "not_measured"  #: coverage is not measured for the instance's language (Java, TypeScript...)
+    NO_CODE_CHANGE = "no_code_change"  #: the reference changes no code line its language's toolchain measures
+    NOT_MEASURED = "not_measured"  #: coverage is not measured for the instance's language (tsx, ...)
     COVERAGE_FAILED = "coverage_failed"  #: the run finished but left no readable coverage report
     # -- candidates: why one is not (or no longer) in its instance's pool ----------------------------
     DUPLICATE = "duplicate"  #: same normalised patch as `duplicate_of`; carries its label

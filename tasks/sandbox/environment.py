@@ -80,6 +80,8 @@ DEBIAN_PACKAGES = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs"
                    "cmake": "cmake", "ctest": "cmake", "make": "make", "cc": "gcc", "gcc": "gcc", "gcov": "gcc", "c++": "g++", "g++": "g++"}
 #: npm's Vitest has no Debian package: .ci/setup installs it (examples/environments/typescript)
 DEBIAN_PACKAGES["vitest"] = "npm, then run .ci/setup"
+#: the Rust coverage pass's profile tools (tasks/score/coverage/toolchains.py RustToolchain)
+DEBIAN_PACKAGES |= {"llvm-profdata-14": "llvm-14 libclang-rt-14-dev", "llvm-cov-14": "llvm-14 libclang-rt-14-dev"}
 DEBIAN_PACKAGES |= {"php": "php-cli", "phpunit": "phpunit", "ruby": "ruby",
                     "rspec": "ruby-rspec ruby-rspec-junit-formatter"}
 

@@ -22,10 +22,12 @@ the sandbox backends:
   `$TESTPRISM_JUNIT`: the one file every backend already brings back from the sandbox. The
   suite's own JUnit report is redirected next to the data; this pass needs no verdict.
 
-Go, JavaScript, Java, C and C++ are measured the same way with their own instrumentation
-(`toolchains`: cover profiles through GOFLAGS, V8 coverage through NODE_V8_COVERAGE, JaCoCo's
-agent through JAVA_TOOL_OPTIONS, gcc's --coverage in a build of its own read by gcov); other
-languages are `not_measured`.
+Go, JavaScript, TypeScript, Java, C, C++, Rust, PHP and Ruby are measured the same way with
+their own instrumentation (`toolchains`: cover profiles through GOFLAGS, V8 coverage through
+NODE_V8_COVERAGE (for TypeScript, mapped through the source maps of the code Vitest
+compiles), JaCoCo's agent through JAVA_TOOL_OPTIONS, gcc's --coverage and rustc's
+-C instrument-coverage in builds of their own read by gcov and llvm-cov, PCOV through a
+prepended file, Ruby's Coverage through RUBYOPT); other languages (tsx) are `not_measured`.
 
 The pass in six files: `changes` (which lines and functions of the reference count, and
 how a run's report scores them), `instrument` (the environment and helper files that put

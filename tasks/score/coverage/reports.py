@@ -1,6 +1,8 @@
 """How much of the reference's change a run executed: each toolchain's coverage report read
-into executed lines per file (coverage.py's JSON, Go's profile, V8's ranges, gcov's JSON,
-JaCoCo's XML), and those scored against the changed lines and functions of
+into executed lines per file (coverage.py's JSON, Go's profile, V8's ranges (mapped through source maps for
+TypeScript), gcov's JSON,
+JaCoCo's XML, llvm-cov's lcov,
+PCOV's lines, Ruby's Coverage lines), and those scored against the changed lines and functions of
 tasks/model/changes.py (ΔC, EC).
 """
 
@@ -167,6 +169,40 @@ def parse_v8_report(data: bytes, sources: Mapping[str, str]) -> dict[str, Measur
             if path in sources and isinstance(scripts, list)}
 
 
+def parse_mapped_v8_report(data: bytes) -> dict[str, MeasuredFile]:
+    """The TypeScript collector's report (`{"data_files": n, "files": {path: [{"statements":
+    [...], "executed": [...]} per script]}, "error": ...}`: V8's counts already mapped to the
+    source's lines through the compiled code's source map) → measured files. Raises
+    ValueError when the report is unreadable, says the coverage could not be mapped, or no
+    Node process wrote coverage (nothing was measured, which is not 0)."""
+    try:
+        report = json.loads(data)
+    except ValueError as exc:
+        raise ValueError(f"not a testprism TypeScript coverage report: {exc}") from exc
+    if not isinstance(report, dict) or not isinstance(report.get("files"), dict):
+        raise ValueError("not a testprism TypeScript coverage report")
+    if report.get("error"):
+        raise ValueError(f"V8 coverage could not be mapped: {str(report['error'])[:500]}")
+    if not report.get("data_files"):
+        raise ValueError("no Node process wrote V8 coverage")
+    measured = {}
+    for path, scripts in report["files"].items():
+        statements: set[int] = set()
+        executed: set[int] = set()
+        try:
+            for script in scripts:
+                lines = [int(n) for n in script["statements"]]
+                ran = [int(n) for n in script["executed"]]
+                if not all(n > 0 for n in lines + ran) or not set(ran) <= set(lines):
+                    raise ValueError("a line that is not one of its statements")
+                statements.update(lines)
+                executed.update(ran)
+        except (TypeError, KeyError, ValueError) as exc:
+            raise ValueError(f"TypeScript coverage of {path[:200]!r} is not mapped lines: {exc!r}") from exc
+        measured[path] = MeasuredFile(frozenset(statements), frozenset(executed))
+    return measured
+
+
 GCOV_HEADER = "# testprism gcov"
 
 
@@ -235,6 +271,106 @@ def parse_jacoco_report(data: bytes) -> dict[str, MeasuredFile]:
                 measured[name] = MeasuredFile(frozenset(n for n, _ in lines), frozenset(n for n, ci in lines if ci))
     except ValueError as exc:
         raise ValueError(f"JaCoCo report with a line that is not one: {exc}") from exc
+    return measured
+
+
+LCOV_HEADER = "# testprism llvm-cov"
+
+
+def parse_lcov_report(data: bytes) -> dict[str, MeasuredFile]:
+    """The Rust collector's report → measured files: `# testprism llvm-cov`, then `llvm-cov
+    export --format=lcov` of the changed files, each record's `SF:` already a repository
+    path. A `DA:line,count` line is a statement, executed when its count is non-zero (llvm-cov
+    has summed every test binary's counts). Raises ValueError on anything else: the report
+    is the run's."""
+    text = data.decode("utf-8", errors="replace").splitlines()
+    if not text or text[0] != LCOV_HEADER:
+        raise ValueError("not a testprism llvm-cov report")
+    statements: dict[str, set[int]] = {}
+    executed: dict[str, set[int]] = {}
+    path = None
+    for number, line in enumerate(text[1:], start=2):
+        if line.startswith("SF:"):
+            path = line[3:]
+            statements.setdefault(path, set())
+            executed.setdefault(path, set())
+        elif line.startswith("DA:"):
+            fields = line[3:].split(",")
+            if path is None or len(fields) < 2 or not fields[0].isdigit() or not fields[1].isdigit():
+                raise ValueError(f"llvm-cov report line {number} is not a line count: {line[:200]!r}")
+            statements[path].add(int(fields[0]))
+            if int(fields[1]):
+                executed[path].add(int(fields[0]))
+        elif line == "end_of_record":
+            path = None
+    return {p: MeasuredFile(frozenset(lines), frozenset(executed[p])) for p, lines in statements.items()}
+
+
+def parse_pcov_report(data: bytes) -> dict[str, MeasuredFile]:
+    """The PHP collector's report (`{"data_files": n, "files": {path: [lines per process]},
+    "error": ...}`, each process's lines being PCOV's `{"line": 1 ran | -1 did not}` of the
+    executable lines) → measured files. Raises ValueError when the report is unreadable,
+    says the data could not be read, or no PHP process wrote coverage (nothing was
+    measured, which is not 0)."""
+    try:
+        report = json.loads(data)
+    except ValueError as exc:
+        raise ValueError(f"not a testprism PCOV report: {exc}") from exc
+    if not isinstance(report, dict) or not isinstance(report.get("files"), dict):
+        raise ValueError("not a testprism PCOV report")
+    if report.get("error"):
+        raise ValueError(f"PCOV coverage could not be read: {str(report['error'])[:300]}")
+    if not report.get("data_files"):
+        raise ValueError("no PHP process wrote coverage: none ran to its shutdown")
+    measured = {}
+    for path, runs in report["files"].items():
+        if not isinstance(runs, list) or not all(isinstance(lines, dict) for lines in runs):
+            raise ValueError(f"PCOV coverage of {path[:200]!r} is not lists of lines")
+        statements: set[int] = set()
+        executed: set[int] = set()
+        for lines in runs:
+            for number, hit in lines.items():
+                if not number.isdigit() or not isinstance(hit, int) or isinstance(hit, bool):
+                    raise ValueError(f"PCOV coverage of {path[:200]!r}: {number[:20]!r}: {hit!r} is no line")
+                statements.add(int(number))
+                if hit > 0:
+                    executed.add(int(number))
+        measured[path] = MeasuredFile(frozenset(statements), frozenset(executed))
+    return measured
+
+
+def parse_ruby_report(data: bytes) -> dict[str, MeasuredFile]:
+    """The Ruby collector's report (`{"data_files": n, "files": {path: [lines per process]},
+    "error": ...}`, each process's lines being Ruby's `Coverage` lines array: index i is
+    line i + 1, null where the line is no statement, else how often it ran) → measured
+    files. Raises ValueError when the report is unreadable, says the data could not be
+    read, or no Ruby process wrote coverage (nothing was measured, which is not 0)."""
+    try:
+        report = json.loads(data)
+    except ValueError as exc:
+        raise ValueError(f"not a testprism Ruby coverage report: {exc}") from exc
+    if not isinstance(report, dict) or not isinstance(report.get("files"), dict):
+        raise ValueError("not a testprism Ruby coverage report")
+    if report.get("error"):
+        raise ValueError(f"Ruby coverage could not be read: {str(report['error'])[:300]}")
+    if not report.get("data_files"):
+        raise ValueError("no Ruby process wrote coverage: none ran to its exit")
+    measured = {}
+    for path, runs in report["files"].items():
+        statements: set[int] = set()
+        executed: set[int] = set()
+        if not isinstance(runs, list) or not all(isinstance(lines, list) for lines in runs):
+            raise ValueError(f"Ruby coverage of {path[:200]!r} is not lists of line counts")
+        for lines in runs:
+            for number, count in enumerate(lines, start=1):
+                if count is None:
+                    continue
+                if not isinstance(count, int) or isinstance(count, bool):
+                    raise ValueError(f"Ruby coverage of {path[:200]!r} line {number}: {count!r} is no count")
+                statements.add(number)
+                if count:
+                    executed.add(number)
+        measured[path] = MeasuredFile(frozenset(statements), frozenset(executed))
     return measured
 
 
