@@ -74,9 +74,10 @@ default to bare,local,docker.
 
 The state (the reference) is materialised and built through the real path
 (tasks/execution/build.py `state_tree`, an `Environments` over each backend): an instance
-with a `[build]` step is built once per state per work area (`--work`; 0 builds on a rerun
-with the same one), and every local and docker run starts from the built tree; the bench
-prints both counts. A run gets the environment's `variables` as `Environments.run` sets
+with a `[build]` step is built once per state and backend per work area (`--work`; 0 builds
+on a rerun with the same one), each backend with its own toolchain, and every local and
+docker run starts from the tree its backend built (`bare` from local's); the bench prints
+both counts. A run gets the environment's `variables` as `Environments.run` sets
 them. For a non-Python environment `bare`'s PATH has no venv; its variables are the
 instance's with the sandbox's `/workspace` read as the bare copy's folder. A built state's
 `bare` copy is the built tree with the build step run again in the copy (untimed: a Go
@@ -178,11 +179,10 @@ class Subject:
     build: str | None = None  #: the instance's build step, which `tree` is the output of
     suite_patch: bytes | None = None  #: the suite's test patch (an imported suite's), applied in every run
     image: EnvironmentSpec | None = None  #: an image instance's own environment; `environment` is its venv route
-
-    @property
-    def built(self) -> bool:
-        """Whether `tree` is a built tree of the work area (its build record beside it)."""
-        return (self.tree.parent / BUILD_RECORD).is_file()
+    #: the state's tree as each backend's runs start from it, by backend name: a built state is
+    #: built per backend (tasks/execution/build.py), an unbuilt one is `tree` for all; `tree` is
+    #: local's, with the host's toolchains, as `bare` has them
+    trees: dict[str, Path] = dataclasses.field(default_factory=dict)
 
 
 def tiny_subject(scratch: Path) -> Subject:
@@ -199,9 +199,10 @@ def tiny_subject(scratch: Path) -> Subject:
 def subject(bench: Benchmark, instance_id: str, configuration: str, work: WorkPaths,
             environments: list[Environments], venv_route: EnvironmentSpec | None = None) -> Subject:
     """The reference state of `instance_id`, materialised and built (when it has a build
-    step) through `state_tree`, over each of `environments` in turn: the first one builds,
-    the others find the built tree in the work area. An image instance (bound) keeps its
-    image as `image` and runs `venv_route` as its `environment` in the other modes."""
+    step) through `state_tree`, over each of `environments` in turn: each backend builds a
+    tree of its own, with its own toolchain (the image's under docker, the host's under
+    local), and finds it built in the work area on a rerun. An image instance (bound) keeps
+    its image as `image` and runs `venv_route` as its `environment` in the other modes."""
     instance = bench.instances[instance_id]
     image = instance.spec.environment if instance.spec.environment.image is not None else None
     if image is not None and venv_route is None:
@@ -209,19 +210,17 @@ def subject(bench: Benchmark, instance_id: str, configuration: str, work: WorkPa
                            "(--swebench-image gives one)")
     suite = bench.suites[(configuration, instance_id)]
     state = next(s for s in states_of(instance) if s.kind == "reference")
-    trees = []
+    trees = {}
     for environments_of in environments:
         tree = state_tree(instance, state, environments_of, work, Limits())
         if not hasattr(tree, "tree") or not tree.patch.applied:
             raise RuntimeError(f"{instance_id}: the reference has no tree over {environments_of.backend.name}: {tree}")
-        trees.append(tree.tree)
-    if len(set(trees)) != 1:
-        raise RuntimeError(f"{instance_id}: the backends' Environments gave different trees: {trees}")
+        trees[environments_of.backend.name] = tree.tree
     build = instance.spec.build.command if instance.spec.build is not None else None
-    return Subject(trees[0], suite.folder, suite.files, suite.entry, instance.reference, instance.program,
-                   venv_route if image is not None else instance.spec.environment,
+    return Subject(trees.get("local", next(iter(trees.values()))), suite.folder, suite.files, suite.entry,
+                   instance.reference, instance.program, venv_route if image is not None else instance.spec.environment,
                    f"{instance.id} / {configuration} / reference", instance.id, instance.spec.language, build,
-                   suite.patch, image)
+                   suite.patch, image, trees)
 
 
 def swebench_image_benchmark(instance_id: str, tests: str, root: Path) -> Path:
@@ -307,7 +306,7 @@ def bare_runner(subj: Subject, venv: Path, scratch: Path, name: str = "bare") ->
     return run
 
 
-#: runs per runner name whose request's tree was a built tree (Subject.built)
+#: runs per runner name whose request's tree was a built tree of the work area (its build record beside it)
 FROM_BUILT: dict[str, int] = {}
 
 #: `--inner`: each runner's command timed where it runs (inside the sandbox), seconds, in
@@ -351,10 +350,12 @@ def backend_runner(backend, subj: Subject, environment: Path, request_type: type
     variables = {"env": dict(subj.environment.variables)} if subj.environment.variables else {}
     if subj.suite_patch is not None:
         variables["suite_patch"] = subj.suite_patch
-    request = request_type(tree=subj.tree, suite_folder=subj.suite_folder, suite_files=subj.suite_files,
+    # the tree this backend built (another revision's backend runs the tree of its namesake here)
+    tree = subj.trees.get(backend.name, subj.tree)
+    request = request_type(tree=tree, suite_folder=subj.suite_folder, suite_files=subj.suite_files,
                            command=subj.command, environment=environment, limits=limits_type(timeout_s=300.0),
                            **variables)
-    built = subj.built
+    built = (tree.parent / BUILD_RECORD).is_file()
 
     def run() -> int:
         result = backend.run(request)
@@ -799,8 +800,8 @@ def main() -> None:
         backends.append(local)
         docker = DockerBackend(work, reuse=False)
         backends.append(docker)
-        # The state's tree through the real path: an Environments over each backend (the
-        # docker one first: it builds the state, the local one finds it built).
+        # The state's tree through the real path: an Environments over each backend, each of
+        # which builds a built state with its own toolchain (tasks/execution/build.py).
         over_docker, over_local = Environments(docker), Environments(local)
         subjects: list[Subject] = []
         try:
@@ -822,7 +823,7 @@ def main() -> None:
             subjects = [dataclasses.replace(s, command=timed_inside(s.command)) for s in subjects]
         builds = over_docker.builds + over_local.builds
         log.info("state builds run: %d (over docker %d, over local %d) for %d built state(s); expect one per built "
-                 "state per work area, 0 on a rerun with the same --work", builds, over_docker.builds,
+                 "state and backend per work area, 0 on a rerun with the same --work", builds, over_docker.builds,
                  over_local.builds, sum(s.build is not None for s in subjects))
         at_rev: dict[str, type] = {}
         extra: dict[str, object] = {}

@@ -184,6 +184,24 @@ def test_a_build_step_of_a_python_instance_is_what_runs_import(tmp_path, work_ro
     assert set(_outcomes(tmp_path / "store").values()) == {"P"} and summary.builds == 4
 
 
+@pytest.mark.slow
+@pytest.mark.requires("docker", "sandbox")
+def test_each_backend_runs_the_tree_its_own_environment_built(tmp_path, work_root):
+    """What a build leaves depends on the toolchain it ran with (a Go build cache is keyed by
+    the compiler): replays under local and under docker on one work area build every state
+    once each, and every run starts from the tree built with the interpreter it runs (the
+    host's environment under local, the image's under docker), not the other backend's."""
+    suite = ("import sys\nfrom pathlib import Path\n\n\ndef test_built_with_this_interpreter():\n"
+             "    assert Path('built_with').read_text().strip() == sys.executable\n")
+    bench = make_benchmark(tmp_path / "bench", {"strong": {"test_built.py": suite}})
+    _with_build(bench, "python -c 'import sys; print(sys.executable)' > built_with")
+    work = _fresh_work(work_root, tmp_path)
+    local = replay_flow(benchmark=str(bench), store=str(tmp_path / "local"), backend="local", work=work)
+    docker = replay_flow(benchmark=str(bench), store=str(tmp_path / "docker"), backend="docker", work=work)
+    assert set(_outcomes(tmp_path / "local").values()) == set(_outcomes(tmp_path / "docker").values()) == {"P"}
+    assert local.builds == docker.builds == 4
+
+
 @pytest.mark.requires("sandbox")
 def test_a_build_that_turns_the_program_into_a_link_is_refused(tmp_path, work_root):
     """A build is untrusted code on a candidate's tree: replacing `program/` by a link to a

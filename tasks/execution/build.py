@@ -6,7 +6,9 @@ installed package that subprocesses import, `go build`). The build runs in the s
 any run — the state's tree copied into a fresh workspace, the environment read-only, no
 network, the build's own time limit — and the program folder it leaves is copied back
 (links as links, never followed) as the state's built tree, next to the unbuilt one in the
-work area. Every run of the state then starts from a copy of the built tree.
+work area. Every run of the state then starts from a copy of the built tree. Once per
+state and environment as the backend prepared it: a tree built under docker (the image's
+toolchain) is not the one local runs (the host's) start from, each backend builds its own.
 
 A build that exits non-zero, times out or leaves an unsafe tree is a fact of the state:
 recorded once with the build's output, and every run of the state is `E`/`build_failed`
@@ -109,8 +111,14 @@ def built_tree(instance: Instance, tree: Path, environments: Environments, work:
         log.info("built a tree of %s in %.1f s%s", instance.id, record.duration_s, "" if record.ok else " (failed)")
         (target / BUILD_RECORD).write_text(json.dumps(record.__dict__))
 
-    # The tree's folder name is its content key in the work area (tasks/model/state.py).
-    key = digest("built", tree.parent.name, build.command, spec.key, build_limits.key)
+    # The tree's folder name is its content key in the work area (tasks/model/state.py). The
+    # environment's handle is in it: what a build leaves depends on the toolchain it ran with,
+    # and each backend prepares its own (under local the host's system folders and links to
+    # its toolchains, under docker the image's), so a tree is built per backend and only runs
+    # that see the same toolchain start from it. One shared across backends gave runs a build
+    # they could not use: a Go build cache made by the image's Go 1.19 holds nothing the host's
+    # Go 1.26 can reuse, and every local run compiled the standard library again (+10 s a run).
+    key = digest("built", tree.parent.name, build.command, spec.key, build_limits.key, str(environment))
     try:
         folder = build_once(work.state(instance.id, key), run_build)
     except SandboxError as exc:  # infrastructure: nothing kept, the next run builds again

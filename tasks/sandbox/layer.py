@@ -18,8 +18,10 @@ machine's disk when it was quiet and up to 0.6 s when runs were writing beside i
   beside the workspace (`<workspace>.layer`), never inside what the sandbox binds: whatever
   the run writes, renames or deletes lands there, and goes with it. On a tmpfs because a
   tool that touches what it reads makes the kernel copy each such file up: Go marks every
-  build-cache entry it uses (an mtime over an hour old), 335 files a run, which cost as
-  much as the copy on disk (+0.3 s) and nothing in memory. The tmpfs is as large as the
+  build-cache entry it uses (an mtime over an hour old, as the settled times all are), 335
+  files a run, which cost as much as the copy on disk (+0.3 s) and little in memory; in a
+  tree the host's Go 1.26 built (its standard library compiled in) 933 files, 57 MB, the
+  most of a local Go run's ~70 ms overhead (all 1,025 touched: 0.10 s). The tmpfs is as large as the
   run's memory limit: what a run writes to its program is bounded (a copy on disk had no
   bound but the disk), and under docker it counts against the container's memory. Its
   inode numbers come from a counter of its own, so the same fill gives the same numbers;
