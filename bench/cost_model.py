@@ -74,8 +74,8 @@ synthetic store of bench/synthetic_store.py). Assumptions:
    (134 + 1) / (134 p + 1) (hypergeometric first-success), and none (every run) when
    p = 0. Runs not made are saved with their confirmations ("estimated"). It answers JVR
    only: GRR, CAR, WDR and the rest need every run. `--early-stop-stores FULL STOPPED`
-   (the same benchmark replayed without and with `--early-stop`) replaces the estimate by
-   the measured share of attempts made in a sandbox (STOPPED's over FULL's).
+   (the same benchmark replayed without and with `--early-stop`) checks the estimate: it is
+   computed at each suite's own runs in FULL and set beside the share of runs STOPPED made.
 
 Below the table, the core-hours of every built saving on (the default's image layer) split
 by component, against `--target` (40 core-hours): what remains and where it goes.
@@ -242,27 +242,28 @@ def attempts_executed(runs: pl.DataFrame) -> int:
     return int(ran.unique("key", keep="first")["attempts"].sum())
 
 
-def early_stop_share(runs: pl.DataFrame, scale: Scale) -> tuple[float, int, int]:
+def early_stop_share(runs: pl.DataFrame, scale: Scale | None) -> tuple[float, int, int]:
     """The share of an instance's runs an early stop would still make (module docstring, 6),
-    over the suites of the store; and how many suites were decided by buggy/reference and
-    how many succeeded jointly."""
-    total = sum(n for _, n in scale.per_instance)
-    candidates = total - 2
+    over the suites of the store, at `scale`'s states an instance (None: at each suite's own
+    runs in the store, to check the estimate against a measured early stop); and how many
+    suites were decided by buggy/reference and how many succeeded jointly."""
     needed, by_two, joint = [], 0, 0
     for _, group in runs.group_by("configuration", "instance_id"):
+        total = group.height if scale is None else sum(n for _, n in scale.per_instance)
+        candidates = total - 2
         rows = {kind_of(s, lab): [] for s, lab in zip(group["state"], group["label"], strict=True)}
         for s, lab, o in zip(group["state"], group["label"], group["outcome"], strict=True):
             rows[kind_of(s, lab)].append(o)
         if rows.get("buggy", ["P"])[0] != "F" or rows.get("reference", ["F"])[0] != "P":
-            needed.append(min(2, total))
+            needed.append(min(2, total) / total)
             by_two += 1
             continue
         wrong = sum(o != "P" for o in rows.get("valid", [])) + sum(o != "F" for o in rows.get("invalid", []))
         seen = len(rows.get("valid", [])) + len(rows.get("invalid", []))
         share = wrong / seen if seen else 0.0
         joint += wrong == 0
-        needed.append(2 + expected_runs_to_decide(candidates, share))
-    return (statistics.fmean(needed) / total if needed else 1.0), by_two, joint
+        needed.append((2 + expected_runs_to_decide(candidates, share)) / total)
+    return (statistics.fmean(needed) if needed else 1.0), by_two, joint
 
 
 # -- the per-run measurement -------------------------------------------------------------------
@@ -328,7 +329,7 @@ def main() -> None:
                         help="take the extrapolation's outcome shares from these instances' runs only (repeatable; "
                              "default: every instance of the stores)")
     parser.add_argument("--early-stop-stores", nargs=2, default=None, metavar=("FULL", "STOPPED"),
-                        help="stores of one benchmark replayed without and with --early-stop: (e) from their attempts")
+                        help="stores of one benchmark replayed without and with --early-stop: (e)'s estimate checked")
     parser.add_argument("--target", type=float, default=40.0, help="core-hours the all-built-on harness is held to")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[RichHandler(console=console, show_path=False)])
@@ -431,13 +432,15 @@ def main() -> None:
                     f"{duplicate_share(default):.1%}; early stop: {by_two} of {suites} suites decided by buggy/reference, {joint} jointly successful "
                     f"→ {early:.1%} of the runs still made (estimated)")
     early_basis = "built; saving estimated"
-    if args.early_stop_stores:
+    if args.early_stop_stores:  # the estimate at the stores' own panel sizes against what early stop did there
         full, stopped = (store_runs(Path(p)) for p in args.early_stop_stores)
-        early = attempts_executed(stopped) / attempts_executed(full)
-        early_basis = (f"built; saving measured ({full.select('instance_id').unique().height} instances × "
-                       f"{full.select('configuration').unique().height} configurations)")
-        console.print(f"early stop, measured: {attempts_executed(stopped)} attempts against {attempts_executed(full)} "
-                      f"→ {early:.1%} still made ({', '.join(args.early_stop_stores)})")
+        predicted = early_stop_share(full, None)[0]
+        made = 1.0 - (stopped["reason"] == "early_stopped").sum() / stopped.height
+        early_basis += f" (checked: {predicted:.0%} of runs estimated, {made:.0%} made)"
+        console.print(f"early stop on {full.select('configuration', 'instance_id').unique().height} suites of "
+                      f"{args.early_stop_stores[0]}: estimated {predicted:.1%} of the runs still made at their own "
+                      f"panel sizes; measured {made:.1%} of the runs, {attempts_executed(stopped)} attempts against "
+                      f"{attempts_executed(full)} ({attempts_executed(stopped) / attempts_executed(full):.1%})")
 
     attempt_s = {way: med[name] for way, name in PROGRAMS.items()}
     inputs = dict(first_failure=shares, attempt_s=attempt_s, start_s=med["start"], state_s=med["state"],
@@ -453,7 +456,7 @@ def main() -> None:
             ("all built on: (a) + (b) + (c), the default", built, "measured"),
             ("all built on with (c') instead of (c)", Savings(audit=True, reuse=True, program="tree"), "measured"),
             ("all on: (a) … (e)", Savings(True, True, "image", True, True),
-             f"(d) not built; (e) {early_basis.removeprefix('built; saving ')}")]
+             "estimated ((d) not built, (e) estimated)")]
     naive = core_hours(scale, Savings(), **inputs)
     table = Table(title=f"core-hours of one configuration at {scale.instances} × "
                         f"{sum(n for _, n in scale.per_instance)} runs ({scale.runs:,} runs)")

@@ -65,3 +65,20 @@ def test_duplicate_content_within_and_across_configurations(cost_model):
                          "state_hash": ["x", "y", "x", "x"], "environment_hash": ["e"] * 4, "policy_hash": ["p"] * 4})
     assert cost_model.duplicate_share(runs) == 0.25  # b's run of suite s on x repeats a's
     assert cost_model.duplicate_share_within(runs) == 0.0  # nothing repeats inside a configuration
+
+
+def test_early_stop_share_at_the_stores_own_panel_sizes(cost_model):
+    import polars as pl
+
+    # suite a: broken on the reference (decided by its first two runs of 4); suite b: one of its
+    # 2 candidates contradicts (first of 2 in random order at (2 + 1) / (1 + 1) = 1.5)
+    runs = pl.DataFrame({"configuration": ["a"] * 4 + ["b"] * 4, "instance_id": ["i"] * 8,
+                         "state": ["buggy", "reference", "candidate", "candidate"] * 2,
+                         "label": [None, None, "valid", "invalid"] * 2,
+                         "outcome": ["F", "F", "P", "F", "F", "P", "F", "F"]})
+    share, by_two, joint = cost_model.early_stop_share(runs, None)
+    assert (by_two, joint) == (1, 0)
+    assert share == pytest.approx((2 / 4 + 3.5 / 4) / 2)
+    at_scale, _, _ = cost_model.early_stop_share(runs, cost_model.Scale(1, (("buggy", 1), ("reference", 1),
+                                                                            ("valid", 4), ("invalid", 4))))
+    assert at_scale == pytest.approx((2 / 10 + (2 + 9 / 5) / 10) / 2)  # half of 8 contradict: (8 + 1) / (4 + 1)
