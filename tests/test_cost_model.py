@@ -37,15 +37,17 @@ def test_attempts_confirm_every_failure_or_the_audit_share_of_candidates(cost_mo
 
 def test_core_hours_applies_each_saving_to_its_own_term(cost_model):
     scale = cost_model.Scale(1, (("buggy", 1), ("reference", 1), ("valid", 1), ("invalid", 1)))
-    inputs = dict(first_failure={"buggy": 1.0, "invalid": 1.0}, attempt_copy_s=10.0, attempt_layered_s=8.0,
-                  start_s=1.0, state_s=0.5, duplicate_share=0.25, early_stop_share=0.5, audit_share=0.5)
-    hours = {name: 3600 * cost_model.core_hours(scale, cost_model.Savings(**{name: True}) if name else
-                                                 cost_model.Savings(), **inputs)
-             for name in ("", "audit", "reuse", "layered", "warm", "early_stop")}
+    inputs = dict(first_failure={"buggy": 1.0, "invalid": 1.0}, attempt_s={"copy": 10.0, "tree": 8.0, "image": 7.0},
+                  start_s=1.0, state_s=0.5, image_s=0.25, duplicate_share=0.25, early_stop_share=0.5, audit_share=0.5)
+    savings = {"": cost_model.Savings(), "tree": cost_model.Savings(program="tree"),
+               "image": cost_model.Savings(program="image")}
+    savings |= {name: cost_model.Savings(**{name: True}) for name in ("audit", "reuse", "warm", "early_stop")}
+    hours = {name: 3600 * cost_model.core_hours(scale, on, **inputs) for name, on in savings.items()}
     assert hours[""] == pytest.approx(6 * 10.0 + 4 * 0.5)  # 4 runs + 2 replays, 4 state trees
     assert hours["audit"] == pytest.approx(5.5 * 10.0 + 2.0)  # the invalid candidate's replay at half
     assert hours["reuse"] == pytest.approx(0.75 * hours[""])
-    assert hours["layered"] == pytest.approx(6 * 8.0 + 2.0)
+    assert hours["tree"] == pytest.approx(6 * 8.0 + 2.0)
+    assert hours["image"] == pytest.approx(6 * 7.0 + 4 * (0.5 + 0.25))  # each state's image built once too
     assert hours["warm"] == pytest.approx(6 * 9.0 + 2.0)
     assert hours["early_stop"] == pytest.approx(0.5 * hours[""])
 
@@ -63,3 +65,20 @@ def test_duplicate_content_within_and_across_configurations(cost_model):
                          "state_hash": ["x", "y", "x", "x"], "environment_hash": ["e"] * 4, "policy_hash": ["p"] * 4})
     assert cost_model.duplicate_share(runs) == 0.25  # b's run of suite s on x repeats a's
     assert cost_model.duplicate_share_within(runs) == 0.0  # nothing repeats inside a configuration
+
+
+def test_early_stop_share_at_the_stores_own_panel_sizes(cost_model):
+    import polars as pl
+
+    # suite a: broken on the reference (decided by its first two runs of 4); suite b: one of its
+    # 2 candidates contradicts (first of 2 in random order at (2 + 1) / (1 + 1) = 1.5)
+    runs = pl.DataFrame({"configuration": ["a"] * 4 + ["b"] * 4, "instance_id": ["i"] * 8,
+                         "state": ["buggy", "reference", "candidate", "candidate"] * 2,
+                         "label": [None, None, "valid", "invalid"] * 2,
+                         "outcome": ["F", "F", "P", "F", "F", "P", "F", "F"]})
+    share, by_two, joint = cost_model.early_stop_share(runs, None)
+    assert (by_two, joint) == (1, 0)
+    assert share == pytest.approx((2 / 4 + 3.5 / 4) / 2)
+    at_scale, _, _ = cost_model.early_stop_share(runs, cost_model.Scale(1, (("buggy", 1), ("reference", 1),
+                                                                            ("valid", 4), ("invalid", 4))))
+    assert at_scale == pytest.approx((2 / 10 + (2 + 9 / 5) / 10) / 2)  # half of 8 contradict: (8 + 1) / (4 + 1)
