@@ -476,6 +476,8 @@ def report(
     benchmark: Annotated[
         Optional[Path], typer.Option(help="benchmark folder: show candidate diffs and notes in the audit")
     ] = None,
+    open_it: Annotated[bool, typer.Option(
+        "--open", help="also open it in a browser, where one is found ($BROWSER or the desktop's)")] = False,
 ) -> None:
     """Write a self-contained HTML report of a scored store (opens offline, no network)."""
     scored_store(store)  # the inputs, checked before the flow starts (flows.errors)
@@ -484,7 +486,24 @@ def report(
     from testprism.flows.report import report_flow
 
     path = report_flow(store=str(store), out=str(out), benchmark=str(benchmark) if benchmark else None)
-    log.info("report written to %s", path)
+    url = Path(path).resolve().as_uri()
+    log.info("report written to %s (%s)", path, url)
+    if open_it:
+        _open_in_browser(url)
+
+
+def _open_in_browser(url: str) -> None:
+    """Open `url` in the browser Python's webbrowser finds ($BROWSER first); on a machine
+    without one (a server, CI) say so and leave the URL printed above."""
+    import webbrowser
+
+    try:
+        browser = webbrowser.get()
+    except webbrowser.Error:
+        log.info("no browser found here: open %s where one is", url)
+        return
+    if not browser.open(url):
+        log.info("the browser did not take %s: open it by hand", url)
 
 
 @app.command()

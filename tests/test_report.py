@@ -584,7 +584,11 @@ def test_audit_of_the_bundled_benchmark_shows_its_designed_disagreements(tmp_pat
 
 
 @pytest.mark.slow
-def test_report_command_runs_the_flow_and_publishes_an_artifact(tmp_path):
+def test_report_command_runs_the_flow_and_publishes_an_artifact(tmp_path, monkeypatch):
+    """`report --open` also hands the report's file URL to the browser `$BROWSER` names (here
+    a script that writes down what it was given)."""
+    import webbrowser
+
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
     from typer.testing import CliRunner
@@ -593,9 +597,19 @@ def test_report_command_runs_the_flow_and_publishes_an_artifact(tmp_path):
 
     store = hand_made_store(tmp_path / "store")
     out = tmp_path / "out" / "report.html"
-    result = CliRunner().invoke(app, ["report", str(store.paths.root), "--out", str(out)])
+    browser, opened = tmp_path / "browser.sh", tmp_path / "opened.txt"
+    browser.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {opened}\n')
+    browser.chmod(0o755)
+    monkeypatch.setenv("BROWSER", str(browser))
+    monkeypatch.setattr(webbrowser, "_tryorder", None)  # webbrowser reads $BROWSER when it first looks
+    result = CliRunner().invoke(app, ["report", str(store.paths.root), "--out", str(out), "--open"])
     assert result.exit_code == 0, result.output
     assert out.is_file() and "Disagreement audit" in out.read_text()
+    deadline = time.monotonic() + 30  # a $BROWSER command may run in the background
+    while not opened.exists():
+        assert time.monotonic() < deadline, "the browser was not given the report"
+        time.sleep(0.1)
+    assert opened.read_text() == out.resolve().as_uri()
     with get_client(sync_client=True) as client:
         artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["report"])))
     assert any(out.resolve().as_uri() in (a.data or "") for a in artifacts)
