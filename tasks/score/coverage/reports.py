@@ -149,23 +149,32 @@ def v8_executed(source: str, scripts: list) -> MeasuredFile:
     return MeasuredFile(statements, frozenset(executed))
 
 
+def _collector_files(data: bytes, kind: str, failure: str, nothing: str) -> dict:
+    """The files of a collector's report (`{"data_files": n, "files": {...}, "error": ...}`,
+    written by the helpers of JavaScript, TypeScript, PHP and Ruby in the run, so untrusted):
+    ValueError when it is no `kind` report, when the collector says `failure` (its error
+    cut to 500 characters), or when no process wrote data (`nothing`: not measured, not 0)."""
+    try:
+        report = json.loads(data)
+    except ValueError as exc:
+        raise ValueError(f"not a testprism {kind} report: {exc}") from exc
+    if not isinstance(report, dict) or not isinstance(report.get("files"), dict):
+        raise ValueError(f"not a testprism {kind} report")
+    if report.get("error"):
+        raise ValueError(f"{failure}: {str(report['error'])[:500]}")
+    if not report.get("data_files"):
+        raise ValueError(nothing)
+    return report["files"]
+
+
 def parse_v8_report(data: bytes, sources: Mapping[str, str]) -> dict[str, MeasuredFile]:
     """The JavaScript collector's report (`{"data_files": n, "files": {path: [functions
     per process]}, "error": ...}`) → measured files, read against `sources` (each changed
     file's text in the reference tree; a path not there is ignored). Raises ValueError when
     the report is unreadable, says the data could not be read, or no Node process wrote
     coverage at all (the suite ran no Node: nothing was measured, which is not 0)."""
-    try:
-        report = json.loads(data)
-    except ValueError as exc:
-        raise ValueError(f"not a testprism V8 coverage report: {exc}") from exc
-    if not isinstance(report, dict) or not isinstance(report.get("files"), dict):
-        raise ValueError("not a testprism V8 coverage report")
-    if report.get("error"):
-        raise ValueError(f"V8 coverage could not be read: {report['error']}")
-    if not report.get("data_files"):
-        raise ValueError("no Node process wrote V8 coverage")
-    return {path: v8_executed(sources[path], scripts) for path, scripts in report["files"].items()
+    files = _collector_files(data, "V8 coverage", "V8 coverage could not be read", "no Node process wrote V8 coverage")
+    return {path: v8_executed(sources[path], scripts) for path, scripts in files.items()
             if path in sources and isinstance(scripts, list)}
 
 
@@ -175,18 +184,9 @@ def parse_mapped_v8_report(data: bytes) -> dict[str, MeasuredFile]:
     source's lines through the compiled code's source map) → measured files. Raises
     ValueError when the report is unreadable, says the coverage could not be mapped, or no
     Node process wrote coverage (nothing was measured, which is not 0)."""
-    try:
-        report = json.loads(data)
-    except ValueError as exc:
-        raise ValueError(f"not a testprism TypeScript coverage report: {exc}") from exc
-    if not isinstance(report, dict) or not isinstance(report.get("files"), dict):
-        raise ValueError("not a testprism TypeScript coverage report")
-    if report.get("error"):
-        raise ValueError(f"V8 coverage could not be mapped: {str(report['error'])[:500]}")
-    if not report.get("data_files"):
-        raise ValueError("no Node process wrote V8 coverage")
+    files = _collector_files(data, "TypeScript coverage", "V8 coverage could not be mapped", "no Node process wrote V8 coverage")
     measured = {}
-    for path, scripts in report["files"].items():
+    for path, scripts in files.items():
         statements: set[int] = set()
         executed: set[int] = set()
         try:
@@ -312,18 +312,9 @@ def parse_pcov_report(data: bytes) -> dict[str, MeasuredFile]:
     executable lines) → measured files. Raises ValueError when the report is unreadable,
     says the data could not be read, or no PHP process wrote coverage (nothing was
     measured, which is not 0)."""
-    try:
-        report = json.loads(data)
-    except ValueError as exc:
-        raise ValueError(f"not a testprism PCOV report: {exc}") from exc
-    if not isinstance(report, dict) or not isinstance(report.get("files"), dict):
-        raise ValueError("not a testprism PCOV report")
-    if report.get("error"):
-        raise ValueError(f"PCOV coverage could not be read: {str(report['error'])[:300]}")
-    if not report.get("data_files"):
-        raise ValueError("no PHP process wrote coverage: none ran to its shutdown")
+    files = _collector_files(data, "PCOV", "PCOV coverage could not be read", "no PHP process wrote coverage: none ran to its shutdown")
     measured = {}
-    for path, runs in report["files"].items():
+    for path, runs in files.items():
         if not isinstance(runs, list) or not all(isinstance(lines, dict) for lines in runs):
             raise ValueError(f"PCOV coverage of {path[:200]!r} is not lists of lines")
         statements: set[int] = set()
@@ -345,18 +336,9 @@ def parse_ruby_report(data: bytes) -> dict[str, MeasuredFile]:
     line i + 1, null where the line is no statement, else how often it ran) → measured
     files. Raises ValueError when the report is unreadable, says the data could not be
     read, or no Ruby process wrote coverage (nothing was measured, which is not 0)."""
-    try:
-        report = json.loads(data)
-    except ValueError as exc:
-        raise ValueError(f"not a testprism Ruby coverage report: {exc}") from exc
-    if not isinstance(report, dict) or not isinstance(report.get("files"), dict):
-        raise ValueError("not a testprism Ruby coverage report")
-    if report.get("error"):
-        raise ValueError(f"Ruby coverage could not be read: {str(report['error'])[:300]}")
-    if not report.get("data_files"):
-        raise ValueError("no Ruby process wrote coverage: none ran to its exit")
+    files = _collector_files(data, "Ruby coverage", "Ruby coverage could not be read", "no Ruby process wrote coverage: none ran to its exit")
     measured = {}
-    for path, runs in report["files"].items():
+    for path, runs in files.items():
         statements: set[int] = set()
         executed: set[int] = set()
         if not isinstance(runs, list) or not all(isinstance(lines, list) for lines in runs):
