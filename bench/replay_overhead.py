@@ -7,6 +7,10 @@ it:
 
 - `bare`: the suite's command with `bash -c` in a prepared copy of the state, same venv as
   `local`, no sandbox, no copy: the floor.
+- `floor` (only when asked for): `bare` inside the least a per-run namespace sandbox is
+  (FLOOR_ARGV: bubblewrap's namespaces over the host's root, nothing else): what any
+  isolation that gives each run namespaces of its own costs at least, against which the
+  `local` target (10% of bare + 5 ms; issue 29 asked for 5%) can be read.
 - `local`: LocalBackend.run (fresh workspace copy, bubblewrap, rlimits, JUnit read back).
 - `docker`: DockerBackend.run, the default: a fresh container per run, made for it:
   create, start, wait, remove all on the run's path.
@@ -263,8 +267,17 @@ def bare_environment(subj: Subject, venv: Path, ws: Path) -> dict[str, str]:
     return env
 
 
-def bare_runner(subj: Subject, venv: Path, scratch: Path, name: str = "bare") -> Callable[[], int]:
-    ws = scratch / ("bare" if subj.id == "tiny" else f"bare-{subj.id}")
+#: `floor`: the bare command inside the least a per-run namespace sandbox is: bubblewrap's
+#: new namespaces (user, pid, network, ipc, uts, cgroup, mount) over the host's root as it
+#: is, no workspace, cgroup, layer, limits or uid of the run's own
+FLOOR_ARGV = ("bwrap", "--dev-bind", "/", "/", "--unshare-all", "--die-with-parent")
+
+
+def bare_runner(subj: Subject, venv: Path, scratch: Path, name: str = "bare",
+                wrap: tuple[str, ...] = ()) -> Callable[[], int]:
+    """The bare command in a prepared copy of the state, under `wrap` (argv before it: the
+    `floor` mode's bubblewrap) when given."""
+    ws = scratch / (("bare" if subj.id == "tiny" else f"bare-{subj.id}") + ("-floor" if wrap else ""))
     program = ws / "program"
     ws.mkdir()
     env = bare_environment(subj, venv, ws)
@@ -288,7 +301,7 @@ def bare_runner(subj: Subject, venv: Path, scratch: Path, name: str = "bare") ->
     (ws / "out").mkdir()
 
     def run() -> int:
-        done = subprocess.run(["bash", "-c", subj.command], cwd=program, env=env, text=True, errors="replace",
+        done = subprocess.run([*wrap, "bash", "-c", subj.command], cwd=program, env=env, text=True, errors="replace",
                               stdout=subprocess.PIPE if INNER_MARK in subj.command else subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
         note_inner(name, done.stdout or "")
@@ -867,6 +880,9 @@ def main() -> None:
                                 "docker overhead includes the two versions' own difference", subj.id, tool, host, image)
             if "bare" in modes:
                 runners[prefix + "bare"] = bare_runner(subj, local_env, scratch, name=prefix + "bare")
+            if "floor" in modes:
+                runners[prefix + "floor"] = bare_runner(subj, local_env, scratch, name=prefix + "floor",
+                                                        wrap=FLOOR_ARGV)
             if "local" in modes:
                 runners[prefix + "local"] = backend_runner(local, subj, local_env, name=prefix + "local")
             if "docker" in modes:
