@@ -245,7 +245,9 @@ def _rejection_kinds(details: pl.DataFrame) -> pl.DataFrame:
         .when(_FAILING).then(pl.lit(FAULTY_CHECK)),
         reading=pl.lit(None, pl.String))
     by_output = judged.filter(pl.col("rejection_kind").is_null())
-    readings = [read_rejection(output) for output in by_output["stdout_tail"].fill_null("").to_list()]
+    outputs = by_output["stdout_tail"].fill_null("").to_list()
+    read = {output: read_rejection(output) for output in set(outputs)}  # a store repeats its outputs
+    readings = [read[output] for output in outputs]
     kinds = [r.kind if state == "reference" or r.kind == UNCLASSIFIED else FAULTY_CHECK
              for r, state in zip(readings, by_output["state"].to_list(), strict=True)]
     by_output = by_output.with_columns(rejection_kind=pl.Series(kinds, dtype=pl.String),
