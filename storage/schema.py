@@ -301,7 +301,7 @@ FAILURE_TAXONOMY = pa.schema(  # tasks/score/taxonomy.py; docs/report.md, "Failu
         pa.field("state", pa.string()),  # buggy | reference | candidate: the run that decided it
         pa.field("candidate_id", pa.string()),
         pa.field("evidence", pa.string(), nullable=False),  # failing case and message, or the lines (not) executed
-        pa.field("evidence_basis", pa.string(), nullable=False),  # junit | exit_code | run_reason | reference_delta_c | candidate_coverage | reference_coverage | no_coverage | no_diff
+        pa.field("evidence_basis", pa.string(), nullable=False),  # junit | output | run_reason | reference_delta_c | candidate_coverage | reference_coverage | no_coverage | no_diff
     ]
 )
 

@@ -100,12 +100,12 @@ def test_exercises_that_cannot_be_instances_are_skipped_naming_the_file(tmp_path
     assert issues_of(report) == {
         "exercises/practice/same": (".meta/example.py", "equals the stub: the reference would change nothing"),
         "exercises/practice/no-tests": ("files.test", "no_tests_test.py is missing"),
-        "exercises/practice/in-js": ("files.solution", "in-js.js is not a Python file (.js): instances are "
-                                                       "Python-only in this format"),
+        "exercises/practice/in-js": ("files.solution", "in-js.js is not a Python file (.js): this adapter "
+                                                       "reads Python tracks only"),
     }
     (track / "config.json").write_text('{"language": "JavaScript"}')
     field, message = issues_of(import_exercises(track, tmp_path / "other", source="t"))["exercises/practice/renamed"]
-    assert (field, message) == ("language", "the track's language is JavaScript: instances are Python-only in this format")
+    assert (field, message) == ("language", "the track's language is JavaScript: this adapter reads Python tracks only")
 
 
 def test_cli_imports_exercises_and_reports_the_skipped_one(tmp_path):

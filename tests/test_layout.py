@@ -50,25 +50,43 @@ def floor_of(module: str) -> int:
     return FLOORS[module.split(".")[1]]
 
 
-def test_floors_only_import_downwards():
-    wrong = [
-        f"{source} imports {target}"
-        for source, targets in imports().items() for target in targets
-        if floor_of(target) > floor_of(source)
-    ]
-    assert not wrong, "\n".join(wrong)
+def stage_of(module: str) -> str | None:
+    """`testprism.tasks.<stage>...` → its stage folder; None for the tasks package itself."""
+    parts = module.split(".")
+    return parts[2] if parts[1] == "tasks" and len(parts) > 2 else None
 
 
-def test_no_circle_of_imports():
-    graph = imports()
-    # Packages' __init__ modules are not edges of their own: importing a.b.c runs a.b, but
-    # a.b importing nothing of a.b.c cannot close a circle through it.
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def arrows_against_the_house(graph: dict[str, set[str]], house: dict) -> list[str]:
+    """Every import of `graph` that house.json forbids: a floor importing a higher floor, a
+    stage folder a later stage, or an arrow of `never` that its `except` does not allow."""
+    floors = {name: rank for rank, name in enumerate(house["floors"])}
+    stages = {name: rank for rank, name in enumerate(house["stages"])}
+    wrong = []
+    for source, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            if floors[target.split(".")[1]] > floors[source.split(".")[1]]:
+                wrong.append(f"{source} imports {target}: a higher floor")
+            elif (a := stage_of(source)) and (b := stage_of(target)) and stages[b] > stages[a]:
+                wrong.append(f"{source} imports {target}: a later stage")
+            for rule in house.get("never", ()):
+                if (_under(source, rule["from"]) and _under(target, rule["to"])
+                        and not any(_under(target, allowed) for allowed in rule.get("except", ()))):
+                    wrong.append(f"{source} imports {target}: never {rule['from']} -> {rule['to']}")
+    return wrong
+
+
+def circles_of(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The circles of imports a depth-first walk meets (none: the graph has no cycle)."""
     state: dict[str, int] = {}
     circles: list[list[str]] = []
 
     def visit(node: str, trail: list[str]) -> None:
         state[node] = 1
-        for nxt in sorted(graph[node]):
+        for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
                 circles.append(trail[trail.index(nxt):] + [nxt] if nxt in trail else [node, nxt])
             elif nxt not in state:
@@ -78,21 +96,22 @@ def test_no_circle_of_imports():
     for node in sorted(graph):
         if node not in state:
             visit(node, [node])
+    return circles
+
+
+def test_no_import_goes_against_the_house():
+    """Floors import only downwards, stage folders only earlier stages (collect → score and
+    score → collect once made a circle of stage folders; what two stages share now sits
+    below both), and none of house.json's `never` arrows exists."""
+    wrong = arrows_against_the_house(imports(), HOUSE)
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_circle_of_imports():
+    # Packages' __init__ modules are not edges of their own: importing a.b.c runs a.b, but
+    # a.b importing nothing of a.b.c cannot close a circle through it.
+    circles = circles_of(imports())
     assert not circles, "\n".join(" -> ".join(c) for c in circles)
-
-
-@pytest.mark.parametrize("floor", ["tasks", "flows"])
-def test_the_checker_sees_the_code(floor):
-    """The two checks above would pass on an empty graph: make sure they read real edges."""
-    graph = imports()
-    assert any(floor_of(t) < FLOORS[floor] for s, ts in graph.items() if s.split(".")[1] == floor for t in ts)
-    assert "testprism.tasks.execution.batch" in graph["testprism.tasks.replay.runs"]
-
-
-def stage_of(module: str) -> str | None:
-    """`testprism.tasks.<stage>...` → its stage folder; None for the tasks package itself."""
-    parts = module.split(".")
-    return parts[2] if parts[1] == "tasks" and len(parts) > 2 else None
 
 
 def test_every_stage_folder_is_in_the_house():
@@ -100,22 +119,45 @@ def test_every_stage_folder_is_in_the_house():
     assert folders == set(STAGES)
 
 
-def test_stages_only_import_earlier_stages():
-    """collect → score (mutants read changed lines) and score → collect (curves read panel
-    distances) once made a circle of stage folders; what two stages share sits below both."""
-    wrong = [
-        f"{source} imports {target}"
-        for source, targets in imports().items() for target in targets
-        if (a := stage_of(source)) and (b := stage_of(target)) and STAGES[b] > STAGES[a]
-    ]
-    assert not wrong, "\n".join(wrong)
-
-
-def test_the_stage_checker_sees_arrows_both_ways():
-    """Its control: the graph holds arrows between stage folders, and an arrow against the
-    order would be caught (replay → execution is down; the reverse would be wrong)."""
+@pytest.mark.parametrize("floor", ["tasks", "flows"])
+def test_the_checker_sees_the_code(floor):
+    """The checks above would pass on an empty graph: make sure they read real edges, down
+    floors and down stages, and the one allowed arrow of `never`."""
     graph = imports()
-    down = [(s, t) for s, ts in graph.items() for t in ts
-            if stage_of(s) and stage_of(t) and stage_of(s) != stage_of(t)]
-    assert ("testprism.tasks.replay.runs", "testprism.tasks.execution.batch") in down
-    assert STAGES["execution"] < STAGES["replay"]
+    assert any(floor_of(t) < FLOORS[floor] for s, ts in graph.items() if s.split(".")[1] == floor for t in ts)
+    assert "testprism.tasks.execution.batch" in graph["testprism.tasks.replay.runs"]
+    assert "testprism.storage.owner" in graph["testprism.tasks.sandbox.cgroup"]
+
+
+#: arrows the house forbids, one of each kind, with the words the checker must report them in
+FORBIDDEN = {
+    ("testprism.storage.store", "testprism.tasks.model.hashing"): "a higher floor",
+    ("testprism.tasks.replay.runs", "testprism.flows.runner"): "a higher floor",
+    ("testprism.tasks.collect.mutants", "testprism.tasks.score.coverage.reports"): "a later stage",
+    ("testprism.tasks.score.curves", "testprism.tasks.report.charts"): "a later stage",
+    ("testprism.tasks.sandbox.local", "testprism.storage.store"): "never testprism.tasks.sandbox -> testprism.storage",
+    ("testprism.tasks.model.workdir", "testprism.storage.readers"): "never testprism.tasks.model -> testprism.storage",
+}
+#: arrows it allows, in the same places
+ALLOWED = {
+    ("testprism.tasks.score.curves", "testprism.tasks.collect.panel"),
+    ("testprism.tasks.sandbox.cgroup", "testprism.storage.owner"),
+    ("testprism.tasks.execution.batch", "testprism.storage.store"),
+    ("testprism.flows.replay", "testprism.tasks.replay.runs"),
+}
+
+
+def test_the_checker_reports_each_forbidden_arrow_and_no_allowed_one():
+    """The control: a graph of synthetic edges, each forbidden kind once (the old circle of
+    collect and score among them) beside allowed ones; the checker reports exactly the
+    forbidden, each for its reason, and the circle finder finds a circle made of two."""
+    graph: dict[str, set[str]] = {}
+    for source, target in [*FORBIDDEN, *ALLOWED]:
+        graph.setdefault(source, set()).add(target)
+    reported = arrows_against_the_house(graph, HOUSE)
+    assert sorted(reported) == sorted(f"{s} imports {t}: {why}" for (s, t), why in FORBIDDEN.items())
+    assert not arrows_against_the_house({s: {t} for s, t in ALLOWED}, HOUSE)
+    circle = {"testprism.tasks.collect.mutants": {"testprism.tasks.score.coverage.changes"},
+              "testprism.tasks.score.coverage.changes": {"testprism.tasks.collect.mutants"}}
+    assert circles_of(circle) == [["testprism.tasks.collect.mutants", "testprism.tasks.score.coverage.changes",
+                                   "testprism.tasks.collect.mutants"]]

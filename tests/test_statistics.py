@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 from scipy.stats import binomtest
 
+from testprism.tasks.score.paired_tests import holm_adjust, mcnemar_exact
 from testprism.tasks.score.statistics import (
     METRICS,
     _resample_counts,
@@ -17,9 +18,7 @@ from testprism.tasks.score.statistics import (
     bootstrap_statistics,
     compare_to_leader,
     distinguishability_table,
-    holm_adjust,
     leaderboard_from_instance_scores,
-    mcnemar_exact,
     per_source_leaders,
     per_source_table,
     rank_stability,

@@ -108,7 +108,7 @@ def test_execution_logic_error_from_error_cases_messages_and_collection_failures
         assert found[name]["state"] == "reference"
     assert "t::test_a" in found["fixture"]["evidence"] and "fixture 'sample'" in found["fixture"]["evidence"]
     assert found["name"]["evidence"].startswith("t::test_d: NameError")
-    assert found["collection"]["evidence_basis"] == "exit_code" and "exit 2" in found["collection"]["evidence"]
+    assert found["collection"]["evidence_basis"] == "output" and "exit 2" in found["collection"]["evidence"]
     assert found["fixture"]["evidence_basis"] == "junit"
     # an assertion on the reference judges it wrongly; a timeout decides nothing
     assert found["assertion"]["kind"] == "faulty_check" and "assert [1] == [2]" in found["assertion"]["evidence"]

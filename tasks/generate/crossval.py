@@ -243,20 +243,37 @@ def feedback(flag: Flag, peers: Sequence[Peer], cells: pl.DataFrame) -> bytes:
     return "\n".join(lines).encode()
 
 
-#: the merged suite's entry: each validated test, run as it ran alone (its files at tmp/)
+#: the merged suite's entry: each validated test, run as it ran alone (its files at tmp/), its
+#: JUnit report kept, and the parts' reports merged into the one at $TESTPRISM_JUNIT (each
+#: part a <testsuite> named after its agent; a part whose report is missing or does not
+#: start with a testsuite(s) element is left out, so that one broken part keeps the others')
 MERGED_ENTRY = """#!/usr/bin/env bash
 # testprism crossval: the validated tests of this instance's agents, each run as it ran alone
 set -u
 cd "$(dirname "$0")/.."
+report="${TESTPRISM_JUNIT:-/dev/null}"
+parts=$(mktemp -d)
 mv tmp .testprism-merged
 status=0
 for agent in .testprism-merged/suites/*/; do
   name=$(basename "$agent")
   cp -r "$agent" tmp
-  TESTPRISM_JUNIT="/tmp/junit-$name.xml" bash tmp/run_tests.sh || status=1
+  TESTPRISM_JUNIT="$parts/$name.xml" bash tmp/run_tests.sh || status=1
   rm -rf tmp
 done
 mv .testprism-merged tmp
+{
+  printf '<?xml version="1.0" encoding="utf-8"?>\\n<testsuites>\\n'
+  for part in "$parts"/*.xml; do
+    [ -f "$part" ] || continue
+    body=$(sed -e '1s/^\\xEF\\xBB\\xBF//' -e '1s/^[[:space:]]*<?xml[^>]*?>//' "$part")
+    case "$(printf '%s' "$body" | tr -d '[:space:]' | head -c 10)" in
+      "<testsuite") printf '<testsuite name="%s">\\n%s\\n</testsuite>\\n' "$(basename "$part" .xml)" "$body" ;;
+    esac
+  done
+  printf '</testsuites>\\n'
+} > "$report"
+rm -rf "$parts"
 exit $status
 """
 

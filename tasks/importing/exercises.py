@@ -106,12 +106,12 @@ def read_exercise(folder: Path) -> Exercise:
 
 def _check_language(exercise: Exercise, language: str) -> None:
     if language and language.lower() != "python":
-        raise RowError("language", f"the track's language is {language}: instances are Python-only in this format")
+        raise RowError("language", f"the track's language is {language}: this adapter reads Python tracks only")
     other = [rel for rel in exercise.solution if PurePosixPath(rel).suffix != ".py"]
     if other:
         named = language or PurePosixPath(other[0]).suffix or "no extension"
-        raise RowError("files.solution", f"{other[0]} is not a Python file ({named}): instances are Python-only "
-                                         "in this format")
+        raise RowError("files.solution", f"{other[0]} is not a Python file ({named}): this adapter reads "
+                                         "Python tracks only")
 
 
 def _present(folder: Path, rel: str, field: str) -> bytes:

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-from scipy.stats import binomtest
+
+from testprism.tasks.score.paired_tests import holm_adjust, mcnemar_exact
 
 logger = logging.getLogger(__name__)
 
@@ -329,32 +330,6 @@ def _intervals(table: _ScoreTable, samples: dict[str, np.ndarray], level: float)
     for name in METRICS:
         columns[f"{name}_lo"], columns[f"{name}_hi"] = _percentile_interval(samples[name], level)
     return _frame(columns)
-
-
-def mcnemar_exact(leader_only: int, other_only: int) -> float:
-    """Exact two-sided McNemar p-value: a binomial test (p = 1/2) on the discordant pairs.
-
-    Only instances where exactly one side succeeds carry information about which is
-    better; with none, nothing speaks against equality and p = 1.
-    """
-    discordant = leader_only + other_only
-    if discordant == 0:
-        return 1.0
-    return float(binomtest(leader_only, discordant, p=0.5, alternative="two-sided").pvalue)
-
-
-def holm_adjust(p_values: np.ndarray) -> np.ndarray:
-    """Holm step-down adjustment: k-th smallest p times (m - k + 1), made monotone, ≤ 1.
-
-    Controls the family-wise error over all comparisons with the leader without
-    Bonferroni's loss of power. Returns the adjusted values in the input order.
-    """
-    p_values = np.asarray(p_values, dtype=np.float64)
-    order = np.argsort(p_values, kind="stable")
-    scaled = p_values[order] * (p_values.size - np.arange(p_values.size))
-    adjusted = np.empty_like(p_values)
-    adjusted[order] = np.minimum(np.maximum.accumulate(scaled), 1.0)
-    return adjusted
 
 
 def _comparisons(

@@ -8,8 +8,10 @@ execution-logic errors; here the same three kinds are assigned automatically, on
 1. `execution_logic_error`: the reference run is not `P` and one of its failing cases is an
    error of the suite's own code (a JUnit `error` case, or a message naming NameError,
    ImportError, SyntaxError, a missing fixture, a Go build failure, a JavaScript
-   ReferenceError...), or the run completed with a non-zero exit and no JUnit case at all
-   (collection failed);
+   ReferenceError...); or, when its report holds no failing case (a suite that reports by
+   its exit status), its output shows a collection error or a traceback whose innermost
+   frame lies in the suite's own files (tasks/score/rejection.py) — by that evidence, never
+   by the missing report;
 2. `coverage_gap`: the buggy program passes and the suite executed none of the reference's
    changed lines on the reference (ΔC = 0); or an invalid candidate passes and the suite,
    run on that candidate's state, did not execute a code line where the candidate differs
@@ -19,14 +21,16 @@ execution-logic errors; here the same three kinds are assigned automatically, on
    hunk the candidate also changes was not executed on the reference
    (`evidence_basis = reference_coverage`);
 3. `faulty_check`: the suite ran the changed lines but judged wrongly: it rejects the
-   reference or a valid candidate (the failing test and its message are the evidence),
+   reference or a valid candidate (the failing test and its message are the evidence; with
+   no failing case, an assertion in its output, or for a valid candidate any crash of it),
    lets the buggy program pass although ΔC > 0, or accepts an invalid candidate every line
    of whose difference from the reference it executed on the candidate's state (or, by the
    approximation, whose overlapping reference-changed lines it executed on the reference).
 
 What none of these can decide stays visible instead of being guessed: `unresolved` (no
 disagreement but unresolved or missing runs) and `unclassified` (an accepted invalid
-candidate or a passing buggy program without the coverage the rule needs).
+candidate or a passing buggy program without the coverage the rule needs, or a rejection
+without a failing case whose output tells a crash from a rejection by nothing).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from unidiff.errors import UnidiffParseError
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.model import patches
 from testprism.storage.readers import latest_runs
+from testprism.tasks.score.rejection import EXECUTION_LOGIC_ERROR, FAULTY_CHECK, UNCLASSIFIED, read_rejection
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +145,9 @@ _OUTCOME, _STATE, _LABEL, _FINDING = pl.col("outcome"), pl.col("state"), pl.col(
 #: decodes the heavy columns of those rows only, not of the million others
 _REJECTED = (_OUTCOME != "P") & ((_STATE == "reference") | (_LABEL == "valid"))
 _TESTS = pl.col("tests").fill_null([])
-_N_CASES = _TESTS.list.len()
 _OWN_ERROR = _failing_case(_TESTS, own_code=True)
+_FAILING = _TESTS.list.eval(pl.element().struct.field("outcome").is_in(["failed", "error"])).list.any()
+_REJECTIONS = ["reference_not_accepted", "valid_rejected"]
 _COMPLETED = pl.col("reason").is_null()
 #: coverage of the accepted invalid candidate measured on its own state, with at least one
 #: differing code line counted
@@ -165,19 +171,17 @@ def failure_taxonomy(store: Store, instance_scores: pl.DataFrame, coverage: pl.D
     placed). `latest` is `latest_runs(store)` when the caller has it already.
 
     The module docstring's rules, each a function below: the disagreements (`_findings`),
-    rule 1 on the reference's rejections (`_reference_kind`), the coverage the others read
-    (`_with_coverage`), rules 2 and 3 (`_KIND`), the deciding disagreement of each cell
+    rule 1 and the rejections' part of rule 3 (`_rejection_kinds`), the coverage the others
+    read (`_with_coverage`), rules 2 and 3 (`_KIND`), the deciding disagreement of each cell
     (`_deciding`), and its evidence (`_EVIDENCE`, `_BASIS`)."""
     cells = instance_scores.filter(pl.col("s") == 0).select(*CELL)
     if cells.is_empty():
         return _empty_taxonomy()
     found = _findings(latest_runs(store) if latest is None else latest, cells)
-    runs = _with_coverage(found.join(_reference_kind(_details(store, found.filter(
-        _FINDING == "reference_not_accepted"))), on=KEYS, how="left", nulls_equal=True),
-        coverage, candidate_coverage, overlaps)
+    rejections = _rejection_kinds(_details(store, found.filter(_FINDING.is_in(_REJECTIONS))))
+    runs = _with_coverage(found.join(rejections, on=KEYS, how="left", nulls_equal=True),
+                          coverage, candidate_coverage, overlaps)
     picked = _deciding(runs)
-    rejections = picked.filter(_FINDING.is_in(["reference_not_accepted", "valid_rejected"]))
-    picked = picked.join(_details(store, rejections), on=KEYS, how="left", nulls_equal=True)
     decided = picked.with_columns(evidence=_EVIDENCE, evidence_basis=_BASIS).select(
         *CELL, "kind", "finding", "state", "candidate_id", "evidence", "evidence_basis")
     table = (
@@ -227,17 +231,28 @@ def _details(store: Store, rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _reference_kind(details: pl.DataFrame) -> pl.DataFrame:
-    """Rule 1, on the reference's rejections: the suite's own error (or a run that completed
-    non-zero without a JUnit case) is an execution-logic error; an assertion a faulty check;
-    no verdict leaves it unresolved."""
-    return details.select(
-        *KEYS,
-        ref_kind=pl.when(_OWN_ERROR.is_not_null() | (_COMPLETED & (_N_CASES == 0) & (pl.col("exit_code") != 0)))
-        .then(pl.lit("execution_logic_error"))
-        .when(_COMPLETED).then(pl.lit("faulty_check"))
-        .otherwise(pl.lit("unresolved")),
-    )
+def _rejection_kinds(details: pl.DataFrame) -> pl.DataFrame:
+    """Rule 1 on the reference's rejections, and rule 3's on a valid candidate's. A failing
+    JUnit case decides: the suite's own error on the reference is an execution-logic error,
+    any other failing case a faulty check. Without one, the run's output does
+    (rejection.read_rejection, its deciding line kept as `reading`): on the reference its
+    kind as read; on a valid candidate a faulty check whatever it shows (a suite that runs
+    on the reference and breaks on a correct rewrite judges the rewrite), `unclassified`
+    when it shows nothing. A run that did not complete leaves it unresolved."""
+    judged = details.with_columns(
+        rejection_kind=pl.when(~_COMPLETED).then(pl.lit("unresolved"))
+        .when(_OWN_ERROR.is_not_null() & (_STATE == "reference")).then(pl.lit(EXECUTION_LOGIC_ERROR))
+        .when(_FAILING).then(pl.lit(FAULTY_CHECK)),
+        reading=pl.lit(None, pl.String))
+    by_output = judged.filter(pl.col("rejection_kind").is_null())
+    outputs = by_output["stdout_tail"].fill_null("").to_list()
+    read = {output: read_rejection(output) for output in set(outputs)}  # a store repeats its outputs
+    readings = [read[output] for output in outputs]
+    kinds = [r.kind if state == "reference" or r.kind == UNCLASSIFIED else FAULTY_CHECK
+             for r, state in zip(readings, by_output["state"].to_list(), strict=True)]
+    by_output = by_output.with_columns(rejection_kind=pl.Series(kinds, dtype=pl.String),
+                                       reading=pl.Series([r.why for r in readings], dtype=pl.String))
+    return pl.concat([judged.filter(pl.col("rejection_kind").is_not_null()), by_output])
 
 
 def _with_coverage(runs: pl.DataFrame, coverage: pl.DataFrame | None, candidate_coverage: pl.DataFrame | None,
@@ -264,12 +279,11 @@ def _with_coverage(runs: pl.DataFrame, coverage: pl.DataFrame | None, candidate_
                      how="left")
 
 
-#: rules 2 and 3 (and rule 1's result for the reference): a disagreement's kind
+#: rules 2 and 3 (and the rejections' kinds, rule 1's for the reference): a disagreement's kind
 _KIND = (
-    pl.when(_FINDING == "reference_not_accepted").then(pl.col("ref_kind"))
+    pl.when(_FINDING.is_in(_REJECTIONS)).then(pl.col("rejection_kind"))
     .when((_FINDING == "buggy_not_rejected") & (_DELTA_C == 0)).then(pl.lit("coverage_gap"))
     .when((_FINDING == "buggy_not_rejected") & (_DELTA_C > 0)).then(pl.lit("faulty_check"))
-    .when(_FINDING == "valid_rejected").then(pl.lit("faulty_check"))
     .when(_OWN).then(pl.when(_OWN_MISSED.list.len() > 0).then(pl.lit("coverage_gap"))
                      .otherwise(pl.lit("faulty_check")))
     .when((_FINDING == "invalid_accepted") & _COVERED & (pl.col("overlap").list.len() > 0))
@@ -302,7 +316,8 @@ def _evidence() -> pl.Expr:
     rejection = (
         pl.when(~_COMPLETED).then(pl.concat_str(pl.lit("unresolved: "), pl.col("reason")))
         .when(_OWN_ERROR.is_not_null() & (pl.col("kind") == "execution_logic_error")).then(_OWN_ERROR)
-        .when(_N_CASES == 0).then(pl.concat_str(pl.lit("no JUnit case, exit "), exit_code, pl.lit("; output: "), tail))
+        .when(pl.col("reading").is_not_null()).then(pl.concat_str(
+            pl.lit("no failing JUnit case, exit "), exit_code, pl.lit(": "), pl.col("reading"), pl.lit("; output: "), tail))
         .otherwise(pl.coalesce(_failing_case(_TESTS, own_code=False), _OWN_ERROR))
     )
     fallback = (
@@ -312,7 +327,7 @@ def _evidence() -> pl.Expr:
         .otherwise(pl.lit(""))
     )
     evidence = (
-        pl.when(_FINDING.is_in(["reference_not_accepted", "valid_rejected"])).then(rejection)
+        pl.when(_FINDING.is_in(_REJECTIONS)).then(rejection)
         .when(_OWN & (pl.col("kind") == "coverage_gap")).then(pl.concat_str(
             pl.lit("accepted; lines where it differs from the reference, never executed on its own state: "),
             _OWN_MISSED.list.join(", ")))
@@ -338,9 +353,9 @@ def _evidence() -> pl.Expr:
 _EVIDENCE = _evidence()
 #: what the evidence rests on
 _BASIS = (
-    pl.when(_FINDING.is_in(["reference_not_accepted", "valid_rejected"]))
-    .then(pl.when(~_COMPLETED).then(pl.lit("run_reason")).when(_N_CASES > 0).then(pl.lit("junit"))
-          .otherwise(pl.lit("exit_code")))
+    pl.when(_FINDING.is_in(_REJECTIONS))
+    .then(pl.when(~_COMPLETED).then(pl.lit("run_reason")).when(pl.col("reading").is_not_null()).then(pl.lit("output"))
+          .otherwise(pl.lit("junit")))
     .when(_OWN).then(pl.lit("candidate_coverage"))
     .when(~_COVERED).then(pl.lit("no_coverage"))
     .when(_FINDING == "buggy_not_rejected").then(pl.lit("reference_delta_c"))

@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+set -u
+PYTHONPATH=. exec python tmp/check.py
