@@ -9,40 +9,31 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
-import polars as pl
 import typer
 from rich.console import Console
 from rich.logging import RichHandler
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from testprism.flows import progress
 from testprism.flows.errors import Commands, ExitStatus, known_backend
-from testprism.flows.runner import open_inputs
 from testprism.flows.settings_options import settings_options
-from testprism.storage.schema import METRICS
-from testprism.tasks.collect.candidate import NEAR_DUPLICATE_COSINE
-from testprism.tasks.importing.exercises import import_exercises
-from testprism.tasks.importing.harbor import SOLVE_LIMITS, import_harbor
-from testprism.tasks.importing.image_names import ImageMap
-from testprism.tasks.importing.image_route import ImageRoute, import_image_rows
-from testprism.tasks.importing.image_specs import ImageSpecs
-from testprism.tasks.importing.recipe import load_recipes
-from testprism.tasks.importing.rows import ImportReport
-from testprism.tasks.importing.sources import ProgramSources
-from testprism.tasks.importing.suite_import import checked_configuration, import_suites
-from testprism.tasks.importing.swebench import import_rows
-from testprism.tasks.importing.verifier import Verifier
-from testprism.tasks.collect.panel import PanelMode, PanelRule
+from testprism.tasks.collect.rules import NEAR_DUPLICATE_COSINE, PanelMode, PanelRule
+from testprism.tasks.importing.harbor_limits import SOLVE_LIMITS
 from testprism.tasks.model.benchmark import BUNDLED, BenchmarkError, load_benchmark
 from testprism.tasks.replay.settings import ReplaySettings
-from testprism.tasks.report.data import scored_store
-from testprism.tasks.sandbox.base import Limits, backend_class
-from testprism.tasks.score.scores import scorable_store
 from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
+
+if TYPE_CHECKING:
+    import polars as pl
+    from rich.progress import Progress
+
+    from testprism.tasks.importing.rows import ImportReport
+
+# Every command imports what it uses in its body: `testprism --help` (and tab completion)
+# must not pay for Prefect, SciPy, polars or pyarrow (tests/test_cli_start.py).
 
 #: what `testprism --help` opens with: what the tool does for its user
 USAGE = (
@@ -106,6 +97,8 @@ def _cell(value: float | None) -> str:
 
 def _leaderboard_table(board: pl.DataFrame, title: str) -> Table:
     """Point estimates, and JVR with its 95% bootstrap interval; best JVR first."""
+    from testprism.storage.schema import METRICS
+
     table = Table(title=title)
     table.add_column("configuration")
     table.add_column("n", justify="right")
@@ -121,6 +114,8 @@ def _leaderboard_table(board: pl.DataFrame, title: str) -> Table:
 def _print_taxonomy(store: Path) -> None:
     """The failure taxonomy's count and share of each kind per configuration, and pooled
     (`scores/failure_taxonomy_shares`: tasks/score/taxonomy.py), in the rules' order."""
+    import polars as pl
+
     from testprism.storage import Store
     from testprism.tasks.score.taxonomy import KINDS, pooled_shares
 
@@ -139,6 +134,8 @@ def _print_taxonomy(store: Path) -> None:
 @contextmanager
 def _progress_bar() -> Iterator[None]:
     """The flows' progress (flows.progress) shown as rich bars on stderr."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=False) as bar, progress.reporting_to(RichProgress(bar)):
         yield
@@ -148,6 +145,7 @@ def _replay(benchmark: Path, store: Path, settings: ReplaySettings, backend: str
             dask_address: str | None, work: Path | None, trusted: bool, unsafe: bool,
             patch_fuzz: int = DEFAULT_FUZZ) -> None:
     from testprism.flows.replay import replay_flow
+    from testprism.flows.runner import open_inputs
 
     open_inputs(str(benchmark), str(store), settings.configurations, backend, work or default_work_root(),
                 trusted=trusted, unsafe=unsafe)
@@ -168,6 +166,8 @@ def _replay(benchmark: Path, store: Path, settings: ReplaySettings, backend: str
 def _score(store: Path, benchmark: Path | None = None, work: Path | None = None, backend: str = "local",
            trusted: bool = False) -> pl.DataFrame:
     from testprism.flows.score import score_flow
+    from testprism.flows.runner import open_inputs
+    from testprism.tasks.score.scores import scorable_store
 
     scorable_store(str(store))
     if benchmark:
@@ -239,6 +239,7 @@ def generate(
     """Run an agent per instance in the sandbox and keep the suites it writes as a configuration."""
     from testprism.flows.generate import generate_flow
     from testprism.tasks.generate.strategy import Caps, load_strategy
+    from testprism.flows.runner import open_inputs
     from testprism.tasks.generate.task_folder import Mode
 
     try:
@@ -276,6 +277,7 @@ def crossval(
 ) -> None:
     """Heterogeneous synthesis and peer cross-validation: K agents' tests on each other's repairs."""
     from testprism.flows.crossval import crossval_flow
+    from testprism.flows.runner import open_inputs
     from testprism.tasks.generate.crossval_config import load_crossval
 
     chosen = load_crossval(config)
@@ -332,6 +334,7 @@ def rsi(
 ) -> None:
     """Search generation strategies within the space's bounds under its fixed token caps; print the history."""
     from testprism.flows.rsi import PROPOSERS, rsi_flow
+    from testprism.flows.runner import open_inputs
     from testprism.tasks.generate.search import table
     from testprism.tasks.generate.strategy import load_space
     from testprism.tasks.generate.task_folder import Mode
@@ -447,6 +450,8 @@ def collect(
 ) -> None:
     """Ingest candidate patches, label them by the official checks, and choose panels."""
     # Only the bundled benchmark's own code is trusted: patches from outside never are.
+    from testprism.flows.runner import open_inputs
+
     trusted = benchmark.resolve() == BUNDLED and not predictions and not diffs
     open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), trusted=trusted,
                 unsafe=unsafe_no_sandbox)
@@ -480,6 +485,8 @@ def report(
         "--open", help="also open it in a browser, where one is found ($BROWSER or the desktop's)")] = False,
 ) -> None:
     """Write a self-contained HTML report of a scored store (opens offline, no network)."""
+    from testprism.tasks.report.data import scored_store
+
     scored_store(store)  # the inputs, checked before the flow starts (flows.errors)
     if benchmark:
         load_benchmark(benchmark)
@@ -517,6 +524,7 @@ def pipeline(
 
     Each stage skips what the store already holds, so a rerun costs only what changed."""
     from testprism.flows.pipeline import pipeline_flow
+    from testprism.flows.runner import open_inputs
     from testprism.tasks.curate.config import load_config
     from testprism.tasks.pipeline.config import load_pipeline
 
@@ -656,6 +664,8 @@ def _summarise(report: ImportReport, what: str, strict: bool) -> None:
 
 def _configuration(name: str | None) -> str | None:
     """`--configuration` callback: it names a folder, so a bad name is a usage error."""
+    from testprism.tasks.importing.suite_import import checked_configuration
+
     try:
         return None if name is None else checked_configuration(name)
     except ValueError as exc:
@@ -707,6 +717,15 @@ def swebench(
 ) -> None:
     """Import SWE-bench rows as instances: the program at base_commit (or the benchmark's image), reference,
     checks, instruction."""
+    from testprism.tasks.importing.image_names import ImageMap
+    from testprism.tasks.importing.image_route import ImageRoute, import_image_rows
+    from testprism.tasks.importing.image_specs import ImageSpecs
+    from testprism.tasks.importing.recipe import load_recipes
+    from testprism.tasks.importing.sources import ProgramSources
+    from testprism.tasks.importing.swebench import import_rows
+    from testprism.tasks.importing.verifier import Verifier
+    from testprism.tasks.sandbox.base import Limits, backend_class
+
     if route is Route.image:
         unused = [name for name, given in (("--recipes", recipes), ("--repos", repos), ("--releases", releases),
                                             ("--verify", verify)) if given]
@@ -757,6 +776,9 @@ def harbor(
     strict: StrictOpt = False,
 ) -> None:
     """Import Harbor tasks as instances: their Dockerfile, what solve.sh changes (sandboxed), test.sh's reward as the check."""
+    from testprism.tasks.importing.harbor import import_harbor
+    from testprism.tasks.sandbox.base import Limits, backend_class
+
     sandbox = backend_class(backend)(WorkPaths(work or default_work_root()))
     try:
         report = import_harbor(tasks, out, source=source, overwrite=overwrite, backend=sandbox,
@@ -776,6 +798,8 @@ def exercises(
     strict: StrictOpt = False,
 ) -> None:
     """Import exercise folders as instances: the stub, stub → example as reference, the test module as checks."""
+    from testprism.tasks.importing.exercises import import_exercises
+
     _summarise(import_exercises(track, out, source=source, overwrite=overwrite),
                f"import exercises {track} → {out}", strict)
 
@@ -796,6 +820,8 @@ def suites(
     strict: StrictOpt = False,
 ) -> None:
     """Import generated test patches as suites: test.diff, run_tests.sh, suite.toml."""
+    from testprism.tasks.importing.suite_import import import_suites
+
     report = import_suites(predictions, out, configuration=configuration,
                            scope="tests" if scope is ScopeChoice.tests else "files", overwrite=overwrite, command=command)
     _summarise(report, f"import suites {predictions} → {out}", strict)
