@@ -23,6 +23,7 @@ from testprism.tasks.collect.rules import NEAR_DUPLICATE_COSINE, PanelMode, Pane
 from testprism.tasks.importing.harbor_limits import SOLVE_LIMITS
 from testprism.tasks.model.benchmark import BUNDLED, BenchmarkError, load_benchmark
 from testprism.tasks.replay.settings import ReplaySettings
+from testprism.tasks.report.formats import ExportFormat
 from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
@@ -497,6 +498,26 @@ def report(
     log.info("report written to %s (%s)", path, url)
     if open_it:
         _open_in_browser(url)
+
+
+@app.command()
+def export(
+    store: Annotated[Path, typer.Argument(help="store root, after `testprism score`", file_okay=False)],
+    format_: Annotated[ExportFormat, typer.Option(
+        "--format", help="swt-bench or swe-bench: each configuration's reports as that harness writes them "
+                         "(a folder); csv, markdown, latex, json: the leaderboard with its 95% intervals")],
+    out: Annotated[Optional[Path], typer.Option(
+        help="where to write: a folder for swt-bench and swe-bench (default: ./FORMAT-report), a file for a "
+             "table (default: standard output)")] = None,
+) -> None:
+    """Export a scored store's results in the formats other tools read (docs/export.md)."""
+    from testprism.tasks.report.export import export as export_store
+
+    written = export_store(store, format_, out)
+    if isinstance(written, str):
+        typer.echo(written, nl=False)
+        return
+    log.info("%s export of %s: %s", format_.value, store, ", ".join(str(p) for p in written))
 
 
 def _open_in_browser(url: str) -> None:
