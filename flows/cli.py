@@ -4,6 +4,7 @@ ends in one line, flows/errors.py), set up display, call a flow. No domain logic
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,7 +30,6 @@ from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
 if TYPE_CHECKING:
     import polars as pl
-    from rich.progress import Progress
 
     from testprism.tasks.importing.rows import ImportReport
 
@@ -65,20 +65,6 @@ out = Console(width=max(120, Console().width))
 log = logging.getLogger("testprism")
 
 
-class RichProgress:
-    """The rich progress bar behind flows.progress."""
-
-    def __init__(self, bar: Progress) -> None:
-        self.bar, self.task = bar, None
-
-    def start(self, total: int, description: str) -> None:
-        self.task = self.bar.add_task(description, total=total)
-
-    def advance(self, n: int) -> None:
-        if self.task is not None:
-            self.bar.advance(self.task, n)
-
-
 @app.callback()
 def main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
     # Our own handler on our own logger: importing Prefect configures the root logger, so a
@@ -90,6 +76,26 @@ def main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> N
     log.propagate = False
     for noisy in ("prefect", "httpx", "distributed", "asyncio"):
         logging.getLogger(noisy).setLevel(logging.INFO if verbose else logging.WARNING)
+    # Prefect's and Dask's own lines (task runs finishing, flow-run names, the temporary
+    # server stopping) stay out of the terminal; the flow runs keep them (Prefect's API
+    # handler is not raised), and --verbose shows them. Read when Prefect is imported,
+    # which the commands do after this (flows/runner.py QUIET_LOGS: the workers get them too).
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "INFO" if verbose else "WARNING")
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "info" if verbose else "warning")
+
+
+def _finish(title: str, lines: list[str], next_command: str | None = None) -> None:
+    """The few lines a command ends with: what it did, and the command to run next. With a
+    Prefect server configured, where its flow runs are (their names and logs)."""
+    from rich.panel import Panel
+
+    body = list(lines)
+    if next_command:
+        body.append(f"[bold]next:[/] {next_command}")
+    server = os.environ.get("PREFECT_API_URL")
+    if server:
+        body.append(f"flow runs and their logs: {server.removesuffix('/api')}/runs")
+    console.print(Panel("\n".join(body), title=title, title_align="left", expand=False))
 
 
 def _cell(value: float | None) -> str:
@@ -134,19 +140,22 @@ def _print_taxonomy(store: Path) -> None:
 
 @contextmanager
 def _progress_bar() -> Iterator[None]:
-    """The flows' progress (flows.progress) shown as rich bars on stderr."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=False) as bar, progress.reporting_to(RichProgress(bar)):
-        yield
+    """The flows' progress (flows/progress.py) shown on stderr: one line per stage."""
+    display = progress.StageDisplay(console)
+    try:
+        with progress.reporting_to(display):
+            yield
+    finally:
+        display.finish()
 
 
 def _replay(benchmark: Path, store: Path, settings: ReplaySettings, backend: str, workers: int,
             dask_address: str | None, work: Path | None, trusted: bool, unsafe: bool,
-            patch_fuzz: int = DEFAULT_FUZZ) -> None:
+            patch_fuzz: int = DEFAULT_FUZZ, next_step: bool = True) -> None:
     from testprism.flows.replay import replay_flow
     from testprism.flows.runner import open_inputs
+
+    started = time.monotonic()
 
     open_inputs(str(benchmark), str(store), settings.configurations, backend, work or default_work_root(),
                 trusted=trusted, unsafe=unsafe)
@@ -156,16 +165,18 @@ def _replay(benchmark: Path, store: Path, settings: ReplaySettings, backend: str
             dask_address=dask_address, work=str(work) if work else None, trusted=trusted, unsafe=unsafe,
             patch_fuzz=patch_fuzz,
         )
-    log.info(
-        "replay: %d planned, %d already stored, %d executed, %d taken from the same work stored; outcomes %s; "
-        "isolation: %s; %d state builds",
-        summary.planned, summary.skipped, summary.executed, summary.reused, summary.outcomes or "{}",
-        summary.isolation, summary.builds,
-    )
+    elapsed = time.monotonic() - started
+    outcomes = " · ".join(f"{k} {n}" for k, n in sorted(summary.outcomes.items())) or "none"
+    _finish(f"replay {benchmark} → {store}", [
+        f"{summary.planned} runs planned: {summary.skipped} already stored, {summary.executed} executed, "
+        f"{summary.reused} taken from the same work stored",
+        f"outcomes: {outcomes} (P passed, F failed, E unresolved)",
+        f"isolation {summary.isolation} · {summary.builds} state builds · {elapsed:.0f} s",
+    ], f"testprism score {store}" if next_step else None)
 
 
 def _score(store: Path, benchmark: Path | None = None, work: Path | None = None, backend: str = "local",
-           trusted: bool = False) -> pl.DataFrame:
+           trusted: bool = False, next_step: bool = True) -> pl.DataFrame:
     from testprism.flows.score import score_flow
     from testprism.flows.runner import open_inputs
     from testprism.tasks.score.scores import scorable_store
@@ -176,6 +187,9 @@ def _score(store: Path, benchmark: Path | None = None, work: Path | None = None,
     board = score_flow(store=str(store), benchmark=str(benchmark) if benchmark else None,
                        work=str(work) if work else None, backend=backend, trusted=trusted)
     out.print(_leaderboard_table(board, f"leaderboard ({store})"))
+    if next_step:
+        _finish(f"score {store}", [f"{board.height} configurations scored (scores/ in the store)"],
+                f"testprism report {store} --out report.html   (or: testprism export {store} --format markdown)")
     return board
 
 
@@ -498,6 +512,8 @@ def report(
     log.info("report written to %s (%s)", path, url)
     if open_it:
         _open_in_browser(url)
+    _finish(f"report {store}", [f"written to {path}", url],
+            f"testprism export {store} --format markdown   (the leaderboard for a paper; csv, latex, json too)")
 
 
 @app.command()
@@ -644,12 +660,17 @@ def demo(
             generate_flow(benchmark=str(benchmark), store=str(out), configuration=name, mode=mode, tools=[str(tool)],
                           command=f"python3 tmp/.task/tools/{tool.name}", out=str(generated), backend=backend,
                           workers=workers, work=str(work) if work else None, trusted=trusted)
-    _replay(benchmark, out, ReplaySettings(), backend, workers, None, work, trusted, False)
-    _replay(generated, out, ReplaySettings(), backend, workers, None, work, trusted, False)
-    _score(out, benchmark, work, backend, trusted=trusted)
+    _replay(benchmark, out, ReplaySettings(), backend, workers, None, work, trusted, False, next_step=False)
+    _replay(generated, out, ReplaySettings(), backend, workers, None, work, trusted, False, next_step=False)
+    board = _score(out, benchmark, work, backend, trusted=trusted, next_step=False)
     report = report_flow(store=str(out), out=str(out / "report.html"), benchmark=str(benchmark))
     _print_taxonomy(out)
-    log.info("demo finished in %.1f s; store at %s, report at %s", time.monotonic() - start, out, report)
+    leader = board.sort("jvr", descending=True, nulls_last=True).row(0, named=True) if board.height else None
+    _finish("demo", [
+        f"{board.height} configurations replayed and scored in {time.monotonic() - start:.0f} s; store at {out}",
+        *([f"best JVR: {leader['configuration']} {_cell(leader['jvr'])}"] if leader else []),
+        f"report at {report} ({Path(report).resolve().as_uri()})",
+    ], f"testprism export {out} --format markdown   (or: --format swt-bench --out swt-report)")
 
 
 # -- testprism import ---------------------------------------------------------------------------
