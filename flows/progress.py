@@ -111,28 +111,40 @@ class StageDisplay:
         self.bar: Progress | None = None
         self.task: TaskID | None = None
         self.counts: StageCounts | None = None
+        self.final = False  #: the stage ended: its line shows the time it took, not the time left
 
     def start(self, stage: str, planned: int, already: int = 0) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn
+        from rich.text import Text
+
+        display = self
+
+        class Counts(ProgressColumn):
+            """The counts, rate and time left, read when the line is drawn (twice a second),
+            so the time left counts down between batches."""
+
+            def render(self, task: object) -> Text:
+                return Text.from_markup(f"{display._counts()}  {display._pace()}")
 
         self.finish()
         self.counts = StageCounts(stage, planned, already)
-        self.bar = Progress(TextColumn("[bold]{task.description:<9}"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[counts]}"), TextColumn("{task.fields[pace]}"),
+        self.final = False
+        self.bar = Progress(TextColumn("[bold]{task.description:<9}"), BarColumn(), MofNCompleteColumn(), Counts(),
                             console=self.console, transient=False, refresh_per_second=2)
         self.bar.start()
-        self.task = self.bar.add_task(stage, total=planned, completed=already, counts=self._counts(), pace="")
+        self.task = self.bar.add_task(stage, total=planned, completed=already)
 
     def batch_done(self, done: int, stored: int = 0, reused: int = 0, failed: int = 0) -> None:
         if self.bar is None or self.counts is None or self.task is None:
             return
         self.counts.add(done, stored, reused, failed)
-        self.bar.update(self.task, advance=done, counts=self._counts(), pace=self._pace())
+        self.bar.update(self.task, advance=done)
 
     def finish(self) -> None:
         if self.bar is None or self.task is None:
             return
-        self.bar.update(self.task, counts=self._counts(), pace=self._pace(final=True))
+        self.final = True
+        self.bar.refresh()
         self.bar.stop()
         self.bar = self.task = None
 
@@ -143,13 +155,13 @@ class StageDisplay:
         failed = f"[red]failed {c.failed}[/]" if c.failed else "failed 0"
         return f"{earlier}stored {c.stored} · reused {c.reused} · {failed}"
 
-    def _pace(self, final: bool = False) -> str:
+    def _pace(self) -> str:
         c = self.counts
         assert c is not None
         now = time.monotonic()
         rate = c.rate(now)
         speed = f"{rate:.1f} runs/s" if rate else "– runs/s"
-        if final:
+        if self.final:
             return f"{speed} · {_clock(now - c.started)} in all"
         return f"{speed} · {_clock(c.left_s(now))} left"
 
