@@ -83,7 +83,7 @@ def main() -> None:
         table.add_row(name, f"{ma:.3f}", f"{ca:.3f}", f"{mb:.3f}", f"{cb:.3f}", f"{ma / mb:.3f}", f"{ca / cb:.3f}")
     ia, ib = statistics.median(imports["this checkout"]), statistics.median(imports["baseline"])
     table.add_row("import testprism.flows.cli (-X importtime)", f"{ia:.3f}", "", f"{ib:.3f}", "", f"{ia / ib:.3f}", "")
-    Console().print(table)
+    Console(width=150).print(table)
 
 
 if __name__ == "__main__":
