@@ -87,15 +87,16 @@ def main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> N
 def _finish(title: str, lines: list[str], next_command: str | None = None) -> None:
     """The few lines a command ends with: what it did, and the command to run next. With a
     Prefect server configured, where its flow runs are (their names and logs)."""
+    from rich.markup import escape
     from rich.panel import Panel
 
-    body = list(lines)
+    body = [escape(line) for line in lines]
     if next_command:
-        body.append(f"[bold]next:[/] {next_command}")
+        body.append(f"[bold]next:[/] {escape(next_command)}")
     server = os.environ.get("PREFECT_API_URL")
     if server:
-        body.append(f"flow runs and their logs: {server.removesuffix('/api')}/runs")
-    console.print(Panel("\n".join(body), title=title, title_align="left", expand=False))
+        body.append(escape(f"flow runs and their logs: {server.removesuffix('/api')}/runs"))
+    console.print(Panel("\n".join(body), title=escape(title), title_align="left", expand=False))
 
 
 def _cell(value: float | None) -> str:
