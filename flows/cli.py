@@ -4,45 +4,37 @@ ends in one line, flows/errors.py), set up display, call a flow. No domain logic
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
-import polars as pl
 import typer
 from rich.console import Console
 from rich.logging import RichHandler
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from testprism.flows import progress
 from testprism.flows.errors import Commands, ExitStatus, known_backend
-from testprism.flows.runner import open_inputs
 from testprism.flows.settings_options import settings_options
-from testprism.storage.schema import METRICS
-from testprism.tasks.collect.candidate import NEAR_DUPLICATE_COSINE
-from testprism.tasks.importing.exercises import import_exercises
-from testprism.tasks.importing.harbor import SOLVE_LIMITS, import_harbor
-from testprism.tasks.importing.image_names import ImageMap
-from testprism.tasks.importing.image_route import ImageRoute, import_image_rows
-from testprism.tasks.importing.image_specs import ImageSpecs
-from testprism.tasks.importing.recipe import load_recipes
-from testprism.tasks.importing.rows import ImportReport
-from testprism.tasks.importing.sources import ProgramSources
-from testprism.tasks.importing.suite_import import checked_configuration, import_suites
-from testprism.tasks.importing.swebench import import_rows
-from testprism.tasks.importing.verifier import Verifier
-from testprism.tasks.collect.panel import PanelMode, PanelRule
+from testprism.tasks.collect.rules import NEAR_DUPLICATE_COSINE, PanelMode, PanelRule
+from testprism.tasks.importing.harbor_limits import SOLVE_LIMITS
 from testprism.tasks.model.benchmark import BUNDLED, BenchmarkError, load_benchmark
 from testprism.tasks.replay.settings import ReplaySettings
-from testprism.tasks.report.data import scored_store
-from testprism.tasks.sandbox.base import Limits, backend_class
-from testprism.tasks.score.scores import scorable_store
+from testprism.tasks.report.formats import ExportFormat
 from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from testprism.tasks.importing.rows import ImportReport
+
+# Every command imports what it uses in its body: `testprism --help` (and tab completion)
+# must not pay for Prefect, SciPy, polars or pyarrow (tests/test_cli_start.py).
 
 #: what `testprism --help` opens with: what the tool does for its user
 USAGE = (
@@ -73,20 +65,6 @@ out = Console(width=max(120, Console().width))
 log = logging.getLogger("testprism")
 
 
-class RichProgress:
-    """The rich progress bar behind flows.progress."""
-
-    def __init__(self, bar: Progress) -> None:
-        self.bar, self.task = bar, None
-
-    def start(self, total: int, description: str) -> None:
-        self.task = self.bar.add_task(description, total=total)
-
-    def advance(self, n: int) -> None:
-        if self.task is not None:
-            self.bar.advance(self.task, n)
-
-
 @app.callback()
 def main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
     # Our own handler on our own logger: importing Prefect configures the root logger, so a
@@ -98,6 +76,27 @@ def main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> N
     log.propagate = False
     for noisy in ("prefect", "httpx", "distributed", "asyncio"):
         logging.getLogger(noisy).setLevel(logging.INFO if verbose else logging.WARNING)
+    # Prefect's and Dask's own lines (task runs finishing, flow-run names, the temporary
+    # server stopping) stay out of the terminal; the flow runs keep them (Prefect's API
+    # handler is not raised), and --verbose shows them. Read when Prefect is imported,
+    # which the commands do after this (flows/runner.py QUIET_LOGS: the workers get them too).
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "INFO" if verbose else "WARNING")
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "info" if verbose else "warning")
+
+
+def _finish(title: str, lines: list[str], next_command: str | None = None) -> None:
+    """The few lines a command ends with: what it did, and the command to run next. With a
+    Prefect server configured, where its flow runs are (their names and logs)."""
+    from rich.markup import escape
+    from rich.panel import Panel
+
+    body = [escape(line) for line in lines]
+    if next_command:
+        body.append(f"[bold]next:[/] {escape(next_command)}")
+    server = os.environ.get("PREFECT_API_URL")
+    if server:
+        body.append(escape(f"flow runs and their logs: {server.removesuffix('/api')}/runs"))
+    console.print(Panel("\n".join(body), title=escape(title), title_align="left", expand=False))
 
 
 def _cell(value: float | None) -> str:
@@ -106,6 +105,8 @@ def _cell(value: float | None) -> str:
 
 def _leaderboard_table(board: pl.DataFrame, title: str) -> Table:
     """Point estimates, and JVR with its 95% bootstrap interval; best JVR first."""
+    from testprism.storage.schema import METRICS
+
     table = Table(title=title)
     table.add_column("configuration")
     table.add_column("n", justify="right")
@@ -121,6 +122,8 @@ def _leaderboard_table(board: pl.DataFrame, title: str) -> Table:
 def _print_taxonomy(store: Path) -> None:
     """The failure taxonomy's count and share of each kind per configuration, and pooled
     (`scores/failure_taxonomy_shares`: tasks/score/taxonomy.py), in the rules' order."""
+    import polars as pl
+
     from testprism.storage import Store
     from testprism.tasks.score.taxonomy import KINDS, pooled_shares
 
@@ -138,16 +141,22 @@ def _print_taxonomy(store: Path) -> None:
 
 @contextmanager
 def _progress_bar() -> Iterator[None]:
-    """The flows' progress (flows.progress) shown as rich bars on stderr."""
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=False) as bar, progress.reporting_to(RichProgress(bar)):
-        yield
+    """The flows' progress (flows/progress.py) shown on stderr: one line per stage."""
+    display = progress.StageDisplay(console)
+    try:
+        with progress.reporting_to(display):
+            yield
+    finally:
+        display.finish()
 
 
 def _replay(benchmark: Path, store: Path, settings: ReplaySettings, backend: str, workers: int,
             dask_address: str | None, work: Path | None, trusted: bool, unsafe: bool,
-            patch_fuzz: int = DEFAULT_FUZZ) -> None:
+            patch_fuzz: int = DEFAULT_FUZZ, next_step: bool = True) -> None:
     from testprism.flows.replay import replay_flow
+    from testprism.flows.runner import open_inputs
+
+    started = time.monotonic()
 
     open_inputs(str(benchmark), str(store), settings.configurations, backend, work or default_work_root(),
                 trusted=trusted, unsafe=unsafe)
@@ -157,17 +166,21 @@ def _replay(benchmark: Path, store: Path, settings: ReplaySettings, backend: str
             dask_address=dask_address, work=str(work) if work else None, trusted=trusted, unsafe=unsafe,
             patch_fuzz=patch_fuzz,
         )
-    log.info(
-        "replay: %d planned, %d already stored, %d executed, %d taken from the same work stored; outcomes %s; "
-        "isolation: %s; %d state builds",
-        summary.planned, summary.skipped, summary.executed, summary.reused, summary.outcomes or "{}",
-        summary.isolation, summary.builds,
-    )
+    elapsed = time.monotonic() - started
+    outcomes = " · ".join(f"{k} {n}" for k, n in sorted(summary.outcomes.items())) or "none"
+    _finish(f"replay {benchmark} → {store}", [
+        f"{summary.planned} runs planned: {summary.skipped} already stored, {summary.executed} executed, "
+        f"{summary.reused} taken from the same work stored",
+        f"outcomes: {outcomes} (P passed, F failed, E unresolved)",
+        f"isolation {summary.isolation} · {summary.builds} state builds · {elapsed:.0f} s",
+    ], f"testprism score {store}" if next_step else None)
 
 
 def _score(store: Path, benchmark: Path | None = None, work: Path | None = None, backend: str = "local",
-           trusted: bool = False) -> pl.DataFrame:
+           trusted: bool = False, next_step: bool = True) -> pl.DataFrame:
     from testprism.flows.score import score_flow
+    from testprism.flows.runner import open_inputs
+    from testprism.tasks.score.scores import scorable_store
 
     scorable_store(str(store))
     if benchmark:
@@ -175,6 +188,9 @@ def _score(store: Path, benchmark: Path | None = None, work: Path | None = None,
     board = score_flow(store=str(store), benchmark=str(benchmark) if benchmark else None,
                        work=str(work) if work else None, backend=backend, trusted=trusted)
     out.print(_leaderboard_table(board, f"leaderboard ({store})"))
+    if next_step:
+        _finish(f"score {store}", [f"{board.height} configurations scored (scores/ in the store)"],
+                f"testprism report {store} --out report.html   (or: testprism export {store} --format markdown)")
     return board
 
 
@@ -239,6 +255,7 @@ def generate(
     """Run an agent per instance in the sandbox and keep the suites it writes as a configuration."""
     from testprism.flows.generate import generate_flow
     from testprism.tasks.generate.strategy import Caps, load_strategy
+    from testprism.flows.runner import open_inputs
     from testprism.tasks.generate.task_folder import Mode
 
     try:
@@ -276,6 +293,7 @@ def crossval(
 ) -> None:
     """Heterogeneous synthesis and peer cross-validation: K agents' tests on each other's repairs."""
     from testprism.flows.crossval import crossval_flow
+    from testprism.flows.runner import open_inputs
     from testprism.tasks.generate.crossval_config import load_crossval
 
     chosen = load_crossval(config)
@@ -332,6 +350,7 @@ def rsi(
 ) -> None:
     """Search generation strategies within the space's bounds under its fixed token caps; print the history."""
     from testprism.flows.rsi import PROPOSERS, rsi_flow
+    from testprism.flows.runner import open_inputs
     from testprism.tasks.generate.search import table
     from testprism.tasks.generate.strategy import load_space
     from testprism.tasks.generate.task_folder import Mode
@@ -447,6 +466,8 @@ def collect(
 ) -> None:
     """Ingest candidate patches, label them by the official checks, and choose panels."""
     # Only the bundled benchmark's own code is trusted: patches from outside never are.
+    from testprism.flows.runner import open_inputs
+
     trusted = benchmark.resolve() == BUNDLED and not predictions and not diffs
     open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), trusted=trusted,
                 unsafe=unsafe_no_sandbox)
@@ -480,6 +501,8 @@ def report(
         "--open", help="also open it in a browser, where one is found ($BROWSER or the desktop's)")] = False,
 ) -> None:
     """Write a self-contained HTML report of a scored store (opens offline, no network)."""
+    from testprism.tasks.report.data import scored_store
+
     scored_store(store)  # the inputs, checked before the flow starts (flows.errors)
     if benchmark:
         load_benchmark(benchmark)
@@ -490,6 +513,28 @@ def report(
     log.info("report written to %s (%s)", path, url)
     if open_it:
         _open_in_browser(url)
+    _finish(f"report {store}", [f"written to {path}", url],
+            f"testprism export {store} --format markdown   (the leaderboard for a paper; csv, latex, json too)")
+
+
+@app.command()
+def export(
+    store: Annotated[Path, typer.Argument(help="store root, after `testprism score`", file_okay=False)],
+    format_: Annotated[ExportFormat, typer.Option(
+        "--format", help="swt-bench or swe-bench: each configuration's reports as that harness writes them "
+                         "(a folder); csv, markdown, latex, json: the leaderboard with its 95% intervals")],
+    out: Annotated[Optional[Path], typer.Option(
+        help="where to write: a folder for swt-bench and swe-bench (default: ./FORMAT-report), a file for a "
+             "table (default: standard output)")] = None,
+) -> None:
+    """Export a scored store's results in the formats other tools read (docs/export.md)."""
+    from testprism.tasks.report.export import export as export_store
+
+    written = export_store(store, format_, out)
+    if isinstance(written, str):
+        typer.echo(written, nl=False)
+        return
+    log.info("%s export of %s: %s", format_.value, store, ", ".join(str(p) for p in written))
 
 
 def _open_in_browser(url: str) -> None:
@@ -517,6 +562,7 @@ def pipeline(
 
     Each stage skips what the store already holds, so a rerun costs only what changed."""
     from testprism.flows.pipeline import pipeline_flow
+    from testprism.flows.runner import open_inputs
     from testprism.tasks.curate.config import load_config
     from testprism.tasks.pipeline.config import load_pipeline
 
@@ -615,12 +661,17 @@ def demo(
             generate_flow(benchmark=str(benchmark), store=str(out), configuration=name, mode=mode, tools=[str(tool)],
                           command=f"python3 tmp/.task/tools/{tool.name}", out=str(generated), backend=backend,
                           workers=workers, work=str(work) if work else None, trusted=trusted)
-    _replay(benchmark, out, ReplaySettings(), backend, workers, None, work, trusted, False)
-    _replay(generated, out, ReplaySettings(), backend, workers, None, work, trusted, False)
-    _score(out, benchmark, work, backend, trusted=trusted)
+    _replay(benchmark, out, ReplaySettings(), backend, workers, None, work, trusted, False, next_step=False)
+    _replay(generated, out, ReplaySettings(), backend, workers, None, work, trusted, False, next_step=False)
+    board = _score(out, benchmark, work, backend, trusted=trusted, next_step=False)
     report = report_flow(store=str(out), out=str(out / "report.html"), benchmark=str(benchmark))
     _print_taxonomy(out)
-    log.info("demo finished in %.1f s; store at %s, report at %s", time.monotonic() - start, out, report)
+    leader = board.sort("jvr", descending=True, nulls_last=True).row(0, named=True) if board.height else None
+    _finish("demo", [
+        f"{board.height} configurations replayed and scored in {time.monotonic() - start:.0f} s; store at {out}",
+        *([f"best JVR: {leader['configuration']} {_cell(leader['jvr'])}"] if leader else []),
+        f"report at {report} ({Path(report).resolve().as_uri()})",
+    ], f"testprism export {out} --format markdown   (or: --format swt-bench --out swt-report)")
 
 
 # -- testprism import ---------------------------------------------------------------------------
@@ -656,6 +707,8 @@ def _summarise(report: ImportReport, what: str, strict: bool) -> None:
 
 def _configuration(name: str | None) -> str | None:
     """`--configuration` callback: it names a folder, so a bad name is a usage error."""
+    from testprism.tasks.importing.suite_import import checked_configuration
+
     try:
         return None if name is None else checked_configuration(name)
     except ValueError as exc:
@@ -707,6 +760,15 @@ def swebench(
 ) -> None:
     """Import SWE-bench rows as instances: the program at base_commit (or the benchmark's image), reference,
     checks, instruction."""
+    from testprism.tasks.importing.image_names import ImageMap
+    from testprism.tasks.importing.image_route import ImageRoute, import_image_rows
+    from testprism.tasks.importing.image_specs import ImageSpecs
+    from testprism.tasks.importing.recipe import load_recipes
+    from testprism.tasks.importing.sources import ProgramSources
+    from testprism.tasks.importing.swebench import import_rows
+    from testprism.tasks.importing.verifier import Verifier
+    from testprism.tasks.sandbox.base import Limits, backend_class
+
     if route is Route.image:
         unused = [name for name, given in (("--recipes", recipes), ("--repos", repos), ("--releases", releases),
                                             ("--verify", verify)) if given]
@@ -757,6 +819,9 @@ def harbor(
     strict: StrictOpt = False,
 ) -> None:
     """Import Harbor tasks as instances: their Dockerfile, what solve.sh changes (sandboxed), test.sh's reward as the check."""
+    from testprism.tasks.importing.harbor import import_harbor
+    from testprism.tasks.sandbox.base import Limits, backend_class
+
     sandbox = backend_class(backend)(WorkPaths(work or default_work_root()))
     try:
         report = import_harbor(tasks, out, source=source, overwrite=overwrite, backend=sandbox,
@@ -776,6 +841,8 @@ def exercises(
     strict: StrictOpt = False,
 ) -> None:
     """Import exercise folders as instances: the stub, stub → example as reference, the test module as checks."""
+    from testprism.tasks.importing.exercises import import_exercises
+
     _summarise(import_exercises(track, out, source=source, overwrite=overwrite),
                f"import exercises {track} → {out}", strict)
 
@@ -796,6 +863,8 @@ def suites(
     strict: StrictOpt = False,
 ) -> None:
     """Import generated test patches as suites: test.diff, run_tests.sh, suite.toml."""
+    from testprism.tasks.importing.suite_import import import_suites
+
     report = import_suites(predictions, out, configuration=configuration,
                            scope="tests" if scope is ScopeChoice.tests else "files", overwrite=overwrite, command=command)
     _summarise(report, f"import suites {predictions} → {out}", strict)

@@ -21,22 +21,13 @@ Exit statuses (README, "Exit status"):
 
 from __future__ import annotations
 
+import sys
 from enum import IntEnum
 from typing import Any
 
 import typer
 from rich.console import Console
 from typer.core import TyperGroup
-
-from testprism.storage import StoreError
-from testprism.tasks.model.benchmark import BenchmarkError
-from testprism.tasks.generate.selection import SelectionError
-from testprism.tasks.importing.image_names import ImageMapError
-from testprism.tasks.importing.image_specs import SpecsError
-from testprism.tasks.importing.recipe import RecipeError
-from testprism.tasks.model.workdir import WorkspacesUnsafe
-from testprism.tasks.sandbox.base import SandboxError, SandboxUnavailable, backend_class
-from testprism.tasks.importing.sources import SourceError
 
 
 class ExitStatus(IntEnum):
@@ -46,19 +37,34 @@ class ExitStatus(IntEnum):
     UNAVAILABLE = 3
 
 
-#: The errors a user causes, and the exit status of each. Their messages name the file and
-#: the field already (BenchmarkError, RecipeError: "path: field f: problem").
-USER_ERRORS: dict[type[Exception], ExitStatus] = {
-    BenchmarkError: ExitStatus.USAGE,
-    RecipeError: ExitStatus.USAGE,
-    ImageMapError: ExitStatus.USAGE,
-    SpecsError: ExitStatus.USAGE,
-    SelectionError: ExitStatus.USAGE,
-    SourceError: ExitStatus.USAGE,
-    StoreError: ExitStatus.USAGE,
-    SandboxError: ExitStatus.UNAVAILABLE,  # SandboxUnavailable, or an engine that fails to answer
-    WorkspacesUnsafe: ExitStatus.USAGE,
+#: The errors a user causes, and the exit status of each, by where each is defined. Their
+#: messages name the file and the field already (BenchmarkError, RecipeError: "path: field f:
+#: problem"). Named, not imported: an error can only be raised once its module is loaded, so
+#: `user_error_status` looks each up among the loaded modules and importing the CLI (for its
+#: `--help`) imports none of them.
+USER_ERRORS: dict[str, ExitStatus] = {
+    "testprism.tasks.model.benchmark.BenchmarkError": ExitStatus.USAGE,
+    "testprism.tasks.importing.recipe.RecipeError": ExitStatus.USAGE,
+    "testprism.tasks.importing.image_names.ImageMapError": ExitStatus.USAGE,
+    "testprism.tasks.importing.image_specs.SpecsError": ExitStatus.USAGE,
+    "testprism.tasks.generate.selection.SelectionError": ExitStatus.USAGE,
+    "testprism.tasks.importing.sources.SourceError": ExitStatus.USAGE,
+    "testprism.storage.errors.StoreError": ExitStatus.USAGE,
+    # SandboxUnavailable, or an engine that fails to answer
+    "testprism.tasks.sandbox.base.SandboxError": ExitStatus.UNAVAILABLE,
+    "testprism.tasks.model.workdir.WorkspacesUnsafe": ExitStatus.USAGE,
 }
+
+
+def user_error_status(exc: BaseException) -> ExitStatus | None:
+    """The exit status of `exc` when it is a user's mistake (`USER_ERRORS`), else None."""
+    for where, status in USER_ERRORS.items():
+        module, _, name = where.rpartition(".")
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(exc, getattr(loaded, name)):
+            return status
+    return None
+
 
 console = Console(stderr=True, soft_wrap=True, highlight=False)
 
@@ -71,8 +77,10 @@ class Commands(TyperGroup):
     def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except tuple(USER_ERRORS) as exc:
-            status = next(code for kind, code in USER_ERRORS.items() if isinstance(exc, kind))
+        except Exception as exc:
+            status = user_error_status(exc)
+            if status is None:
+                raise
             console.print(f"testprism: error: {exc}", markup=False)
             if ctx.find_root().params.get("verbose"):
                 console.print_exception()
@@ -82,6 +90,8 @@ class Commands(TyperGroup):
 def known_backend(name: str) -> str:
     """`--backend` callback: an unknown name is a usage error (2) found while the command line
     is parsed, not a sandbox unavailable on this machine (3)."""
+    from testprism.tasks.sandbox.base import SandboxUnavailable, backend_class
+
     try:
         backend_class(name)
     except SandboxUnavailable as exc:

@@ -104,15 +104,15 @@ def replay_flow(
         f"; {todo.stopped} early-stopped (their suite's joint success already decided)" if settings.early_stop else "",
     )
     sink = progress.current()
-    sink.start(todo.pending, "replay")
-    sink.advance(todo.settled_here)
+    sink.start("replay", todo.planned, already=todo.skipped + todo.settled_here)
     executed = builds = 0
     if todo.firsts:  # (twins have a first run among them)
         sent = options if settings.shared_disk else replace(options, store_root=None, work_root=None)
         writer = ReplayJob(options)
         with place.task_runner() as runner:
             for units, settled in todo.rounds(options, settings):
-                sink.advance(settled)
+                if settled:  # twins that took their first run's row
+                    sink.batch_done(settled, stored=settled, reused=settled)
                 if not units:
                     continue
                 groups = replay_batches(units, options, place.batch_target(len(units)), settings.early_stop)
@@ -120,8 +120,9 @@ def replay_flow(
                                                     window=max(4, 2 * place.parallelism)):
                     if summary.rows:  # a worker without the store's disk returned them
                         writer.write(target, summary.rows)
-                    sink.advance(len(batch))
+                    sink.batch_done(*progress.summary_counts(summary, len(batch)))
                     executed += summary.executed
                     builds += summary.builds
                     _count(todo.outcomes, summary.outcomes)
+    sink.finish()
     return ReplaySummary(todo.planned, todo.skipped, executed, todo.outcomes, inputs.isolation, builds, todo.reused)

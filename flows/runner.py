@@ -9,6 +9,7 @@ generate, crossval's runs and checks), so that they size and place their work th
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -155,7 +156,19 @@ def flow_api_env() -> dict[str, str]:
 
         server = SubprocessASGIServer()  # the temporary server this process started, if any
         url = server.api_url if server.server_process is not None else None
-    return {"PREFECT_API_URL": url} if url else {}
+    return ({"PREFECT_API_URL": url} if url else {}) | quiet_env()
+
+
+#: the environment variables that keep Prefect's and Dask's own log lines out of a terminal,
+#: set by the CLI (flows/cli.py) before Prefect is imported and handed to the workers a flow
+#: starts, whose output is the same terminal's. Prefect's console handler is raised to
+#: WARNING; its API handler is not, so flow and task runs keep their logs on the server.
+QUIET_LOGS = ("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "DASK_LOGGING__DISTRIBUTED")
+
+
+def quiet_env() -> dict[str, str]:
+    """The QUIET_LOGS variables this process runs with, for the workers it starts."""
+    return {name: os.environ[name] for name in QUIET_LOGS if name in os.environ}
 
 
 def batch_target(runs: int, workers: int) -> int:
@@ -190,18 +203,19 @@ def place_batches(runner: TaskRunner, task: Task, groups: list[Batch], options: 
 def run_stage(place: Placement, task: Task, units: Sequence, options: ExecutionOptions, stage: str | None = None,
               **extra: Any) -> list[Any]:
     """A stage's units cut into batches, placed (`place_batches`) and run to the end; each
-    batch's summary, in the order they completed. `stage`: the progress bar's name (None:
-    the caller shows none)."""
+    batch's summary, in the order they completed. `stage`: the name its progress is shown
+    under (flows/progress.py; None: the caller shows none)."""
     sink = progress.current()
     if stage:
-        sink.start(len(units), stage)
+        sink.start(stage, len(units))
     summaries: list[Any] = []
-    if not units:
-        return summaries
-    with place.task_runner() as runner:
-        for batch, summary in place_batches(runner, task, batches(list(units), place.batch_target(len(units))),
-                                            options, **extra):
-            summaries.append(summary)
-            if stage:
-                sink.advance(len(batch))
+    if units:
+        with place.task_runner() as runner:
+            for batch, summary in place_batches(runner, task, batches(list(units), place.batch_target(len(units))),
+                                                options, **extra):
+                summaries.append(summary)
+                if stage:
+                    sink.batch_done(*progress.summary_counts(summary, len(batch)))
+    if stage:
+        sink.finish()
     return summaries

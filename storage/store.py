@@ -20,15 +20,12 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from testprism.storage.errors import StoreError
 from testprism.storage.paths import StorePaths
 from testprism.storage.schema import ADDED_COLUMNS, SCHEMA_VERSION, SCHEMAS
 from testprism.storage.owner import alive, process_tag
 
 log = logging.getLogger(__name__)
-
-
-class StoreError(RuntimeError):
-    """The store cannot be used as asked (wrong schema version, bad table)."""
 
 
 #: a part being written: `.tmp-<host>@<writer's process tag>-<random>.parquet`, beside its target

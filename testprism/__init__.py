@@ -18,13 +18,7 @@ not import Prefect.
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
-
-try:
-    __version__ = version("testprism")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
 
 #: public name -> (module, attribute)
 _PUBLIC = {
@@ -45,7 +39,21 @@ _PUBLIC = {
 __all__ = ["__version__", *_PUBLIC]
 
 
+def _version() -> str:
+    """The installed distribution's version, read on first use: importlib.metadata costs
+    every command's start (`testprism --help`) a tenth of what it may take in all."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("testprism")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     try:
         module, attribute = _PUBLIC[name]
     except KeyError:

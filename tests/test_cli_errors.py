@@ -164,12 +164,12 @@ def test_the_installed_command_prints_one_line_and_the_traceback_only_when_verbo
 
 def test_a_bug_is_not_dressed_as_a_users_mistake(monkeypatch, tmp_path):
     """Only the project's user-error types are shortened; anything else keeps its traceback."""
-    from testprism.flows import cli
+    from testprism.tasks.score import scores
 
     def broken(*args, **kwargs):
         raise KeyError("a bug")
 
-    monkeypatch.setattr(cli, "scorable_store", broken)
+    monkeypatch.setattr(scores, "scorable_store", broken)  # the command imports it when it runs
     result = CliRunner().invoke(app, ["score", str(tmp_path)])
     assert result.exit_code == 1 and isinstance(result.exception, KeyError)
     assert "testprism: error" not in result.output

@@ -36,6 +36,7 @@ from scipy import sparse
 from unidiff import Hunk, PatchedFile
 from unidiff.errors import UnidiffParseError
 
+from testprism.tasks.collect.rules import NEAR_DUPLICATE_COSINE, NEAR_DUPLICATE_SIZE_RATIO
 from testprism.tasks.model import patches, syntax
 from testprism.tasks.model.benchmark import Benchmark
 from testprism.tasks.model.funnel import Excluded
@@ -44,19 +45,6 @@ from testprism.tasks.model.outcome import Reason
 
 log = logging.getLogger(__name__)
 
-#: Cosine similarity of token counts (of the added lines, and of the removed lines) at or
-#: above which two candidates of the same label are near duplicates. Counts of tokens ignore
-#: layout, so 1.0 means "the same change reformatted"; 0.95 also merges a patch that differs
-#: in about one token in twenty (a renamed local, a reworded comment), while two different
-#: fixes of a few lines stay well below it (SWEPatchTest's examples of different correct
-#: fixes have cosine 0.02-0.04; the bundled benchmark's closest distinct candidates 0.92).
-NEAR_DUPLICATE_COSINE = 0.95
-#: ... and whose added (and removed) token totals are within this ratio of each other.
-#: Cosine ignores length: a patch that makes the same change and adds a 37-line function
-#: besides scored 0.965 against the bare change on real data (docs/realdata-results.md,
-#: sympy 21055, 168 against 424 added tokens). Reformatting keeps the totals equal and a
-#: one-in-twenty token change moves them by about 5%.
-NEAR_DUPLICATE_SIZE_RATIO = 0.8
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 

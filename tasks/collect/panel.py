@@ -33,7 +33,6 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
-from enum import StrEnum
 from functools import cache
 from itertools import combinations
 from pathlib import Path
@@ -46,6 +45,7 @@ from testprism.tasks.model import patches, syntax, toml_writer
 from testprism.tasks.model.folder_swap import swap_in
 from testprism.tasks.model.benchmark import Benchmark, Instance, load_benchmark, place_shared_environment
 from testprism.tasks.collect.candidate import CandidatePatch, tokens
+from testprism.tasks.collect.rules import PanelMode, PanelRule
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason
 from testprism.tasks.collect.verification import candidate_states, post_patch_reader
@@ -59,21 +59,6 @@ log = logging.getLogger(__name__)
 MAX_APTED_NODES = 200
 #: Marks a folder written by `write_panel_benchmark`: only such a folder is ever replaced.
 MARKER = ".testprism-panel"
-
-
-class PanelMode(StrEnum):
-    TESTPRISM = "testprism"  #: reference + n valid + n invalid, chosen for diversity
-    POOL = "pool"  #: the whole deduplicated pools (SWEPatchTest)
-
-
-@dataclass(frozen=True)
-class PanelRule:
-    """The TestPrism panel shape and its diversity thresholds (the paper's values)."""
-
-    valid: int = 4
-    invalid: int = 5
-    min_valid_distance: float = 0.35  #: mean pairwise AST distance of the valid ones must exceed it
-    max_invalid_jaccard: float = 0.2  #: every pair of invalid ones may share at most this
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,7 @@ from testprism.tasks.importing.folders import (
     regular_files,
     write_authored,
 )
+from testprism.tasks.importing.harbor_limits import SOLVE_LIMITS
 from testprism.tasks.importing.instance_writer import summary_line
 from testprism.tasks.importing.language import detect_language, language_named
 from testprism.tasks.importing.rows import ImportReport, Issue, RowError
@@ -118,8 +119,6 @@ ENVIRONMENT_DIR = "environment"
 DOCKERFILE = f"{ENVIRONMENT_DIR}/Dockerfile"
 #: where solution/ is placed for solve.sh's run, read-only, as Harbor uploads it
 SOLUTION_AT = "/solution"
-#: the limits of one solve.sh run (a task's `[agent] timeout_sec` replaces the timeout)
-SOLVE_LIMITS = Limits(timeout_s=600.0)
 #: the verifier, as Harbor runs it
 VERIFIER_COMMAND = "bash /tests/test.sh"
 

@@ -11,10 +11,14 @@ against it (tests/test_pipeline_config.py). Adding an option is adding a field.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from testprism.tasks.execution.verdict import Policy
 from testprism.tasks.sandbox.base import Limits
+
+if TYPE_CHECKING:
+    from testprism.tasks.execution.verdict import Policy
 
 
 class ReplaySettings(BaseModel):
@@ -54,5 +58,8 @@ class ReplaySettings(BaseModel):
 
     def policy(self, patch_fuzz: int) -> Policy:
         """The execution policy: how failures are confirmed, and how patches apply (`patch_fuzz`,
-        shared with collect, so given by the caller)."""
+        shared with collect, so given by the caller). Imported here: the CLI builds its options
+        from this model for `--help`, which must not load the result parsers."""
+        from testprism.tasks.execution.verdict import Policy
+
         return Policy(patch_fuzz=patch_fuzz, audit_share=self.confirm_audit, audit_seed=self.audit_seed)
