@@ -8,8 +8,9 @@ choose panels (tasks/collect/panel.py) → store `candidates` and `funnel` (the 
 write `verifications` as they go) → write the panels as a benchmark folder that
 `testprism replay` runs unchanged.
 
-Verifications run in coarse Prefect tasks (batches of whole instances, a bounded thread
-pool inside each), on threads or a Dask cluster, as replay's runs do.
+Verifications run through the stage driver (flows/driver.py): coarse Prefect tasks (batches
+of whole instances, a bounded thread pool inside each), on threads or a Dask cluster, as
+replay's runs do.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
-from testprism.flows.runner import Placement, open_inputs, run_stage
+from testprism.flows.driver import drive
+from testprism.flows.runner import Placement, open_inputs
 from testprism.storage import Store
 from testprism.tasks.model.benchmark import Benchmark, Instance
 from testprism.tasks.collect.candidate import (
@@ -40,9 +42,9 @@ from testprism.tasks.model.funnel import Excluded, Funnel, Stage
 from testprism.tasks.model.outcome import Reason
 from testprism.tasks.collect import mutants, stages
 from testprism.tasks.collect.label import GOLD_POLICY, LABEL_POLICY, GoldVerdict, gold_plan, gold_verdicts, label_plan, labelled
-from testprism.tasks.collect.verification import Verification, execute, stored_keys, stored_rows
+from testprism.tasks.collect.verification import Verification, VerifyJob, stored_keys, stored_rows
 from testprism.tasks.collect.panel import PanelChoice, PanelMode, PanelRule, select_panels, write_panel_benchmark
-from testprism.tasks.execution.batch import Batch, ExecutionOptions
+from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.sandbox.base import Limits
 from testprism.tasks.model.state import DEFAULT_FUZZ
@@ -65,12 +67,6 @@ class CollectSummary:
     out: str | None
 
 
-@task(name="verify-batch", retries=0, cache_policy=NO_CACHE)
-def verify_batch(batch: Batch, options: ExecutionOptions) -> int:
-    """One coarse unit: a batch of verifications on one worker, rows written as they finish."""
-    return execute(batch.specs, options)
-
-
 @task(name="select-panels", retries=0, cache_policy=NO_CACHE)
 def panel_batch(instances: list[Instance], candidates: list[CandidatePatch], mode: PanelMode, rule: PanelRule,
                 work_root: Path) -> list[PanelChoice]:
@@ -79,12 +75,12 @@ def panel_batch(instances: list[Instance], candidates: list[CandidatePatch], mod
 
 def _verify(specs: Sequence[Verification], options: ExecutionOptions, store: Store, place: Placement
             ) -> tuple[dict[str, dict], int]:
-    """Run the verifications the store lacks; every planned row, and how many ran."""
+    """Run the verifications the store lacks (the stage driver); every planned row, and how
+    many ran."""
     unique = {s.key: s for s in specs}
     stored = stored_keys(store)
-    todo = [s for key, s in unique.items() if key not in stored]
-    run_stage(place, verify_batch, todo, options, "verify")
-    return stored_rows(store, list(unique)), len(todo)
+    drive("verify", list(unique.values()), VerifyJob, options, place, key=lambda s: s.key, settled=stored)
+    return stored_rows(store, list(unique)), sum(key not in stored for key in unique)
 
 
 def _gold(bench: Benchmark, options: ExecutionOptions, store: Store, place: Placement

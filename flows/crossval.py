@@ -4,8 +4,8 @@ repair; over-restrictive and weak tests are flagged, their agents asked again wi
 disagreeing repair and output (within what their first run left of the caps), and the
 validated tests of each instance merge into one suite.
 
-Thin wiring: generation, replay and verification batches are the existing flows' tasks;
-the rules are tasks/generate/crossval.py's.
+Thin wiring: generation, replay and verification batches run through the stage driver
+(flows/driver.py); the rules are tasks/generate/crossval.py's.
 """
 
 from __future__ import annotations
@@ -19,13 +19,12 @@ from pathlib import Path
 import polars as pl
 from prefect import flow
 
-from testprism.flows.collect import verify_batch
+from testprism.flows.driver import drive
 from testprism.flows.generate import run_generations
-from testprism.flows.replay import replay_batch
-from testprism.flows.runner import Placement, open_inputs, run_stage
+from testprism.flows.runner import Placement, open_inputs
 from testprism.storage import Store
 from testprism.tasks.collect.label import LABEL_POLICY
-from testprism.tasks.collect.verification import Verification, stored_keys, stored_rows
+from testprism.tasks.collect.verification import Verification, VerifyJob, stored_keys, stored_rows
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.generate import crossval as pcv
 from testprism.tasks.generate.benchmark_out import write_generated
@@ -34,7 +33,7 @@ from testprism.tasks.generate.crossval_config import load_crossval
 from testprism.tasks.generate.generation import Endpoint, GenerationSpec, plan_generation, settled_generations
 from testprism.tasks.generate.strategy import load_strategy
 from testprism.tasks.model.workdir import default_work_root
-from testprism.tasks.replay.runs import RunSpec, finished_keys, pending_runs, record_reused
+from testprism.tasks.replay.runs import ReplayJob, RunSpec, finished_keys, pending_runs, record_reused
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +48,13 @@ class CrossvalSummary:
 
 def _run(specs: list[RunSpec], options: ExecutionOptions, place: Placement) -> None:
     todo, _ = record_reused(pending_runs(specs, finished_keys(Store(options.store_root))), options)
-    run_stage(place, replay_batch, todo, options)
+    drive("replay", todo, ReplayJob, options, place)
 
 
 def _verify(checks: list[Verification], options: ExecutionOptions, place: Placement) -> dict[str, dict]:
     store = Store(options.store_root)
-    done = stored_keys(store)
-    run_stage(place, verify_batch, [v for v in {v.key: v for v in checks}.values() if v.key not in done], options)
+    drive("verify", list({v.key: v for v in checks}.values()), VerifyJob, options, place, key=lambda v: v.key,
+          settled=stored_keys(store))
     return stored_rows(store, [v.key for v in checks])
 
 

@@ -1,9 +1,9 @@
 """The generate flow: an agent command per instance in the sandbox → suites kept in the store
 → `OUT/suites/<configuration>/`, a benchmark that replay runs unchanged.
 
-Thin wiring: plan (tasks/generate/generation.py) → skip settled keys → batches as coarse
-Prefect tasks on threads or Dask (the replay flow's placement) → the benchmark of generated
-suites assembled from the store.
+Thin wiring: plan (tasks/generate/generation.py) → the stage driver (flows/driver.py) skips
+settled keys and places batches as coarse Prefect tasks on threads or Dask → the benchmark
+of generated suites assembled from the store.
 """
 
 from __future__ import annotations
@@ -11,13 +11,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
 
-from testprism.flows.runner import Placement, open_inputs, run_stage
-from testprism.tasks.execution.batch import Batch, BatchSummary, ExecutionOptions, execute
+from testprism.flows.driver import drive
+from testprism.flows.runner import Placement, open_inputs
+from testprism.storage import Store
+from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.generate.benchmark_out import write_generated
 from testprism.tasks.generate.generation import (Endpoint, GenerateJob, GenerationSpec, kept_suites, plan_generation,
@@ -39,26 +41,14 @@ class GenerateSummary:
     out: str
 
 
-@task(name="generate-batch", retries=0, cache_policy=NO_CACHE)
-def generate_batch(batch: Batch, options: ExecutionOptions, endpoint: Endpoint | None) -> BatchSummary:
-    """One coarse unit: a batch of generation runs on one worker, rows stored as they finish."""
-    return execute(GenerateJob(options, endpoint), batch.specs, options)
-
-
 def run_generations(specs: list[GenerationSpec], options: ExecutionOptions, endpoint: Endpoint | None,
                     place: Placement) -> tuple[int, dict[str, int]]:
-    """Execute the runs the store has not settled; (executed, outcomes). Shared by generate,
-    crossval's feedback round and rsi."""
-    from testprism.storage import Store
-
-    settled = settled_generations(Store(options.store_root))
-    todo = [s for s in specs if s.key not in settled]
-    executed, outcomes = 0, {}
-    for summary in run_stage(place, generate_batch, todo, options, "generate", endpoint=endpoint):
-        executed += summary.executed
-        for key, n in summary.outcomes.items():
-            outcomes[key] = outcomes.get(key, 0) + n
-    return executed, outcomes
+    """Execute the runs the store has not settled (the stage driver); (executed, outcomes).
+    Shared by generate, crossval's feedback round and rsi."""
+    totals = drive("generate", specs, partial(GenerateJob, endpoint=endpoint), options, place,
+                   key=lambda s: s.key, settled=settled_generations(Store(options.store_root)),
+                   failed=lambda outcome: outcome != "ok")
+    return totals.executed, totals.outcomes
 
 
 @flow(name="generate", log_prints=False)

@@ -60,7 +60,7 @@ def pipeline_flow(config: str = "examples/pipeline.toml", store: str | None = No
                            unsafe=chosen.unsafe, patch_fuzz=chosen.patch_fuzz, **common)
     log.info("replay: %d planned, %d already stored, %d executed; outcomes %s", replayed.planned, replayed.skipped,
              replayed.executed, replayed.outcomes or "{}")
-    board = score_flow(store=target, replicates=chosen.score.replicates, seed=chosen.score.seed,
+    board = score_flow(store=target, replicates=chosen.score.replicates, seed=chosen.score.seed, **place,
                        benchmark=benchmark if chosen.score.coverage else None, work=work, backend=chosen.backend,
                        trusted=chosen.replay_trusted, unsafe=chosen.unsafe, panel_benchmark=benchmark)
     log.info("score: %d configurations on the leaderboard", board.height)
