@@ -29,7 +29,7 @@ from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.generate import crossval as pcv
 from testprism.tasks.generate.benchmark_out import write_generated
 from testprism.tasks.generate.crossval import kept_keys
-from testprism.tasks.generate.crossval_config import load_crossval
+from testprism.tasks.generate.crossval_config import CrossvalConfig, load_crossval
 from testprism.tasks.generate.generation import Endpoint, GenerationSpec, plan_generation, settled_generations
 from testprism.tasks.generate.strategy import load_strategy
 from testprism.tasks.model.workdir import default_work_root
@@ -59,9 +59,15 @@ def _verify(checks: list[Verification], options: ExecutionOptions, place: Placem
 
 
 @flow(name="crossval", log_prints=False)
-def crossval_flow(config: str, store: str, backend: str = "local", workers: int = 1, dask_address: str | None = None,
-                  work: str | None = None, unsafe: bool = False) -> CrossvalSummary:
-    chosen = load_crossval(Path(config))
+def crossval_flow(store: str, config: str | None = None, settings: CrossvalConfig | None = None,
+                  backend: str = "local", workers: int = 1, dask_address: str | None = None, work: str | None = None,
+                  unsafe: bool = False) -> CrossvalSummary:
+    """Cross-validate the agents of `config` (a crossval config file, its paths relative to
+    it) or of `settings` (the same fields given whole, as a deployment's run form shows
+    them; paths relative to the working directory): one of the two."""
+    if (config is None) == (settings is None):
+        raise ValueError("crossval takes a config file or its settings: give one")
+    chosen = load_crossval(Path(config)) if config is not None else settings
     place = Placement(workers, dask_address)
     work_root = Path(work) if work else default_work_root()
     inputs = open_inputs(str(chosen.benchmark), store, (), backend, work_root, trusted=False, unsafe=unsafe)

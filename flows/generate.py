@@ -24,8 +24,8 @@ from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.generate.benchmark_out import write_generated
 from testprism.tasks.generate.generation import (Endpoint, GenerateJob, GenerationSpec, kept_suites, plan_generation,
                                                  settled_generations, suite_folders)
-from testprism.tasks.generate.strategy import Caps, load_strategy
-from testprism.tasks.generate.task_folder import Mode
+from testprism.tasks.generate.settings import GenerateSettings
+from testprism.tasks.generate.strategy import load_strategy
 from testprism.tasks.model.workdir import default_work_root
 
 log = logging.getLogger(__name__)
@@ -58,13 +58,7 @@ def generate_flow(
     configuration: str,
     command: str,
     out: str | None = None,
-    mode: Mode = Mode.PLAIN,
-    strategy: str | None = None,
-    caps: Caps = Caps(),
-    tools: list[str] | None = None,
-    instances: list[str] | None = None,
-    model_url: str | None = None,
-    api_key_env: str | None = "OPENAI_API_KEY",
+    settings: GenerateSettings = GenerateSettings(),
     backend: str = "local",
     workers: int = 1,
     dask_address: str | None = None,
@@ -74,7 +68,9 @@ def generate_flow(
     unsafe: bool = False,
 ) -> GenerateSummary:
     """Run `command` on every instance's buggy program (in the sandbox, the task folder at
-    tmp/.task) and write the suites it leaves to `out` (default: the benchmark itself)."""
+    tmp/.task) and write the suites it leaves to `out` (default: the benchmark itself) as
+    `configuration`. `settings`: what the runs are given (tasks/generate/settings.py, each
+    field's description in Prefect's run form); the rest: where it runs, as for every stage."""
     place = Placement(workers, dask_address, dask_cluster)
     work_root = Path(work) if work else default_work_root()
     inputs = open_inputs(benchmark, store, (), backend, work_root, trusted=trusted, unsafe=unsafe)
@@ -82,13 +78,13 @@ def generate_flow(
     options = ExecutionOptions(backend=backend, work_root=work_root, store_root=Path(store),
                                concurrency=place.concurrency(inputs.backend.default_concurrency()), trusted=trusted,
                                unsafe=unsafe, replay_started=datetime.now(UTC))
-    specs = plan_generation(bench, configuration, command, Mode(mode), load_strategy(Path(strategy) if strategy else None),
-                            caps, tuple(Path(t) for t in tools or ()), tuple(instances or ()))
-    endpoint = Endpoint(model_url, api_key_env) if model_url else None
+    specs = plan_generation(bench, configuration, command, settings.mode, load_strategy(settings.strategy),
+                            settings.caps, settings.tools, settings.instances)
+    endpoint = Endpoint(settings.model_url, settings.api_key_env) if settings.model_url else None
     before = settled_generations(inputs.store)
     log.info("%d generation runs planned, %d already stored, %d to execute (backend %s, isolation %s, model %s)",
              len(specs), sum(s.key in before for s in specs), sum(s.key not in before for s in specs), backend,
-             inputs.isolation, model_url or "none")
+             inputs.isolation, settings.model_url or "none")
     executed, outcomes = run_generations(specs, options, endpoint, place)
     target = Path(out) if out else bench.root
     kept = kept_suites(specs, settled_generations(inputs.store))
