@@ -19,7 +19,7 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from testprism.tasks.generate.strategy import Caps
 from testprism.tasks.generate.task_folder import Mode
@@ -74,11 +74,13 @@ class RsiSettings(AgentSettings):
     export_to: Path | None = Field(None, description="write the best strategy here (JSON, for generate --strategy)",
                                    json_schema_extra={"cli": "--export", "typer": {"dir_okay": False}})
 
-    @model_validator(mode="after")
-    def _llm_has_a_model(self) -> RsiSettings:
-        if self.proposer is Proposer.LLM and not self.model_url:
+    @field_validator("proposer")
+    @classmethod
+    def _llm_has_a_model(cls, proposer: Proposer, info: ValidationInfo) -> Proposer:
+        """(`model_url` is validated before: AgentSettings declares it first.)"""
+        if proposer is Proposer.LLM and not info.data.get("model_url"):
             raise ValueError("the llm proposer needs --model-url")
-        return self
+        return proposer
 
 
 class SelectSettings(_Settings):
