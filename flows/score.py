@@ -1,8 +1,12 @@
 """The score flow: runs → per-instance indicators → leaderboard with bootstrap intervals,
 paired comparisons, rank stability and per-source tables; written to `scores/` and
-published as a Prefect table artifact."""
+published as a Prefect table artifact.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: the flow's parameter types (`DaskCluster`)
+must be objects, not names, when Prefect builds its parameter model. A flow served from a
+script (`score_flow.serve`, tests/test_deployment.py) is loaded as a module Prefect names
+itself, where pydantic cannot resolve a name to its class.
+"""
 
 import logging
 from functools import partial
