@@ -22,6 +22,8 @@ from testprism.flows.errors import Commands, ExitStatus, known_backend
 from testprism.flows.settings_options import settings_options
 from testprism.tasks.collect.rules import NEAR_DUPLICATE_COSINE, PanelMode, PanelRule
 from testprism.tasks.importing.harbor_limits import SOLVE_LIMITS
+from testprism.tasks.collect.settings import CollectSettings
+from testprism.tasks.generate.settings import GenerateSettings, RsiSettings, SelectSettings
 from testprism.tasks.model.benchmark import BUNDLED, BenchmarkError, load_benchmark
 from testprism.tasks.replay.settings import ReplaySettings
 from testprism.tasks.report.formats import ExportFormat
@@ -226,6 +228,7 @@ def replay(
 
 
 @app.command()
+@settings_options(GenerateSettings)
 def generate(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/)")],
     store: Annotated[Path, typer.Option(help="store root", file_okay=False)],
@@ -235,47 +238,31 @@ def generate(
         help="the agent's command, run from the buggy program's root in the sandbox ('testprism agent': the provided one)")],
     out: Annotated[Optional[Path], typer.Option(help="benchmark folder for suites/<configuration>/ (default: BENCHMARK)",
                                                 file_okay=False)] = None,
-    mode: Annotated[str, typer.Option(help="plain: the instruction; testprism: and the reference fix")] = "plain",
-    strategy: Annotated[Optional[Path], typer.Option(help="strategy JSON (docs/generate.md)", dir_okay=False)] = None,
-    tool: Annotated[list[Path], typer.Option(help="a file placed at tmp/.task/tools/ (repeatable)", exists=True,
-                                             dir_okay=False)] = [],  # noqa: B006
-    instance: Annotated[list[str], typer.Option(help="only these instances (repeatable)")] = [],  # noqa: B006
-    model_url: Annotated[Optional[str], typer.Option(
-        help="the OpenAI-compatible base URL the run may reach through its channel (none: no way out)")] = None,
-    api_key_env: Annotated[str, typer.Option(help="harness variable holding the endpoint's key")] = "OPENAI_API_KEY",
-    wall_clock: Annotated[float, typer.Option(help="cap: seconds of one run")] = 1_800.0,
-    run_tokens: Annotated[int, typer.Option(help="cap: tokens of one run, measured by the channel")] = 200_000,
-    run_steps: Annotated[int, typer.Option(help="cap: model calls of one run")] = 120,
     backend: BackendOpt = "local",
     workers: WorkersOpt = 1,
     dask_address: DaskOpt = None,
     work: WorkOpt = None,
     unsafe_no_sandbox: Annotated[bool, typer.Option(help="run the agent without isolation")] = False,
+    settings: GenerateSettings = GenerateSettings(),
 ) -> None:
-    """Run an agent per instance in the sandbox and keep the suites it writes as a configuration."""
-    from testprism.flows.generate import generate_flow
-    from testprism.tasks.generate.strategy import Caps, load_strategy
-    from testprism.flows.runner import open_inputs
-    from testprism.tasks.generate.task_folder import Mode
+    """Run an agent per instance in the sandbox and keep the suites it writes as a configuration.
 
-    try:
-        chosen_mode = Mode(mode)
-    except ValueError:
-        raise typer.BadParameter(f"{mode!r}: one of {', '.join(m.value for m in Mode)}", param_hint="'--mode'") from None
-    load_strategy(strategy)
+    What the runs are given (mode, tools, strategy, caps, endpoint) are tasks/generate/settings.py's fields."""
+    from testprism.flows.generate import generate_flow
+    from testprism.flows.runner import open_inputs
+    from testprism.tasks.generate.strategy import load_strategy
+
+    load_strategy(settings.strategy)
     inputs = open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), trusted=False,
                          unsafe=unsafe_no_sandbox)
-    unknown = sorted(set(instance) - set(inputs.benchmark.instances))
+    unknown = sorted(set(settings.instances) - set(inputs.benchmark.instances))
     if unknown:
         raise typer.BadParameter(f"not in {benchmark}: {', '.join(unknown)}", param_hint="'--instance'")
     with _progress_bar():
         summary = generate_flow(
             benchmark=str(benchmark), store=str(store), configuration=configuration, command=command,
-            out=str(out) if out else None, mode=chosen_mode, strategy=str(strategy) if strategy else None,
-            caps=Caps(wall_clock_s=wall_clock, run_tokens=run_tokens, run_steps=run_steps),
-            tools=[str(t) for t in tool], instances=instance or None, model_url=model_url, api_key_env=api_key_env,
-            backend=backend, workers=workers, dask_address=dask_address, work=str(work) if work else None,
-            unsafe=unsafe_no_sandbox)
+            out=str(out) if out else None, settings=settings, backend=backend, workers=workers,
+            dask_address=dask_address, work=str(work) if work else None, unsafe=unsafe_no_sandbox)
     log.info("generate: %d planned, %d already stored, %d executed; outcomes %s; %d suites in %s",
              summary.planned, summary.skipped, summary.executed, summary.outcomes or "{}", summary.suites, summary.out)
 
@@ -308,71 +295,43 @@ def crossval(
 
 
 @app.command()
+@settings_options(SelectSettings)
 def select(
     store: Annotated[Path, typer.Argument(help="store root, scored (`testprism score`)")],
-    by: Annotated[str, typer.Option(help="the per-instance metric: jvr, wdr, car or grr (docs/generate.md)")],
-    minimum: Annotated[float, typer.Option("--min", help="select where the metric is at least this, in [0, 1]")],
     out: Annotated[Path, typer.Option(help="the demonstrations, one JSON object a line", dir_okay=False)],
-    configuration: Annotated[list[str], typer.Option(help="only these configurations (repeatable)")] = [],  # noqa: B006
+    settings: SelectSettings = SelectSettings.model_construct(),
 ) -> None:
     """Export the generated suites that meet a metric, with their trajectories, as fine-tuning demonstrations."""
-    from testprism.tasks.generate.selection import select_demonstrations
+    from testprism.flows.select import select_flow
 
-    select_demonstrations(store, by, minimum, out, tuple(configuration))
+    select_flow(store=str(store), out=str(out), settings=settings)
 
 
 @app.command()
+@settings_options(RsiSettings)
 def rsi(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder to search on: curate's TRAINING split, never the test split")],
     store: Annotated[Path, typer.Option(help="store root (the search's history: `searches`)", file_okay=False)],
     command: Annotated[str, typer.Option(help="the agent's command, as for generate")],
-    rounds: Annotated[int, typer.Option(min=1, help="rounds in all, stored ones included (a rerun resumes)")],
-    space: Annotated[Optional[Path], typer.Option(
-        help="strategy.toml: [strategy], [bounds.<field>] low/high, [caps] (default: the built-in space)",
-        exists=True, dir_okay=False)] = None,
-    tool: Annotated[list[Path], typer.Option(help="a file placed at tmp/.task/tools/ (repeatable)", exists=True,
-                                             dir_okay=False)] = [],  # noqa: B006
-    mode: Annotated[str, typer.Option(help="plain: the instruction; testprism: and the reference fix")] = "plain",
-    proposer: Annotated[str, typer.Option(help="tpe: Optuna's TPE sampler; llm: a model over --model-url")] = "tpe",
-    model_url: Annotated[Optional[str], typer.Option(
-        help="the OpenAI-compatible base URL of the runs' channel and of the llm proposer")] = None,
-    api_key_env: Annotated[str, typer.Option(help="harness variable holding the endpoint's key")] = "OPENAI_API_KEY",
-    proposer_model: Annotated[Optional[str], typer.Option(
-        help="the llm proposer's model (default: the starting strategy's model)")] = None,
-    seed: Annotated[int, typer.Option(help="TPE's seed (round r samples with seed + r)")] = 0,
-    export: Annotated[Optional[Path], typer.Option(help="write the best strategy here (JSON, for generate --strategy)",
-                                                   dir_okay=False)] = None,
     backend: BackendOpt = "local",
     workers: WorkersOpt = 1,
     dask_address: DaskOpt = None,
     work: WorkOpt = None,
     unsafe_no_sandbox: Annotated[bool, typer.Option(help="run the agent and suites without isolation")] = False,
+    settings: RsiSettings = RsiSettings.model_construct(),
 ) -> None:
-    """Search generation strategies within the space's bounds under its fixed token caps; print the history."""
-    from testprism.flows.rsi import PROPOSERS, rsi_flow
-    from testprism.flows.runner import open_inputs
+    """Search generation strategies within the space's bounds under its fixed token caps; print the history.
+
+    The search's options are tasks/generate/settings.py's fields."""
+    from testprism.flows.rsi import rsi_flow
     from testprism.tasks.generate.search import table
     from testprism.tasks.generate.strategy import load_space
-    from testprism.tasks.generate.task_folder import Mode
 
-    try:
-        chosen_mode = Mode(mode)
-    except ValueError:
-        raise typer.BadParameter(f"{mode!r}: one of {', '.join(m.value for m in Mode)}", param_hint="'--mode'") from None
-    if proposer not in PROPOSERS:
-        raise typer.BadParameter(f"{proposer!r}: one of {', '.join(PROPOSERS)}", param_hint="'--proposer'")
-    if proposer == "llm" and not model_url:
-        raise typer.BadParameter("the llm proposer needs --model-url", param_hint="'--proposer'")
-    load_space(space)
-    open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), trusted=False,
-                unsafe=unsafe_no_sandbox)
+    load_space(settings.space)  # a bad space ends here, in one line
     with _progress_bar():
-        summary = rsi_flow(
-            benchmark=str(benchmark), store=str(store), command=command, space=str(space) if space else None,
-            rounds=rounds, mode=chosen_mode, proposer=proposer, tools=[str(t) for t in tool], model_url=model_url,
-            api_key_env=api_key_env, proposer_model=proposer_model, seed=seed,
-            export_to=str(export) if export else None, backend=backend, workers=workers, dask_address=dask_address,
-            work=str(work) if work else None, unsafe=unsafe_no_sandbox)
+        summary = rsi_flow(benchmark=str(benchmark), store=str(store), command=command, settings=settings,
+                           backend=backend, workers=workers, dask_address=dask_address,
+                           work=str(work) if work else None, unsafe=unsafe_no_sandbox)
     rows = table(summary.rounds, summary.space)
     history_table = Table(title=f"rsi {summary.search_id[:8]} ({store})")
     for column in rows[0] if rows else ():
@@ -404,15 +363,7 @@ PredictionsOpt = Annotated[list[Path], typer.Option(
     exists=True, dir_okay=False, readable=True)]
 DiffsOpt = Annotated[list[Path], typer.Option(help="folder of DIR/<instance_id>/<name>.diff; repeatable",
                                               exists=True, file_okay=False)]
-PanelOpt = Annotated[PanelMode, typer.Option(
-    help="testprism: reference + 4 valid + 5 invalid, chosen for diversity; pool: every deduplicated candidate")]
 OutOpt = Annotated[Optional[Path], typer.Option(help="write the panels here as a benchmark folder to replay")]
-NearOpt = Annotated[float, typer.Option(
-    help="cosine of token counts at or above which two candidates of one label are near duplicates")]
-DistanceOpt = Annotated[float, typer.Option(
-    help="testprism panel: the valid candidates' mean pairwise AST distance must exceed it")]
-JaccardOpt = Annotated[float, typer.Option(
-    help="testprism panel: the most two invalid candidates' failed checks may overlap (Jaccard)")]
 
 
 @app.command()
@@ -443,28 +394,24 @@ def curate(
 
 
 @app.command()
+@settings_options(CollectSettings)
 def collect(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/ with program, reference, checks)")],
     store: Annotated[Path, typer.Option(help="store root", file_okay=False)],
     predictions: PredictionsOpt = [],  # noqa: B006
     diffs: DiffsOpt = [],  # noqa: B006
-    panel: PanelOpt = PanelMode.TESTPRISM,
     out: OutOpt = None,
-    near_duplicate: NearOpt = NEAR_DUPLICATE_COSINE,
-    min_valid_distance: DistanceOpt = PanelRule.min_valid_distance,
-    max_invalid_jaccard: JaccardOpt = PanelRule.max_invalid_jaccard,
     backend: BackendOpt = "local",
     workers: WorkersOpt = 1,
     dask_address: DaskOpt = None,
     work: WorkOpt = None,
-    timeout: Annotated[float, typer.Option(help="wall-clock limit of one run of the checks, seconds")] = 300.0,
     unsafe_no_sandbox: Annotated[bool, typer.Option(help="run untrusted patches without isolation")] = False,
     patch_fuzz: PatchFuzzOpt = DEFAULT_FUZZ,
-    mutants: Annotated[int, typer.Option(
-        min=0, help="up to N mutants of the reference per instance whose pool has fewer invalid candidates than "
-                    "a TestPrism panel needs (Python only); labelled by the checks, those they do not kill dropped")] = 0,
+    settings: CollectSettings = CollectSettings(),
 ) -> None:
-    """Ingest candidate patches, label them by the official checks, and choose panels."""
+    """Ingest candidate patches, label them by the official checks, and choose panels.
+
+    The collect's own options are tasks/collect/settings.py's fields."""
     # Only the bundled benchmark's own code is trusted: patches from outside never are.
     from testprism.flows.runner import open_inputs
 
@@ -475,10 +422,9 @@ def collect(
 
     summary = collect_flow(
         benchmark=str(benchmark), store=str(store), predictions=[str(p) for p in predictions],
-        diffs=[str(d) for d in diffs], panel=panel, out=str(out) if out else None, backend=backend, workers=workers,
-        dask_address=dask_address, work=str(work) if work else None, timeout_s=timeout, near_duplicate=near_duplicate,
-        rule=PanelRule(min_valid_distance=min_valid_distance, max_invalid_jaccard=max_invalid_jaccard),
-        trusted=trusted, unsafe=unsafe_no_sandbox, patch_fuzz=patch_fuzz, mutant_limit=mutants,
+        diffs=[str(d) for d in diffs], out=str(out) if out else None, settings=settings, backend=backend,
+        workers=workers, dask_address=dask_address, work=str(work) if work else None, trusted=trusted,
+        unsafe=unsafe_no_sandbox, patch_fuzz=patch_fuzz,
     )
     agree, compared = summary.agreement
     log.info("collect %s: %d verifications run, %d reused from the store; %d panels%s", summary.flow_run,
@@ -553,7 +499,7 @@ def _open_in_browser(url: str) -> None:
 
 @app.command()
 def pipeline(
-    config: Annotated[Path, typer.Argument(help="pipeline config (TOML): store, curate, collect, replay, score, report",
+    config: Annotated[Path, typer.Argument(help="pipeline config (TOML): store, curate, collect, generate, replay, score, report",
                                            exists=True, dir_okay=False, readable=True)],
     store: Annotated[Optional[Path], typer.Option(help="store root (default: the config's store)",
                                                   file_okay=False)] = None,
@@ -570,11 +516,14 @@ def pipeline(
     if chosen.curate:
         load_config(chosen.curate.config)
     else:  # the first stage reads a benchmark that exists already: check it and the sandbox now
-        collecting = chosen.collect is not None
-        first = chosen.collect_benchmark if collecting else chosen.replay_benchmark
-        open_inputs(str(first), str(chosen.store), () if collecting else chosen.replay.configurations, chosen.backend,
-                    chosen.work or default_work_root(),
-                    trusted=chosen.collect_trusted if collecting else chosen.replay_trusted, unsafe=chosen.unsafe)
+        if chosen.collect is not None:
+            first, configurations, trusted = chosen.collect_benchmark, (), chosen.collect_trusted
+        elif chosen.generate is not None:  # an agent's command: never trusted
+            first, configurations, trusted = chosen.generate_benchmark, (), False
+        else:
+            first, configurations, trusted = chosen.replay_benchmark, chosen.replay.configurations, chosen.replay_trusted
+        open_inputs(str(first), str(chosen.store), configurations, chosen.backend, chosen.work or default_work_root(),
+                    trusted=trusted, unsafe=chosen.unsafe)
     with _progress_bar():
         summary = pipeline_flow(config=str(config), store=str(store) if store else None)
     log.info("pipeline: %d runs executed, %d already stored; %d configurations scored; report at %s",
@@ -658,7 +607,8 @@ def demo(
     for name, mode in (("from-reference", Mode.TESTPRISM), ("from-instruction", Mode.PLAIN)):
         tool = benchmark / "generators" / f"{name.replace('-', '_')}.py"
         with _progress_bar():
-            generate_flow(benchmark=str(benchmark), store=str(out), configuration=name, mode=mode, tools=[str(tool)],
+            generate_flow(benchmark=str(benchmark), store=str(out), configuration=name,
+                          settings=GenerateSettings(mode=mode, tools=(tool,)),
                           command=f"python3 tmp/.task/tools/{tool.name}", out=str(generated), backend=backend,
                           workers=workers, work=str(work) if work else None, trusted=trusted)
     _replay(benchmark, out, ReplaySettings(), backend, workers, None, work, trusted, False, next_step=False)

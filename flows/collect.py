@@ -8,8 +8,9 @@ choose panels (tasks/collect/panel.py) → store `candidates` and `funnel` (the 
 write `verifications` as they go) → write the panels as a benchmark folder that
 `testprism replay` runs unchanged.
 
-Verifications run in coarse Prefect tasks (batches of whole instances, a bounded thread
-pool inside each), on threads or a Dask cluster, as replay's runs do.
+Verifications run through the stage driver (flows/driver.py): coarse Prefect tasks (batches
+of whole instances, a bounded thread pool inside each), on threads or a Dask cluster, as
+replay's runs do.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
-from testprism.flows.runner import Placement, open_inputs, run_stage
+from testprism.flows.driver import drive
+from testprism.flows.runner import Placement, open_inputs
 from testprism.storage import Store
 from testprism.tasks.model.benchmark import Benchmark, Instance
 from testprism.tasks.collect.candidate import (
-    NEAR_DUPLICATE_COSINE,
     CandidatePatch,
     ingest,
     reference_keys,
@@ -40,11 +41,11 @@ from testprism.tasks.model.funnel import Excluded, Funnel, Stage
 from testprism.tasks.model.outcome import Reason
 from testprism.tasks.collect import mutants, stages
 from testprism.tasks.collect.label import GOLD_POLICY, LABEL_POLICY, GoldVerdict, gold_plan, gold_verdicts, label_plan, labelled
-from testprism.tasks.collect.verification import Verification, execute, stored_keys, stored_rows
+from testprism.tasks.collect.verification import Verification, VerifyJob, stored_keys, stored_rows
 from testprism.tasks.collect.panel import PanelChoice, PanelMode, PanelRule, select_panels, write_panel_benchmark
-from testprism.tasks.execution.batch import Batch, ExecutionOptions
+from testprism.tasks.collect.settings import CollectSettings
+from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.cluster import DaskCluster
-from testprism.tasks.sandbox.base import Limits
 from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
@@ -65,12 +66,6 @@ class CollectSummary:
     out: str | None
 
 
-@task(name="verify-batch", retries=0, cache_policy=NO_CACHE)
-def verify_batch(batch: Batch, options: ExecutionOptions) -> int:
-    """One coarse unit: a batch of verifications on one worker, rows written as they finish."""
-    return execute(batch.specs, options)
-
-
 @task(name="select-panels", retries=0, cache_policy=NO_CACHE)
 def panel_batch(instances: list[Instance], candidates: list[CandidatePatch], mode: PanelMode, rule: PanelRule,
                 work_root: Path) -> list[PanelChoice]:
@@ -79,12 +74,12 @@ def panel_batch(instances: list[Instance], candidates: list[CandidatePatch], mod
 
 def _verify(specs: Sequence[Verification], options: ExecutionOptions, store: Store, place: Placement
             ) -> tuple[dict[str, dict], int]:
-    """Run the verifications the store lacks; every planned row, and how many ran."""
+    """Run the verifications the store lacks (the stage driver); every planned row, and how
+    many ran."""
     unique = {s.key: s for s in specs}
     stored = stored_keys(store)
-    todo = [s for key, s in unique.items() if key not in stored]
-    run_stage(place, verify_batch, todo, options, "verify")
-    return stored_rows(store, list(unique)), len(todo)
+    drive("verify", list(unique.values()), VerifyJob, options, place, key=lambda s: s.key, settled=stored)
+    return stored_rows(store, list(unique)), sum(key not in stored for key in unique)
 
 
 def _gold(bench: Benchmark, options: ExecutionOptions, store: Store, place: Placement
@@ -140,23 +135,22 @@ def collect_flow(
     store: str,
     predictions: list[str] | None = None,
     diffs: list[str] | None = None,
-    panel: PanelMode = PanelMode.TESTPRISM,
     out: str | None = None,
+    settings: CollectSettings = CollectSettings(),
     backend: str = "local",
     workers: int = 1,
     dask_address: str | None = None,
     work: str | None = None,
-    timeout_s: float = 300.0,
-    near_duplicate: float = NEAR_DUPLICATE_COSINE,
-    rule: PanelRule = PanelRule(),
     trusted: bool = False,
     unsafe: bool = False,
     patch_fuzz: int = DEFAULT_FUZZ,
     dask_cluster: DaskCluster | None = None,
-    mutant_limit: int = 0,
 ) -> CollectSummary:
-    """`mutant_limit` > 0: up to that many mutants of each instance whose pool holds fewer
-    invalid candidates than the TestPrism panel needs (tasks/collect/mutants.py)."""
+    """`settings`: what the collect does (tasks/collect/settings.py, each field's description
+    in Prefect's run form); `predictions`, `diffs`: the candidates it reads besides the
+    benchmark's own; the rest: where it runs, as for every stage. `settings.mutant_limit` > 0:
+    up to that many mutants of each instance whose pool holds fewer invalid candidates than
+    the TestPrism panel needs (tasks/collect/mutants.py)."""
     place = Placement(workers, dask_address, dask_cluster)
     work_root = Path(work) if work else default_work_root()
     inputs = open_inputs(benchmark, store, (), backend, work_root, trusted=trusted, unsafe=unsafe)
@@ -164,7 +158,7 @@ def collect_flow(
     flow_run = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
     funnel = Funnel("collect", flow_run)
     options = ExecutionOptions(
-        backend=backend, work_root=work_root, store_root=Path(store), limits=Limits(timeout_s=timeout_s),
+        backend=backend, work_root=work_root, store_root=Path(store), limits=settings.limits(),
         concurrency=place.concurrency(inputs.backend.default_concurrency()),
         trusted=trusted, unsafe=unsafe, replay_started=datetime.now(UTC),
     )
@@ -183,16 +177,17 @@ def collect_flow(
     label_options = replace(options, policy=replace(LABEL_POLICY, patch_fuzz=patch_fuzz))
     pool, label_ran, label_reused = _label(pool, validated, label_options, target, place)
     funnel.add(stages.verification_stage(pool))
-    if mutant_limit:
-        pool, stage, mutant_ran, mutant_reused = _mutants(pool, validated, mutant_limit, rule.invalid, bench,
+    rule = settings.rule()
+    if settings.mutant_limit:
+        pool, stage, mutant_ran, mutant_reused = _mutants(pool, validated, settings.mutant_limit, rule.invalid, bench,
                                                           label_options, target, place)
         funnel.add(stage)
         label_ran, label_reused = label_ran + mutant_ran, label_reused + mutant_reused
-    pool = set_aside_near_duplicates(pool, near_duplicate)
+    pool = set_aside_near_duplicates(pool, settings.near_duplicate)
     funnel.add(stages.near_dedup_stage(pool))
 
-    choices = _panels(validated, pool, PanelMode(panel), rule, work_root, place)
-    funnel.add(stages.panel_stage(choices, PanelMode(panel)))
+    choices = _panels(validated, pool, settings.panel, rule, work_root, place)
+    funnel.add(stages.panel_stage(choices, settings.panel))
 
     stages.record(target, bench, pool, choices, funnel)
     for stage in funnel.stages:

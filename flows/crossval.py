@@ -4,8 +4,8 @@ repair; over-restrictive and weak tests are flagged, their agents asked again wi
 disagreeing repair and output (within what their first run left of the caps), and the
 validated tests of each instance merge into one suite.
 
-Thin wiring: generation, replay and verification batches are the existing flows' tasks;
-the rules are tasks/generate/crossval.py's.
+Thin wiring: generation, replay and verification batches run through the stage driver
+(flows/driver.py); the rules are tasks/generate/crossval.py's.
 """
 
 from __future__ import annotations
@@ -19,22 +19,21 @@ from pathlib import Path
 import polars as pl
 from prefect import flow
 
-from testprism.flows.collect import verify_batch
+from testprism.flows.driver import drive
 from testprism.flows.generate import run_generations
-from testprism.flows.replay import replay_batch
-from testprism.flows.runner import Placement, open_inputs, run_stage
+from testprism.flows.runner import Placement, open_inputs
 from testprism.storage import Store
 from testprism.tasks.collect.label import LABEL_POLICY
-from testprism.tasks.collect.verification import Verification, stored_keys, stored_rows
+from testprism.tasks.collect.verification import Verification, VerifyJob, stored_keys, stored_rows
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.generate import crossval as pcv
 from testprism.tasks.generate.benchmark_out import write_generated
 from testprism.tasks.generate.crossval import kept_keys
-from testprism.tasks.generate.crossval_config import load_crossval
+from testprism.tasks.generate.crossval_config import CrossvalConfig, load_crossval
 from testprism.tasks.generate.generation import Endpoint, GenerationSpec, plan_generation, settled_generations
 from testprism.tasks.generate.strategy import load_strategy
 from testprism.tasks.model.workdir import default_work_root
-from testprism.tasks.replay.runs import RunSpec, finished_keys, pending_runs, record_reused
+from testprism.tasks.replay.runs import ReplayJob, RunSpec, finished_keys, pending_runs, record_reused
 
 log = logging.getLogger(__name__)
 
@@ -49,20 +48,26 @@ class CrossvalSummary:
 
 def _run(specs: list[RunSpec], options: ExecutionOptions, place: Placement) -> None:
     todo, _ = record_reused(pending_runs(specs, finished_keys(Store(options.store_root))), options)
-    run_stage(place, replay_batch, todo, options)
+    drive("replay", todo, ReplayJob, options, place)
 
 
 def _verify(checks: list[Verification], options: ExecutionOptions, place: Placement) -> dict[str, dict]:
     store = Store(options.store_root)
-    done = stored_keys(store)
-    run_stage(place, verify_batch, [v for v in {v.key: v for v in checks}.values() if v.key not in done], options)
+    drive("verify", list({v.key: v for v in checks}.values()), VerifyJob, options, place, key=lambda v: v.key,
+          settled=stored_keys(store))
     return stored_rows(store, [v.key for v in checks])
 
 
 @flow(name="crossval", log_prints=False)
-def crossval_flow(config: str, store: str, backend: str = "local", workers: int = 1, dask_address: str | None = None,
-                  work: str | None = None, unsafe: bool = False) -> CrossvalSummary:
-    chosen = load_crossval(Path(config))
+def crossval_flow(store: str, config: str | None = None, settings: CrossvalConfig | None = None,
+                  backend: str = "local", workers: int = 1, dask_address: str | None = None, work: str | None = None,
+                  unsafe: bool = False) -> CrossvalSummary:
+    """Cross-validate the agents of `config` (a crossval config file, its paths relative to
+    it) or of `settings` (the same fields given whole, as a deployment's run form shows
+    them; paths relative to the working directory): one of the two."""
+    if (config is None) == (settings is None):
+        raise ValueError("crossval takes a config file or its settings: give one")
+    chosen = load_crossval(Path(config)) if config is not None else settings
     place = Placement(workers, dask_address)
     work_root = Path(work) if work else default_work_root()
     inputs = open_inputs(str(chosen.benchmark), store, (), backend, work_root, trusted=False, unsafe=unsafe)

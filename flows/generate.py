@@ -1,9 +1,9 @@
 """The generate flow: an agent command per instance in the sandbox → suites kept in the store
 → `OUT/suites/<configuration>/`, a benchmark that replay runs unchanged.
 
-Thin wiring: plan (tasks/generate/generation.py) → skip settled keys → batches as coarse
-Prefect tasks on threads or Dask (the replay flow's placement) → the benchmark of generated
-suites assembled from the store.
+Thin wiring: plan (tasks/generate/generation.py) → the stage driver (flows/driver.py) skips
+settled keys and places batches as coarse Prefect tasks on threads or Dask → the benchmark
+of generated suites assembled from the store.
 """
 
 from __future__ import annotations
@@ -11,19 +11,21 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
 
-from testprism.flows.runner import Placement, open_inputs, run_stage
-from testprism.tasks.execution.batch import Batch, BatchSummary, ExecutionOptions, execute
+from testprism.flows.driver import drive
+from testprism.flows.runner import Placement, open_inputs
+from testprism.storage import Store
+from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.generate.benchmark_out import write_generated
 from testprism.tasks.generate.generation import (Endpoint, GenerateJob, GenerationSpec, kept_suites, plan_generation,
                                                  settled_generations, suite_folders)
-from testprism.tasks.generate.strategy import Caps, load_strategy
-from testprism.tasks.generate.task_folder import Mode
+from testprism.tasks.generate.settings import GenerateSettings
+from testprism.tasks.generate.strategy import load_strategy
 from testprism.tasks.model.workdir import default_work_root
 
 log = logging.getLogger(__name__)
@@ -39,26 +41,14 @@ class GenerateSummary:
     out: str
 
 
-@task(name="generate-batch", retries=0, cache_policy=NO_CACHE)
-def generate_batch(batch: Batch, options: ExecutionOptions, endpoint: Endpoint | None) -> BatchSummary:
-    """One coarse unit: a batch of generation runs on one worker, rows stored as they finish."""
-    return execute(GenerateJob(options, endpoint), batch.specs, options)
-
-
 def run_generations(specs: list[GenerationSpec], options: ExecutionOptions, endpoint: Endpoint | None,
                     place: Placement) -> tuple[int, dict[str, int]]:
-    """Execute the runs the store has not settled; (executed, outcomes). Shared by generate,
-    crossval's feedback round and rsi."""
-    from testprism.storage import Store
-
-    settled = settled_generations(Store(options.store_root))
-    todo = [s for s in specs if s.key not in settled]
-    executed, outcomes = 0, {}
-    for summary in run_stage(place, generate_batch, todo, options, "generate", endpoint=endpoint):
-        executed += summary.executed
-        for key, n in summary.outcomes.items():
-            outcomes[key] = outcomes.get(key, 0) + n
-    return executed, outcomes
+    """Execute the runs the store has not settled (the stage driver); (executed, outcomes).
+    Shared by generate, crossval's feedback round and rsi."""
+    totals = drive("generate", specs, partial(GenerateJob, endpoint=endpoint), options, place,
+                   key=lambda s: s.key, settled=settled_generations(Store(options.store_root)),
+                   failed=lambda outcome: outcome != "ok")
+    return totals.executed, totals.outcomes
 
 
 @flow(name="generate", log_prints=False)
@@ -68,13 +58,7 @@ def generate_flow(
     configuration: str,
     command: str,
     out: str | None = None,
-    mode: Mode = Mode.PLAIN,
-    strategy: str | None = None,
-    caps: Caps = Caps(),
-    tools: list[str] | None = None,
-    instances: list[str] | None = None,
-    model_url: str | None = None,
-    api_key_env: str | None = "OPENAI_API_KEY",
+    settings: GenerateSettings = GenerateSettings(),
     backend: str = "local",
     workers: int = 1,
     dask_address: str | None = None,
@@ -84,7 +68,9 @@ def generate_flow(
     unsafe: bool = False,
 ) -> GenerateSummary:
     """Run `command` on every instance's buggy program (in the sandbox, the task folder at
-    tmp/.task) and write the suites it leaves to `out` (default: the benchmark itself)."""
+    tmp/.task) and write the suites it leaves to `out` (default: the benchmark itself) as
+    `configuration`. `settings`: what the runs are given (tasks/generate/settings.py, each
+    field's description in Prefect's run form); the rest: where it runs, as for every stage."""
     place = Placement(workers, dask_address, dask_cluster)
     work_root = Path(work) if work else default_work_root()
     inputs = open_inputs(benchmark, store, (), backend, work_root, trusted=trusted, unsafe=unsafe)
@@ -92,13 +78,13 @@ def generate_flow(
     options = ExecutionOptions(backend=backend, work_root=work_root, store_root=Path(store),
                                concurrency=place.concurrency(inputs.backend.default_concurrency()), trusted=trusted,
                                unsafe=unsafe, replay_started=datetime.now(UTC))
-    specs = plan_generation(bench, configuration, command, Mode(mode), load_strategy(Path(strategy) if strategy else None),
-                            caps, tuple(Path(t) for t in tools or ()), tuple(instances or ()))
-    endpoint = Endpoint(model_url, api_key_env) if model_url else None
+    specs = plan_generation(bench, configuration, command, settings.mode, load_strategy(settings.strategy),
+                            settings.caps, settings.tools, settings.instances)
+    endpoint = Endpoint(settings.model_url, settings.api_key_env) if settings.model_url else None
     before = settled_generations(inputs.store)
     log.info("%d generation runs planned, %d already stored, %d to execute (backend %s, isolation %s, model %s)",
              len(specs), sum(s.key in before for s in specs), sum(s.key not in before for s in specs), backend,
-             inputs.isolation, model_url or "none")
+             inputs.isolation, settings.model_url or "none")
     executed, outcomes = run_generations(specs, options, endpoint, place)
     target = Path(out) if out else bench.root
     kept = kept_suites(specs, settled_generations(inputs.store))

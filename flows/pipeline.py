@@ -1,5 +1,5 @@
-"""The pipeline flow: curate (when configured) → collect (when configured) → replay → score →
-report, each stage the existing flow run as a subflow, every parameter from one config file
+"""The pipeline flow: curate (when configured) → collect (when configured) → generate (when
+configured) → replay → score → report, each stage the existing flow run as a subflow, every parameter from one config file
 (tasks/pipeline/config.py; examples/pipeline.toml).
 
 A rerun redoes nothing settled: every stage skips the keys its store holds, so a nightly
@@ -11,16 +11,23 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from prefect import flow
+from pydantic import BaseModel
 
 from testprism.flows.collect import collect_flow
 from testprism.flows.curate import curate_flow
+from testprism.flows.generate import generate_flow
 from testprism.flows.replay import ReplaySummary, replay_flow
 from testprism.flows.report import report_flow
 from testprism.flows.score import score_flow
+from testprism.tasks.collect.settings import CollectSettings
+from testprism.tasks.generate.settings import GenerateSettings
 from testprism.tasks.pipeline.config import load_pipeline
 from testprism.tasks.replay.settings import ReplaySettings
+
+S = TypeVar("S", bound=BaseModel)
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +42,12 @@ class PipelineSummary:
 
 def _text(path: Path | None) -> str | None:
     return None if path is None else str(path)
+
+
+def _settings(model: type[S], section: BaseModel) -> S:
+    """A stage's settings object from its pipeline section (the settings plus what the stage
+    reads and writes)."""
+    return model(**{name: getattr(section, name) for name in model.model_fields})
 
 
 @flow(name="pipeline", log_prints=False)
@@ -52,15 +65,20 @@ def pipeline_flow(config: str = "examples/pipeline.toml", store: str | None = No
         stage = chosen.collect
         collect_flow(benchmark=str(chosen.collect_benchmark), store=target,
                      predictions=[str(p) for p in stage.predictions], diffs=[str(d) for d in stage.diffs],
-                     panel=stage.panel, out=str(stage.out), timeout_s=stage.timeout_s, trusted=chosen.collect_trusted,
+                     out=str(stage.out), settings=_settings(CollectSettings, stage), trusted=chosen.collect_trusted,
                      unsafe=chosen.unsafe, patch_fuzz=chosen.patch_fuzz, **common)
+    if chosen.generate:
+        stage = chosen.generate
+        generate_flow(benchmark=str(chosen.generate_benchmark), store=target, configuration=stage.configuration,
+                      command=stage.command, out=str(chosen.generate_out), settings=_settings(GenerateSettings, stage),
+                      unsafe=chosen.unsafe, **common)
     benchmark = str(chosen.replay_benchmark)
-    settings = ReplaySettings(**chosen.replay.model_dump(exclude={"benchmark"}))
-    replayed = replay_flow(benchmark=benchmark, store=target, settings=settings, trusted=chosen.replay_trusted,
+    replayed = replay_flow(benchmark=benchmark, store=target, settings=_settings(ReplaySettings, chosen.replay),
+                           trusted=chosen.replay_trusted,
                            unsafe=chosen.unsafe, patch_fuzz=chosen.patch_fuzz, **common)
     log.info("replay: %d planned, %d already stored, %d executed; outcomes %s", replayed.planned, replayed.skipped,
              replayed.executed, replayed.outcomes or "{}")
-    board = score_flow(store=target, replicates=chosen.score.replicates, seed=chosen.score.seed,
+    board = score_flow(store=target, replicates=chosen.score.replicates, seed=chosen.score.seed, **place,
                        benchmark=benchmark if chosen.score.coverage else None, work=work, backend=chosen.backend,
                        trusted=chosen.replay_trusted, unsafe=chosen.unsafe, panel_benchmark=benchmark)
     log.info("score: %d configurations on the leaderboard", board.height)

@@ -1,27 +1,27 @@
 """The replay flow: every suite on buggy, reference and every candidate.
 
-Thin wiring: plan (tasks/replay/runs.py) → skip stored keys → batches as coarse Prefect tasks
-on threads or a Dask cluster → each batch writes its own rows (or, on workers that share no
-disk with the flow, brings its benchmark parts and returns its rows for the flow to write). Prefect costs milliseconds to
-a tenth of a second per task and its server drops events past a few thousand task runs, so
-a task is a batch of runs, never one run.
+Thin wiring: what is left to run, in rounds (tasks/replay/work.py) → the stage driver
+(flows/driver.py) places each round's batches as coarse Prefect tasks on threads or a Dask
+cluster → each batch writes its own rows (or, on workers that share no disk with the flow,
+brings its benchmark parts and returns its rows for the driver to write). Prefect costs
+milliseconds to a tenth of a second per task and its server drops events past a few
+thousand task runs, so a task is a batch of runs, never one run.
 """
 
 from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
 
-from testprism.flows import progress
-from testprism.flows.runner import Placement, open_inputs, place_batches
-from testprism.tasks.replay.runs import ReplayJob, execute_batch, record_plan
+from testprism.flows.driver import StageDriver
+from testprism.flows.runner import Placement, open_inputs
+from testprism.tasks.replay.runs import ReplayJob, record_plan
 from testprism.tasks.replay.work import replay_batches, replay_work
-from testprism.tasks.execution.batch import Batch, BatchSummary, ExecutionOptions
+from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.replay.settings import ReplaySettings
@@ -41,13 +41,6 @@ class ReplaySummary:
     builds: int = 0
     #: runs recorded from the same work already settled in the store (runs.reused_from), not run
     reused: int = 0
-
-
-@task(name="replay-batch", retries=0, cache_policy=NO_CACHE)
-def replay_batch(batch: Batch, options: ExecutionOptions) -> BatchSummary:
-    """One coarse unit: a batch of runs on one worker, rows written as they finish (or
-    returned, from a worker that shares no disk with the flow)."""
-    return execute_batch(batch.specs, options, batch.parcel)
 
 
 def _count(outcomes: dict[str, int], more: dict[str, int]) -> None:
@@ -103,26 +96,14 @@ def replay_flow(
         if todo.twins else "",
         f"; {todo.stopped} early-stopped (their suite's joint success already decided)" if settings.early_stop else "",
     )
-    sink = progress.current()
-    sink.start("replay", todo.planned, already=todo.skipped + todo.settled_here)
-    executed = builds = 0
-    if todo.firsts:  # (twins have a first run among them)
-        sent = options if settings.shared_disk else replace(options, store_root=None, work_root=None)
-        writer = ReplayJob(options)
-        with place.task_runner() as runner:
-            for units, settled in todo.rounds(options, settings):
-                if settled:  # twins that took their first run's row
-                    sink.batch_done(settled, stored=settled, reused=settled)
-                if not units:
-                    continue
-                groups = replay_batches(units, options, place.batch_target(len(units)), settings.early_stop)
-                for batch, summary in place_batches(runner, replay_batch, groups, sent, shared_disk=settings.shared_disk,
-                                                    window=max(4, 2 * place.parallelism)):
-                    if summary.rows:  # a worker without the store's disk returned them
-                        writer.write(target, summary.rows)
-                    sink.batch_done(*progress.summary_counts(summary, len(batch)))
-                    executed += summary.executed
-                    builds += summary.builds
-                    _count(todo.outcomes, summary.outcomes)
-    sink.finish()
-    return ReplaySummary(todo.planned, todo.skipped, executed, todo.outcomes, inputs.isolation, builds, todo.reused)
+    with StageDriver("replay", ReplayJob, options, place, planned=todo.planned,
+                     shared_disk=settings.shared_disk) as driver:
+        driver.stored(todo.skipped)
+        driver.settle(todo.settled_here, reused=todo.reused)
+        for units, settled in todo.rounds(options, settings):  # (twins have a first run among them)
+            driver.settle(settled, reused=settled)
+            driver.run(units, cut=lambda units, size: replay_batches(units, options, size, settings.early_stop))
+    totals = driver.totals
+    _count(todo.outcomes, totals.outcomes)
+    return ReplaySummary(todo.planned, todo.skipped, totals.executed, todo.outcomes, inputs.isolation, totals.builds,
+                         todo.reused)

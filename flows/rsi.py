@@ -29,13 +29,11 @@ from testprism.tasks.generate.proposers import Proposal, propose_llm, propose_tp
 from testprism.tasks.generate.search import (RoundStatus, SearchRound, best, charged, configuration_of, export,
                                              history, record, round_budget, round_jsf, search_id)
 from testprism.tasks.generate.strategy import StrategySpace, load_space
-from testprism.tasks.generate.task_folder import Mode
+from testprism.tasks.generate.settings import GenerateSettings, Proposer, RsiSettings
 from testprism.tasks.model.workdir import default_work_root
 from testprism.tasks.replay.settings import ReplaySettings
 
 log = logging.getLogger(__name__)
-
-PROPOSERS = ("tpe", "llm")
 
 
 @dataclass(frozen=True)
@@ -48,11 +46,11 @@ class RsiSummary:
     export: str | None
 
 
-def _proposal(space: StrategySpace, past: list[SearchRound], round_: int, proposer: str, seed: int,
+def _proposal(space: StrategySpace, past: list[SearchRound], round_: int, proposer: Proposer, seed: int,
               endpoint: Endpoint | None, model: str) -> Proposal:
     if round_ == 1:
         return Proposal(space.strategy, "start")
-    if proposer == "llm":
+    if proposer is Proposer.LLM:
         return propose_llm(space, past, round_, seed, endpoint, model)
     return Proposal(propose_tpe(space, past, round_, seed), "tpe")
 
@@ -62,16 +60,7 @@ def rsi_flow(
     benchmark: str,
     store: str,
     command: str,
-    space: str | None = None,
-    rounds: int = 6,
-    mode: Mode = Mode.PLAIN,
-    proposer: str = "tpe",
-    tools: list[str] | None = None,
-    model_url: str | None = None,
-    api_key_env: str | None = "OPENAI_API_KEY",
-    proposer_model: str | None = None,
-    seed: int = 0,
-    export_to: str | None = None,
+    settings: RsiSettings,
     backend: str = "local",
     workers: int = 1,
     dask_address: str | None = None,
@@ -79,19 +68,16 @@ def rsi_flow(
     work: str | None = None,
     unsafe: bool = False,
 ) -> RsiSummary:
-    """Search `rounds` rounds in all (stored ones included) on `benchmark` (the training
-    split), and write the best strategy to `export_to`."""
-    if proposer not in PROPOSERS:
-        raise ValueError(f"proposer {proposer!r}: one of {', '.join(PROPOSERS)}")
-    if proposer == "llm" and not model_url:
-        raise ValueError("the llm proposer needs model_url")
-    chosen = load_space(Path(space) if space else None)
-    mode = Mode(mode)
+    """Search `settings.rounds` rounds in all (stored ones included) on `benchmark` (the
+    training split), and write the best strategy to `settings.export_to`. `settings`: the
+    search's (tasks/generate/settings.py, each field's description in Prefect's run form)."""
+    rounds, mode, tools, seed = settings.rounds, settings.mode, settings.tools, settings.seed
+    model_url, api_key_env, export_to = settings.model_url, settings.api_key_env, settings.export_to
+    chosen = load_space(settings.space)
     work_root = Path(work) if work else default_work_root()
     inputs = open_inputs(benchmark, store, (), backend, work_root, trusted=False, unsafe=unsafe)
     bench, target = inputs.benchmark, inputs.store
-    tool_paths = tuple(Path(t) for t in tools or ())
-    search = search_id(chosen, command, mode, tool_paths, bench.root)
+    search = search_id(chosen, command, mode, tools, bench.root)
     out = Path(store) / "rsi" / "bench"
     endpoint = Endpoint(model_url, api_key_env) if model_url else None
     past = history(target, search)
@@ -108,21 +94,23 @@ def rsi_flow(
                                0, chosen.caps.search_tokens, 0, started, allowed.status, allowed.note, ())
             log.warning("rsi round %d: stopped: %s", round_, allowed.note)
         else:
-            proposal = _proposal(chosen, past, round_, proposer, seed, endpoint, proposer_model or chosen.strategy.model)
+            proposal = _proposal(chosen, past, round_, settings.proposer, seed, endpoint,
+                                 settings.proposer_model or chosen.strategy.model)
             strategy_file = Path(store) / "rsi" / "strategies" / f"{name}.json"
             strategy_file.parent.mkdir(parents=True, exist_ok=True)
             strategy_file.write_text(proposal.strategy.as_json())
             if allowed.note:
                 log.info("rsi round %d: %s", round_, allowed.note)
             generate_flow(benchmark=benchmark, store=store, configuration=name, command=command, out=str(out),
-                          mode=mode, strategy=str(strategy_file), caps=allowed.caps, tools=list(tools or ()),
-                          model_url=model_url, api_key_env=api_key_env, backend=backend, workers=workers,
-                          dask_address=dask_address, dask_cluster=dask_cluster, work=work, unsafe=unsafe)
+                          settings=GenerateSettings(mode=mode, strategy=strategy_file, caps=allowed.caps, tools=tools,
+                                                    model_url=model_url, api_key_env=api_key_env),
+                          backend=backend, workers=workers, dask_address=dask_address, dask_cluster=dask_cluster,
+                          work=work, unsafe=unsafe)
             replay_flow(benchmark=str(out), store=store, settings=ReplaySettings(configurations=(name,)),
                         backend=backend, workers=workers,
                         dask_address=dask_address, dask_cluster=dask_cluster, work=work, unsafe=unsafe)
             keys = tuple(s.key for s in plan_generation(bench, name, command, mode, proposal.strategy, allowed.caps,
-                                                        tool_paths))
+                                                        tools))
             tokens, requests = charged(target, name)
             done = SearchRound(search, round_, name, proposal.proposer, proposal.strategy, round_jsf(target, name),
                                len(bench.instances), tokens, requests, used + tokens, allowed.caps.run_tokens,
@@ -135,6 +123,6 @@ def rsi_flow(
         past.append(done)
     top = best(past)
     if export_to and top is not None:
-        export(top, Path(export_to))
+        export(top, export_to)
         log.info("rsi %s: best JSF %.3f (round %d) exported to %s", search[:8], top.jsf, top.round, export_to)
-    return RsiSummary(search, chosen, past, executed, top, export_to if top is not None else None)
+    return RsiSummary(search, chosen, past, executed, top, str(export_to) if export_to and top is not None else None)

@@ -1,16 +1,17 @@
 """How flows run their batches: threads in-process or a Dask cluster, how big a batch is,
 how many runs at once inside one, the one loop that places a stage's batches
-(`place_batches`, `run_stage`), and the inputs every sandboxed flow checks first.
+(`place_batches`, driven by flows/driver.py), and the inputs every sandboxed flow checks first.
 
-Shared by every flow that runs sandboxed batches (replay, collect's verifications,
-generate, crossval's runs and checks), so that they size and place their work the same way.
+Shared by every flow that runs sandboxed batches (replay, collect's verifications, the
+coverage passes, generate, crossval's runs and checks), so that they size and place their
+work the same way.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,9 +21,8 @@ from prefect import Task
 from prefect.futures import as_completed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from testprism.flows import progress
 from testprism.storage import Store
-from testprism.tasks.execution.batch import Batch, ExecutionOptions, batches
+from testprism.tasks.execution.batch import Batch, ExecutionOptions
 from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.execution.parcel import pack
 from testprism.tasks.model.benchmark import Benchmark, load_benchmark
@@ -198,24 +198,3 @@ def place_batches(runner: TaskRunner, task: Task, groups: list[Batch], options: 
             inflight[runner.submit(task, {"batch": Batch(batch.specs, parcel), "options": options, **extra})] = batch
         done = next(as_completed(list(inflight)))
         yield inflight.pop(done), done.result()
-
-
-def run_stage(place: Placement, task: Task, units: Sequence, options: ExecutionOptions, stage: str | None = None,
-              **extra: Any) -> list[Any]:
-    """A stage's units cut into batches, placed (`place_batches`) and run to the end; each
-    batch's summary, in the order they completed. `stage`: the name its progress is shown
-    under (flows/progress.py; None: the caller shows none)."""
-    sink = progress.current()
-    if stage:
-        sink.start(stage, len(units))
-    summaries: list[Any] = []
-    if units:
-        with place.task_runner() as runner:
-            for batch, summary in place_batches(runner, task, batches(list(units), place.batch_target(len(units))),
-                                                options, **extra):
-                summaries.append(summary)
-                if stage:
-                    sink.batch_done(*progress.summary_counts(summary, len(batch)))
-    if stage:
-        sink.finish()
-    return summaries

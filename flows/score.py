@@ -1,38 +1,40 @@
 """The score flow: runs → per-instance indicators → leaderboard with bootstrap intervals,
 paired comparisons, rank stability and per-source tables; written to `scores/` and
-published as a Prefect table artifact."""
+published as a Prefect table artifact.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: the flow's parameter types (`DaskCluster`)
+must be objects, not names, when Prefect builds its parameter model. A flow served from a
+script (`score_flow.serve`, tests/test_deployment.py) is loaded as a module Prefect names
+itself, where pydantic cannot resolve a name to its class.
+"""
 
 import logging
+from functools import partial
 
 import polars as pl
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
 from prefect.artifacts import create_table_artifact
 
-from testprism.tasks.score.coverage.candidates import measure_candidate_coverage
-from testprism.tasks.score.coverage.probe import measure_coverage
+from testprism.flows.driver import drive
+from testprism.flows.runner import Placement
+from testprism.storage import Store
+from testprism.tasks.execution.cluster import DaskCluster
+from testprism.tasks.sandbox.base import backend_class
+from testprism.tasks.score.coverage.candidates import candidate_coverage_pass
+from testprism.tasks.score.coverage.probe import CoverageJob, CoverageSpec, coverage_pass, finish_pass
 from testprism.tasks.score.coverage.summary import coverage_summary
 from testprism.tasks.score.scores import scorable_store, score_tables, write_scores
-from testprism.tasks.model.workdir import default_work_root
 
 log = logging.getLogger(__name__)
 
 
-@task(name="measure-coverage", cache_policy=NO_CACHE)
-def coverage_task(benchmark: str, store: str, work: str | None, backend: str, trusted: bool, unsafe: bool) -> pl.DataFrame:
-    """One coarse unit: every suite once more on its reference state, under coverage."""
-    return measure_coverage(benchmark, store, work or default_work_root(), backend, trusted=trusted, unsafe=unsafe)
-
-
-@task(name="measure-candidate-coverage", cache_policy=NO_CACHE)
-def candidate_coverage_task(benchmark: str, store: str, work: str | None, backend: str, trusted: bool,
-                            unsafe: bool) -> pl.DataFrame:
-    """One coarse unit: each suite under coverage on every invalid candidate it accepted
-    (the failure taxonomy's coverage-gap rule)."""
-    return measure_candidate_coverage(benchmark, store, work or default_work_root(), backend, trusted=trusted,
-                                      unsafe=unsafe)
+def _coverage(made: tuple[CoverageJob, Store, list[CoverageSpec]], place: Placement) -> pl.DataFrame:
+    """A coverage pass's measurements placed by the stage driver; its table, rewritten by
+    this process as the batches return their rows (a table rewritten whole has one writer)."""
+    job, store, todo = made
+    on_worker = partial(type(job), specs=(), done={}, changes=job.changes)  # what the worker's batches need
+    drive(job.dataset, todo, on_worker, job.options, place, rows_back=True, writer=job)
+    return finish_pass(job, store)
 
 
 @flow(name="score")
@@ -46,17 +48,25 @@ def score_flow(
     trusted: bool = False,
     unsafe: bool = False,
     panel_benchmark: str | None = None,
+    workers: int = 1,
+    dask_address: str | None = None,
+    dask_cluster: DaskCluster | None = None,
 ) -> pl.DataFrame:
     """Score a store; with `benchmark`, also measure the suites' coverage of the reference
     change (ΔC, EC), its correlation with joint validation, and, on each invalid candidate a
     suite accepted, of the lines where it differs from the reference; then place every
     S_i = 0 in the failure taxonomy from those and the benchmark's diffs. The panel-size curves and the
     taxonomy read patches from `panel_benchmark` (default: `benchmark`); nothing is run for
-    them."""
+    them. The coverage runs are placed like a replay's (`workers`, `dask_address`,
+    `dask_cluster`: flows/driver.py)."""
     target = scorable_store(store)
-    coverage = coverage_task(benchmark, store, work, backend, trusted, unsafe) if benchmark else None
-    if benchmark:
-        candidate_coverage_task(benchmark, store, work, backend, trusted, unsafe)
+    coverage = None
+    if benchmark:  # the coverage passes: placed as replay's batches are (`workers`, a Dask cluster)
+        place = Placement(workers, dask_address, dask_cluster)
+        given = {"trusted": trusted, "unsafe": unsafe,
+                 "concurrency": place.concurrency(backend_class(backend).default_concurrency())}
+        coverage = _coverage(coverage_pass(benchmark, store, work, backend, **given), place)
+        _coverage(candidate_coverage_pass(benchmark, store, work, backend, **given), place)
     # the taxonomy reads the coverage just written
     tables = score_tables(target, replicates, seed, panel_benchmark or benchmark)
     if coverage is not None:

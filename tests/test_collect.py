@@ -28,6 +28,7 @@ from testprism.tasks.collect.candidate import (
     set_aside_near_duplicates,
 )
 from testprism.tasks.collect.label import GOLD_POLICY, LABEL_POLICY, gold_plan, gold_verdict, label_of
+from testprism.tasks.collect.settings import CollectSettings
 from testprism.tasks.collect.verification import candidate_states, check_ids, execute, plan, stored_keys, stored_rows
 from testprism.tasks.collect.panel import (
     PanelRule,
@@ -386,8 +387,8 @@ def test_collect_flow_end_to_end(labelled_bench, tmp_path, work_root):
     ]
     preds.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     store, out = tmp_path / "store", tmp_path / "panel-bench"
-    args = dict(benchmark=str(labelled_bench), store=str(store), predictions=[str(preds)], panel=PanelMode.POOL,
-                out=str(out), work=str(work_root))
+    args = dict(benchmark=str(labelled_bench), store=str(store), predictions=[str(preds)],
+                settings=CollectSettings(panel=PanelMode.POOL), out=str(out), work=str(work_root))
 
     first = collect_flow(**args)
 

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from testprism.flows.cli import app
 from testprism.storage import Store
+from testprism.tasks.generate.settings import GenerateSettings
 from testprism.tasks.generate.strategy import Caps, Strategy
 from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
 from testprism.tasks.model.outcome import GENERATION_REASONS
@@ -135,8 +136,8 @@ def test_budgets_hold_and_overruns_are_recorded_without_their_suite(tmp_path, wo
         tool = tmp_path / f"{name}.py"
         tool.write_text(code)
         generate_flow(benchmark=str(bench), store=str(store), configuration=name,
-                      command=f"python tmp/.task/tools/{tool.name}", out=str(out), caps=caps, tools=[str(tool)],
-                      model_url=url if name == "greedy" else None, work=str(work_root))
+                      command=f"python tmp/.task/tools/{tool.name}", out=str(out), work=str(work_root),
+                      settings=GenerateSettings(caps=caps, tools=(tool,), model_url=url if name == "greedy" else None))
     rows = {r["configuration"]: r for r in generated(store).iter_rows(named=True)}
     assert script.total() == 3  # the channel stopped the greedy one at its cap: upstream saw no more
     assert rows["greedy"]["requests"] == 3 and rows["greedy"]["reason"] == "over_budget"  # the 4th was refused

@@ -17,6 +17,7 @@ import pytest
 
 from testprism.storage import SCHEMA_VERSION, SCHEMAS, Store
 from testprism.tasks.collect.candidate import CandidatePatch, candidate_row
+from testprism.tasks.collect.settings import CollectSettings
 from testprism.tasks.collect.mutants import (MUTANT, Operator, generate, mutations, set_aside_equivalent, thin_instances,
                                              tree_mutations)
 from testprism.tasks.model import syntax
@@ -227,8 +228,8 @@ def test_collect_labels_mutants_of_a_thin_pool(tmp_path, work_root):
     root = make_benchmark(tmp_path / "bench", {})  # one invalid candidate: a thin pool
     (root / "instances" / "mini__median-even" / "reference.diff").write_text(diff("stats.py", BUGGY, REFERENCE_WITH_COPY))
     store, out = tmp_path / "store", tmp_path / "panel"
-    collect_flow(benchmark=str(root), store=str(store), panel=PanelMode.POOL, out=str(out), work=str(work_root),
-                 mutant_limit=40)
+    collect_flow(benchmark=str(root), store=str(store), out=str(out), work=str(work_root),
+                 settings=CollectSettings(panel=PanelMode.POOL, mutant_limit=40))
 
     rows = {r["candidate_id"]: r for r in Store(store).scan("candidates").collect().iter_rows(named=True)}
     mutant_rows = {cid: r for cid, r in rows.items() if r["provenance"] == MUTANT}
@@ -265,8 +266,8 @@ def test_collect_labels_go_and_javascript_mutants_by_their_checks(tmp_path, work
     go_toml = root / "instances" / "go__clamp" / "instance.toml"  # no candidate of its own: fewer Go builds
     go_toml.write_text(go_toml.read_text().split("\n[[candidates]]")[0] + "\n")
     store = tmp_path / "store"
-    collect_flow(benchmark=str(root), store=str(store), panel=PanelMode.POOL, out=str(tmp_path / "panel"),
-                 work=str(work_root), mutant_limit=2)
+    collect_flow(benchmark=str(root), store=str(store), out=str(tmp_path / "panel"),
+                 work=str(work_root), settings=CollectSettings(panel=PanelMode.POOL, mutant_limit=2))
     rows = {(r["instance_id"], r["candidate_id"]): (r["label"], r["reason"], r["failed_checks"])
             for r in Store(store).scan("candidates").collect().iter_rows(named=True) if r["provenance"] == MUTANT}
     # the seeded sample: per language one mutant a check kills, one none can (`x <= lo` returns lo
@@ -303,8 +304,8 @@ def test_collect_labels_java_and_rust_mutants_by_their_checks(tmp_path, work_roo
         toml = root / "instances" / instance_id / "instance.toml"
         toml.write_text(toml.read_text().split("\n[[candidates]]")[0] + "\n")
     store = tmp_path / "store"
-    collect_flow(benchmark=str(root), store=str(store), panel=PanelMode.POOL, out=str(tmp_path / "panel"),
-                 work=str(work_root), mutant_limit=2)
+    collect_flow(benchmark=str(root), store=str(store), out=str(tmp_path / "panel"),
+                 work=str(work_root), settings=CollectSettings(panel=PanelMode.POOL, mutant_limit=2))
     rows = {(r["instance_id"], r["candidate_id"]): (r["label"], r["reason"], r["failed_checks"])
             for r in Store(store).scan("candidates").collect().iter_rows(named=True) if r["provenance"] == MUTANT}
     # the seeded sample, two a function: each killed by the checks (none equivalent here)

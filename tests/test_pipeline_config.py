@@ -64,38 +64,106 @@ def test_the_replay_stage_takes_the_replays_policies_and_refuses_a_share_out_of_
         load_pipeline(config)
 
 
-def test_each_replay_option_is_declared_once_and_every_entry_point_takes_it():
-    """The replay's settings object is the one declaration (issue 30, item 1): the CLI's
-    options, the flow's parameters (Prefect's run form), the pipeline config's [replay]
-    section and prefect.yaml's defaults all come from it or are checked against it."""
+def _stages():
+    """Per stage: its CLI command (None: it reads a config file), settings model, flow,
+    pipeline section (None: not a pipeline stage) and what that section adds, and its
+    deployment."""
+    from testprism.flows.collect import collect_flow
+    from testprism.flows.crossval import crossval_flow
+    from testprism.flows.generate import generate_flow
+    from testprism.flows.replay import replay_flow
+    from testprism.flows.rsi import rsi_flow
+    from testprism.flows.select import select_flow
+    from testprism.tasks.collect.settings import CollectSettings
+    from testprism.tasks.generate.crossval_config import CrossvalConfig
+    from testprism.tasks.generate.settings import GenerateSettings, RsiSettings, SelectSettings
+    from testprism.tasks.pipeline.config import CollectStage, GenerateStage, ReplayStage
+    from testprism.tasks.replay.settings import ReplaySettings
+
+    return {
+        "replay": ("replay", ReplaySettings, replay_flow, ReplayStage, {"benchmark"}),
+        "collect": ("collect", CollectSettings, collect_flow, CollectStage, {"benchmark", "predictions", "diffs", "out"}),
+        "generate": ("generate", GenerateSettings, generate_flow, GenerateStage,
+                     {"benchmark", "configuration", "command", "out"}),
+        "rsi": ("rsi", RsiSettings, rsi_flow, None, set()),
+        "crossval": (None, CrossvalConfig, crossval_flow, None, set()),
+        "select": ("select", SelectSettings, select_flow, None, set()),
+    }
+
+
+@pytest.mark.parametrize("stage", ["replay", "collect", "generate", "rsi", "crossval", "select"])
+def test_each_stage_option_is_declared_once_and_every_entry_point_takes_it(stage):
+    """Each stage's settings object is the one declaration (issue 30, item 1): the CLI's
+    options, the flow's parameters (Prefect's run form), the pipeline config's section and
+    prefect.yaml's defaults all come from it or are checked against it."""
     import inspect
 
     import typer.main
     import yaml
+    from pydantic import BaseModel
 
-    from testprism.flows.replay import replay_flow
-    from testprism.tasks.pipeline.config import ReplayStage
-    from testprism.tasks.replay.settings import ReplaySettings
+    from testprism.flows.settings_options import _fields
 
-    fields = set(ReplaySettings.model_fields)
-    command = typer.main.get_command(app)
-    options = {p.name for p in command.commands["replay"].params}
-    assert fields <= options  # each field an option, with the field's help text
-    help_of = {p.name: p.help for p in command.commands["replay"].params}
-    assert all(help_of[name] == ReplaySettings.model_fields[name].description for name in fields)
+    command_name, model, flow_, section, added = _stages()[stage]
+    fields = set(model.model_fields)
+    if command_name is not None:
+        command = typer.main.get_command(app)
+        help_of = {p.name: p.help for p in command.commands[command_name].params}
+        options = dict(_fields(model))  # a nested model's fields are options of their own
+        assert set(options) <= set(help_of)  # each field an option, with the field's help text
+        assert all(help_of[name] == field.description for name, field in options.items())
+        assert {name.split("__")[0] for name in options} == fields  # and every field has its options
     # the flow takes the object whole: none of its fields is a parameter of its own
-    parameters = set(inspect.signature(replay_flow.fn).parameters)
+    parameters = set(inspect.signature(flow_.fn).parameters)
     assert "settings" in parameters and not fields & parameters
-    schema = replay_flow.parameters.model_dump()["definitions"]["ReplaySettings"]["properties"]
-    assert set(schema) == fields and schema["timeout_s"]["description"] == "wall-clock limit of one run, seconds"
-    assert set(ReplayStage.model_fields) == fields | {"benchmark"}  # the pipeline's section: the same fields
-    # prefect.yaml's defaults validate against the flows they start
+    schema = flow_.parameters.model_dump()["definitions"][model.__name__]["properties"]
+    assert set(schema) == fields
+    assert all(schema[name].get("description") == field.description for name, field in model.model_fields.items()
+               if field.description and not (isinstance(field.annotation, type)
+                                             and issubclass(field.annotation, BaseModel)))
+    if section is not None:
+        assert set(section.model_fields) == fields | added  # the pipeline's section: the same fields, and its inputs
+    # prefect.yaml's defaults validate against the flow they start, settings whole
     deployments = yaml.safe_load((BUNDLED.parent / "prefect.yaml").read_text())["deployments"]
+    deployed = next(d for d in deployments if d["name"] == stage)
+    checked = flow_.validate_parameters(deployed["parameters"])
+    assert isinstance(checked["settings"], model)
+    assert set(deployed["parameters"]["settings"]) <= fields
+
+
+def test_every_deployment_validates_against_its_flow():
+    """prefect.yaml's parameters are what each flow takes: a deployment never starts a run
+    that fails on its defaults (issue 31, item 5: generate, crossval, rsi and select too)."""
+    import importlib
+
+    import yaml
+
+    deployments = yaml.safe_load((BUNDLED.parent / "prefect.yaml").read_text())["deployments"]
+    assert {"generate", "crossval", "rsi", "select"} <= {d["name"] for d in deployments}
+    for deployed in deployments:
+        module, name = deployed["entrypoint"].split(":")
+        flow_ = getattr(importlib.import_module(module), name)
+        flow_.validate_parameters(deployed["parameters"])
     replay = next(d for d in deployments if d["name"] == "replay")
-    checked = replay_flow.validate_parameters(replay["parameters"])
-    assert isinstance(checked["settings"], ReplaySettings)
+    from testprism.flows.replay import replay_flow
+
     with pytest.raises(Exception, match="timeout_s"):
         replay_flow.validate_parameters({**replay["parameters"], "settings": {"timeout_s": 0}})
+
+
+def test_a_generate_stage_runs_before_replay_and_replay_runs_what_it_wrote(tmp_path):
+    config = tmp_path / "pipeline.toml"
+    config.write_text('store = "s"\n[generate]\nbenchmark = "b"\nconfiguration = "agent"\ncommand = "true"\n'
+                      'out = "generated"\ntools = ["tool.py"]\n[generate.caps]\nrun_steps = 7\n')
+    chosen = load_pipeline(config)
+    assert chosen.generate.caps.run_steps == 7 and chosen.generate.tools == (tmp_path / "tool.py",)
+    assert chosen.generate_benchmark == tmp_path / "b" and chosen.replay_benchmark == tmp_path / "generated"
+    config.write_text('store = "s"\n[generate]\nconfiguration = "agent"\ncommand = "true"\n')
+    with pytest.raises(PipelineConfigError, match="generate.benchmark"):
+        load_pipeline(config)
+    config.write_text('store = "s"\n[generate]\nbenchmark = "b"\nconfiguration = "../x"\ncommand = "true"\n')
+    with pytest.raises(PipelineConfigError, match="generate.configuration"):
+        load_pipeline(config)
 
 
 def test_a_replay_option_out_of_its_bounds_is_a_usage_error_naming_it():

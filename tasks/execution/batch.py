@@ -259,6 +259,12 @@ class Job(ABC, Generic[U, R]):
     def observe(self, twins: list[U], result: R) -> None:
         """Learn from a result (early stop: what it decided), before later units ask `skip`."""
 
+    def units_here(self, units: Sequence[U], parcel: Parcel | None) -> Sequence[U]:
+        """The batch's units as this worker runs them (`parcel`: the benchmark parts the
+        batch brought, when the worker shares no disk with the flow). By default all of
+        them, as given."""
+        return units
+
     def write(self, store: Store, rows: list[dict]) -> None:
         """Store rows as the batch goes: appended to the dataset, by default."""
         store.append(self.dataset, pa.Table.from_pylist(rows, schema=SCHEMAS[self.dataset]))
@@ -360,10 +366,13 @@ class Schedule:
             self._cv.notify_all()
 
 
-def execute(job: Job[U, R], units: Sequence[U], options: ExecutionOptions) -> BatchSummary:
-    """Run `units`, `options.concurrency` at a time in an order drawn from
-    `options.order_secret` (`Schedule`), writing their rows through `job` as they finish,
-    or, without a store, returning them with the summary."""
+def execute(job: Job[U, R], units: Sequence[U], options: ExecutionOptions, parcel: Parcel | None = None
+            ) -> BatchSummary:
+    """Run `units` (those `job.units_here` keeps, with the batch's `parcel`),
+    `options.concurrency` at a time in an order drawn from `options.order_secret`
+    (`Schedule`), writing their rows through `job` as they finish, or, without a store,
+    returning them with the summary."""
+    units = job.units_here(units, parcel)
     store = Store(options.store_root) if options.store_root is not None else None
     summary = BatchSummary()
     if not units:

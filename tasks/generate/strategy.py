@@ -72,16 +72,21 @@ DEFAULT_BOUNDS: dict[str, Bound] = {
 
 
 class Caps(_Frozen):
-    """Fixed per run and per search: a strategy cannot raise them."""
+    """Fixed per run and per search: a strategy cannot raise them. The per-run caps are
+    options of generate's CLI (flows/settings_options.py flattens them); the search's are
+    an rsi space's (`cli` False)."""
 
-    wall_clock_s: float = Field(1_800.0, gt=0)  #: one generation run, seconds
-    run_tokens: int = Field(200_000, gt=0)  #: tokens of one generation run, measured by the channel
-    run_steps: int = Field(120, gt=0)  #: model calls of one run, measured by the channel
-    search_tokens: int = Field(5_000_000, gt=0)  #: every run of an rsi search together
+    wall_clock_s: float = Field(1_800.0, gt=0, description="cap: seconds of one run",
+                                json_schema_extra={"cli": "--wall-clock"})
+    run_tokens: int = Field(200_000, gt=0, description="cap: tokens of one run, measured by the channel")
+    run_steps: int = Field(120, gt=0, description="cap: model calls of one run")
+    search_tokens: int = Field(5_000_000, gt=0, description="cap: every run of an rsi search together",
+                               json_schema_extra={"cli": False})
     #: the most tokens one model reply may count: the headroom rsi keeps per run under
     #: `search_tokens`, because the channel learns a reply's tokens only once it is back,
     #: so a run may pass its own cap by its last reply (tasks/generate/search.py)
-    reply_tokens: int = Field(16_000, gt=0)
+    reply_tokens: int = Field(16_000, gt=0, description="the most tokens one model reply may count (rsi's headroom)",
+                              json_schema_extra={"cli": False})
 
 
 class StrategySpace(_Frozen):

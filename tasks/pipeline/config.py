@@ -1,5 +1,7 @@
-"""The pipeline config: one TOML file holds every parameter of a pipeline run, curate and
-collect optional, replay, score and report always (examples/pipeline.toml).
+"""The pipeline config: one TOML file holds every parameter of a pipeline run, curate, collect
+and generate optional, replay, score and report always (examples/pipeline.toml). Each
+stage's section is that stage's settings object (declared in its folder) plus what it reads
+and writes.
 
 Paths are relative to the config file, so a config and its inputs travel together; a
 deployment's `store` parameter may override the config's store. A bad file fails in one
@@ -11,10 +13,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from testprism.tasks.collect.panel import PanelMode
+from testprism.tasks.collect.settings import CollectSettings
 from testprism.tasks.execution.cluster import DaskCluster
+from testprism.tasks.generate.settings import GenerateSettings
+from testprism.tasks.importing.suite_import import checked_configuration
 from testprism.tasks.model.benchmark import BUNDLED, BenchmarkError
 from testprism.tasks.model.config_file import read_config
 from testprism.tasks.model.state import DEFAULT_FUZZ
@@ -32,15 +36,29 @@ class CurateStage(_Section):
     out: Path  #: the test split's benchmark folder (the training split goes beside it)
 
 
-class CollectStage(_Section):
-    """Label candidate patches and choose panels; replay then runs the panels."""
+class CollectStage(CollectSettings):
+    """A collect's settings (tasks/collect/settings.py, declared there once) and what it
+    reads and writes; replay then runs the panels."""
 
     benchmark: Path | None = None  #: default: curate's test split
     predictions: tuple[Path, ...] = ()
     diffs: tuple[Path, ...] = ()
-    panel: PanelMode = PanelMode.TESTPRISM
     out: Path  #: the panels' benchmark folder
-    timeout_s: float = Field(300.0, gt=0)
+
+
+class GenerateStage(GenerateSettings):
+    """A generate's settings (tasks/generate/settings.py, declared there once) and what it
+    generates; replay then runs the generated suites with the benchmark's own."""
+
+    benchmark: Path | None = None  #: default: collect's panels, else curate's test split
+    configuration: str  #: the generated suites' configuration
+    command: str  #: the agent's command, run in the sandbox
+    out: Path | None = None  #: the benchmark folder the suites go to (default: `benchmark`)
+
+    @field_validator("configuration")
+    @classmethod
+    def _folder_name(cls, value: str) -> str:
+        return checked_configuration(value)
 
 
 class ReplayStage(ReplaySettings):
@@ -71,6 +89,7 @@ class PipelineConfig(_Section):
     patch_fuzz: int = Field(DEFAULT_FUZZ, ge=0)
     curate: CurateStage | None = None
     collect: CollectStage | None = None
+    generate: GenerateStage | None = None
     replay: ReplayStage = ReplayStage()
     score: ScoreStage = ScoreStage()
     report: ReportStage = ReportStage()
@@ -88,9 +107,22 @@ class PipelineConfig(_Section):
         return self.collect.benchmark or (self.curate.out if self.curate else None)
 
     @property
+    def generate_benchmark(self) -> Path | None:
+        """What generate reads: its own, else what the stage before it produces."""
+        if self.generate is None:
+            return None
+        return self.generate.benchmark or (self.collect.out if self.collect else None) or (
+            self.curate.out if self.curate else None)
+
+    @property
+    def generate_out(self) -> Path | None:
+        """Where generate writes its suites: its `out`, else the benchmark it reads."""
+        return None if self.generate is None else self.generate.out or self.generate_benchmark
+
+    @property
     def replay_benchmark(self) -> Path:
         """What replay runs: the stage before it produces it when there is one."""
-        chosen = self.replay.benchmark or (self.collect.out if self.collect else None) or (
+        chosen = self.replay.benchmark or self.generate_out or (self.collect.out if self.collect else None) or (
             self.curate.out if self.curate else None)
         assert chosen is not None, "load_pipeline checks it"
         return chosen
@@ -127,9 +159,12 @@ def _resolved(config: PipelineConfig, base: Path, store: Path | None) -> Pipelin
     if collect is not None:
         collect = collect.model_copy(update={"predictions": tuple(at(p) for p in collect.predictions),
                                              "diffs": tuple(at(d) for d in collect.diffs)})
+    generate = stage(config.generate, "benchmark", "out", "strategy")
+    if generate is not None:
+        generate = generate.model_copy(update={"tools": tuple(at(t) for t in generate.tools)})
     return config.model_copy(update={
         "store": store.resolve() if store else at(config.store), "work": at(config.work),
-        "curate": stage(config.curate, "config", "out"), "collect": collect,
+        "curate": stage(config.curate, "config", "out"), "collect": collect, "generate": generate,
         "replay": stage(config.replay, "benchmark"), "report": stage(config.report, "out"),
     })
 
@@ -138,8 +173,13 @@ def load_pipeline(path: Path, store: Path | None = None) -> PipelineConfig:
     """Read and check a pipeline config, its paths resolved against its folder; `store`
     (relative to the working directory) replaces the config's store."""
     config = read_config(path, PipelineConfig, PipelineConfigError)
-    if config.replay.benchmark is None and config.collect is None and config.curate is None:
-        raise PipelineConfigError(path, "replay.benchmark", "required when neither [collect] nor [curate] is set")
+    if config.replay.benchmark is None and config.collect is None and config.curate is None \
+            and config.generate is None:
+        raise PipelineConfigError(path, "replay.benchmark",
+                                  "required when none of [generate], [collect] and [curate] is set")
+    if config.generate is not None and config.generate.benchmark is None and config.collect is None \
+            and config.curate is None:
+        raise PipelineConfigError(path, "generate.benchmark", "required when neither [collect] nor [curate] is set")
     if config.collect is not None and config.collect.benchmark is None and config.curate is None:
         raise PipelineConfigError(path, "collect.benchmark", "required when [curate] is not set")
     return _resolved(config, path.parent.resolve(), store)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -219,6 +219,22 @@ class ReplayJob(Job[RunSpec, RunResult]):
             with self._lock:
                 self.decided |= {group_of(t) for t in twins}
 
+    def units_here(self, units: Sequence[RunSpec], parcel: Parcel | None) -> Sequence[RunSpec]:
+        """With a `parcel` the runs read the benchmark parts it brought, unpacked into this
+        worker's work area, instead of the flow's paths; runs this replay stored since it
+        began are dropped (a batch Dask gave again after its worker died redoes only what
+        the dead one had not stored)."""
+        if parcel is not None:
+            units = unpack(list(units), parcel, self.options.work)
+        if self.options.replay_started is not None and self.options.store_root is not None:
+            done = stored_since(Store(self.options.store_root), self.options.replay_started)
+            todo = [s for s in units if s.run_key not in done]
+            if len(todo) < len(units):
+                log.info("batch: %d of its %d runs already stored by this replay (a retried batch)",
+                         len(units) - len(todo), len(units))
+            units = todo
+        return units
+
     def content_key(self, unit: RunSpec) -> str:
         return unit.content_key
 
@@ -246,24 +262,15 @@ class ReplayJob(Job[RunSpec, RunResult]):
 
 
 def execute_batch(specs: list[RunSpec], options: ExecutionOptions, parcel: Parcel | None = None) -> BatchSummary:
-    """Run a batch of runs (tasks/execution/batch.py), rows written to `runs` as they go.
+    """Run a batch of runs (tasks/execution/batch.py), rows written to `runs` as they go
+    (`ReplayJob.units_here` says which of them run on this worker).
 
     Rows are flushed every `flush_every` runs, so a killed batch loses at most that many
     runs, which a resumed replay redoes. Work shared by several configurations (the same
-    content key) runs once. With a `parcel` the runs read the benchmark parts it brought,
-    unpacked into this worker's work area, instead of the flow's paths; without a store
-    (`options.store_root` None) the rows come back with the summary.
+    content key) runs once. Without a store (`options.store_root` None) the rows come back
+    with the summary.
     """
-    if parcel is not None:
-        specs = unpack(specs, parcel, options.work)
-    if options.replay_started is not None and options.store_root is not None:
-        done = stored_since(Store(options.store_root), options.replay_started)
-        todo = [s for s in specs if s.run_key not in done]
-        if len(todo) < len(specs):
-            log.info("batch: %d of its %d runs already stored by this replay (a retried batch)",
-                     len(specs) - len(todo), len(specs))
-        specs = todo
-    return execute(ReplayJob(options), specs, options)
+    return execute(ReplayJob(options), specs, options, parcel)
 
 
 def first_of_each_work(specs: list[RunSpec]) -> tuple[list[RunSpec], list[RunSpec]]:

@@ -44,6 +44,7 @@ from testprism.tasks.score.coverage.probe import (
     instrumentation_key,
     measurement_columns,
     open_pass,
+    pass_todo,
     run_pass,
 )
 from testprism.tasks.score.coverage.toolchains import Toolchain
@@ -126,12 +127,21 @@ class CandidateCoverageJob(CoverageJob):
         return {**row, "configuration": spec.configuration, "candidate_id": spec.state.candidate_id}
 
 
+def candidate_coverage_pass(benchmark_root: Path | str, store_root: Path | str, work_root: Path | str | None = None,
+                            backend: str = "local", **options: Unpack[PassOptions]
+                            ) -> tuple[CandidateCoverageJob, Store, list[CoverageSpec]]:
+    """The pass over the invalid candidates each suite was scored as accepting (it reads the
+    store's runs: run it after the replay): its job, store and what is left to measure."""
+    benchmark, store, execution = open_pass(benchmark_root, store_root, work_root, backend, options)
+    specs = plan_candidate_coverage(benchmark, accepted_invalid(store), execution.limits)
+    job = CandidateCoverageJob(execution, specs, {}, {})
+    return job, store, pass_todo(job, store, specs,
+                                 lambda spec, toolchain: candidate_changes(spec, toolchain, execution.work))
+
+
 def measure_candidate_coverage(benchmark_root: Path | str, store_root: Path | str, work_root: Path | str | None = None,
                                backend: str = "local", **options: Unpack[PassOptions]) -> pl.DataFrame:
     """Each suite under coverage on every invalid candidate it was scored as accepting;
     writes and returns `scores/candidate_coverage` (kept rows, resumption and options as
     probe.measure_coverage). Reads the store's runs: run it after the replay."""
-    benchmark, store, execution = open_pass(benchmark_root, store_root, work_root, backend, options)
-    specs = plan_candidate_coverage(benchmark, accepted_invalid(store), execution.limits)
-    job = CandidateCoverageJob(execution, specs, {}, {})
-    return run_pass(job, store, specs, lambda spec, toolchain: candidate_changes(spec, toolchain, execution.work))
+    return run_pass(*candidate_coverage_pass(benchmark_root, store_root, work_root, backend, **options))

@@ -257,13 +257,15 @@ def open_pass(benchmark_root: Path | str, store_root: Path | str, work_root: Pat
     return load_benchmark(Path(benchmark_root), options.get("configurations", ())), store, execution
 
 
-def run_pass(job: CoverageJob, store: Store, specs: Sequence[CoverageSpec],
-             changes_of: Callable[[CoverageSpec, Toolchain], tuple[ChangedFile, ...] | None]) -> pl.DataFrame:
-    """Measure what `job.dataset` does not hold yet under a current key, and rewrite it.
+def pass_todo(job: CoverageJob, store: Store, specs: Sequence[CoverageSpec],
+              changes_of: Callable[[CoverageSpec, Toolchain], tuple[ChangedFile, ...] | None]) -> list[CoverageSpec]:
+    """What a pass has left to measure: the planned specs `job.dataset` does not hold yet
+    under a current key.
 
-    The stored rows of the planned keys are kept, and `changes_of` is asked (once per
-    instance and state) only for the measurements left to run; rows of plans that changed
-    since are dropped, even when nothing runs."""
+    The stored rows of the planned keys are kept (in `job.done`), and `changes_of` is asked
+    (once per instance and state) only for the measurements left to run; rows of plans
+    that changed since are dropped when the pass writes its table (`finish_pass`), even
+    when nothing runs."""
     if store.paths.score_table(job.dataset).is_file():
         wanted = {s.coverage_key for s in specs}
         job.done.update((row["coverage_key"], row) for row in store.read_table(job.dataset).iter_rows(named=True)
@@ -276,9 +278,32 @@ def run_pass(job: CoverageJob, store: Store, specs: Sequence[CoverageSpec],
         key = (spec.instance.id, spec.state.hash)
         if toolchain is not None and key not in job.changes:
             job.changes[key] = changes_of(spec, toolchain)
-    execute(job, todo, job.options)
+    return todo
+
+
+def finish_pass(job: CoverageJob, store: Store) -> pl.DataFrame:
+    """Rewrite the pass's table with every planned measurement done so far, and return it."""
     job.write(store, [])
     return job.table()
+
+
+def run_pass(job: CoverageJob, store: Store, todo: Sequence[CoverageSpec]) -> pl.DataFrame:
+    """Measure `todo` here, in one batch of the one executor, and rewrite the table. (The
+    score flow places the same measurements through the stage driver instead.)"""
+    execute(job, todo, job.options)
+    return finish_pass(job, store)
+
+
+def coverage_pass(benchmark_root: Path | str, store_root: Path | str, work_root: Path | str | None = None,
+                  backend: str = "local", **options: Unpack[PassOptions]
+                  ) -> tuple[CoverageJob, Store, list[CoverageSpec]]:
+    """The pass of ΔC and EC over every suite of the benchmark: its job, store and what is
+    left to measure (`pass_todo`)."""
+    benchmark, store, execution = open_pass(benchmark_root, store_root, work_root, backend, options)
+    specs = plan_coverage(benchmark, execution.limits)
+    job = CoverageJob(execution, specs, {}, {})
+    return job, store, pass_todo(job, store, specs,
+                                 lambda spec, toolchain: _reference_changes(spec, toolchain, execution.work))
 
 
 def measure_coverage(benchmark_root: Path | str, store_root: Path | str, work_root: Path | str | None = None,
@@ -290,7 +315,4 @@ def measure_coverage(benchmark_root: Path | str, store_root: Path | str, work_ro
     table is rewritten every `checkpoint_every` measurements, so a killed pass resumes.
     `trusted`/`unsafe` mean what they mean for the replay (the backend's isolation).
     """
-    benchmark, store, execution = open_pass(benchmark_root, store_root, work_root, backend, options)
-    specs = plan_coverage(benchmark, execution.limits)
-    job = CoverageJob(execution, specs, {}, {})
-    return run_pass(job, store, specs, lambda spec, toolchain: _reference_changes(spec, toolchain, execution.work))
+    return run_pass(*coverage_pass(benchmark_root, store_root, work_root, backend, **options))
