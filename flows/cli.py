@@ -296,11 +296,14 @@ def select(
     minimum: Annotated[float, typer.Option("--min", help="select where the metric is at least this, in [0, 1]")],
     out: Annotated[Path, typer.Option(help="the demonstrations, one JSON object a line", dir_okay=False)],
     configuration: Annotated[list[str], typer.Option(help="only these configurations (repeatable)")] = [],  # noqa: B006
+    format_: Annotated[str, typer.Option("--format", help="trajectory: a record per suite; chat: its recorded "
+                                                          "model conversations as {\"messages\": [...]} lines")] = "trajectory",
+    max_tokens: Annotated[Optional[int], typer.Option(help="chat: the export's token budget (channel-measured)")] = None,
 ) -> None:
     """Export the generated suites that meet a metric, with their trajectories, as fine-tuning demonstrations."""
     from testprism.tasks.generate.selection import select_demonstrations
 
-    select_demonstrations(store, by, minimum, out, tuple(configuration))
+    select_demonstrations(store, by, minimum, out, tuple(configuration), format_, max_tokens)
 
 
 @app.command()

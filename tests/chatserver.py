@@ -28,6 +28,7 @@ class Script:
     max_in_flight: int = 0
     authorization: set[str] = field(default_factory=set)
     prompts: list[str] = field(default_factory=list)  # every request's messages, joined, in order
+    exchanges: list[tuple[dict, dict]] = field(default_factory=list)  # (request body, answered body), in order
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def total(self) -> int:
@@ -234,6 +235,8 @@ def handler_for(script: Script) -> type[BaseHTTPRequestHandler]:
                 script.max_in_flight = max(script.max_in_flight, script.in_flight)
             try:
                 status, payload, delay = respond(marker, seen)
+                with script.lock:
+                    script.exchanges.append((body, payload))
                 time.sleep(delay)
                 data = json.dumps(payload).encode()
                 self.send_response(status)
