@@ -54,6 +54,8 @@ def respond(marker: str, seen: int) -> tuple[int, dict, float]:
         return 200, answer('```json\n{"score": 85, "rationale": "fenced"}\n```'), 0.0
     if marker == "strategy":  # rsi's llm proposer (tests/test_rsi.py): a strategy in a fence, out of bounds
         return 200, answer('Next:\n```json\n{"rounds": 99, "agent_steps": 7.4, "model": "other"}\n```'), 0.0
+    if marker in REVIEWS:  # crossval's semantic review (tests/test_crossval.py)
+        return 200, answer(json.dumps({"verdict": marker.removeprefix("review-"), "rationale": REVIEWS[marker]})), 0.0
     if marker == "malformed":
         return 200, answer("These tests look fine to me."), 0.0
     if marker == "out-of-range":
@@ -75,6 +77,15 @@ def respond(marker: str, seen: int) -> tuple[int, dict, float]:
     if marker.startswith("agent-"):
         return 200, answer(agent_reply(marker, seen)), 0.0
     raise AssertionError(f"no script for {marker!r}")
+
+
+#: the reviewer's rationale per marker (tests/test_crossval.py's designed example)
+REVIEWS = {
+    "review-overturn": "The instruction asks that impl.txt read exactly `fixed`; this test checks exactly that, "
+                       "and the repair it rejects writes `fixed-by-good`, which the instruction rules out.",
+    "review-confirm": "The test only checks that `bug` is gone, so a repair writing anything else passes it; the "
+                      "instruction asks for `fixed`.",
+}
 
 
 #: the provided agent's program in tests/test_agent.py: `add` subtracts
