@@ -56,6 +56,8 @@ def respond(marker: str, seen: int) -> tuple[int, dict, float]:
         return 200, answer('Next:\n```json\n{"rounds": 99, "agent_steps": 7.4, "model": "other"}\n```'), 0.0
     if marker in REVIEWS:  # crossval's semantic review (tests/test_crossval.py)
         return 200, answer(json.dumps({"verdict": marker.removeprefix("review-"), "rationale": REVIEWS[marker]})), 0.0
+    if marker == "strategy-text":  # rsi's llm proposer rewriting the instructions (tests/test_rsi.py)
+        return 200, answer(json.dumps({"rounds": 2, "instructions": STRATEGY_TEXT})), 0.0
     if marker == "malformed":
         return 200, answer("These tests look fine to me."), 0.0
     if marker == "out-of-range":
@@ -79,6 +81,9 @@ def respond(marker: str, seen: int) -> tuple[int, dict, float]:
     raise AssertionError(f"no script for {marker!r}")
 
 
+#: the instructions the scripted proposer writes: the designed generator of tests/test_rsi.py
+#: writes its strong suite when told to check that impl.txt starts with "fixed"
+STRATEGY_TEXT = "Assert the fixed behaviour itself: check that impl.txt starts with `fixed`, not only that the bug is gone."
 #: the reviewer's rationale per marker (tests/test_crossval.py's designed example)
 REVIEWS = {
     "review-overturn": "The instruction asks that impl.txt read exactly `fixed`; this test checks exactly that, "
