@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 
+import openai
 import polars as pl
 import pyarrow as pa
 
@@ -114,7 +115,7 @@ def review_key(item: ReviewItem, config: JudgeConfig) -> str:
     return digest("review", item.content_key, config.model, PROMPT_VERSION)
 
 
-def review_item(item: ReviewItem, config: JudgeConfig, client: object) -> Review:
+def review_item(item: ReviewItem, config: JudgeConfig, client: openai.OpenAI) -> Review:
     """Ask the judge about one item; never raises (the contract of curate's judge)."""
     key = review_key(item, config)
     try:

@@ -276,7 +276,7 @@ def _relay_events(handler: _Handler, response: httpx.Response, meter: Callable[[
     handler.send_header("Content-Type", response.headers["content-type"])
     handler.send_header("Transfer-Encoding", "chunked")
     handler.end_headers()
-    usage, pending, listening, text = None, b"", True, []
+    usage, pending, listening, text, kept = None, b"", True, [], 0
     try:
         for chunk in response.iter_bytes():
             if listening:
@@ -285,8 +285,9 @@ def _relay_events(handler: _Handler, response: httpx.Response, meter: Callable[[
             pending = pending if len(pending) <= _SSE_LINE_MAX else b""
             for line in lines:
                 usage = _event_usage(line) or usage
-                if sum(map(len, text)) < _SSE_LINE_MAX:
+                if kept < _SSE_LINE_MAX:  # the text the transcript keeps of a stream, bounded
                     text.append(_event_text(line))
+                    kept += len(text[-1])
     except httpx.HTTPError as exc:  # the stream broke: the client sees it end unterminated
         log.warning("model channel: upstream stream broke: %s", exc)
         listening = False
