@@ -311,9 +311,12 @@ def streaming_upstream() -> Iterator[tuple[str, list[dict]]]:
     server.server_close()
 
 
-def test_a_stream_is_relayed_and_metered_from_its_usage_chunk(streaming_upstream):
+def test_a_stream_is_relayed_and_metered_from_its_usage_chunk(streaming_upstream, tmp_path):
+    from testprism.tasks.sandbox.transcript import Transcript, read_transcript
+
     url, bodies = streaming_upstream
-    with ModelChannel(url, KEY) as channel, socket_client(channel) as client:
+    transcript = Transcript(tmp_path / "t.jsonl.gz", KEY)
+    with ModelChannel(url, KEY, transcript=transcript) as channel, socket_client(channel) as client:
         payload = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
         with client.stream("POST", "/v1/chat/completions", json=payload) as response:
             events = [line for line in response.iter_lines() if line.startswith("data: {")]
@@ -322,6 +325,9 @@ def test_a_stream_is_relayed_and_metered_from_its_usage_chunk(streaming_upstream
     assert words == ["hello", " world"]
     assert bodies[0]["stream_options"] == {"include_usage": True}  # asked for, so the stream can be metered
     assert usage == Usage(requests=1, prompt_tokens=7, completion_tokens=2, total_tokens=9)
+    recorded = read_transcript(tmp_path / "t.jsonl.gz")  # the stream's text as its deltas assembled it
+    assert [(e["request"]["messages"], e["response"], e["usage"]["total_tokens"]) for e in recorded] == [
+        (payload["messages"], {"stream": True, "content": "hello world"}, 9)]
 
 
 # -- what a run left behind ---------------------------------------------------------------------

@@ -19,9 +19,8 @@ from pathlib import Path
 from testprism.storage import Store
 from testprism.tasks.generate.generation import Endpoint, plan_generation
 from testprism.tasks.generate.proposers import Proposal, propose_llm, propose_tpe
-from testprism.tasks.generate.search import (SearchRound, charged, configuration_of, history, record, round_budget,
-                                             round_feedback, round_jsf)
-from testprism.tasks.generate.search import RoundStatus
+from testprism.tasks.generate.search import (RoundStatus, SearchRound, charged, configuration_of, history, record,
+                                             round_budget, round_feedback, round_jsf)
 from testprism.tasks.generate.strategy import Caps, StrategySpace
 from testprism.tasks.generate.task_folder import Mode
 from testprism.tasks.model.benchmark import Benchmark
