@@ -5,7 +5,8 @@ disagreeing repair and output (within what their first run left of the caps), an
 validated tests of each instance merge into one suite.
 
 Thin wiring: generation, replay and verification batches run through the stage driver
-(flows/driver.py); the rules are tasks/generate/crossval.py's.
+(flows/driver.py); the rounds are tasks/generate/crossval_rounds.py's, the rules
+tasks/generate/crossval.py's and the semantic review tasks/generate/review.py's.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-import polars as pl
 from prefect import flow
 
 from testprism.flows.driver import drive
@@ -30,6 +30,7 @@ from testprism.tasks.generate import crossval as pcv
 from testprism.tasks.generate.benchmark_out import write_generated
 from testprism.tasks.generate.crossval import kept_keys
 from testprism.tasks.generate.crossval_config import CrossvalConfig, load_crossval
+from testprism.tasks.generate.crossval_rounds import Placing, cross_validate
 from testprism.tasks.generate.generation import Endpoint, GenerationSpec, plan_generation, settled_generations
 from testprism.tasks.generate.strategy import load_strategy
 from testprism.tasks.model.workdir import default_work_root
@@ -82,36 +83,20 @@ def crossval_flow(store: str, config: str | None = None, settings: CrossvalConfi
         specs += plan_generation(bench, agent.name, agent.command, agent.mode or chosen.mode, strategy, chosen.caps,
                                  agent.tools)
     run_generations(specs, options, endpoint, place)
-    settled = settled_generations(target)
-    peers = pcv.peers_of(target, specs, kept_keys(specs, settled))
-    replay_options = options
+    peers = pcv.peers_of(target, specs, kept_keys(specs, settled_generations(target)))
     check_options = replace(options, policy=LABEL_POLICY)
-    matrices, flag_tables, verdicts = [], [], {}
-    for round_ in range(chosen.feedback_rounds + 1):
-        runs = pcv.crossval_runs(peers, replay_options)
-        _run(runs, replay_options, place)
-        checks = pcv.repair_checks(peers, check_options)
-        labels = pcv.check_labels(bench.instances, checks, _verify(checks, check_options, place))
-        cells = pcv.matrix(runs, target.scan("runs").collect())
-        found = pcv.flags(cells, labels)
-        matrices.append(cells.drop("output").with_columns(pl.lit(round_, pl.Int32).alias("round")))
-        flag_tables.append(pcv.flag_table(found, round_))
-        verdicts[str(round_)] = {v.value: sum(f.verdict is v for f in found) for v in pcv.Verdict}
-        log.info("crossval round %d: %s", round_, ", ".join(f"{n} {v}" for v, n in verdicts[str(round_)].items()))
-        flagged = [f for f in found if f.verdict is not pcv.Verdict.VALIDATED]
-        if round_ == chosen.feedback_rounds or not flagged:
-            break
-        again = {(f.instance_id, f.test): pcv.asked_again(f, peers[f.instance_id], cells, settled, round_ + 1)
-                 for f in flagged}
-        run_generations(list(again.values()), options, endpoint, place)
-        settled = settled_generations(target)
-        peers = pcv.revised(target, peers, again, settled)
-    target.write_table("crossval_matrix", pl.concat(matrices).to_arrow())
-    target.write_table("crossval_flags", pl.concat(flag_tables).to_arrow())
+    placing = Placing(run=lambda runs: _run(runs, options, place),
+                      verify=lambda checks: _verify(checks, check_options, place),
+                      generate=lambda again: run_generations(again, options, endpoint, place))
+    done = cross_validate(target, bench.instances, peers, chosen.feedback_rounds, options, check_options, placing,
+                          chosen.review_config(), chosen.rule)
+    peers, verdicts = done.peers, done.verdicts
+    target.write_table("crossval_matrix", done.matrix.to_arrow())
+    target.write_table("crossval_flags", done.flags.to_arrow())
     for agent in chosen.agents:  # each agent's final suites, as a configuration of their own
         write_generated(bench, agent.name, {i: g.suite.folder for i, group in peers.items() for g in group
                                             if g.name == agent.name}, chosen.out)
-    validated = {(f.instance_id, f.test) for f in found if f.verdict is pcv.Verdict.VALIDATED}
+    validated = done.validated
     with tempfile.TemporaryDirectory(dir=work_root) as staging:
         merged = {i: Path(staging) / i for i, group in peers.items()
                   if pcv.write_merged(group, {n for (j, n) in validated if j == i}, Path(staging) / i)}

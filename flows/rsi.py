@@ -7,15 +7,15 @@ the last stored round.
 Search on curate's training split only: the search fits its strategy to these instances,
 and the test split must stay unseen until the exported strategy is scored on it once.
 
-Thin wiring: the budget, the proposers, the history and the best are tasks/generate/search.py
-and tasks/generate/proposers.py.
+Thin wiring: the loop is tasks/generate/search_rounds.py's (the budget, the history and the
+best tasks/generate/search.py's, the proposers tasks/generate/proposers.py's); the flow hands
+it the generate and replay subflows.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from prefect import flow
@@ -24,12 +24,11 @@ from testprism.flows.generate import generate_flow
 from testprism.flows.replay import replay_flow
 from testprism.flows.runner import open_inputs
 from testprism.tasks.execution.cluster import DaskCluster
-from testprism.tasks.generate.generation import Endpoint, plan_generation
-from testprism.tasks.generate.proposers import Proposal, propose_llm, propose_tpe
-from testprism.tasks.generate.search import (RoundStatus, SearchRound, best, charged, configuration_of, export,
-                                             history, record, round_budget, round_jsf, search_id)
-from testprism.tasks.generate.strategy import StrategySpace, load_space
-from testprism.tasks.generate.settings import GenerateSettings, Proposer, RsiSettings
+from testprism.tasks.generate.generation import Endpoint
+from testprism.tasks.generate.search import SearchRound, best, export, search_id
+from testprism.tasks.generate.search_rounds import SearchPlacing, SearchSetup, run_search
+from testprism.tasks.generate.strategy import Caps, StrategySpace, load_space
+from testprism.tasks.generate.settings import GenerateSettings, RsiSettings
 from testprism.tasks.model.workdir import default_work_root
 from testprism.tasks.replay.settings import ReplaySettings
 
@@ -44,15 +43,6 @@ class RsiSummary:
     executed: int  #: rounds run by this call
     best: SearchRound | None
     export: str | None
-
-
-def _proposal(space: StrategySpace, past: list[SearchRound], round_: int, proposer: Proposer, seed: int,
-              endpoint: Endpoint | None, model: str) -> Proposal:
-    if round_ == 1:
-        return Proposal(space.strategy, "start")
-    if proposer is Proposer.LLM:
-        return propose_llm(space, past, round_, seed, endpoint, model)
-    return Proposal(propose_tpe(space, past, round_, seed), "tpe")
 
 
 @flow(name="rsi", log_prints=False)
@@ -80,47 +70,23 @@ def rsi_flow(
     search = search_id(chosen, command, mode, tools, bench.root)
     out = Path(store) / "rsi" / "bench"
     endpoint = Endpoint(model_url, api_key_env) if model_url else None
-    past = history(target, search)
-    log.info("rsi %s: %d rounds stored, up to %d in all; %d instances, search cap %d tokens", search[:8], len(past),
-             rounds, len(bench.instances), chosen.caps.search_tokens)
-    executed = 0
-    while (not past or past[-1].status is not RoundStatus.STOPPED) and (past[-1].round if past else 0) < rounds:
-        round_ = past[-1].round + 1 if past else 1
-        name, started = configuration_of(search, round_), datetime.now(UTC)
-        used = past[-1].cumulative_tokens if past else 0
-        allowed = round_budget(chosen.caps, used, len(bench.instances))
-        if allowed.caps is None:
-            done = SearchRound(search, round_, name, "none", chosen.strategy, None, len(bench.instances), 0, 0, used,
-                               0, chosen.caps.search_tokens, 0, started, allowed.status, allowed.note, ())
-            log.warning("rsi round %d: stopped: %s", round_, allowed.note)
-        else:
-            proposal = _proposal(chosen, past, round_, settings.proposer, seed, endpoint,
-                                 settings.proposer_model or chosen.strategy.model)
-            strategy_file = Path(store) / "rsi" / "strategies" / f"{name}.json"
-            strategy_file.parent.mkdir(parents=True, exist_ok=True)
-            strategy_file.write_text(proposal.strategy.as_json())
-            if allowed.note:
-                log.info("rsi round %d: %s", round_, allowed.note)
-            generate_flow(benchmark=benchmark, store=store, configuration=name, command=command, out=str(out),
-                          settings=GenerateSettings(mode=mode, strategy=strategy_file, caps=allowed.caps, tools=tools,
-                                                    model_url=model_url, api_key_env=api_key_env),
-                          backend=backend, workers=workers, dask_address=dask_address, dask_cluster=dask_cluster,
-                          work=work, unsafe=unsafe)
-            replay_flow(benchmark=str(out), store=store, settings=ReplaySettings(configurations=(name,)),
-                        backend=backend, workers=workers,
-                        dask_address=dask_address, dask_cluster=dask_cluster, work=work, unsafe=unsafe)
-            keys = tuple(s.key for s in plan_generation(bench, name, command, mode, proposal.strategy, allowed.caps,
-                                                        tools))
-            tokens, requests = charged(target, name)
-            done = SearchRound(search, round_, name, proposal.proposer, proposal.strategy, round_jsf(target, name),
-                               len(bench.instances), tokens, requests, used + tokens, allowed.caps.run_tokens,
-                               chosen.caps.search_tokens, proposal.tokens, started, allowed.status,
-                               "; ".join(n for n in (allowed.note, proposal.note) if n) or None, keys)
-            executed += 1
-            log.info("rsi round %d (%s): JSF %.3f, %d tokens (%d of %d in all)", round_, proposal.proposer, done.jsf,
-                     tokens, done.cumulative_tokens, chosen.caps.search_tokens)
-        record(target, done)
-        past.append(done)
+
+    def generate(name: str, strategy_file: Path, caps: Caps) -> None:
+        generate_flow(benchmark=benchmark, store=store, configuration=name, command=command, out=str(out),
+                      settings=GenerateSettings(mode=mode, strategy=strategy_file, caps=caps, tools=tools,
+                                                model_url=model_url, api_key_env=api_key_env),
+                      backend=backend, workers=workers, dask_address=dask_address, dask_cluster=dask_cluster,
+                      work=work, unsafe=unsafe)
+
+    def replay(name: str) -> None:
+        replay_flow(benchmark=str(out), store=store, settings=ReplaySettings(configurations=(name,)),
+                    backend=backend, workers=workers,
+                    dask_address=dask_address, dask_cluster=dask_cluster, work=work, unsafe=unsafe)
+
+    setup = SearchSetup(search, chosen, command, mode, tuple(tools), str(settings.proposer), seed, endpoint,
+                        settings.proposer_model)
+    past, executed = run_search(target, Path(store) / "rsi" / "strategies", bench, setup, rounds,
+                                SearchPlacing(generate, replay))
     top = best(past)
     if export_to and top is not None:
         export(top, export_to)

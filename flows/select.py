@@ -19,4 +19,5 @@ from testprism.tasks.generate.settings import SelectSettings
 def select_flow(store: str, out: str, settings: SelectSettings) -> SelectionSummary:
     """Write to `out` one demonstration per scored suite of `store` that meets
     `settings.by` >= `settings.minimum` (each field's description in Prefect's run form)."""
-    return select_demonstrations(Path(store), settings.by, settings.minimum, Path(out), settings.configurations)
+    return select_demonstrations(Path(store), settings.by, settings.minimum, Path(out), settings.configurations,
+                                 settings.export_format, settings.max_tokens)

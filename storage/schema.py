@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 4  # 2: runs.patch_method, runs.suite_patch_method, verifications.patch_method
+SCHEMA_VERSION = 5  # 2: runs.patch_method, runs.suite_patch_method, verifications.patch_method
 # 3: candidates.provenance, panels.provenance, scores/leaderboard_by_provenance
 # 4: runs.reused_from, runs.replayed, runs.confirmation; scores/flakes by confirmation policy
+# 5: crossval_flags.execution_verdict, review, review_rationale, review_model (a table crossval
+#    rewrites whole); the `reviews` dataset (crossval's semantic review)
 
 #: Columns a version added to datasets an older store already holds, with the value an
 #: older row reads as (None: null). Additive only, so a store of the version before opens
@@ -16,6 +18,7 @@ SCHEMA_VERSION = 4  # 2: runs.patch_method, runs.suite_patch_method, verificatio
 ADDED_COLUMNS: dict[int, dict[str, dict[str, str | None]]] = {
     3: {"candidates": {"provenance": "agent"}, "panels": {"provenance": None}},
     4: {"runs": {"reused_from": None, "replayed": None, "confirmation": "every failure"}},
+    5: {},
 }
 
 TEST_RESULT = pa.struct(
@@ -376,9 +379,31 @@ CROSSVAL_FLAGS = pa.schema(
         pa.field("instance_id", pa.string(), nullable=False),
         pa.field("test", pa.string(), nullable=False),
         pa.field("round", pa.int32(), nullable=False),
-        pa.field("verdict", pa.string(), nullable=False),  # validated | over_restrictive | weak
+        pa.field("verdict", pa.string(), nullable=False),  # validated | over_restrictive | weak: the rule's
         pa.field("evidence", pa.string()),  # the state it disagreed on
         pa.field("detail", pa.string()),
+        pa.field("execution_verdict", pa.string()),  # what execution alone said
+        pa.field("review", pa.string()),  # confirm | overturn; null: not reviewed or no usable answer
+        pa.field("review_rationale", pa.string()),  # the reviewer's words (or why there is no review)
+        pa.field("review_model", pa.string()),
+    ]
+)
+
+REVIEWS = pa.schema(  # crossval's semantic review of a flagged test (tasks/generate/review.py)
+    [
+        pa.field("review_key", pa.string(), nullable=False),  # what the reviewer sees + its model + prompt version
+        pa.field("instance_id", pa.string(), nullable=False),
+        pa.field("test", pa.string(), nullable=False),
+        pa.field("execution_verdict", pa.string(), nullable=False),  # over_restrictive | weak
+        pa.field("evidence", pa.string()),  # the state it disagreed on
+        pa.field("model", pa.string(), nullable=False),
+        pa.field("prompt_version", pa.string(), nullable=False),
+        pa.field("review", pa.string()),  # confirm | overturn; null: no usable answer (see reason)
+        pa.field("rationale", pa.string(), nullable=False),
+        pa.field("reason", pa.string()),  # null: answered; else tasks/model/outcome.py AUDIT_REASONS
+        pa.field("error", pa.string()),
+        pa.field("attempts", pa.int16(), nullable=False),
+        pa.field("reviewed_at", pa.timestamp("us", tz="UTC"), nullable=False),
     ]
 )
 
@@ -443,6 +468,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "generations": GENERATIONS,
     "crossval_matrix": CROSSVAL_MATRIX,
     "crossval_flags": CROSSVAL_FLAGS,
+    "reviews": REVIEWS,
     "searches": SEARCHES,
     "panel_curves": PANEL_CURVES,
 }

@@ -28,6 +28,7 @@ class Script:
     max_in_flight: int = 0
     authorization: set[str] = field(default_factory=set)
     prompts: list[str] = field(default_factory=list)  # every request's messages, joined, in order
+    exchanges: list[tuple[dict, dict]] = field(default_factory=list)  # (request body, answered body), in order
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def total(self) -> int:
@@ -53,6 +54,10 @@ def respond(marker: str, seen: int) -> tuple[int, dict, float]:
         return 200, answer('```json\n{"score": 85, "rationale": "fenced"}\n```'), 0.0
     if marker == "strategy":  # rsi's llm proposer (tests/test_rsi.py): a strategy in a fence, out of bounds
         return 200, answer('Next:\n```json\n{"rounds": 99, "agent_steps": 7.4, "model": "other"}\n```'), 0.0
+    if marker in REVIEWS:  # crossval's semantic review (tests/test_crossval.py)
+        return 200, answer(json.dumps({"verdict": marker.removeprefix("review-"), "rationale": REVIEWS[marker]})), 0.0
+    if marker == "strategy-text":  # rsi's llm proposer rewriting the instructions (tests/test_rsi.py)
+        return 200, answer(json.dumps({"rounds": 2, "instructions": STRATEGY_TEXT})), 0.0
     if marker == "malformed":
         return 200, answer("These tests look fine to me."), 0.0
     if marker == "out-of-range":
@@ -74,6 +79,18 @@ def respond(marker: str, seen: int) -> tuple[int, dict, float]:
     if marker.startswith("agent-"):
         return 200, answer(agent_reply(marker, seen)), 0.0
     raise AssertionError(f"no script for {marker!r}")
+
+
+#: the instructions the scripted proposer writes: the designed generator of tests/test_rsi.py
+#: writes its strong suite when told to check that impl.txt starts with "fixed"
+STRATEGY_TEXT = "Assert the fixed behaviour itself: check that impl.txt starts with `fixed`, not only that the bug is gone."
+#: the reviewer's rationale per marker (tests/test_crossval.py's designed example)
+REVIEWS = {
+    "review-overturn": "The instruction asks that impl.txt read exactly `fixed`; this test checks exactly that, "
+                       "and the repair it rejects writes `fixed-by-good`, which the instruction rules out.",
+    "review-confirm": "The test only checks that `bug` is gone, so a repair writing anything else passes it; the "
+                      "instruction asks for `fixed`.",
+}
 
 
 #: the provided agent's program in tests/test_agent.py: `add` subtracts
@@ -234,6 +251,8 @@ def handler_for(script: Script) -> type[BaseHTTPRequestHandler]:
                 script.max_in_flight = max(script.max_in_flight, script.in_flight)
             try:
                 status, payload, delay = respond(marker, seen)
+                with script.lock:
+                    script.exchanges.append((body, payload))
                 time.sleep(delay)
                 data = json.dumps(payload).encode()
                 self.send_response(status)

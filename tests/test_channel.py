@@ -311,9 +311,12 @@ def streaming_upstream() -> Iterator[tuple[str, list[dict]]]:
     server.server_close()
 
 
-def test_a_stream_is_relayed_and_metered_from_its_usage_chunk(streaming_upstream):
+def test_a_stream_is_relayed_and_metered_from_its_usage_chunk(streaming_upstream, tmp_path):
+    from testprism.tasks.sandbox.transcript import Transcript, read_transcript
+
     url, bodies = streaming_upstream
-    with ModelChannel(url, KEY) as channel, socket_client(channel) as client:
+    transcript = Transcript(tmp_path / "t.jsonl.gz", KEY)
+    with ModelChannel(url, KEY, transcript=transcript) as channel, socket_client(channel) as client:
         payload = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
         with client.stream("POST", "/v1/chat/completions", json=payload) as response:
             events = [line for line in response.iter_lines() if line.startswith("data: {")]
@@ -322,6 +325,9 @@ def test_a_stream_is_relayed_and_metered_from_its_usage_chunk(streaming_upstream
     assert words == ["hello", " world"]
     assert bodies[0]["stream_options"] == {"include_usage": True}  # asked for, so the stream can be metered
     assert usage == Usage(requests=1, prompt_tokens=7, completion_tokens=2, total_tokens=9)
+    recorded = read_transcript(tmp_path / "t.jsonl.gz")  # the stream's text as its deltas assembled it
+    assert [(e["request"]["messages"], e["response"], e["usage"]["total_tokens"]) for e in recorded] == [
+        (payload["messages"], {"stream": True, "content": "hello world"}, 9)]
 
 
 # -- what a run left behind ---------------------------------------------------------------------
@@ -372,3 +378,30 @@ def test_an_untouched_program_gives_an_empty_patch(backend, env, tree):
     result = run_probe(backend, env, tree, "import calc", keep_outputs=True)
     assert result.exit_code == 0, result.output_tail
     assert result.outputs.program_diff == b"" and result.outputs.suite_files == {}
+
+
+def test_a_transcript_never_writes_the_key_even_when_upstream_echoes_it(tmp_path):
+    """The channel records bodies only, and scrubs the key from every line it writes; the
+    control, a transcript told no key, shows the echo would have been written."""
+    from testprism.tasks.sandbox.transcript import REDACTED, Transcript, read_transcript
+
+    echoed = json.dumps({"choices": [{"message": {"role": "assistant", "content": f"your key is {KEY}"}}]}).encode()
+    kept = {}
+    for name, secret in (("scrubbed", KEY), ("control", None)):
+        transcript = Transcript(tmp_path / f"{name}.jsonl.gz", secret)
+        transcript.record("/v1/chat/completions", 200, chat("score-1").encode(), json.loads(echoed), {"total_tokens": 2})
+        transcript.close()
+        kept[name] = read_transcript(tmp_path / f"{name}.jsonl.gz")
+    assert KEY in json.dumps(kept["control"])  # the defence off: the echo is written
+    assert KEY not in json.dumps(kept["scrubbed"]) and REDACTED in json.dumps(kept["scrubbed"])
+    assert kept["scrubbed"][0]["usage"] == {"prompt_tokens": None, "completion_tokens": None, "total_tokens": 2}
+
+
+def test_a_transcript_stops_at_its_bound(tmp_path):
+    from testprism.tasks.sandbox.transcript import Transcript, read_transcript
+
+    transcript = Transcript(tmp_path / "t.jsonl.gz", KEY, max_bytes=600)
+    for _ in range(10):
+        transcript.record("/v1/chat/completions", 200, chat("score-1").encode(), {"ok": True}, None)
+    transcript.close()
+    assert 1 <= len(read_transcript(tmp_path / "t.jsonl.gz")) < 10

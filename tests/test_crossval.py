@@ -15,7 +15,6 @@ from testprism.storage import Store
 from tests.benchfixture import diff
 from tests.synthbench import make_synthetic
 
-pytestmark = [pytest.mark.slow, pytest.mark.requires("sandbox")]
 
 AGENTS = {
     # test, the test after feedback, repair (synthetic programs hold impl.txt = "bug";
@@ -43,6 +42,8 @@ def cli(*args: str) -> str:
     return result.output
 
 
+@pytest.mark.slow
+@pytest.mark.requires("sandbox")
 def test_crossval_flags_an_over_restrictive_and_a_weak_test_and_the_feedback_round_fixes_them(tmp_path, work_root):
     bench = make_synthetic(tmp_path / "bench", 2)
     for checks in bench.glob("instances/*/checks.diff"):
@@ -88,3 +89,85 @@ def test_crossval_flags_an_over_restrictive_and_a_weak_test_and_the_feedback_rou
     section = page[page.index('<section id="crossval">'):]
     assert "over_restrictive" in section and "<h3>synth__0000</h3>" in section
     assert "rejects good&#x27;s repair" in section  # the why, beside the matrix
+
+
+#: the designed example of the semantic review: the instruction asks for exactly "fixed", so
+#: strict's exact test is right (execution calls it over-restrictive because good's repair,
+#: "fixed-by-good", passes the official checks) and lax's test is weak (execution and review
+#: agree). The markers in the tests script the loopback reviewer (tests/chatserver.py REVIEWS).
+REVIEWED = {
+    "good": ("grep -q '^fixed' impl.txt", "fixed-by-good"),
+    "strict": ("grep -qx fixed impl.txt # [[script:review-overturn]]", "fixed"),
+    "lax": ("! grep -q '^bug' impl.txt # [[script:review-confirm]]", "broken-by-lax"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox")
+def test_the_review_overturns_one_execution_flag_and_confirms_another(tmp_path, work_root, endpoint, monkeypatch):
+    from tests.chatserver import REVIEWS
+
+    url, script = endpoint
+    monkeypatch.setenv("TESTPRISM_JUDGE_API_KEY", "sk-review-test")
+    bench = make_synthetic(tmp_path / "bench", 2)
+    for instance in bench.glob("instances/*"):
+        (instance / "checks.diff").write_text(diff("check.sh", "", CHECK))
+        (instance / "instruction.md").write_text("impl.txt must read exactly `fixed`, nothing more\n")
+    lines = ['benchmark = "bench"', 'out = "hs"', "feedback_rounds = 0", 'rule = "review"',
+             "[review]", f'base_url = "{url}"', 'model = "reviewer"']
+    for name, (test, repair) in REVIEWED.items():
+        (tmp_path / f"{name}.py").write_text(AGENT.format(test=test, after=test, repair=repair))
+        lines += ["[[agents]]", f'name = "{name}"', f'command = "python tmp/.task/tools/{name}.py"',
+                  f'tools = ["{name}.py"]']
+    config = tmp_path / "crossval.toml"
+    config.write_text("\n".join(lines) + "\n")
+    store = tmp_path / "store"
+    cli("crossval", str(config), "--store", str(store), "--work", str(work_root))
+
+    flags = {(r["instance_id"], r["test"]): r for r in Store(store).read_table("crossval_flags").iter_rows(named=True)}
+    for instance in ("synth__0000", "synth__0001"):
+        strict, lax, good = flags[(instance, "strict")], flags[(instance, "lax")], flags[(instance, "good")]
+        assert (strict["execution_verdict"], strict["review"], strict["verdict"]) == (
+            "over_restrictive", "overturn", "validated")  # overturned: the instruction asks for exactly this
+        assert strict["review_rationale"] == REVIEWS["review-overturn"] and strict["review_model"] == "reviewer"
+        assert (lax["execution_verdict"], lax["review"], lax["verdict"]) == ("weak", "confirm", "weak")  # confirmed
+        assert lax["review_rationale"] == REVIEWS["review-confirm"]
+        assert (good["verdict"], good["review"]) == ("validated", None)  # not flagged: not reviewed
+    asked = script.total()
+    assert asked == 2 == sum(script.requests[m] for m in REVIEWS)  # one question per distinct flagged test
+    assert "impl.txt must read exactly" in script.prompts[0] and "```diff" in script.prompts[0]
+    assert sorted(p.name for p in (tmp_path / "hs" / "suites" / "testhelix" / "synth__0000" / "suites").iterdir()) == [
+        "good", "strict"]  # the merged suite follows the rule
+
+    cli("crossval", str(config), "--store", str(store), "--work", str(work_root))
+    assert script.total() == asked  # the reviews are reused from the store
+    cli("replay", str(tmp_path / "hs"), "--store", str(store), "--work", str(work_root))
+    cli("score", str(store))
+    cli("report", str(store), "--out", str(tmp_path / "report.html"))
+    section = (tmp_path / "report.html").read_text()
+    section = section[section.index('<section id="crossval">'):]
+    assert "overturn" in section and "exactly `fixed`; this test checks exactly that" in section
+
+
+def test_a_rule_other_than_execution_needs_a_reviewer(tmp_path):
+    from testprism.tasks.generate.crossval_config import CrossvalConfigError, load_crossval
+
+    config = tmp_path / "crossval.toml"
+    config.write_text('benchmark = "b"\nout = "o"\nrule = "both-agree"\n[[agents]]\nname = "a"\ncommand = "x"\n'
+                      '[[agents]]\nname = "b"\ncommand = "y"\n')
+    with pytest.raises(CrossvalConfigError, match="rule"):
+        load_crossval(config)
+
+
+def test_the_rules_combine_execution_and_review():
+    from testprism.tasks.generate.review import Review, ReviewRule, decide
+
+    def said(verdict: str | None) -> Review:
+        return Review("k", verdict, "", "m", 1)
+
+    table = {rule: [decide("weak", r, rule) for r in (said("confirm"), said("overturn"), said(None), None)]
+             for rule in ReviewRule}
+    assert table == {ReviewRule.EXECUTION: ["weak"] * 4,
+                     ReviewRule.REVIEW: ["weak", "validated", "weak", "weak"],
+                     ReviewRule.BOTH_AGREE: ["weak", "validated", "validated", "validated"]}
+    assert decide("validated", said("confirm"), ReviewRule.BOTH_AGREE) == "validated"

@@ -134,3 +134,59 @@ def test_the_llm_proposer_is_clamped_to_the_bounds_and_falls_back_to_tpe(endpoin
     assert fallback.proposer == "tpe-fallback" and "no JSON object" in fallback.note
     assert 1 <= fallback.strategy.rounds <= 8
     assert script.total() == 2
+
+
+#: asks its model once through the channel (so each run spends tokens), then writes the strong
+#: suite when its instructions say to check the fixed text, else the lax one
+TOLD = r"""
+import json, os, pathlib, urllib.request
+strategy = json.loads(pathlib.Path("tmp/.task/strategy.json").read_text())
+body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "[[script:score-90]]"}]}).encode()
+urllib.request.urlopen(urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", body,
+                                              {"Content-Type": "application/json"}), timeout=30).read()
+strong = "starts with `fixed`" in strategy.get("instructions", "")
+pathlib.Path("tmp/run_tests.sh").write_text("grep -q '^fixed' impl.txt\n" if strong else "exit 0\n")
+"""
+TEXT_SPACE = ('instructions_max_chars = 400\n[strategy]\nrounds = 1\n'
+              'instructions = "Write a regression test. [[script:strategy-text]]"\n'
+              "[bounds.rounds]\nlow = 1\nhigh = 8\n[caps]\nrun_tokens = 10\nreply_tokens = 2\nsearch_tokens = 60\n")
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox")
+@pytest.mark.timeout(600)
+def test_the_llm_proposer_rewrites_the_instructions_and_raises_jsf_within_the_cap(tmp_path, work_root, endpoint):
+    """The designed example: the start's instructions give the lax suite (JSF 0); the model,
+    shown what each round's suites did, rewrites them; the rewritten text gives the strong
+    suite (JSF 1); the numbers it proposed stay in bounds and the search within its cap."""
+    from tests.chatserver import STRATEGY_TEXT
+
+    url, script = endpoint
+    make_synthetic(tmp_path / "bench", 2, valid=1, invalid=1)
+    rsi(tmp_path, work_root, TOLD, TEXT_SPACE, 2, "--proposer", "llm", "--model-url", url)
+    rows = searches(tmp_path / "store")
+    strategies = [json.loads(s) for s in rows["strategy"]]
+    assert rows["proposer"].to_list() == ["start", "llm"]
+    assert rows["jsf"].to_list() == [0.0, 1.0]  # the text change raised JSF
+    assert strategies[0]["instructions"] == "Write a regression test. [[script:strategy-text]]"
+    assert strategies[1]["instructions"] == STRATEGY_TEXT and strategies[1]["rounds"] == 2  # the history keeps each
+    spent = Store(tmp_path / "store").scan("generations").collect()["total_tokens"].sum()
+    assert spent == rows["cumulative_tokens"][-1] == 8 <= 60  # 2 rounds × 2 runs × one 2-token reply
+    proposer_prompt = next(p for p in script.prompts if "## History" in p)
+    assert "## What each round's suites did" in proposer_prompt  # the execution feedback it read
+    assert "synth__0000: the suite fails on the buggy program" not in proposer_prompt  # the lax suite passes there
+    assert "synth__0000: the suite does not both fail" in proposer_prompt and "rejects 0 of 1 wrong fixes" in proposer_prompt
+    assert load_strategy(tmp_path / "best.json").instructions == STRATEGY_TEXT
+
+
+def test_the_proposers_text_is_cut_to_the_space_bound_and_ignored_when_text_is_not_searched():
+    from testprism.tasks.generate.proposers import clamp
+
+    long = {"rounds": 3, "instructions": "x" * 50}
+    cut, note = clamp(StrategySpace(instructions_max_chars=20), long)
+    assert cut.instructions == "x" * 20 and note == "instructions cut from 50 to 20 characters"
+    fixed, note = clamp(StrategySpace(instructions_max_chars=0), long)
+    assert fixed.instructions == "" and note is None and fixed.rounds == 3
+    with pytest.raises(ValueError, match="instructions"):
+        clamp(StrategySpace(), {"instructions": 7})
+    assert Strategy().key != Strategy(instructions="x").key

@@ -21,6 +21,7 @@ from testprism.flows.cli import app
 from testprism.storage import Store
 from testprism.tasks.generate.selection import INDICATORS, select_demonstrations
 from testprism.tasks.model.benchmark import BUNDLED
+from tests.synthbench import make_synthetic
 
 GENERATORS = BUNDLED / "generators"
 INSTANCES = ["algokit__bisect-past-end", "calkit__merge-touching", "textkit__wrap-exact-width"]
@@ -136,3 +137,75 @@ def test_a_bad_criterion_names_its_option(tmp_path, option, value, field):
                                       "--out", str(tmp_path / "d.jsonl")])
     assert result.exit_code == 2, result.output
     assert f"field {field}" in result.output and value in result.output
+
+
+SECRET = "sk-gen31-never-written-7f3a9c"
+
+
+def _bytes_under(root: Path) -> bytes:
+    """Every file under `root`, gzip ones decompressed too."""
+    import gzip
+
+    found = b""
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        found += data + (gzip.decompress(data) if path.suffix == ".gz" else b"")
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox")
+def test_select_chat_exports_what_the_model_channel_recorded_without_the_key(tmp_path, work_root, endpoint,
+                                                                             monkeypatch):
+    """The provided agent through the channel on a loopback model: configuration `a` needs a
+    revision (two exchanges, the second extending the first: one conversation), `b` and `c`
+    say and hear the same in one exchange (one conversation, the other a duplicate). The
+    chat export's messages are exactly what the server received and answered; the key, which
+    reached the server, is nowhere in the store or the export."""
+    from tests.chatserver import AGENT_FIX, AGENT_PROGRAM
+
+    url, script = endpoint
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    bench = make_synthetic(tmp_path / "bench", 1, valid=0, invalid=0)
+    instance = bench / "instances" / "synth__0000"
+    (instance / "program" / "impl.txt").unlink()
+    (instance / "program" / "calc.py").write_text(AGENT_PROGRAM)
+    (instance / "instruction.md").write_text("`add` in calc.py subtracts. [[script:agent-pass-then-fail]]\n")
+    (instance / "reference.diff").write_text(AGENT_FIX)
+    (instance / "instance.toml").write_text((instance / "instance.toml").read_text().replace("packages = []\n", ""))
+    store, out = tmp_path / "store", tmp_path / "out"
+    for name, chars in (("a", 4000), ("b", 3000), ("c", 3500)):  # another strategy: another run, same prompt
+        strategy = tmp_path / f"{name}.json"
+        strategy.write_text(json.dumps({"tool_output_chars": chars}))
+        invoke("generate", str(bench), "--store", str(store), "--configuration", name, "--command", "testprism agent",
+               "--strategy", str(strategy), "--model-url", url, "--out", str(out), "--work", str(work_root))
+    invoke("replay", str(out), "--store", str(store), "--work", str(work_root))
+    invoke("score", str(store))
+    target = tmp_path / "chat.jsonl"
+    invoke("select", str(store), "--by", "grr", "--min", "1", "--format", "chat", "--out", str(target))
+    lines = [json.loads(line) for line in target.read_text().splitlines()]
+
+    assert {f"Bearer {SECRET}"} == script.authorization  # control: the key went upstream, through the harness
+    # what the server received and answered (its answer's null fields are not part of a message)
+    answered = [[*body["messages"], {k: v for k, v in reply["choices"][0]["message"].items() if v is not None}]
+                for body, reply in script.exchanges]
+    assert len(answered) == 4  # a: 2 exchanges, b and c: 1 each
+    assert answered[0] == answered[1][:3] and answered[2] == answered[3]
+    assert [line["messages"] for line in lines] == [answered[1], answered[2]]
+    assert [(line["metadata"]["configuration"], line["metadata"]["provenance"]["exchange"]) for line in lines] == [
+        ("a", 2), ("b", 1)]
+    first = lines[0]["metadata"]
+    assert first["metric"] == "grr" and first["value"] == 1.0 and first["indicators"]["f"] == 1.0
+    assert "test_generated.py" in first["suite"] and first["provenance"]["tokens"] == 2
+    assert first["provenance"]["strategy"]["tool_output_chars"] == 4000
+    assert SECRET.encode() not in _bytes_under(store) + target.read_bytes()
+
+    budget = tmp_path / "budget.jsonl"  # each conversation's last exchange cost 2 tokens
+    invoke("select", str(store), "--by", "grr", "--min", "1", "--format", "chat", "--max-tokens", "2",
+           "--out", str(budget))
+    assert [json.loads(line)["metadata"]["configuration"] for line in budget.read_text().splitlines()] == ["a"]
+
+    invoke("report", str(store), "--out", str(tmp_path / "report.html"))
+    page = (tmp_path / "report.html").read_text()
+    section = page[page.index('<section id="conversations">'):]
+    assert section.count(">conversation</a>") == 3 and "conversation.jsonl.gz" in section

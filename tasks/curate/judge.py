@@ -207,34 +207,40 @@ class JudgeConfig(BaseModel):
             raise JudgeConfigError(f"judge.{name}{hint}: {first['msg']}") from exc
 
 
-class _Malformed(ValueError):
+class MalformedAnswer(ValueError):
     """The judge's answer is not the JSON asked for."""
 
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
-def read_answer(content: str) -> tuple[int, str]:
-    """The score and rationale of an answer, or _Malformed saying what is wrong. A Markdown
+def answer_object(content: str) -> dict:
+    """The JSON object of an answer, or MalformedAnswer saying what is wrong. A Markdown
     code fence around the JSON is tolerated: models add one even when told not to."""
     text = content.strip()
     fenced = _FENCE.match(text)
     try:
         answer = json.loads(fenced.group(1) if fenced else text)
     except ValueError as exc:
-        raise _Malformed(f"not JSON ({exc})") from exc
+        raise MalformedAnswer(f"not JSON ({exc})") from exc
     if not isinstance(answer, dict):
-        raise _Malformed("not a JSON object")
+        raise MalformedAnswer("not a JSON object")
+    return answer
+
+
+def read_answer(content: str) -> tuple[int, str]:
+    """The score and rationale of an answer, or MalformedAnswer saying what is wrong."""
+    answer = answer_object(content)
     score = answer.get("score")
     if isinstance(score, float) and score.is_integer():
         score = int(score)
     if isinstance(score, bool) or not isinstance(score, int):
-        raise _Malformed(f"score is {score!r}, not a whole number")
+        raise MalformedAnswer(f"score is {score!r}, not a whole number")
     if not 0 <= score <= 100:
-        raise _Malformed(f"score {score} is outside 0..100")
+        raise MalformedAnswer(f"score {score} is outside 0..100")
     rationale = answer.get("rationale")
     if not isinstance(rationale, str) or not rationale.strip():
-        raise _Malformed("no rationale")
+        raise MalformedAnswer("no rationale")
     return score, rationale.strip()
 
 
@@ -245,10 +251,34 @@ def _retryable(exc: openai.OpenAIError) -> bool:
     return isinstance(exc, openai.APIStatusError) and (exc.status_code == 429 or exc.status_code >= 500)
 
 
+def judge_client(config: JudgeConfig) -> openai.OpenAI:
+    """One client for every thread (its connection pool is thread-safe; it connects on first
+    use). Its own retries are off: `ask` retries, so every request is counted."""
+    return openai.OpenAI(base_url=config.base_url, api_key=config.api_key, timeout=config.timeout_s, max_retries=0)
+
+
+def ask(client: openai.OpenAI, config: JudgeConfig, messages: list[dict[str, str]], about: str
+        ) -> tuple[ChatCompletion | None, int, str | None]:
+    """(the completion or None, requests sent, what went wrong): transport trouble is
+    retried `config.max_retries` times with a doubling wait; anything else is not."""
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            return client.chat.completions.create(model=config.model, messages=messages,
+                                                  temperature=config.temperature), attempts, None
+        except openai.OpenAIError as exc:
+            if not _retryable(exc) or attempts > config.max_retries:
+                return None, attempts, _describe(exc)
+            wait = min(config.backoff_cap_s, config.backoff_s * 2 ** (attempts - 1))
+            log.info("judge %s on %s: %s; retry %d of %d in %.1fs", config.model, about, _describe(exc), attempts,
+                     config.max_retries, wait)
+            time.sleep(wait)
+
+
 class ChatJudge(Judge):
     """SWEPatchTest's questions, asked of a model behind an OpenAI-compatible chat-completions
-    endpoint. The client's own retries are off: this loop retries, so every request is counted
-    in `Audit.attempts`."""
+    endpoint (`ask`: every request is counted in `Audit.attempts`)."""
 
     prompt_version = PROMPT_VERSION
 
@@ -256,9 +286,7 @@ class ChatJudge(Judge):
         self.config = config
         self.model = config.model
         self.threshold = config.threshold
-        # one client for every thread (its connection pool is thread-safe); it connects on first use
-        self._client = openai.OpenAI(base_url=config.base_url, api_key=config.api_key,
-                                     timeout=config.timeout_s, max_retries=0)
+        self._client = judge_client(config)
 
     def messages(self, item: AuditItem) -> list[dict[str, str]]:
         """The conversation sent for `item`."""
@@ -276,20 +304,10 @@ class ChatJudge(Judge):
         key, messages = self.key(item), self.messages(item)
         attempts = 0
         try:
-            while True:
-                attempts += 1
-                try:
-                    completion = self._client.chat.completions.create(
-                        model=self.model, messages=messages, temperature=self.config.temperature)
-                except openai.OpenAIError as exc:
-                    if not _retryable(exc) or attempts > self.config.max_retries:
-                        return self._failed(key, item, attempts, _describe(exc))
-                    wait = min(self.config.backoff_cap_s, self.config.backoff_s * 2 ** (attempts - 1))
-                    log.info("judge %s on %s: %s; retry %d of %d in %.1fs", self.model, item.instance_id,
-                             _describe(exc), attempts, self.config.max_retries, wait)
-                    time.sleep(wait)
-                    continue
-                return self._answer(key, item, attempts, completion)
+            completion, attempts, error = ask(self._client, self.config, messages, item.instance_id)
+            if completion is None:
+                return self._failed(key, item, attempts, error or "no answer")
+            return self._answer(key, item, attempts, completion)
         except Exception as exc:  # noqa: BLE001 - the contract: one broken audit never stops the others
             log.exception("judge %s on %s: unexpected error", self.model, item.instance_id)
             return self._failed(key, item, attempts, f"{type(exc).__name__}: {exc}")
@@ -309,7 +327,7 @@ class ChatJudge(Judge):
         content = choice.message.content or ""
         try:
             score, rationale = read_answer(content)
-        except _Malformed as exc:
+        except MalformedAnswer as exc:
             log.warning("judge %s on %s: malformed answer: %s", self.model, item.instance_id, exc)
             return Audit(score=None, decision=Decision.REVIEW, rationale=content[:RAW_ANSWER_LIMIT],
                          error=f"malformed answer: {exc}", reason=Reason.MALFORMED_ANSWER, **common)

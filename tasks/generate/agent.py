@@ -113,7 +113,7 @@ class Strategy:
     below, so the agent also runs on a hand-made task folder."""
 
     FIELDS = {"rounds": 3, "agent_steps": 8, "repair_steps": 3, "context_tokens": 8000,
-              "tool_output_chars": 4000, "review_tokens": 2048, "model": "", "repair": False}
+              "tool_output_chars": 4000, "review_tokens": 2048, "model": "", "repair": False, "instructions": ""}
 
     def __init__(self, values: Dict[str, object]) -> None:
         unknown = sorted(set(values) - set(self.FIELDS))
@@ -134,6 +134,7 @@ class Strategy:
         self.review_tokens = int(merged["review_tokens"])
         self.model = str(merged["model"]) or os.environ.get("TESTPRISM_MODEL", "")
         self.repair = bool(merged["repair"])
+        self.instructions = str(merged["instructions"]).strip()  # added to the system prompt
         if not self.model:
             raise TaskError("no model: strategy.json has no `model` and TESTPRISM_MODEL is not set")
 
@@ -427,7 +428,10 @@ class Agent:
         """Ask for a test, run it, ask for revisions until one fails by an assertion (and,
         in TestPrism mode, passes with the reference applied)."""
         fence = self.convention.fence[0]
-        opening = [{"role": "system", "content": SYSTEM.format(framework=self.convention.framework, fence=fence)},
+        system = SYSTEM.format(framework=self.convention.framework, fence=fence)
+        if self.strategy.instructions:
+            system += "\n\n" + self.strategy.instructions
+        opening = [{"role": "system", "content": system},
                    {"role": "user", "content": first_prompt(self.root, self.task, self.strategy, self.convention)}]
         messages = list(opening)
         try:

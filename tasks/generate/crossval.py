@@ -35,6 +35,7 @@ from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.generate.generation import GenerationSpec
 from testprism.tasks.generate.strategy import Caps
 from testprism.tasks.generate.outputs import generated_folder
+from testprism.tasks.generate.review import Review, ReviewItem, described, shown
 from testprism.tasks.model.benchmark import Instance, Suite, load_suite
 from testprism.tasks.model.state import State, states_of
 from testprism.tasks.replay.runs import RunSpec, run_spec
@@ -216,11 +217,43 @@ def flags(cells: pl.DataFrame, labels: Mapping[tuple[str, str], str | None]) -> 
     return found
 
 
-def flag_table(found: Sequence[Flag], round_: int) -> pl.DataFrame:
-    return pl.DataFrame([{"instance_id": f.instance_id, "test": f.test, "round": round_, "verdict": f.verdict.value,
-                          "evidence": f.evidence, "detail": f.detail} for f in found],
-                        schema={"instance_id": pl.String, "test": pl.String, "round": pl.Int32, "verdict": pl.String,
-                                "evidence": pl.String, "detail": pl.String})
+def flag_table(found: Sequence[Flag], round_: int, reviews: Mapping[tuple[str, str], Review] | None = None,
+               final: Mapping[tuple[str, str], str] | None = None) -> pl.DataFrame:
+    """A round's `crossval_flags` rows: the verdict `final` gives (execution's without one)
+    and, beside it, execution's own and the review's verdict and rationale."""
+    rows = []
+    for f in found:
+        pair = (f.instance_id, f.test)
+        review = (reviews or {}).get(pair)
+        rows.append({"instance_id": f.instance_id, "test": f.test, "round": round_,
+                     "verdict": (final or {}).get(pair, f.verdict.value), "evidence": f.evidence, "detail": f.detail,
+                     "execution_verdict": f.verdict.value, "review": review.verdict if review else None,
+                     "review_rationale": (review.rationale or review.error) if review else None,
+                     "review_model": review.model if review else None})
+    return pl.DataFrame(rows, schema={"instance_id": pl.String, "test": pl.String, "round": pl.Int32,
+                                      "verdict": pl.String, "evidence": pl.String, "detail": pl.String,
+                                      "execution_verdict": pl.String, "review": pl.String,
+                                      "review_rationale": pl.String, "review_model": pl.String})
+
+
+def review_item(flag: Flag, peers: Sequence[Peer], cells: pl.DataFrame) -> ReviewItem:
+    """What the semantic review of a flagged test is shown: the instruction, the test, the
+    state it disagreed on and both outputs there (its own and the first peer test's that
+    disagrees with it)."""
+    here = cells.filter((pl.col("instance_id") == flag.instance_id) & (pl.col("state") == flag.evidence))
+    outcome = {r["test"]: (r["outcome"], r["output"]) for r in here.iter_rows(named=True)}
+    mine = outcome.get(flag.test, ("E", ""))
+    other = next((out for test, (o, out) in outcome.items() if test != flag.test and o != mine[0]), "")
+    peer = next(p for p in peers if p.name == flag.test)
+    instance = peer.spec.instance
+    if flag.evidence == "reference":
+        diff = instance.reference
+    else:
+        diff = next((p.repair_diff for p in peers if p.name == flag.evidence), b"")
+    files = {rel: (peer.suite.folder / rel).read_text(encoding="utf-8", errors="replace") for rel in peer.suite.files}
+    return ReviewItem(flag.instance_id, flag.test, flag.verdict.value, flag.evidence, flag.detail,
+                      (instance.folder / "instruction.md").read_text(encoding="utf-8", errors="replace"),
+                      described(files), shown(diff.decode(errors="replace")), shown(mine[1]), shown(other))
 
 
 def feedback(flag: Flag, peers: Sequence[Peer], cells: pl.DataFrame) -> bytes:

@@ -9,8 +9,12 @@ the field, before anything runs.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from testprism.tasks.curate.judge import JudgeConfig, JudgeConfigError
+from testprism.tasks.generate.review import ReviewRule
 
 from testprism.tasks.generate.strategy import Caps
 from testprism.tasks.generate.task_folder import Mode
@@ -52,6 +56,14 @@ class CrossvalConfig(_Section):
     model_url: str | None = None
     api_key_env: str | None = "OPENAI_API_KEY"
     agents: tuple[Agent, ...] = Field(min_length=2)
+    #: the semantic review of flagged tests: on when the table is there (curate's judge
+    #: settings, tasks/curate/judge.py JudgeConfig; what it leaves out comes from the environment)
+    review: dict[str, Any] | None = None
+    #: how execution's flag and the review combine (tasks/generate/review.py ReviewRule)
+    rule: ReviewRule = ReviewRule.EXECUTION
+
+    def review_config(self) -> JudgeConfig | None:
+        return None if self.review is None else JudgeConfig.load(self.review)
 
     @field_validator("merged")
     @classmethod
@@ -84,4 +96,11 @@ def load_crossval(path: Path) -> CrossvalConfig:
                                                "strategy": at(agent.strategy)}))
     if config.merged in {a.name for a in agents}:
         raise CrossvalConfigError(path, "merged", f"{config.merged!r} is also an agent's name")
+    if config.rule is not ReviewRule.EXECUTION and config.review is None:
+        raise CrossvalConfigError(path, "rule", f"{config.rule.value!r} needs a [review] table (the judge)")
+    try:
+        config.review_config()
+    except JudgeConfigError as exc:
+        setting, _, message = str(exc).partition(": ")
+        raise CrossvalConfigError(path, setting.replace("judge.", "review.", 1), message) from exc
     return config.model_copy(update={"benchmark": at(config.benchmark), "out": at(config.out), "agents": tuple(agents)})

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -38,6 +39,7 @@ from testprism.tasks.model.state import states_of
 from testprism.tasks.model.workdir import workspace_prefix
 from testprism.tasks.sandbox.base import ExecResult, Limits, RunRequest, SandboxBackend, SandboxError
 from testprism.tasks.sandbox.channel import Budget, ModelChannel, Usage
+from testprism.tasks.sandbox.transcript import Transcript
 
 log = logging.getLogger(__name__)
 
@@ -136,24 +138,32 @@ class GenerateJob(Job[GenerationSpec, GenerationResult]):
                         language=syntax.named(unit.instance.spec.language),
                         reference=unit.instance.reference if unit.mode is Mode.TESTPRISM else None,
                         strategy=unit.strategy, command=unit.command, tools=unit.tools, feedback=unit.feedback) as task:
-            channel = (ModelChannel(self.endpoint.base_url, self.endpoint.api_key, unit.budget,
-                                    directory=options.work.workspaces) if self.endpoint else None)
+            transcript = _transcript_file(options) if self.endpoint else None
             try:
-                request = RunRequest(tree=tree.tree, suite_folder=task.root, suite_files=task.files,
-                                     command=agent_command(unit.command), environment=environment, limits=limits,
-                                     channel=channel.socket_path if channel else None, keep_outputs=True)
+                channel = (ModelChannel(self.endpoint.base_url, self.endpoint.api_key, unit.budget,
+                                        directory=options.work.workspaces,
+                                        transcript=Transcript(transcript, self.endpoint.api_key))
+                           if self.endpoint and transcript else None)
                 try:
-                    done = environments.run(unit.instance.spec.environment, request)
-                except SandboxError as exc:
-                    log.warning("generation %s on %s: sandbox failed: %s", unit.configuration, unit.instance.id, exc)
-                    return GenerationResult(Reason.SANDBOX_ERROR, None, (datetime.now() - started).total_seconds(),
-                                            NO_USAGE, {}, None)
-                usage = channel.usage if channel else NO_USAGE
-                exhausted = channel.exhausted if channel else False
+                    request = RunRequest(tree=tree.tree, suite_folder=task.root, suite_files=task.files,
+                                         command=agent_command(unit.command), environment=environment, limits=limits,
+                                         channel=channel.socket_path if channel else None, keep_outputs=True)
+                    try:
+                        done = environments.run(unit.instance.spec.environment, request)
+                    except SandboxError as exc:
+                        log.warning("generation %s on %s: sandbox failed: %s", unit.configuration, unit.instance.id,
+                                    exc)
+                        return GenerationResult(Reason.SANDBOX_ERROR, None,
+                                                (datetime.now() - started).total_seconds(), NO_USAGE, {}, None)
+                    usage = channel.usage if channel else NO_USAGE
+                    exhausted = channel.exhausted if channel else False
+                finally:
+                    if channel:
+                        channel.close()  # the transcript is whole once the channel is closed
+                return judged_generation(unit, done, usage, exhausted, options, transcript)
             finally:
-                if channel:
-                    channel.close()
-        return judged_generation(unit, done, usage, exhausted, options)
+                if transcript is not None:
+                    transcript.unlink(missing_ok=True)
 
     def row(self, unit: GenerationSpec, result: GenerationResult, started: datetime,
             backend: SandboxBackend) -> dict:
@@ -176,17 +186,27 @@ class GenerateJob(Job[GenerationSpec, GenerationResult]):
         return "ok" if result.reason is None else result.reason.value
 
 
+def _transcript_file(options: ExecutionOptions) -> Path:
+    """A fresh file of the harness's for the channel's transcript, beside the workspaces
+    (never inside one: the sandbox sees its own workspace); moved into the store with the
+    run's outputs, then removed."""
+    fd, name = tempfile.mkstemp(prefix="testprism-transcript-", suffix=".jsonl.gz", dir=options.work.workspaces)
+    os.close(fd)
+    return Path(name)
+
+
 def _count(reported: dict, name: str) -> int | None:
     value = reported.get(name)
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
 
 
 def judged_generation(unit: GenerationSpec, done: ExecResult, usage: Usage, exhausted: bool,
-                      options: ExecutionOptions) -> GenerationResult:
+                      options: ExecutionOptions, transcript: Path | None = None) -> GenerationResult:
     """Why a run's suite is not kept, if it is not, and what of it is kept in the store.
 
-    The log is kept whatever happened (a failed agent is what a researcher reads first);
-    the suite and repair only for a run that ended within its limits with a test file."""
+    The log and the channel's transcript are kept whatever happened (a failed agent is what
+    a researcher reads first); the suite and repair only for a run that ended within its
+    limits with a test file."""
     reported = _reported_usage(done)
     reason: Reason | None = None
     if done.timed_out:
@@ -199,7 +219,7 @@ def judged_generation(unit: GenerationSpec, done: ExecResult, usage: Usage, exha
         reason = Reason.OVER_BUDGET
     elif done.exit_code != 0:
         reason = Reason.AGENT_FAILED
-    kept = keep_outputs(Store(options.store_root), unit.key, done, suite=reason is None)
+    kept = keep_outputs(Store(options.store_root), unit.key, done, suite=reason is None, transcript=transcript)
     if reason is None and kept.suite_hash is None:
         reason = Reason.NO_SUITE
     return GenerationResult(reason, done.exit_code, done.duration_s, usage, reported, kept)

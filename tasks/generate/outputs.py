@@ -1,7 +1,8 @@
 """What a generation run leaves in the store, by generation key: `STORE/generated/<key>/`
 holds `suite/` (the files it wrote under `tmp/`, its task folder left out), `repair.diff`
-(its changes to the program, heterogeneous synthesis) and `log.gz` (its whole output,
-compressed: the trajectory a researcher reads).
+(its changes to the program, heterogeneous synthesis), `log.gz` (its whole output,
+compressed: the trajectory a researcher reads) and `conversation.jsonl.gz` (every exchange
+with its model through the channel, the key never in it: tasks/sandbox/transcript.py).
 
 The names come from untrusted code: they were read back without following links
 (tasks/sandbox/outputs.py), and each is checked again here before the harness writes it
@@ -35,8 +36,18 @@ class KeptOutputs:
     log: str  #: relative to the store root
 
 
+#: the channel's transcript in a generated folder
+CONVERSATION = "conversation.jsonl.gz"
+
+
 def generated_folder(store: Store, key: str) -> Path:
     return store.paths.generated / key
+
+
+def conversation_file(store: Store, key: str) -> Path | None:
+    """The run's recorded conversation, when it had a channel."""
+    path = generated_folder(store, key) / CONVERSATION
+    return path if path.is_file() else None
 
 
 def _safe(name: str) -> tuple[str, ...] | None:
@@ -46,14 +57,18 @@ def _safe(name: str) -> tuple[str, ...] | None:
     return parts
 
 
-def keep_outputs(store: Store, key: str, done: ExecResult, *, suite: bool) -> KeptOutputs:
-    """Write the run's log, and (when `suite`) its suite and repair; what was kept."""
+def keep_outputs(store: Store, key: str, done: ExecResult, *, suite: bool,
+                 transcript: Path | None = None) -> KeptOutputs:
+    """Write the run's log and its channel's `transcript` (a file of the harness's), and
+    (when `suite`) its suite and repair; what was kept."""
     final = generated_folder(store, key)
     staging = final.parent / f".staging-{uuid.uuid4().hex}"  # not the store's .tmp- parts, which it sweeps as files
     (staging / "suite").mkdir(parents=True)
     try:
         with gzip.open(staging / "log.gz", "wt", encoding="utf-8") as fh:
             fh.write(done.output_tail)
+        if transcript is not None:
+            shutil.copyfile(transcript, staging / CONVERSATION)
         files, repair_hash = 0, None
         outputs = done.outputs
         tests = False

@@ -1,6 +1,12 @@
 """Who proposes a search round's strategy: Optuna's TPE sampler over the space's bounds, or a
 model over the OpenAI-compatible API that reads the history and answers a strategy.
 
+TPE searches the numeric fields (the default proposer); it leaves the text as the start
+has it. The model may rewrite the strategy's `instructions` too (TestHelix's
+self-improvement refines the synthesis strategy from execution feedback): it is shown each
+round's instructions and what its suites did per instance (the replayed indicators), and
+its text is cut to the space's `instructions_max_chars`.
+
 Both are functions of the stored history, so a rerun proposes what the first run would
 have: TPE's study is rebuilt in memory from the history every round and seeded with the
 search's seed plus the round (a sampler's RNG carried across rounds would differ after a
@@ -13,7 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import openai
@@ -35,14 +41,16 @@ SYSTEM_PROMPT = (
     "You tune the strategy of a test-generation agent. Each round, the agent wrote a test suite per task "
     "under the strategy shown; JSF is the share of tasks whose suite failed the buggy program, passed the "
     "reference fix, accepted every valid alternative fix and rejected every invalid one. Propose the next "
-    "strategy to try: higher JSF is better, and every strategy runs under the same fixed token caps.")
+    "strategy to try: higher JSF is better, and every strategy runs under the same fixed token caps. Besides "
+    "its numbers, a strategy has `instructions`: text the agent adds to its system prompt. Read what each "
+    "round's suites did and rewrite the instructions where they would help.")
 
 
 @dataclass(frozen=True)
 class Proposal:
     strategy: Strategy
     proposer: str  #: tpe | llm | tpe-fallback
-    note: str | None = None  #: why the model's answer was not used
+    note: str | None = None  #: why the model's answer was not used, or what of it was cut
     tokens: int = 0  #: the proposer's own tokens
 
 
@@ -63,18 +71,29 @@ def propose_tpe(space: StrategySpace, rounds: Sequence[SearchRound], round_: int
     return space.strategy.model_copy(update=study.ask(distributions).params)
 
 
-def clamp(space: StrategySpace, answer: dict) -> Strategy:
-    """The model's answer as a strategy: unknown and fixed fields ignored (the start's stay),
-    searched fields rounded and clamped into their bounds. Raises ValueError when a searched
-    field is not a number."""
-    values = {}
+def clamp(space: StrategySpace, answer: dict) -> tuple[Strategy, str | None]:
+    """The model's answer as a strategy, and a note when its text was cut: unknown and fixed
+    fields ignored (the start's stay), searched fields rounded and clamped into their bounds,
+    `instructions` (when the space searches text) cut to `instructions_max_chars`. Raises
+    ValueError when a searched field is not a number or the instructions not text."""
+    values: dict[str, object] = {}
     for name, bound in space.bounds.items():
         if name in answer:
             value = answer[name]
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ValueError(f"{name}: {value!r} is not a number")
             values[name] = min(bound.high, max(bound.low, round(value)))
-    return space.strategy.model_copy(update=values)
+    note = None
+    if space.instructions_max_chars and "instructions" in answer:
+        text = answer["instructions"]
+        if not isinstance(text, str):
+            raise ValueError(f"instructions: {text!r} is not text")
+        text = text.strip()
+        if len(text) > space.instructions_max_chars:
+            note = f"instructions cut from {len(text)} to {space.instructions_max_chars} characters"
+            text = text[:space.instructions_max_chars]
+        values["instructions"] = text
+    return space.strategy.model_copy(update=values), note
 
 
 def _answer_object(content: str) -> dict:
@@ -88,30 +107,39 @@ def _answer_object(content: str) -> dict:
     return data
 
 
-def messages(space: StrategySpace, rounds: Sequence[SearchRound]) -> list[dict[str, str]]:
-    """The history table (strategy, JSF, tokens per round) and the bounds."""
+def messages(space: StrategySpace, rounds: Sequence[SearchRound], feedback: Mapping[int, str] | None = None
+             ) -> list[dict[str, str]]:
+    """The history table (strategy, JSF, tokens per round), each round's execution feedback
+    (what its suites did per instance) and the bounds."""
     lines = "\n".join(json.dumps({"round": r.round, "strategy": r.strategy.model_dump(), "jsf": r.jsf,
                                   "tokens": r.tokens}) for r in rounds if r.jsf is not None)
+    seen = "\n\n".join(f"### Round {n}\n\n{text}" for n, text in sorted((feedback or {}).items()) if text)
     bounds = "\n".join(f"- {n}: integer in [{b.low}, {b.high}]" for n, b in sorted(space.bounds.items()))
-    user = (f"## History (one JSON object per round)\n\n{lines}\n\n## Fields you may change\n\n{bounds}\n\n"
-            "Answer with one JSON object holding those fields only.")
+    if space.instructions_max_chars:
+        bounds += f"\n- instructions: text of at most {space.instructions_max_chars} characters"
+    user = (f"## History (one JSON object per round)\n\n{lines}\n\n"
+            + (f"## What each round's suites did\n\n{seen}\n\n" if seen else "")
+            + f"## Fields you may change\n\n{bounds}\n\nAnswer with one JSON object holding those fields only.")
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
 def propose_llm(space: StrategySpace, rounds: Sequence[SearchRound], round_: int, seed: int, endpoint: Endpoint,
-                model: str, timeout_s: float = 120.0) -> Proposal:
+                model: str, timeout_s: float = 120.0, feedback: Mapping[int, str] | None = None) -> Proposal:
     """The model's strategy, clamped to the bounds; TPE's on an error or a malformed
-    answer (recorded as `tpe-fallback` with the reason), so one bad answer costs no round."""
+    answer (recorded as `tpe-fallback` with the reason), so one bad answer costs no round.
+    `feedback`: round → what its suites did (tasks/generate/search.py `round_feedback`)."""
     client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key or "none", timeout=timeout_s,
                            max_retries=2)
     tokens = 0
     try:
-        completion = client.chat.completions.create(model=model, messages=messages(space, rounds), temperature=0.0)
+        completion = client.chat.completions.create(model=model, messages=messages(space, rounds, feedback),
+                                                    temperature=0.0)
         tokens = completion.usage.total_tokens if completion.usage else 0
         content = completion.choices[0].message.content if completion.choices else None
         if not content:
             raise ValueError("the answer is empty")
-        return Proposal(clamp(space, _answer_object(content)), "llm", tokens=tokens)
+        strategy, note = clamp(space, _answer_object(content))
+        return Proposal(strategy, "llm", note, tokens=tokens)
     except (openai.OpenAIError, ValueError, ValidationError) as exc:
         note = f"{type(exc).__name__}: {exc}"
         log.warning("rsi round %d: the model's proposal is unusable (%s); TPE proposes instead", round_, note)

@@ -69,7 +69,7 @@ def search_id(space: StrategySpace, command: str, mode: Mode, tools: Sequence[Pa
     `--rounds`, the proposer and the seed are not part of it, so a search can be continued
     with more rounds or another proposer."""
     parts = [part for tool in tools for part in (tool.name, tool.read_bytes())]
-    return digest("search", space.model_dump_json(), command, mode.value, *parts, str(benchmark.resolve()))
+    return digest("search", space.identity, command, mode.value, *parts, str(benchmark.resolve()))
 
 
 def configuration_of(search: str, round_: int) -> str:
@@ -139,6 +139,23 @@ def round_jsf(store: Store, configuration: str) -> float:
     (tasks/score/metrics.py; the leaderboard's `jvr`), computed without rewriting `scores/`."""
     rows = instance_scores(store).filter(pl.col("configuration") == configuration)
     return float(rows["s"].mean()) if rows.height else 0.0
+
+
+def round_feedback(store: Store, configuration: str) -> str:
+    """What a round's suites did per instance, in words a proposer reads: whether each
+    failed the buggy program and passed the reference, and how many valid (invalid)
+    candidates it accepted (rejected)."""
+    rows = instance_scores(store).filter(pl.col("configuration") == configuration).sort("instance_id")
+    lines = []
+    for r in rows.iter_rows(named=True):
+        said = ["fails on the buggy program and passes the reference" if r["f"] == 1.0
+                else "does not both fail on the buggy program and pass the reference"]
+        if r["n_valid"]:
+            said.append(f"accepts {round((r['a'] or 0) * r['n_valid'])} of {r['n_valid']} correct alternative fixes")
+        if r["n_invalid"]:
+            said.append(f"rejects {round((r['r'] or 0) * r['n_invalid'])} of {r['n_invalid']} wrong fixes")
+        lines.append(f"- {r['instance_id']}: the suite {'; '.join(said)} (S = {r['s']:.0f})")
+    return "\n".join(lines)
 
 
 def best(rounds: Sequence[SearchRound]) -> SearchRound | None:

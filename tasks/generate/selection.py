@@ -18,6 +18,10 @@ README "Metrics"):
 
 An indicator that is null for an instance never passes: a suite never checked against a
 valid (invalid) candidate has shown nothing about accepting (rejecting) one.
+
+Two formats: `trajectory` (a record per suite: its indicators, the run's metadata, suite,
+repair and log) and `chat` (the run's recorded model conversations as `{"messages": [...]}`
+lines, tasks/generate/chat_export.py).
 """
 
 from __future__ import annotations
@@ -33,12 +37,14 @@ from typing import Any
 import polars as pl
 
 from testprism.storage import Store, StoreError
-from testprism.tasks.generate.outputs import generated_folder
+from testprism.tasks.generate.chat_export import chat_records
+from testprism.tasks.generate.outputs import conversation_file, generated_folder
 
 log = logging.getLogger(__name__)
 
 #: `--by` → the INSTANCE_SCORES column it tests
 INDICATORS: dict[str, str] = {"grr": "f", "car": "a", "wdr": "r", "jvr": "s"}
+FORMATS = ("trajectory", "chat")
 
 
 class SelectionError(ValueError):
@@ -55,11 +61,21 @@ class SelectionSummary:
     scored: int  #: (configuration, instance) pairs considered (after --configuration)
     without_trajectory: int  #: scored pairs with no kept generation (hand-written suites)
     out: Path
+    conversations: int = 0  #: chat format: lines written
+    duplicates: int = 0  #: chat format: identical conversations left out
+    over_budget: int = 0  #: chat format: conversations past --max-tokens
+    without_conversation: int = 0  #: chat format: selected runs that had no channel
 
 
-def check_criterion(store_root: Path, by: str, minimum: float) -> None:
+def check_criterion(store_root: Path, by: str, minimum: float, format_: str = "trajectory",
+                    max_tokens: int | None = None) -> None:
     """Refuse a metric that is not one of the four and a threshold outside [0, 1] (every
-    indicator is a share, so any other threshold selects all or nothing by accident)."""
+    indicator is a share, so any other threshold selects all or nothing by accident), an
+    unknown format and a token budget below 1 or without the chat format."""
+    if format_ not in FORMATS:
+        raise SelectionError(store_root, "--format", f"{format_!r} is not one of {', '.join(FORMATS)}")
+    if max_tokens is not None and (max_tokens < 1 or format_ != "chat"):
+        raise SelectionError(store_root, "--max-tokens", "a budget of at least 1 token, with --format chat")
     if by not in INDICATORS:
         raise SelectionError(store_root, "--by", f"{by!r} is not one of {', '.join(INDICATORS)}")
     if not 0.0 <= minimum <= 1.0:
@@ -118,6 +134,19 @@ def demonstration(store: Store, by: str, score: dict[str, Any], generation: dict
     }
 
 
+def chat_metadata(by: str, score: dict[str, Any], generation: dict[str, Any], suite: dict[str, str]
+                  ) -> dict[str, Any]:
+    """What a chat line carries beside its messages: the suite, the metrics it met, where
+    it came from."""
+    return {"configuration": score["configuration"], "instance_id": score["instance_id"], "source": score["source"],
+            "metric": by, "value": score[INDICATORS[by]],
+            "indicators": {name: score[name] for name in ("f", "a", "r", "s", "n_valid", "n_invalid")},
+            "suite": suite,
+            "provenance": {"generation_key": generation["generation_key"], "command": generation["command"],
+                           "mode": generation["mode"], "round": generation["round"],
+                           "strategy": json.loads(generation["strategy"])}}
+
+
 def _write_jsonl(records: list[dict[str, Any]], out: Path) -> None:
     """Temporary sibling, then rename: a reader never sees half an export."""
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -132,10 +161,12 @@ def _write_jsonl(records: list[dict[str, Any]], out: Path) -> None:
 
 
 def select_demonstrations(store_root: Path, by: str, minimum: float, out: Path,
-                          configurations: tuple[str, ...] = ()) -> SelectionSummary:
+                          configurations: tuple[str, ...] = (), format_: str = "trajectory",
+                          max_tokens: int | None = None) -> SelectionSummary:
     """Write to `out` one record per scored (configuration, instance) whose indicator for
-    `by` is at least `minimum` and whose suite a kept generation run wrote."""
-    check_criterion(store_root, by, minimum)
+    `by` is at least `minimum` and whose suite a kept generation run wrote (`chat`: one
+    per distinct conversation of those runs, within `max_tokens`)."""
+    check_criterion(store_root, by, minimum, format_, max_tokens)
     store = Store.existing(store_root)
     scores = scored_instances(store, configurations)
     generations = {(g["configuration"], g["instance_id"]): g for g in kept_generations(store).iter_rows(named=True)}
@@ -147,8 +178,18 @@ def select_demonstrations(store_root: Path, by: str, minimum: float, out: Path,
             continue
         value = score[INDICATORS[by]]
         if value is not None and value >= minimum:
-            records.append(demonstration(store, by, score, generation))
-    _write_jsonl(records, out)
-    log.info("select by %s >= %s: selected %d of %d scored suites, skipped %d without trajectories; wrote %s",
-             by, minimum, len(records), scores.height, without, out)
-    return SelectionSummary(len(records), scores.height, without, out)
+            records.append((score, generation))
+    log.info("select by %s >= %s: selected %d of %d scored suites, skipped %d without trajectories",
+             by, minimum, len(records), scores.height, without)
+    if format_ == "trajectory":
+        _write_jsonl([demonstration(store, by, s, g) for s, g in records], out)
+        log.info("wrote %d demonstrations to %s", len(records), out)
+        return SelectionSummary(len(records), scores.height, without, out)
+    talked = [(s, g, conversation_file(store, g["generation_key"])) for s, g in records]
+    chats = chat_records([(chat_metadata(by, s, g, _suite_files(generated_folder(store, g["generation_key"]) / "suite")),
+                           path) for s, g, path in talked if path is not None], max_tokens)
+    _write_jsonl(chats.records, out)
+    silent = sum(path is None for *_, path in talked)
+    log.info("wrote %d conversations to %s (%d selected runs had no model channel)", len(chats.records), out, silent)
+    return SelectionSummary(len(records), scores.height, without, out, len(chats.records), chats.duplicates,
+                            chats.over_budget, silent)

@@ -93,3 +93,7 @@ class SelectSettings(_Settings):
                            json_schema_extra={"cli": "--min"})
     configurations: tuple[str, ...] = Field((), description="only these configurations (repeatable)",
                                             json_schema_extra={"cli": "--configuration"})
+    export_format: str = Field("trajectory", description="trajectory: a record per suite; chat: its recorded model "
+                                                         "conversations as {\"messages\": [...]} lines",
+                               json_schema_extra={"cli": "--format"})
+    max_tokens: int | None = Field(None, description="chat: the export's token budget (channel-measured)")

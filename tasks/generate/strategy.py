@@ -2,7 +2,9 @@
 fixed caps no strategy may raise (TestPrism's Table 12: "mutable strategy ranges and fixed
 inference caps").
 
-The strategy is what rsi searches over, so its fields are bounded numbers with defaults; the
+The strategy is what rsi searches over, so its fields are bounded numbers with defaults, and
+its `instructions`, prompt text the agent adds to what it tells its model, bounded in length
+(the paper's self-improvement refines the synthesis strategy itself, not only its knobs); the
 caps are what keeps a search honest: every strategy is tried under the same inference budget,
 so a better JSF is never bought with more tokens. A run receives its strategy as
 `tmp/.task/strategy.json` (docs/generate.md documents the file).
@@ -39,10 +41,14 @@ class Strategy(_Frozen):
     review_tokens: int = 2_048  #: max_tokens of one reply
     model: str = "default"  #: the model name sent to the endpoint
     repair: bool = False  #: also write a repair of the program (heterogeneous synthesis)
+    #: how to go about the task, in words: the agent adds it to its system prompt (rsi's llm
+    #: proposer may rewrite it, within `StrategySpace.instructions_max_chars`)
+    instructions: str = ""
 
     @property
     def key(self) -> str:
-        return digest("strategy", self.model_dump_json())
+        """Without instructions, the key a strategy had before they existed (stores keep their runs)."""
+        return digest("strategy", self.model_dump_json(exclude=None if self.instructions else {"instructions"}))
 
     def as_json(self) -> str:
         return json.dumps(self.model_dump(), indent=2, sort_keys=True) + "\n"
@@ -89,16 +95,36 @@ class Caps(_Frozen):
                               json_schema_extra={"cli": False})
 
 
+#: how long the instructions a proposer writes may be, by default (characters)
+INSTRUCTIONS_MAX_CHARS = 2_000
+
+
 class StrategySpace(_Frozen):
     """`strategy.toml`: the starting strategy, the bounds of the fields a search may move,
-    and the caps. Each bound must contain its field's starting value."""
+    the longest instructions a proposer may write (0: the text is not searched) and the
+    caps. Each bound must contain its field's starting value."""
 
     strategy: Strategy = Strategy()
     bounds: dict[str, Bound] = Field(default_factory=lambda: dict(DEFAULT_BOUNDS))
+    instructions_max_chars: int = Field(INSTRUCTIONS_MAX_CHARS, ge=0)
     caps: Caps = Caps()
+
+    @property
+    def identity(self) -> str:
+        """The space as JSON, the text fields left out while at their defaults (so a search
+        keeps the identity it had before they existed)."""
+        exclude: dict = {}
+        if not self.strategy.instructions:
+            exclude["strategy"] = {"instructions"}
+        if self.instructions_max_chars == INSTRUCTIONS_MAX_CHARS:
+            exclude["instructions_max_chars"] = True
+        return self.model_dump_json(exclude=exclude or None)
 
     @model_validator(mode="after")
     def _within(self) -> StrategySpace:
+        if self.instructions_max_chars and len(self.strategy.instructions) > self.instructions_max_chars:
+            raise ValueError(f"strategy.instructions: {len(self.strategy.instructions)} characters, past "
+                             f"instructions_max_chars = {self.instructions_max_chars}")
         for name, bound in self.bounds.items():
             if name not in DEFAULT_BOUNDS:
                 raise ValueError(f"bounds.{name}: not a searchable field; one of {', '.join(DEFAULT_BOUNDS)}")

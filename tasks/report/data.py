@@ -21,6 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from testprism.storage import Store, StoreError
+from testprism.tasks.generate.outputs import conversation_file
 from testprism.tasks.model.benchmark import BenchmarkError, load_instance
 from testprism.storage.readers import latest_runs
 from testprism.tasks.model.outcome import Reason
@@ -61,6 +62,7 @@ class ReportData:
     leaderboard_by_provenance: pl.DataFrame | None = None  #: with and without mutants (empty: no mutant)
     failure_taxonomy_shares: pl.DataFrame | None = None
     flakes: pl.DataFrame | None = None  #: scores/flakes: each configuration's confirmation policy and flake rate
+    conversations: pl.DataFrame | None = None  #: generation runs with a recorded conversation, and its file
 
 
 def audit_frame(store: Store) -> pl.DataFrame:
@@ -149,6 +151,20 @@ def _optional_table(store: Store, name: str) -> pl.DataFrame | None:
     return store.read_table(name) if store.paths.score_table(name).is_file() else None
 
 
+def recorded_conversations(store: Store) -> pl.DataFrame | None:
+    """The newest row of every generation run whose model conversation the store keeps
+    (tasks/generate/outputs.py), with the file's path; None: no run had a channel."""
+    if not store.parts("generations"):
+        return None
+    rows = (store.scan("generations").sort("started_at").group_by("generation_key").last()
+            .select("generation_key", "configuration", "instance_id", "round", "requests", "total_tokens", "reason")
+            .sort("configuration", "instance_id", "round").collect())
+    files = [conversation_file(store, key) for key in rows["generation_key"]]
+    found = rows.with_columns(pl.Series("conversation", [str(f) if f else None for f in files], pl.String))
+    found = found.filter(pl.col("conversation").is_not_null())
+    return found if found.height else None
+
+
 def newest_funnels(store: Store) -> pl.DataFrame | None:
     """The funnel rows of the newest run of each flow (curate, collect), in stage order."""
     if not store.parts("funnel"):
@@ -200,4 +216,5 @@ def load_report_data(store_root: Path | str, benchmark_root: Path | str | None =
         leaderboard_by_provenance=_optional_table(store, "leaderboard_by_provenance"),
         failure_taxonomy_shares=_optional_table(store, "failure_taxonomy_shares"),
         flakes=_optional_table(store, "flakes"),
+        conversations=recorded_conversations(store),
     )

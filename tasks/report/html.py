@@ -35,6 +35,7 @@ from testprism.tasks.report.charts import (RADAR_METRICS, Point, bars_svg, colou
 from testprism.tasks.report.data import ReportData, load_report_data
 from testprism.tasks.report.audit import audit_section, patches_section
 from testprism.tasks.report.crossval import crossval_section
+from testprism.tasks.report.conversations import conversations_section
 from testprism.tasks.report.formatting import LABELS, anchor, defined, esc, num, p_value, table
 from testprism.tasks.score.coverage.summary import summarise
 
@@ -373,12 +374,14 @@ def render_report(data: ReportData, *, generated_at: datetime | None = None, max
         _funnel_section(data),
         _coverage_section(data),
         crossval_section(data),
+        conversations_section(data),
         audit_section(data, board["configuration"].to_list(), max_findings),
         patches_section(data, max_findings),
     ]
     nav = "".join(f'<a href="#{target}">{title}</a>' for target, title in (
         ("leaderboard", "Leaderboard"), ("charts", "Charts"), ("curves", "Curves"), ("comparisons", "Comparisons"),
         ("per-source", "Per source"), ("funnel", "Funnel"), ("coverage", "Coverage"), *((("crossval", "Cross-validation"),) if data.crossval_flags is not None else ()),
+        *((("conversations", "Conversations"),) if data.conversations is not None else ()),
         ("audit", "Audit")))
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

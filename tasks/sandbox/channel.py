@@ -18,6 +18,10 @@ only once a response is back, so requests admitted concurrently before the budge
 can take the total past `max_total_tokens`; none is admitted after. A successful POST whose
 response carries no usage cannot be metered: with a token budget, it closes the channel.
 
+It records what it forwards when given a transcript (tasks/sandbox/transcript.py): each
+request body and the response relayed for it, with that exchange's tokens, never a header
+(the key travels in one).
+
 Reachability: the socket's folder is fresh, 0711 (not listable), the socket 0666, so the
 sandbox's random uid can connect (SECURITY.md says who else could).
 """
@@ -38,6 +42,8 @@ from types import TracebackType
 from urllib.parse import unquote
 
 import httpx
+
+from testprism.tasks.sandbox.transcript import Transcript, parsed
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +84,15 @@ class ModelChannel:
     socket; use it as a context manager, pass `socket_path` as `RunRequest.channel`."""
 
     def __init__(self, upstream: str, api_key: str | None, budget: Budget = Budget(), *,
-                 timeout_s: float = 600.0, directory: Path | None = None) -> None:
+                 timeout_s: float = 600.0, directory: Path | None = None,
+                 transcript: Transcript | None = None) -> None:
         self.upstream = httpx.URL(upstream)
         if self.upstream.scheme not in ("http", "https") or not self.upstream.host:
             raise ValueError(f"model channel: upstream {upstream!r} is not an http(s) base URL")
         self.base_path = self.upstream.path.rstrip("/")
         self.budget = budget
         self._api_key = api_key
+        self.transcript = transcript
         self._client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=30.0), trust_env=False,
                                     follow_redirects=False)
         self._lock = threading.Lock()
@@ -121,6 +129,8 @@ class ModelChannel:
         self._thread.join()
         self._client.close()
         shutil.rmtree(self._folder, ignore_errors=True)
+        if self.transcript is not None:
+            self.transcript.close()
         log.info("model channel closed: %s", self.usage)
 
     @property
@@ -179,10 +189,10 @@ class ModelChannel:
         if length > REQUEST_MAX_BYTES:
             handler.close_connection = True
             return _reply(handler, 413, "too_large", f"requests are at most {REQUEST_MAX_BYTES} bytes")
-        body = handler.rfile.read(length)
+        sent = handler.rfile.read(length)
         if not self._admit():
             return _reply(handler, 429, "budget_exhausted", f"the channel's budget is spent: {self.usage}")
-        streaming, body = _ask_stream_usage(body)
+        streaming, body = _ask_stream_usage(sent)
         headers = {k: v for k in FORWARDED_HEADERS if (v := handler.headers.get(k))}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
@@ -193,32 +203,45 @@ class ModelChannel:
             response = self._client.send(request, stream=True)
         except httpx.HTTPError as exc:
             log.warning("model channel: upstream %s: %s", self.upstream, exc)
+            self._record(handler.path, 502, sent, {"error": str(exc)}, None)
             return _reply(handler, 502, "upstream_unavailable", str(exc))
         try:
             expected = handler.command == "POST" and response.is_success
+
+            def settle(usage: object, text: str) -> None:
+                self._meter(usage, expected)
+                self._record(handler.path, response.status_code, sent, {"stream": True, "content": text}, usage)
+
             if streaming and response.headers.get("content-type", "").startswith("text/event-stream"):
-                _relay_events(handler, response, lambda usage: self._meter(usage, expected))
+                _relay_events(handler, response, settle)
             else:
-                self._relay_body(handler, response, expected)
+                self._relay_body(handler, response, expected, sent)
         finally:
             response.close()
 
-    def _relay_body(self, handler: _Handler, response: httpx.Response, expected: bool) -> None:
+    def _record(self, path: str, status: int, request: bytes, response: object, usage: object) -> None:
+        if self.transcript is not None:
+            self.transcript.record(path, status, request, response, usage)
+
+    def _relay_body(self, handler: _Handler, response: httpx.Response, expected: bool, sent: bytes) -> None:
         data = b""
         try:
             for chunk in response.iter_bytes():
                 data += chunk
                 if len(data) > RESPONSE_MAX_BYTES:
                     self._meter(None, expected)
+                    self._record(handler.path, 502, sent, {"error": f"past {RESPONSE_MAX_BYTES} bytes"}, None)
                     return _reply(handler, 502, "upstream_too_large", f"past {RESPONSE_MAX_BYTES} bytes")
         except httpx.HTTPError as exc:
             self._meter(None, expected)
+            self._record(handler.path, 502, sent, {"error": str(exc)}, None)
             return _reply(handler, 502, "upstream_unavailable", str(exc))
         try:
             usage = json.loads(data).get("usage")
         except (ValueError, AttributeError):
             usage = None
         self._meter(usage, expected)
+        self._record(handler.path, response.status_code, sent, parsed(data), usage)
         handler.send_response(response.status_code)
         handler.send_header("Content-Type", response.headers.get("content-type", "application/json"))
         handler.send_header("Content-Length", str(len(data)))
@@ -245,15 +268,15 @@ def _ask_stream_usage(body: bytes) -> tuple[bool, bytes]:
     return True, json.dumps(payload).encode()
 
 
-def _relay_events(handler: _Handler, response: httpx.Response, meter: Callable[[object], None]) -> None:
+def _relay_events(handler: _Handler, response: httpx.Response, meter: Callable[[object, str], None]) -> None:
     """Relay an event stream chunk by chunk (chunked encoding) and `meter` the last `usage`
-    object its `data:` lines carried (None if none did) before ending it, so the stream's
-    end means it is counted."""
+    object its `data:` lines carried (None if none did), with the text their deltas
+    assembled (bounded), before ending it, so the stream's end means it is counted."""
     handler.send_response(response.status_code)
     handler.send_header("Content-Type", response.headers["content-type"])
     handler.send_header("Transfer-Encoding", "chunked")
     handler.end_headers()
-    usage, pending, listening = None, b"", True
+    usage, pending, listening, text, kept = None, b"", True, [], 0
     try:
         for chunk in response.iter_bytes():
             if listening:
@@ -262,10 +285,13 @@ def _relay_events(handler: _Handler, response: httpx.Response, meter: Callable[[
             pending = pending if len(pending) <= _SSE_LINE_MAX else b""
             for line in lines:
                 usage = _event_usage(line) or usage
+                if kept < _SSE_LINE_MAX:  # the text the transcript keeps of a stream, bounded
+                    text.append(_event_text(line))
+                    kept += len(text[-1])
     except httpx.HTTPError as exc:  # the stream broke: the client sees it end unterminated
         log.warning("model channel: upstream stream broke: %s", exc)
         listening = False
-    meter(_event_usage(pending) or usage)
+    meter(_event_usage(pending) or usage, "".join(text))
     if listening:
         handler.wfile.write(b"0\r\n\r\n")
     else:
@@ -292,6 +318,18 @@ def _event_usage(line: bytes) -> object:
     except ValueError:  # `[DONE]`, or not JSON
         return None
     return event.get("usage") if isinstance(event, dict) and isinstance(event.get("usage"), dict) else None
+
+
+def _event_text(line: bytes) -> str:
+    """The content delta of one event line ("" when it carries none)."""
+    if not line.startswith(b"data:"):
+        return ""
+    try:
+        event = json.loads(line[5:])
+        delta = event["choices"][0]["delta"].get("content")
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return ""
+    return delta if isinstance(delta, str) else ""
 
 
 def _reply(handler: _Handler, status: int, kind: str, message: str) -> None:
