@@ -20,7 +20,6 @@ from rich.table import Table
 from testprism.flows import progress
 from testprism.flows.errors import Commands, ExitStatus, known_backend
 from testprism.flows.settings_options import settings_options
-from testprism.tasks.collect.rules import NEAR_DUPLICATE_COSINE, PanelMode, PanelRule
 from testprism.tasks.importing.harbor_limits import SOLVE_LIMITS
 from testprism.tasks.collect.settings import CollectSettings
 from testprism.tasks.generate.settings import GenerateSettings, RsiSettings, SelectSettings

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from testprism.tasks.collect.candidate import NEAR_DUPLICATE_COSINE
-from testprism.tasks.collect.panel import PanelMode, PanelRule
+from testprism.tasks.collect.rules import NEAR_DUPLICATE_COSINE, PanelMode, PanelRule
 from testprism.tasks.sandbox.base import Limits
 
 
