@@ -6,6 +6,8 @@ tests rejects every invalid candidate and accepts every valid one."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 from typer.testing import CliRunner
@@ -42,14 +44,11 @@ def cli(*args: str) -> str:
     return result.output
 
 
-@pytest.mark.slow
-@pytest.mark.requires("sandbox")
-def test_crossval_flags_an_over_restrictive_and_a_weak_test_and_the_feedback_round_fixes_them(tmp_path, work_root):
-    bench = make_synthetic(tmp_path / "bench", 2)
-    for checks in bench.glob("instances/*/checks.diff"):
-        checks.write_text(diff("check.sh", "", CHECK))
-    lines = ['benchmark = "bench"', 'out = "hs"', 'merged = "testhelix"', "feedback_rounds = 1"]
-    for name, (test, after, repair) in AGENTS.items():
+def _crossval(tmp_path: Path, work_root: Path, header: list[str], agents: dict[str, tuple[str, str, str]]) -> Path:
+    """`testprism crossval` with a config of `header` and one agent per `agents` entry (its
+    test, its test after feedback, its repair); the store it wrote."""
+    lines = list(header)
+    for name, (test, after, repair) in agents.items():
         (tmp_path / f"{name}.py").write_text(AGENT.format(test=test, after=after, repair=repair))
         lines += ["[[agents]]", f'name = "{name}"', f'command = "python tmp/.task/tools/{name}.py"',
                   f'tools = ["{name}.py"]']
@@ -57,6 +56,17 @@ def test_crossval_flags_an_over_restrictive_and_a_weak_test_and_the_feedback_rou
     config.write_text("\n".join(lines) + "\n")
     store = tmp_path / "store"
     cli("crossval", str(config), "--store", str(store), "--work", str(work_root))
+    return store
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox")
+def test_crossval_flags_an_over_restrictive_and_a_weak_test_and_the_feedback_round_fixes_them(tmp_path, work_root):
+    bench = make_synthetic(tmp_path / "bench", 2)
+    for checks in bench.glob("instances/*/checks.diff"):
+        checks.write_text(diff("check.sh", "", CHECK))
+    store = _crossval(tmp_path, work_root, ['benchmark = "bench"', 'out = "hs"', 'merged = "testhelix"',
+                                            "feedback_rounds = 1"], AGENTS)
 
     flags = Store(store).read_table("crossval_flags")
     first = {(r["instance_id"], r["test"]): (r["verdict"], r["evidence"])
@@ -113,16 +123,9 @@ def test_the_review_overturns_one_execution_flag_and_confirms_another(tmp_path, 
     for instance in bench.glob("instances/*"):
         (instance / "checks.diff").write_text(diff("check.sh", "", CHECK))
         (instance / "instruction.md").write_text("impl.txt must read exactly `fixed`, nothing more\n")
-    lines = ['benchmark = "bench"', 'out = "hs"', "feedback_rounds = 0", 'rule = "review"',
-             "[review]", f'base_url = "{url}"', 'model = "reviewer"']
-    for name, (test, repair) in REVIEWED.items():
-        (tmp_path / f"{name}.py").write_text(AGENT.format(test=test, after=test, repair=repair))
-        lines += ["[[agents]]", f'name = "{name}"', f'command = "python tmp/.task/tools/{name}.py"',
-                  f'tools = ["{name}.py"]']
-    config = tmp_path / "crossval.toml"
-    config.write_text("\n".join(lines) + "\n")
-    store = tmp_path / "store"
-    cli("crossval", str(config), "--store", str(store), "--work", str(work_root))
+    store = _crossval(tmp_path, work_root, ['benchmark = "bench"', 'out = "hs"', "feedback_rounds = 0",
+                                            'rule = "review"', "[review]", f'base_url = "{url}"', 'model = "reviewer"'],
+                      {name: (test, test, repair) for name, (test, repair) in REVIEWED.items()})
 
     flags = {(r["instance_id"], r["test"]): r for r in Store(store).read_table("crossval_flags").iter_rows(named=True)}
     for instance in ("synth__0000", "synth__0001"):
@@ -139,7 +142,7 @@ def test_the_review_overturns_one_execution_flag_and_confirms_another(tmp_path, 
     assert sorted(p.name for p in (tmp_path / "hs" / "suites" / "testhelix" / "synth__0000" / "suites").iterdir()) == [
         "good", "strict"]  # the merged suite follows the rule
 
-    cli("crossval", str(config), "--store", str(store), "--work", str(work_root))
+    cli("crossval", str(tmp_path / "crossval.toml"), "--store", str(store), "--work", str(work_root))
     assert script.total() == asked  # the reviews are reused from the store
     cli("replay", str(tmp_path / "hs"), "--store", str(store), "--work", str(work_root))
     cli("score", str(store))

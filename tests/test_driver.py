@@ -9,24 +9,9 @@ from testprism.flows import progress
 from testprism.flows.replay import replay_flow
 from testprism.tasks.replay.settings import ReplaySettings
 from tests.synthbench import make_synthetic
+from tests.test_progress import Recorder
 
 pytestmark = [pytest.mark.slow, pytest.mark.requires("sandbox")]
-
-
-class Recorder:
-    """A progress hook that keeps every call (flows/progress.py's interface)."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple] = []
-
-    def start(self, stage: str, planned: int, already: int = 0) -> None:
-        self.calls.append(("start", stage, planned, already))
-
-    def batch_done(self, done: int, stored: int = 0, reused: int = 0, failed: int = 0) -> None:
-        self.calls.append(("batch", done, stored, reused, failed))
-
-    def finish(self) -> None:
-        self.calls.append(("finish",))
 
 
 def test_the_driver_reports_each_batch_and_a_rerun_places_none(tmp_path, work_root):
