@@ -77,12 +77,7 @@ def main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> N
     log.propagate = False
     for noisy in ("prefect", "httpx", "distributed", "asyncio"):
         logging.getLogger(noisy).setLevel(logging.INFO if verbose else logging.WARNING)
-    # Prefect's and Dask's own lines (task runs finishing, flow-run names, the temporary
-    # server stopping) stay out of the terminal; the flow runs keep them (Prefect's API
-    # handler is not raised), and --verbose shows them. Read when Prefect is imported,
-    # which the commands do after this (flows/runner.py QUIET_LOGS: the workers get them too).
-    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "INFO" if verbose else "WARNING")
-    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "info" if verbose else "warning")
+    progress.quiet_console(verbose)  # read when Prefect is imported, which the commands do after this
 
 
 def _finish(title: str, lines: list[str], next_command: str | None = None) -> None:

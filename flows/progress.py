@@ -16,6 +16,7 @@ hook is silent.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +27,23 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
+
+
+#: the environment variables that keep Prefect's and Dask's own log lines out of a terminal,
+#: each with its value without and with --verbose: set by the CLI before Prefect is imported
+#: (`quiet_console`) and handed to the workers a flow starts (flows/runner.py `quiet_env`),
+#: whose output is the same terminal's. Prefect's console handler is raised to WARNING; its
+#: API handler is not, so flow and task runs keep their logs on the server.
+QUIET_LOGS = {"PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": ("WARNING", "INFO"),
+              "DASK_LOGGING__DISTRIBUTED": ("warning", "info")}
+
+
+def quiet_console(verbose: bool) -> None:
+    """Keep Prefect's and Dask's own lines (task runs finishing, flow-run names, the
+    temporary server stopping) out of this process's terminal, unless `verbose` or the
+    user set the variables: a process-wide setting, as a CLI process's own."""
+    for name, (quiet, loud) in QUIET_LOGS.items():
+        os.environ.setdefault(name, loud if verbose else quiet)
 
 
 class StageProgress(Protocol):

@@ -21,6 +21,7 @@ from prefect import Task
 from prefect.futures import as_completed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
+from testprism.flows.progress import QUIET_LOGS
 from testprism.storage import Store
 from testprism.tasks.execution.batch import Batch, ExecutionOptions
 from testprism.tasks.execution.cluster import DaskCluster
@@ -159,15 +160,9 @@ def flow_api_env() -> dict[str, str]:
     return ({"PREFECT_API_URL": url} if url else {}) | quiet_env()
 
 
-#: the environment variables that keep Prefect's and Dask's own log lines out of a terminal,
-#: set by the CLI (flows/cli.py) before Prefect is imported and handed to the workers a flow
-#: starts, whose output is the same terminal's. Prefect's console handler is raised to
-#: WARNING; its API handler is not, so flow and task runs keep their logs on the server.
-QUIET_LOGS = ("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "DASK_LOGGING__DISTRIBUTED")
-
-
 def quiet_env() -> dict[str, str]:
-    """The QUIET_LOGS variables this process runs with, for the workers it starts."""
+    """flows/progress.py's QUIET_LOGS variables this process runs with, for the workers it
+    starts (whose output is the same terminal's)."""
     return {name: os.environ[name] for name in QUIET_LOGS if name in os.environ}
 
 

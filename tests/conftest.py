@@ -230,3 +230,20 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 #: the loopback chat-completions server (tests/chatserver.py), for the judge's tests
 endpoint = chatserver.endpoint
+
+
+@pytest.fixture(autouse=True)
+def _cli_log_levels_stay_in_their_test():
+    """A command run in-process (typer's CliRunner) quiets Prefect's and Dask's console logs
+    by setting flows/progress.py's QUIET_LOGS in the process environment, as a real CLI process
+    does for its own life; here that life is one test, so the variables go with it (a later
+    test's Prefect worker or SLURM job would inherit them, and log nothing at INFO)."""
+    from testprism.flows.progress import QUIET_LOGS
+
+    before = {name: os.environ.get(name) for name in QUIET_LOGS}
+    yield
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
