@@ -29,6 +29,7 @@ import pytest
 
 from tests import chatserver
 
+from testprism.flows.progress import QUIET_LOGS
 from testprism.tasks.model.workdir import WorkPaths
 
 
@@ -232,18 +233,27 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 endpoint = chatserver.endpoint
 
 
+def _restore_log_levels() -> None:
+    for name in QUIET_LOGS:
+        if (value := _LOG_LEVELS_AT_START.get(name)) is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+#: flows/progress.py's QUIET_LOGS as pytest started
+_LOG_LEVELS_AT_START = {name: os.environ.get(name) for name in QUIET_LOGS}
+
+
 @pytest.fixture(autouse=True)
 def _cli_log_levels_stay_in_their_test():
     """A command run in-process (typer's CliRunner) quiets Prefect's and Dask's console logs
     by setting flows/progress.py's QUIET_LOGS in the process environment, as a real CLI process
-    does for its own life; here that life is one test, so the variables go with it (a later
-    test's Prefect worker or SLURM job would inherit them, and log nothing at INFO)."""
-    from testprism.flows.progress import QUIET_LOGS
-
-    before = {name: os.environ.get(name) for name in QUIET_LOGS}
+    does for its own life; here that life is one test, so each test starts and ends with the
+    values pytest started with (a later test's Prefect worker or SLURM job would inherit them,
+    and log nothing at INFO). At the start too, not only the end: a module's fixture runs
+    commands before its first test's own set-up (test_select's store did, and test_slurm's
+    job then logged nothing)."""
+    _restore_log_levels()
     yield
-    for name, value in before.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
+    _restore_log_levels()

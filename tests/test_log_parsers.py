@@ -10,6 +10,7 @@ as None (the run's `E`/parse_failed), never as results.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -152,9 +153,12 @@ def test_pytest_log_made_now_reads_as_the_fixture(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("parser", sorted(PARSERS))
 def test_garbage_is_unreadable_never_a_result(parser: str) -> None:
-    """Random bytes, an empty log, a log of another runner: None (E/parse_failed)."""
+    """Random bytes (seeded, so a failure reproduces), an empty log, a log of another
+    runner, a lone result-like line in garbage (`3) x`: a Mocha failure's mark): None
+    (E/parse_failed)."""
     other = "cargo.log" if parser != "cargo" else "pytest.log"
-    for log in (os.urandom(64 * 1024), b"", b"\x1b[31m\x00\xff" * 1000, (DATA / other).read_bytes()):
+    noise = [random.Random(seed).randbytes(64 * 1024) for seed in range(16)]
+    for log in (*noise, b"", b"\x1b[31m\x00\xff" * 1000, (DATA / other).read_bytes(), noise[0] + b"\n3) x\n" + noise[1]):
         assert parse_log(parser, log) is None
 
 

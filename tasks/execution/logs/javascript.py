@@ -67,18 +67,22 @@ _MOCHA_END = re.compile(r"^\s+\d+ passing \(")
 
 def mocha(log: str, results: Results) -> None:
     """The tree before `N passing (..)`; a failed hook is a failed test named
-    `"before all" hook for "title"` (its tests did not run, so they are missing)."""
+    `"before all" hook for "title"` (its tests did not run, so they are missing).
+
+    Without that summary line the log holds no result: the spec reporter prints it on every
+    run that reached its end (`0 passing` when all failed), and a bare `N) ` line is too
+    plain a mark to trust alone (random bytes make one now and then)."""
     tree: list[tuple[int, str]] = []
     for line in lines(log):
         if _MOCHA_END.match(line):
-            break
+            _tree(tree, results, {"✔": "passed", "✓": "passed", "✕": "failed", "○": "skipped"}, " ")
+            return
         text = line.strip()
         if not text:
             continue
         text = _MOCHA_FAILED.sub("✕ ", text)
         text = "○ " + text[2:] if text.startswith("- ") else text
         tree.append((_indent(line), text))
-    _tree(tree, results, {"✔": "passed", "✓": "passed", "✕": "failed", "○": "skipped"}, " ")
 
 
 #: ` ✓ file > group > title 3ms`, ` × ...`, ` ↓ ...` (skipped or todo)
