@@ -28,7 +28,7 @@ from rich.table import Table
 
 from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.model.workdir import WorkPaths
-from testprism.tasks.sandbox import Limits, RunRequest
+from testprism.tasks.sandbox.base import Limits, RunRequest
 from testprism.tasks.sandbox.local import LocalBackend
 
 log = logging.getLogger("cache_channel")

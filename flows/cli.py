@@ -20,13 +20,13 @@ from rich.table import Table
 from testprism.flows import progress
 from testprism.flows.errors import Commands, ExitStatus, known_backend
 from testprism.flows.settings_options import settings_options
-from testprism.tasks.importing.harbor_limits import SOLVE_LIMITS
+from testprism.tasks.importing.harbor_limits import SOLVE_TIMEOUT_S
 from testprism.tasks.collect.settings import CollectSettings
 from testprism.tasks.generate.settings import GenerateSettings, RsiSettings, SelectSettings
-from testprism.tasks.model.benchmark import BUNDLED, BenchmarkError, load_benchmark
+from testprism.tasks.model.bundled import BUNDLED
 from testprism.tasks.replay.settings import ReplaySettings
 from testprism.tasks.report.formats import ExportFormat
-from testprism.tasks.model.state import DEFAULT_FUZZ
+from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
 if TYPE_CHECKING:
@@ -211,7 +211,8 @@ def replay(
     work: WorkOpt = None,
     unsafe_no_sandbox: Annotated[bool, typer.Option(help="run untrusted suites without isolation")] = False,
     patch_fuzz: PatchFuzzOpt = DEFAULT_FUZZ,
-    settings: ReplaySettings = ReplaySettings(),
+    *,
+    settings: ReplaySettings,
 ) -> None:
     """Replay every suite on buggy, reference and every candidate; skip runs already settled.
 
@@ -237,7 +238,8 @@ def generate(
     dask_address: DaskOpt = None,
     work: WorkOpt = None,
     unsafe_no_sandbox: Annotated[bool, typer.Option(help="run the agent without isolation")] = False,
-    settings: GenerateSettings = GenerateSettings(),
+    *,
+    settings: GenerateSettings,
 ) -> None:
     """Run an agent per instance in the sandbox and keep the suites it writes as a configuration.
 
@@ -374,6 +376,7 @@ def curate(
 ) -> None:
     """Curate source benchmarks into a screened, deduplicated, repository-disjoint test and training split."""
     from testprism.flows.curate import curate_flow
+    from testprism.tasks.model.benchmark import BenchmarkError
     from testprism.tasks.curate.config import load_config
     from testprism.tasks.curate.curation import train_folder
 
@@ -401,7 +404,8 @@ def collect(
     work: WorkOpt = None,
     unsafe_no_sandbox: Annotated[bool, typer.Option(help="run untrusted patches without isolation")] = False,
     patch_fuzz: PatchFuzzOpt = DEFAULT_FUZZ,
-    settings: CollectSettings = CollectSettings(),
+    *,
+    settings: CollectSettings,
 ) -> None:
     """Ingest candidate patches, label them by the official checks, and choose panels.
 
@@ -445,6 +449,8 @@ def report(
 
     scored_store(store)  # the inputs, checked before the flow starts (flows.errors)
     if benchmark:
+        from testprism.tasks.model.benchmark import load_benchmark
+
         load_benchmark(benchmark)
     from testprism.flows.report import report_flow
 
@@ -758,7 +764,7 @@ def harbor(
                                          callback=known_backend)] = "docker",
     work: Annotated[Optional[Path], typer.Option(help="working area for environments (a cache)")] = None,
     timeout: Annotated[float, typer.Option(help="wall-clock limit of one solve.sh run, seconds (a task's "
-                                                "[agent] timeout_sec replaces it)")] = SOLVE_LIMITS.timeout_s,
+                                                "[agent] timeout_sec replaces it)")] = SOLVE_TIMEOUT_S,
     overwrite: OverwriteOpt = False,
     strict: StrictOpt = False,
 ) -> None:
@@ -829,6 +835,7 @@ def build(
     work: Annotated[Optional[Path], typer.Option(help="working area (holds the build locks)")] = None,
 ) -> None:
     """Build the image of every environment the benchmark's instances use (once each)."""
+    from testprism.tasks.model.benchmark import load_benchmark
     from testprism.tasks.sandbox.environment import EnvironmentBuildError
     from testprism.tasks.sandbox.base import SandboxError
     from testprism.tasks.sandbox.docker.backend import DockerBackend
@@ -879,6 +886,7 @@ def prune(
 ) -> None:
     """Remove environment images (all, or those no `--keep` benchmark uses), and run
     containers left by crashed processes."""
+    from testprism.tasks.model.benchmark import load_benchmark
     from testprism.tasks.sandbox.docker.backend import DockerBackend
     from testprism.tasks.sandbox.docker.engine import api_client
     from testprism.tasks.sandbox.docker.images import prune_images

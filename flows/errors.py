@@ -43,7 +43,7 @@ class ExitStatus(IntEnum):
 #: `user_error_status` looks each up among the loaded modules and importing the CLI (for its
 #: `--help`) imports none of them.
 USER_ERRORS: dict[str, ExitStatus] = {
-    "testprism.tasks.model.benchmark.BenchmarkError": ExitStatus.USAGE,
+    "testprism.tasks.model.input_error.BenchmarkError": ExitStatus.USAGE,
     "testprism.tasks.importing.recipe.RecipeError": ExitStatus.USAGE,
     "testprism.tasks.importing.image_names.ImageMapError": ExitStatus.USAGE,
     "testprism.tasks.importing.image_specs.SpecsError": ExitStatus.USAGE,

@@ -1,8 +1,9 @@
 """A stage's settings object as CLI options: the one declaration (a pydantic model in the
 stage's folder, e.g. tasks/replay/settings.py) is what typer shows and checks.
 
-`@settings_options(Model)` on a command whose last parameter is `settings: Model` replaces
-that parameter by one option per field: its name (`--timeout-s`, or the field's
+`@settings_options(Model)` on a command whose last parameter is `*, settings: Model`
+(keyword-only, no default: `--help` makes no settings object, whose schema is deferred to
+its first use) replaces that parameter by one option per field: its name (`--timeout-s`, or the field's
 `json_schema_extra["cli"]`), default and help text are the field's; a tuple field is a
 repeatable option; a bool is a `--x/--no-x` flag; a field without a default is a required
 option; `json_schema_extra["typer"]` adds typer's own checks (`exists`, `dir_okay`).

@@ -30,7 +30,7 @@ import pytest
 
 import testprism.tasks.sandbox as sandbox_module
 from testprism.tasks.model.benchmark import EnvironmentSpec
-from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, SandboxUnavailable
+from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, SandboxUnavailable
 from testprism.tasks.sandbox.channel import Budget, ModelChannel, Usage
 from testprism.tasks.sandbox.model_access import RELAY_PORT, SANDBOX_SOCKET
 from tests.conftest import open_backend

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
+from testprism.tasks.model.bundled import BUNDLED
+from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.state import apply_patch
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.score.coverage.probe import measure_coverage

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from testprism.tasks.sandbox import Limits, RunRequest  # the package first: its imports are ordered there
+from testprism.tasks.sandbox.base import Limits, RunRequest
 from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.model.workdir import WorkPaths

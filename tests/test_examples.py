@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from testprism.flows.cli import app
-from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
+from testprism.tasks.model.bundled import BUNDLED
+from testprism.tasks.model.benchmark import load_benchmark
 from tests.test_report import Chromium, problems
 
 

@@ -17,7 +17,8 @@ from testprism.flows.cli import app
 from testprism.storage import Store
 from testprism.tasks.generate.settings import GenerateSettings
 from testprism.tasks.generate.strategy import Caps, Strategy
-from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
+from testprism.tasks.model.bundled import BUNDLED
+from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.outcome import GENERATION_REASONS
 from tests.synthbench import make_synthetic
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from testprism.tasks.execution.junit import parse_junit
-from testprism.tasks.model.benchmark import BUNDLED
+from testprism.tasks.model.bundled import BUNDLED
 
 GENERATORS = BUNDLED / "generators"
 

@@ -23,7 +23,8 @@ from testprism.tasks.collect.label import LABEL_POLICY, label_of
 from testprism.tasks.collect.verification import candidate_states, execute, plan, stored_rows
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.junit import parse_junit, select
-from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
+from testprism.tasks.model.bundled import BUNDLED
+from testprism.tasks.model.benchmark import load_benchmark
 
 C_INSTANCE, CPP_INSTANCE = "bytekit__ring-full-reads-empty", "cachekit__lru-get-no-refresh"
 INSTANCES = (C_INSTANCE, CPP_INSTANCE)

@@ -23,7 +23,8 @@ from testprism.tasks.collect.verification import execute, plan, stored_rows
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.junit import parse_junit, select
 from testprism.tasks.execution.verdict import Policy
-from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
+from testprism.tasks.model.bundled import BUNDLED
+from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.state import states_of
 from testprism.tasks.sandbox.docker.environment_image import extra_certificates
 

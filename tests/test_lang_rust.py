@@ -17,7 +17,8 @@ from testprism.tasks.collect.label import GOLD_POLICY, label_of
 from testprism.tasks.collect.verification import execute, plan, stored_rows
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.junit import parse_junit, select
-from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
+from testprism.tasks.model.bundled import BUNDLED
+from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.outcome import TestResult as Case  # not collected as a test class
 from testprism.tasks.model.state import states_of
 from tests.test_examples import bundled_part

@@ -12,7 +12,8 @@ import pytest
 
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.parcel import Parcel, ParcelError, pack, unpack
-from testprism.tasks.model.benchmark import BUNDLED, load_benchmark
+from testprism.tasks.model.bundled import BUNDLED
+from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.hashing import tree_digest
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.replay.runs import plan

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from testprism.flows.cli import app
 from testprism.storage import Store
-from testprism.tasks.model.benchmark import BUNDLED
+from testprism.tasks.model.bundled import BUNDLED
 from testprism.tasks.pipeline.config import PipelineConfigError, load_pipeline
 from tests.synthbench import make_synthetic
 

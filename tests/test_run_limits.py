@@ -24,7 +24,8 @@ from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.model.workdir import WorkPaths, workspace_prefix
 from testprism.tasks.model import removal
-from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, SandboxError, cgroup
+from testprism.tasks.sandbox import cgroup
+from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, SandboxError
 from testprism.tasks.sandbox import local as local_module
 from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.model.removal import remove_tree

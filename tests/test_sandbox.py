@@ -26,7 +26,7 @@ from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
 from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.replay.runs import plan, unrunnable_rows
 from testprism.tasks.execution.batch import ExecutionOptions
-from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, SandboxUnavailable
+from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, SandboxUnavailable
 from testprism.tasks.sandbox.base import Mount
 from testprism.tasks.sandbox.local import LocalBackend
 from testprism.tasks.execution.verdict import Policy, classify, judge

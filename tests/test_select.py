@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from testprism.flows.cli import app
 from testprism.storage import Store
 from testprism.tasks.generate.selection import INDICATORS, select_demonstrations
-from testprism.tasks.model.benchmark import BUNDLED
+from testprism.tasks.model.bundled import BUNDLED
 from tests.synthbench import make_synthetic
 
 GENERATORS = BUNDLED / "generators"

@@ -18,16 +18,20 @@ validation, labelling and the mutants' labels all run the official checks under 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from testprism.tasks.collect.rules import NEAR_DUPLICATE_COSINE, PanelMode, PanelRule
-from testprism.tasks.sandbox.base import Limits
+
+if TYPE_CHECKING:  # the sandbox's module is not the CLI's to import for a `--help` (issue 32)
+    from testprism.tasks.sandbox.limits import Limits
 
 
 class CollectSettings(BaseModel):
     """What a collect does, whatever runs it (the CLI, a deployment, a pipeline config)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     panel: PanelMode = Field(
         PanelMode.TESTPRISM,
@@ -56,4 +60,6 @@ class CollectSettings(BaseModel):
 
     def limits(self) -> Limits:
         """The verifications' run limits (the rest are the defaults)."""
+        from testprism.tasks.sandbox.limits import Limits
+
         return Limits(timeout_s=self.timeout_s)

@@ -29,7 +29,7 @@ _FILE = {"typer": {"exists": True, "dir_okay": False}}
 
 
 class _Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class AgentSettings(_Settings):
@@ -48,7 +48,7 @@ class GenerateSettings(AgentSettings):
     """What a generate does, whatever runs it."""
 
     strategy: Path | None = Field(None, description="strategy JSON (docs/generate.md)", json_schema_extra=_FILE)
-    caps: Caps = Field(Caps(), description="the fixed caps of one run")
+    caps: Caps = Field(default_factory=Caps, description="the fixed caps of one run")
     instances: tuple[str, ...] = Field((), description="only these instances (repeatable)",
                                        json_schema_extra={"cli": "--instance"})
 

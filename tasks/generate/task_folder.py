@@ -24,9 +24,13 @@ import tempfile
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from testprism.tasks.generate.strategy import Strategy
-from testprism.tasks.model.syntax import Language
+
+if TYPE_CHECKING:  # annotations only: the grammars are not the CLI's to load for a `--help`
+    from testprism.tasks.model.syntax import Language
+
 
 class Mode(StrEnum):
     """What the agent is shown besides the instruction and the buggy program."""

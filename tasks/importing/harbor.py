@@ -90,7 +90,7 @@ from testprism.tasks.importing.folders import (
     regular_files,
     write_authored,
 )
-from testprism.tasks.importing.harbor_limits import SOLVE_LIMITS
+from testprism.tasks.importing.harbor_limits import SOLVE_TIMEOUT_S
 from testprism.tasks.importing.instance_writer import summary_line
 from testprism.tasks.importing.language import detect_language, language_named
 from testprism.tasks.importing.rows import ImportReport, Issue, RowError
@@ -108,6 +108,8 @@ from testprism.tasks.sandbox.image.resolve import IMAGE_MAP_VARIABLE
 
 log = logging.getLogger(__name__)
 
+#: the limits of one solve.sh run (a task's `[agent] timeout_sec` replaces the timeout)
+SOLVE_LIMITS = Limits(timeout_s=SOLVE_TIMEOUT_S)
 #: what a task folder must hold
 REQUIRED = ("task.toml", "instruction.md", "environment/Dockerfile", "tests/test.sh", "solution/solve.sh")
 #: compose files: a task with services beside its main container

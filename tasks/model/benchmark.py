@@ -30,6 +30,7 @@ from unidiff.errors import UnidiffParseError
 
 from testprism.tasks.model import patches
 from testprism.tasks.model.hashing import digest, tree_digest, tree_files
+from testprism.tasks.model.input_error import BenchmarkError
 from testprism.tasks.model.syntax import LANGUAGES
 from testprism.tasks.model.outcome import Reason
 
@@ -56,16 +57,6 @@ SUITE_FILE_MAX_BYTES = 16 * 1024 * 1024
 SUITE_MAX_BYTES = 64 * 1024 * 1024
 SUITE_MAX_ENTRIES = 10_000
 SUITE_MAX_DEPTH = 32
-#: The bundled benchmark (examples/): its own code is trusted, so it runs even without bubblewrap.
-BUNDLED = Path(__file__).resolve().parents[2] / "examples"
-
-
-class BenchmarkError(ValueError):
-    """A benchmark file is invalid. The message names the file and the field."""
-
-    def __init__(self, path: Path, field: str, message: str) -> None:
-        self.path, self.field = path, field
-        super().__init__(f"{path}: field {field}: {message}")
 
 
 class _Model(BaseModel):

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from testprism.tasks.model.benchmark import BenchmarkError
+from testprism.tasks.model.input_error import BenchmarkError
 
 M = TypeVar("M", bound=BaseModel)
 

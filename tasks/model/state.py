@@ -40,6 +40,7 @@ from unidiff.errors import UnidiffParseError
 from testprism.tasks.model import patches
 from testprism.tasks.model.benchmark import Instance
 from testprism.tasks.model.hashing import digest
+from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 from testprism.tasks.model.removal import remove_tree
 from testprism.tasks.model.workdir import WorkPaths, build_once
 
@@ -73,8 +74,6 @@ def states_of(instance: Instance) -> list[State]:
     ]
 
 
-#: SWE-bench's fallback fuzz (`patch --batch --fuzz=5 -p1`); a policy field, so configurable.
-DEFAULT_FUZZ = 5
 
 
 @dataclass(frozen=True)

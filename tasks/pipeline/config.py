@@ -19,7 +19,8 @@ from testprism.tasks.collect.settings import CollectSettings
 from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.generate.settings import GenerateSettings
 from testprism.tasks.importing.suite_import import checked_configuration
-from testprism.tasks.model.benchmark import BUNDLED, BenchmarkError
+from testprism.tasks.model.bundled import BUNDLED
+from testprism.tasks.model.benchmark import BenchmarkError
 from testprism.tasks.model.config_file import read_config
 from testprism.tasks.model.state import DEFAULT_FUZZ
 from testprism.tasks.replay.settings import ReplaySettings

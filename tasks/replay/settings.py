@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from testprism.tasks.sandbox.base import Limits
+from testprism.tasks.sandbox.limits import Limits
 
 if TYPE_CHECKING:
     from testprism.tasks.execution.verdict import Policy
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 class ReplaySettings(BaseModel):
     """What a replay does, whatever runs it (the CLI, a deployment, a pipeline config)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     configurations: tuple[str, ...] = Field(
         (), description="only these configurations (repeatable; none: every configuration)",
