@@ -33,7 +33,8 @@ from pathlib import Path
 from testprism.tasks.execution.verdict import classify
 from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.model.workdir import WorkPaths
-from testprism.tasks.sandbox import Limits, RunRequest, SandboxBackend, cgroup
+from testprism.tasks.sandbox import cgroup
+from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend
 from testprism.tasks.sandbox.workspace import BOUNDED_SETTING
 
 log = logging.getLogger("redteam_scale")

@@ -779,6 +779,11 @@ def load_suite(folder: Path, configuration: str, instance_id: str) -> Suite:
                  tests=spec.tests, patch=patch)
 
 
+#: the loads this process has reported: the CLI checks a benchmark before its flow loads it
+#: again (flows/runner.py `open_inputs`), and the terminal needs the line once
+_ANNOUNCED: set[tuple[str, tuple[str, ...], int, int]] = set()
+
+
 def load_benchmark(root: Path | str, configurations: tuple[str, ...] = ()) -> Benchmark:
     """Load `root/instances/*` and `root/suites/<configuration>/<instance_id>`.
 
@@ -812,5 +817,8 @@ def load_benchmark(root: Path | str, configurations: tuple[str, ...] = ()) -> Be
             except BenchmarkError as exc:  # one bad package must not stop the others
                 log.error("suite rejected: %s", exc)
                 errors[(name, folder.name)] = str(exc)
-    log.info("loaded %d instances, %d configurations, %d suites from %s", len(instances), len(chosen), len(suites), root)
+    said = (str(root.resolve()), chosen, len(instances), len(suites))
+    log.log(logging.DEBUG if said in _ANNOUNCED else logging.INFO,
+            "loaded %d instances, %d configurations, %d suites from %s", len(instances), len(chosen), len(suites), root)
+    _ANNOUNCED.add(said)
     return Benchmark(root=root, instances=instances, suites=suites, configurations=chosen, suite_errors=errors)
