@@ -46,7 +46,7 @@ from testprism.tasks.collect.panel import PanelChoice, PanelMode, PanelRule, sel
 from testprism.tasks.collect.settings import CollectSettings
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.cluster import DaskCluster
-from testprism.tasks.model.state import DEFAULT_FUZZ
+from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from testprism.tasks.replay.runs import ReplayJob, record_plan
 from testprism.tasks.replay.work import replay_batches, replay_work
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.cluster import DaskCluster
-from testprism.tasks.model.state import DEFAULT_FUZZ
+from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 from testprism.tasks.replay.settings import ReplaySettings
 from testprism.tasks.model.workdir import default_work_root
 

@@ -30,7 +30,8 @@ from testprism.tasks.score.metrics import instance_scores
 from testprism.tasks.replay.runs import execute_batch, plan, record_plan
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.model import state as state_module
-from testprism.tasks.model.state import DEFAULT_FUZZ, apply_patch, materialise, states_of, tree_key
+from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
+from testprism.tasks.model.state import apply_patch, materialise, states_of, tree_key
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.execution.verdict import Policy
 from tests.benchfixture import BUGGY, CHECKS, INVALID, REFERENCE, diff, make_benchmark, write

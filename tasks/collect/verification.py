@@ -33,7 +33,8 @@ from testprism.tasks.execution import batch
 from testprism.tasks.execution.batch import Environments, ExecutionOptions, Job
 from testprism.tasks.execution.build import built_tree, unbound_image
 from testprism.tasks.sandbox.base import Limits, Mount, RunRequest, SandboxBackend
-from testprism.tasks.model.state import DEFAULT_FUZZ, PatchResult, State, apply_patch, states_of
+from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
+from testprism.tasks.model.state import PatchResult, State, apply_patch, states_of
 from testprism.tasks.execution.reward import LOGS_AT, TESTS_AT, read_reward, verifier_command
 from testprism.tasks.execution.verdict import RunResult, failed
 from testprism.tasks.model.workdir import WorkPaths, build_once

@@ -28,7 +28,8 @@ from testprism.tasks.execution.verdict import MESSAGE_TAIL, failed
 from testprism.tasks.model.benchmark import EnvironmentSpec, Instance
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason, Verdict
-from testprism.tasks.model.state import DEFAULT_FUZZ, State, StateTree, materialise
+from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
+from testprism.tasks.model.state import State, StateTree, materialise
 from testprism.tasks.model.workdir import WorkPaths, build_once
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxError
 from testprism.tasks.sandbox.nofollow import UnsafeTarget

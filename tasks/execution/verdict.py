@@ -17,7 +17,7 @@ from testprism.tasks.execution.logs import parse_log
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Outcome, Reason, TestResult, Verdict
 from testprism.tasks.sandbox.base import ExecResult, Limits, SandboxError, SuiteNotInstalled
-from testprism.tasks.model.state import DEFAULT_FUZZ
+from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 
 log = logging.getLogger(__name__)
 

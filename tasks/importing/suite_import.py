@@ -29,7 +29,7 @@ from testprism.tasks.model.pytest_ids import find_test_functions
 from testprism.tasks.model.benchmark import CONFIGURATION, NAME, BenchmarkError, Instance, load_instance
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.importing.recipe import fill_test_files
-from testprism.tasks.model.state import DEFAULT_FUZZ
+from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 from testprism.tasks.importing.fitting import Scratch
 from testprism.tasks.importing.rows import ImportReport, Issue, Record, RowError, read_records, validation_field
 from testprism.tasks.importing.staging import staged

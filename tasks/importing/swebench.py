@@ -28,7 +28,7 @@ from testprism.tasks.importing.staging import staged
 from testprism.tasks.importing.verifier import Verifier
 from testprism.tasks.model.benchmark import BenchmarkError, load_instance
 from testprism.tasks.model.patches import parse_field, with_final_newline
-from testprism.tasks.model.state import DEFAULT_FUZZ
+from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 
 log = logging.getLogger(__name__)
 

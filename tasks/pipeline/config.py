@@ -22,7 +22,7 @@ from testprism.tasks.importing.suite_import import checked_configuration
 from testprism.tasks.model.bundled import BUNDLED
 from testprism.tasks.model.benchmark import BenchmarkError
 from testprism.tasks.model.config_file import read_config
-from testprism.tasks.model.state import DEFAULT_FUZZ
+from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 from testprism.tasks.replay.settings import ReplaySettings
 
 

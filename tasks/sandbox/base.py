@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from testprism.tasks.model.benchmark import EnvironmentSpec
-from testprism.tasks.model.state import DEFAULT_FUZZ
+from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox.limits import Limits
 from testprism.tasks.sandbox.outputs import RunOutputs
