@@ -161,3 +161,15 @@ def test_the_checker_reports_each_forbidden_arrow_and_no_allowed_one():
               "testprism.tasks.score.coverage.changes": {"testprism.tasks.collect.mutants"}}
     assert circles_of(circle) == [["testprism.tasks.collect.mutants", "testprism.tasks.score.coverage.changes",
                                    "testprism.tasks.collect.mutants"]]
+
+
+def test_pyproject_lists_every_package_a_wheel_must_hold() -> None:
+    """An editable install finds a subpackage by its folder whatever pyproject.toml lists, so a
+    missing entry breaks only a wheel (`pip install .`): tasks/execution/logs and
+    tasks/sandbox/image were missing, and a wheel's replay could not read a log. Each folder
+    of a floor holding an __init__.py is listed, and nothing else."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {"testprism", *(module_of(init) for floor in FLOORS for init in (ROOT / floor).rglob("__init__.py"))}
+    assert listed == found
