@@ -6,7 +6,10 @@ baseline's (a virtualenv where the other checkout is installed, `pip install -e`
 turn, so a machine whose load drifts slows both alike. Prints, per command and side, the
 median wall and CPU (user + system, the child's own accounting) seconds over the rounds and
 the ratio of the medians, and the import time of `testprism.flows.cli` alone (`python -X
-importtime`, its cumulative microseconds, median). Run:
+importtime`, its cumulative microseconds, median). The children run without
+PYTHONDONTWRITEBYTECODE (set on this project's machines): an installed CLI finds its
+modules' bytecode cached, and round 0 writes it, where otherwise every start compiled
+testprism's own modules again (about 25 ms of a `--help` here). Run:
 
     git worktree add /tmp/main-ref <commit> && python3.11 -m venv /tmp/main-ref/.venv \\
         && /tmp/main-ref/.venv/bin/pip install -e /tmp/main-ref
@@ -32,10 +35,14 @@ log = logging.getLogger("bench.cli_start")
 COMMANDS = {"testprism --help": ["--help"], "testprism replay --help": ["replay", "--help"]}
 
 
+#: the children's environment: bytecode cached, as an installed CLI has it (module docstring)
+CHILD_ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(argv: list[str]) -> tuple[float, float]:
     """Wall and CPU seconds of one whole process (its start-up included)."""
     start = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=CHILD_ENV)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
     child.returncode = os.waitstatus_to_exitcode(status)
@@ -47,7 +54,7 @@ def timed(argv: list[str]) -> tuple[float, float]:
 def import_seconds(python: str) -> float:
     """`testprism.flows.cli`'s cumulative import time, from `-X importtime`."""
     done = subprocess.run([python, "-X", "importtime", "-c", "import testprism.flows.cli"], capture_output=True,
-                          text=True, check=True)
+                          text=True, check=True, env=CHILD_ENV)
     line = next(x for x in done.stderr.splitlines() if x.rstrip().endswith("| testprism.flows.cli"))
     return int(line.split("|")[1]) / 1e6
 
