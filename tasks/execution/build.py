@@ -109,7 +109,13 @@ def built_tree(instance: Instance, tree: Path, environments: Environments, work:
         except UnsafeTarget as exc:
             record = BuildRecord(False, None, 0.0, f"build step left a tree that cannot be kept: {exc}")
         environments.count_build()
-        log.info("built a tree of %s in %.1f s%s", instance.id, record.duration_s, "" if record.ok else " (failed)")
+        # one line per built state would bury the progress display (a replay builds each state
+        # of a compiled instance): the stage's summary counts them; a failure is worth a line
+        if record.ok:
+            log.debug("built a tree of %s in %.1f s", instance.id, record.duration_s)
+        else:
+            log.warning("the build of a state of %s failed after %.1f s: its runs are E/build_failed",
+                        instance.id, record.duration_s)
         (target / BUILD_RECORD).write_text(json.dumps(record.__dict__))
 
     # The tree's folder name is its content key in the work area (tasks/model/state.py). The
