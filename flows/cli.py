@@ -181,8 +181,9 @@ def _score(store: Path, benchmark: Path | None = None, work: Path | None = None,
     scorable_store(str(store))
     if benchmark:
         open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), trusted=trusted, unsafe=False)
-    board = score_flow(store=str(store), benchmark=str(benchmark) if benchmark else None,
-                       work=str(work) if work else None, backend=backend, trusted=trusted)
+    with _progress_bar():  # the coverage passes (with a benchmark) run through the stage driver
+        board = score_flow(store=str(store), benchmark=str(benchmark) if benchmark else None,
+                           work=str(work) if work else None, backend=backend, trusted=trusted)
     out.print(_leaderboard_table(board, f"leaderboard ({store})"))
     if next_step:
         _finish(f"score {store}", [f"{board.height} configurations scored (scores/ in the store)"],

@@ -85,3 +85,37 @@ def test_a_replay_reports_every_planned_run_on_threads_and_on_dask(tmp_path, wor
     with progress.reporting_to(again):
         replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), work=str(work_root))
     assert again.calls == [("start", "replay", 8, 8), ("finish",)]
+
+
+@pytest.mark.slow
+@pytest.mark.requires("sandbox")
+def test_score_with_a_benchmark_shows_its_coverage_passes(tmp_path, work_root, monkeypatch):
+    """`testprism score --benchmark` runs the coverage passes through the stage driver: the
+    CLI's display gets each pass's start and batches (make demo's score showed no progress
+    while its passes ran for minutes). Control: the same command without --benchmark runs no
+    pass, and the display sees no stage."""
+    from typer.testing import CliRunner
+
+    from testprism.flows.cli import app
+    from testprism.flows.replay import replay_flow
+
+    bench = make_benchmark(tmp_path / "bench", {"strong": {"test_m.py": CHECKS}, "weak": {"test_m.py": WEAK}})
+    store = tmp_path / "store"
+    replay_flow(benchmark=str(bench), store=str(store), work=str(work_root))
+    shown: list[Recorder] = []
+
+    def display(console: Console) -> Recorder:
+        shown.append(Recorder())
+        return shown[-1]
+
+    monkeypatch.setattr(progress, "StageDisplay", display)
+    for args, passes in ((["score", str(store)], False),
+                         (["score", str(store), "--benchmark", str(bench), "--work", str(work_root)], True)):
+        shown.clear()
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        # the weak suite accepts invalid candidates, so the candidates' pass has work too
+        assert {c[1] for r in shown for c in r.calls if c[0] == "start"} == (
+            {"coverage", "candidate_coverage"} if passes else set())
+        starts = [c for r in shown for c in r.calls if c[0] == "start"]
+        assert sum(r.totals()[0] for r in shown) == sum(planned - already for _, _, planned, already in starts)
