@@ -47,9 +47,9 @@ COUNTER = "/usr/lib/python3.11/lib2to3"
 VALID, INVALID = 10, 10
 #: the secrets of the defended replays, whose guesses are pooled: fixed, so each replay's
 #: order is the same every run. More than one: a single order is one draw of where the
-#: confirmations fall, and one draw left most of them at its batch's tail, after other
-#: failures (docker 13-14 of 19 right, p 0.03-0.08, on 2026-12-06; five other secrets gave
-#: 40 of 84 and local 40 of 87)
+#: confirmations fall, and one secret's draw let the suite guess 13-14 of 19 right under
+#: docker (p 0.03-0.08, 2026-12-06), where five other secrets gave 40 of 84 and, under
+#: local, 40 of 87
 SECRETS = tuple(f"test_run_order: a fixed secret {i}".encode() for i in range(3))
 
 #: The counting suite. `MODE` "label": guesses its state from its place (first buggy,
