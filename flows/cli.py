@@ -155,7 +155,7 @@ def _replay(benchmark: Path, store: Path, settings: ReplaySettings, backend: str
     started = time.monotonic()
 
     open_inputs(str(benchmark), str(store), settings.configurations, backend, work or default_work_root(),
-                trusted=trusted, unsafe=unsafe)
+                announce=False, trusted=trusted, unsafe=unsafe)
     with _progress_bar():
         summary = replay_flow(
             benchmark=str(benchmark), store=str(store), settings=settings, backend=backend, workers=workers,
@@ -180,7 +180,8 @@ def _score(store: Path, benchmark: Path | None = None, work: Path | None = None,
 
     scorable_store(str(store))
     if benchmark:
-        open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), trusted=trusted, unsafe=False)
+        open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), announce=False,
+                    trusted=trusted, unsafe=False)
     with _progress_bar():  # the coverage passes (with a benchmark) run through the stage driver
         board = score_flow(store=str(store), benchmark=str(benchmark) if benchmark else None,
                            work=str(work) if work else None, backend=backend, trusted=trusted)
@@ -250,8 +251,8 @@ def generate(
     from testprism.tasks.generate.strategy import load_strategy
 
     load_strategy(settings.strategy)
-    inputs = open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), trusted=False,
-                         unsafe=unsafe_no_sandbox)
+    inputs = open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), announce=False,
+                         trusted=False, unsafe=unsafe_no_sandbox)
     unknown = sorted(set(settings.instances) - set(inputs.benchmark.instances))
     if unknown:
         raise typer.BadParameter(f"not in {benchmark}: {', '.join(unknown)}", param_hint="'--instance'")
@@ -281,8 +282,8 @@ def crossval(
     from testprism.tasks.generate.crossval_config import load_crossval
 
     chosen = load_crossval(config)
-    open_inputs(str(chosen.benchmark), str(store), (), backend, work or default_work_root(), trusted=False,
-                unsafe=unsafe_no_sandbox)
+    open_inputs(str(chosen.benchmark), str(store), (), backend, work or default_work_root(), announce=False,
+                trusted=False, unsafe=unsafe_no_sandbox)
     with _progress_bar():
         summary = crossval_flow(config=str(config), store=str(store), backend=backend, workers=workers,
                                 dask_address=dask_address, work=str(work) if work else None, unsafe=unsafe_no_sandbox)
@@ -415,8 +416,8 @@ def collect(
     from testprism.flows.runner import open_inputs
 
     trusted = benchmark.resolve() == BUNDLED and not predictions and not diffs
-    open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), trusted=trusted,
-                unsafe=unsafe_no_sandbox)
+    open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), announce=False,
+                trusted=trusted, unsafe=unsafe_no_sandbox)
     from testprism.flows.collect import collect_flow
 
     summary = collect_flow(
@@ -524,7 +525,7 @@ def pipeline(
         else:
             first, configurations, trusted = chosen.replay_benchmark, chosen.replay.configurations, chosen.replay_trusted
         open_inputs(str(first), str(chosen.store), configurations, chosen.backend, chosen.work or default_work_root(),
-                    trusted=trusted, unsafe=chosen.unsafe)
+                    announce=False, trusted=trusted, unsafe=chosen.unsafe)
     with _progress_bar():
         summary = pipeline_flow(config=str(config), store=str(store) if store else None)
     log.info("pipeline: %d runs executed, %d already stored; %d configurations scored; report at %s",

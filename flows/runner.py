@@ -61,14 +61,15 @@ class Inputs:
 
 
 def open_inputs(benchmark: str, store: str, configurations: tuple[str, ...], backend: str, work_root: Path, *,
-                trusted: bool, unsafe: bool) -> Inputs:
+                trusted: bool, unsafe: bool, announce: bool = True) -> Inputs:
     """Load the benchmark, open the store and start the backend once: a wrong input fails here
     with its file and field (BenchmarkError, StoreError), a backend that cannot run on this
     machine before any batch starts (SandboxUnavailable). The CLI calls it before the flow
     starts too, so that a user's mistake ends in one line rather than in Prefect's log of a
     failed flow run (and without starting Prefect's server); the flow checks again because a
-    deployment starts it without the CLI."""
-    bench = load_benchmark(Path(benchmark), configurations)
+    deployment starts it without the CLI. `announce=False` (the CLI's check): the flow's own
+    load says what was loaded, once."""
+    bench = load_benchmark(Path(benchmark), configurations, announce=announce)
     backend_cls = backend_class(backend)
     probe = backend_cls(WorkPaths(work_root), trusted=trusted, unsafe=unsafe)
     probe.close()

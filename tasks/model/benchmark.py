@@ -779,13 +779,9 @@ def load_suite(folder: Path, configuration: str, instance_id: str) -> Suite:
                  tests=spec.tests, patch=patch)
 
 
-#: the loads this process has reported: the CLI checks a benchmark before its flow loads it
-#: again (flows/runner.py `open_inputs`), and the terminal needs the line once
-_ANNOUNCED: set[tuple[str, tuple[str, ...], int, int]] = set()
-
-
-def load_benchmark(root: Path | str, configurations: tuple[str, ...] = ()) -> Benchmark:
-    """Load `root/instances/*` and `root/suites/<configuration>/<instance_id>`.
+def load_benchmark(root: Path | str, configurations: tuple[str, ...] = (), *, announce: bool = True) -> Benchmark:
+    """Load `root/instances/*` and `root/suites/<configuration>/<instance_id>`; say what was
+    loaded at INFO unless `announce` is False (a check before the load that says it).
 
     Only the named configurations are loaded when some are given. A suite folder naming an
     unknown instance is an error: it usually means a typo that would silently score 0.
@@ -817,8 +813,6 @@ def load_benchmark(root: Path | str, configurations: tuple[str, ...] = ()) -> Be
             except BenchmarkError as exc:  # one bad package must not stop the others
                 log.error("suite rejected: %s", exc)
                 errors[(name, folder.name)] = str(exc)
-    said = (str(root.resolve()), chosen, len(instances), len(suites))
-    log.log(logging.DEBUG if said in _ANNOUNCED else logging.INFO,
+    log.log(logging.INFO if announce else logging.DEBUG,
             "loaded %d instances, %d configurations, %d suites from %s", len(instances), len(chosen), len(suites), root)
-    _ANNOUNCED.add(said)
     return Benchmark(root=root, instances=instances, suites=suites, configurations=chosen, suite_errors=errors)
