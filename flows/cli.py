@@ -18,13 +18,11 @@ from rich.logging import RichHandler
 from rich.table import Table
 
 from testprism.flows import progress
-from testprism.flows.errors import Commands, ExitStatus, known_backend
+from testprism.flows.command_group import Commands, LazyCommands
+from testprism.flows.errors import ExitStatus, known_backend
 from testprism.flows.settings_options import settings_options
 from testprism.tasks.importing.harbor_limits import SOLVE_TIMEOUT_S
-from testprism.tasks.collect.settings import CollectSettings
-from testprism.tasks.generate.settings import GenerateSettings, RsiSettings, SelectSettings
 from testprism.tasks.model.bundled import BUNDLED
-from testprism.tasks.replay.settings import ReplaySettings
 from testprism.tasks.report.formats import ExportFormat
 from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
@@ -32,10 +30,14 @@ from testprism.tasks.model.workdir import WorkPaths, default_work_root
 if TYPE_CHECKING:
     import polars as pl
 
+    from testprism.tasks.collect.settings import CollectSettings
+    from testprism.tasks.generate.settings import GenerateSettings, RsiSettings, SelectSettings
     from testprism.tasks.importing.rows import ImportReport
+    from testprism.tasks.replay.settings import ReplaySettings
 
 # Every command imports what it uses in its body: `testprism --help` (and tab completion)
-# must not pay for Prefect, SciPy, polars or pyarrow (tests/test_cli_start.py).
+# must not pay for Prefect, SciPy, polars or pyarrow (tests/test_cli_start.py). The commands
+# are registered on `commands`; `app` builds the one it runs (flows/lazy_commands.py).
 
 #: what `testprism --help` opens with: what the tool does for its user
 USAGE = (
@@ -47,27 +49,33 @@ USAGE = (
     "reports the bundled benchmark."
 )
 
-app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, help=USAGE)
-import_app = typer.Typer(
-    cls=Commands, add_completion=False, no_args_is_help=True,
+def _group(cls: type[Commands] = Commands, **settings: object) -> typer.Typer:
+    """A typer app of the CLI. Its help is click's plain text: typer's rich panels cost about
+    0.1 s of imports (markdown-it, pygments) and drawing on every `--help`, a third of the
+    0.3 s budget (README, Performance)."""
+    return typer.Typer(cls=cls, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                       **settings)  # type: ignore[arg-type]
+
+
+commands = _group()
+app = _group(LazyCommands.over(commands), help=USAGE)
+import_app = _group(
     help="Bring published files into the benchmark format: SWE-bench rows, Harbor task folders and exercise "
          "tracks as instances, generated test patches as suites. A bad row (or task) never stops a batch: every "
          "issue is listed with its row and field, and the exit status is non-zero when nothing was imported "
          "(or, with --strict, on any issue).",
 )
-images_app = typer.Typer(
-    cls=Commands, add_completion=False, no_args_is_help=True,
-    help="Docker images of the docker backend: one per environment, on a local base image.",
-)
-app.add_typer(import_app, name="import")
-app.add_typer(images_app, name="images")
+images_app = _group(help="Docker images of the docker backend: one per environment, on a local base image.")
+commands.add_typer(import_app, name="import")
+commands.add_typer(images_app, name="images")
 console = Console(stderr=True)
 out = Console(width=max(120, Console().width))
 log = logging.getLogger("testprism")
 
 
 @app.callback()
-def main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+def main(verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="also Prefect's and Dask's own log lines, debug lines and tracebacks")] = False) -> None:
     # Our own handler on our own logger: importing Prefect configures the root logger, so a
     # root-level basicConfig would silently do nothing. (Prefect's API handler is on it too:
     # flows/__init__.py.)
@@ -202,8 +210,8 @@ PatchFuzzOpt = Annotated[int, typer.Option(
     min=0, help="fuzz of the `patch --batch -p1` fallback after `git apply`, for every patch (SWE-bench uses 5)")]
 
 
-@app.command()
-@settings_options(ReplaySettings)
+@commands.command()
+@settings_options("testprism.tasks.replay.settings:ReplaySettings")
 def replay(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/, suites/)")],
     store: Annotated[Path, typer.Option(help="store root", file_okay=False)],
@@ -224,8 +232,8 @@ def replay(
     _replay(benchmark, store, settings, backend, workers, dask_address, work, trusted, unsafe_no_sandbox, patch_fuzz)
 
 
-@app.command()
-@settings_options(GenerateSettings)
+@commands.command()
+@settings_options("testprism.tasks.generate.settings:GenerateSettings")
 def generate(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/)")],
     store: Annotated[Path, typer.Option(help="store root", file_okay=False)],
@@ -265,7 +273,7 @@ def generate(
              summary.planned, summary.skipped, summary.executed, summary.outcomes or "{}", summary.suites, summary.out)
 
 
-@app.command()
+@commands.command()
 def crossval(
     config: Annotated[Path, typer.Argument(help="crossval config: agents, mode, caps, out (docs/generate.md)",
                                            exists=True, dir_okay=False)],
@@ -292,12 +300,13 @@ def crossval(
     log.info("crossval: %d instances, %d merged suites in %s", summary.instances, summary.merged, summary.out)
 
 
-@app.command()
-@settings_options(SelectSettings)
+@commands.command()
+@settings_options("testprism.tasks.generate.settings:SelectSettings")
 def select(
     store: Annotated[Path, typer.Argument(help="store root, scored (`testprism score`)")],
     out: Annotated[Path, typer.Option(help="the demonstrations, one JSON object a line", dir_okay=False)],
-    settings: SelectSettings = SelectSettings.model_construct(),
+    *,
+    settings: SelectSettings,
 ) -> None:
     """Export the generated suites that meet a metric, with their trajectories, as fine-tuning demonstrations."""
     from testprism.flows.select import select_flow
@@ -305,8 +314,8 @@ def select(
     select_flow(store=str(store), out=str(out), settings=settings)
 
 
-@app.command()
-@settings_options(RsiSettings)
+@commands.command()
+@settings_options("testprism.tasks.generate.settings:RsiSettings")
 def rsi(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder to search on: curate's TRAINING split, never the test split")],
     store: Annotated[Path, typer.Option(help="store root (the search's history: `searches`)", file_okay=False)],
@@ -316,7 +325,8 @@ def rsi(
     dask_address: DaskOpt = None,
     work: WorkOpt = None,
     unsafe_no_sandbox: Annotated[bool, typer.Option(help="run the agent and suites without isolation")] = False,
-    settings: RsiSettings = RsiSettings.model_construct(),
+    *,
+    settings: RsiSettings,
 ) -> None:
     """Search generation strategies within the space's bounds under its fixed token caps; print the history.
 
@@ -344,7 +354,7 @@ def rsi(
                  f", exported to {summary.export}" if summary.export else "")
 
 
-@app.command()
+@commands.command()
 def score(
     store: Annotated[Path, typer.Argument(help="store root")],
     benchmark: Annotated[Optional[Path], typer.Option(help="also measure coverage of the reference change")] = None,
@@ -364,7 +374,7 @@ DiffsOpt = Annotated[list[Path], typer.Option(help="folder of DIR/<instance_id>/
 OutOpt = Annotated[Optional[Path], typer.Option(help="write the panels here as a benchmark folder to replay")]
 
 
-@app.command()
+@commands.command()
 def curate(
     config: Annotated[Path, typer.Argument(help="curate config (TOML): sources, bounds, split, difficulty",
                                            exists=True, dir_okay=False, readable=True)],
@@ -392,8 +402,8 @@ def curate(
              summary.flow_run, summary.test, summary.train, summary.out, store)
 
 
-@app.command()
-@settings_options(CollectSettings)
+@commands.command()
+@settings_options("testprism.tasks.collect.settings:CollectSettings")
 def collect(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/ with program, reference, checks)")],
     store: Annotated[Path, typer.Option(help="store root", file_okay=False)],
@@ -436,7 +446,7 @@ def collect(
         log.info("next: testprism replay %s --store %s", summary.out, store)
 
 
-@app.command()
+@commands.command()
 def report(
     store: Annotated[Path, typer.Argument(help="store root, after `testprism score`", file_okay=False)],
     out: Annotated[Path, typer.Option(help="the HTML file to write", dir_okay=False)] = Path("report.html"),
@@ -465,7 +475,7 @@ def report(
             f"testprism export {store} --format markdown   (the leaderboard for a paper; csv, latex, json too)")
 
 
-@app.command()
+@commands.command()
 def export(
     store: Annotated[Path, typer.Argument(help="store root, after `testprism score`", file_okay=False)],
     format_: Annotated[ExportFormat, typer.Option(
@@ -499,7 +509,7 @@ def _open_in_browser(url: str) -> None:
         log.info("the browser did not take %s: open it by hand", url)
 
 
-@app.command()
+@commands.command()
 def pipeline(
     config: Annotated[Path, typer.Argument(help="pipeline config (TOML): store, curate, collect, generate, replay, score, report",
                                            exists=True, dir_okay=False, readable=True)],
@@ -532,7 +542,7 @@ def pipeline(
              summary.replay.executed, summary.replay.skipped, summary.configurations, summary.report)
 
 
-@app.command()
+@commands.command()
 def sweep(work: WorkOpt = None) -> None:
     """Remove what crashed or killed runs left behind, for every backend.
 
@@ -547,7 +557,7 @@ def sweep(work: WorkOpt = None) -> None:
             log.warning("%s: not swept: %s", name, removed)
 
 
-@app.command()
+@commands.command()
 def agent(
     program: Annotated[Path, typer.Argument(help="the program root: the agent's working directory",
                                             exists=True, file_okay=False)] = Path("."),
@@ -585,7 +595,7 @@ def agent(
         raise typer.Exit(code=status)
 
 
-@app.command()
+@commands.command()
 def demo(
     out: Annotated[Path, typer.Option(help="where the demo's store goes", file_okay=False)] = Path("demo-out"),
     backend: BackendOpt = "local",
@@ -603,7 +613,9 @@ def demo(
     trusted = benchmark.resolve() == BUNDLED.resolve()
     from testprism.flows.generate import generate_flow
     from testprism.flows.report import report_flow
+    from testprism.tasks.generate.settings import GenerateSettings
     from testprism.tasks.generate.task_folder import Mode
+    from testprism.tasks.replay.settings import ReplaySettings
 
     generated = out / "generated-benchmark"  # beside the store's own generated/ (what runs left)
     for name, mode in (("from-reference", Mode.TESTPRISM), ("from-instruction", Mode.PLAIN)):

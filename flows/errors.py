@@ -1,11 +1,11 @@
 """How a command ends when its user got something wrong: one line naming the file and the
 field, an exit status that tells the kind of mistake, and the traceback only with --verbose.
 
-One place does it for every command: `Commands`, the group class of every typer app of the
-CLI, maps the project's error types (`USER_ERRORS`) to an exit status, so no command catches
-them one by one. Any other exception is a bug and keeps its traceback. The flows' inputs are
-checked before a flow starts (flows.runner.open_inputs, tasks.score.scores.scorable_store), so a
-mistake never reaches Prefect, which would log its own traceback of the failed flow run.
+One place does it for every command: `Commands` (flows/command_group.py), the group class of
+every typer app of the CLI, maps the project's error types (`USER_ERRORS`) to an exit status,
+so no command catches them one by one. Any other exception is a bug and keeps its traceback.
+The flows' inputs are checked before a flow starts (flows.runner.open_inputs,
+tasks.score.scores.scorable_store), so a mistake never reaches Prefect, which would log its own traceback of the failed flow run.
 
 Exit statuses (README, "Exit status"):
 
@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import sys
 from enum import IntEnum
-from typing import Any
 
 import typer
 from rich.console import Console
-from typer.core import TyperGroup
 
 
 class ExitStatus(IntEnum):
@@ -67,24 +65,6 @@ def user_error_status(exc: BaseException) -> ExitStatus | None:
 
 
 console = Console(stderr=True, soft_wrap=True, highlight=False)
-
-
-class Commands(TyperGroup):
-    """A typer group that ends a user's mistake raised by any of its commands per
-    `USER_ERRORS`. Nested groups each have it, so a sub-app invoked on its own (tests) behaves
-    as it does under `testprism`; the innermost one handles the error."""
-
-    def invoke(self, ctx: typer.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except Exception as exc:
-            status = user_error_status(exc)
-            if status is None:
-                raise
-            console.print(f"testprism: error: {exc}", markup=False)
-            if ctx.find_root().params.get("verbose"):
-                console.print_exception()
-            raise typer.Exit(status) from exc
 
 
 def known_backend(name: str) -> str:

@@ -1,11 +1,10 @@
 """A stage's settings object as CLI options: the one declaration (a pydantic model in the
 stage's folder, e.g. tasks/replay/settings.py) is what typer shows and checks.
 
-`@settings_options(Model)` on a command whose last parameter is `*, settings: Model`
-(keyword-only, no default: `--help` makes no settings object, whose schema is deferred to
-its first use) replaces that parameter by one option per field: its name (`--timeout-s`, or the field's
-`json_schema_extra["cli"]`), default and help text are the field's; a tuple field is a
-repeatable option; a bool is a `--x/--no-x` flag; a field without a default is a required
+`@settings_options("module:Model")` on a command whose last parameter is `*, settings: Model`
+(keyword-only, no default) replaces that parameter by one option per field: its name
+(`--timeout-s`, or the field's `json_schema_extra["cli"]`), default and help text are the
+field's; a tuple field is a repeatable option; a bool is a `--x/--no-x` flag; a field without a default is a required
 option; `json_schema_extra["typer"]` adds typer's own checks (`exists`, `dir_okay`).
 
 A field whose type is itself a model (generate's `caps: Caps`) is flattened: each of its
@@ -22,15 +21,16 @@ out of them ends as typer's usage error naming the option (exit 2), never a trac
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import typing
 from collections.abc import Callable, Iterator
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import BaseModel, ValidationError
 
-M = TypeVar("M", bound=BaseModel)
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 #: the separator of a flattened field's parameter name (`caps__run_tokens`)
 NESTED = "__"
@@ -45,6 +45,8 @@ def _cli_name(name: str, field: Any) -> str:
 
 
 def _nested(field: Any) -> type[BaseModel] | None:
+    from pydantic import BaseModel
+
     annotation = field.annotation
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
@@ -101,29 +103,48 @@ def _hint(model: type[BaseModel], loc: tuple) -> str | None:
     return _cli_name(str(loc[0]), field)
 
 
-def settings_options(model: type[M]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The decorator: `model`'s fields become the command's options, handed back as one
-    `settings` object."""
+class SettingsCommand:
+    """A command whose `settings` parameter is replaced by the model's fields. Its signature
+    (what typer reads) is made on first use, so defining the CLI's commands loads neither the
+    model nor pydantic: `testprism --help` never reads one (flows/lazy_commands.py)."""
 
-    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
-        signature = inspect.signature(command)
-        hints = typing.get_type_hints(command, include_extras=True)  # typer reads the signature's, evaluated
+    def __init__(self, command: Callable[..., Any], model: str) -> None:
+        functools.update_wrapper(self, command, assigned=("__module__", "__name__", "__qualname__", "__doc__"))
+        self._command = command
+        self._model_path = model
+
+    @functools.cached_property
+    def model(self) -> type[BaseModel]:
+        module, _, name = self._model_path.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    @functools.cached_property
+    def __signature__(self) -> inspect.Signature:
+        signature = inspect.signature(self._command)
+        # typer reads the signature's annotations evaluated; `settings`'s names the model
+        hints = typing.get_type_hints(self._command, localns={self.model.__name__: self.model}, include_extras=True)
         kept = [p.replace(annotation=hints.get(p.name, p.annotation))
                 for p in signature.parameters.values() if p.name != "settings"]
-        added = [_option(name, field) for name, field in _fields(model)]
+        added = [_option(name, field) for name, field in _fields(self.model)]
+        return signature.replace(parameters=[*kept, *added], return_annotation=None)
 
-        @functools.wraps(command)
-        def wrapper(**given: Any) -> Any:
-            values = _values(model, given)
-            try:
-                settings = model(**values)
-            except ValidationError as exc:
-                error = exc.errors()[0]
-                raise typer.BadParameter(error["msg"], param_hint=_hint(model, tuple(error["loc"]))) from None
-            return command(**given, settings=settings)
+    @functools.cached_property
+    def __annotations__(self) -> dict[str, Any]:  # type: ignore[override]
+        return {p.name: p.annotation for p in self.__signature__.parameters.values()} | {"return": None}
 
-        wrapper.__annotations__ = {p.name: p.annotation for p in (*kept, *added)} | {"return": None}
-        wrapper.__signature__ = signature.replace(parameters=[*kept, *added])  # type: ignore[attr-defined]
-        return wrapper
+    def __call__(self, **given: Any) -> Any:
+        from pydantic import ValidationError
 
-    return decorate
+        values = _values(self.model, given)
+        try:
+            settings = self.model(**values)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            raise typer.BadParameter(error["msg"], param_hint=_hint(self.model, tuple(error["loc"]))) from None
+        return self._command(**given, settings=settings)
+
+
+def settings_options(model: str) -> Callable[[Callable[..., Any]], SettingsCommand]:
+    """The decorator: the fields of `model` ("module:Class") become the command's options,
+    handed back as one `settings` object."""
+    return functools.partial(SettingsCommand, model=model)

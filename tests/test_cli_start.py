@@ -58,3 +58,100 @@ def test_every_user_error_named_exists(where: str) -> None:
 
 def test_an_error_not_named_is_not_a_user_error() -> None:
     assert user_error_status(KeyError("x")) is None
+
+
+def _loaded_after(statement: str, modules: tuple[str, ...]) -> set[str]:
+    """Which of `modules` a fresh interpreter has loaded after `statement`."""
+    done = subprocess.run([sys.executable, "-c", f"{statement}\nimport sys; print(sorted(set(sys.modules) & {set(modules)!r}))"],
+                          capture_output=True, text=True, check=True)
+    return set(eval(done.stdout.strip().splitlines()[-1]))  # noqa: S307 -- our own print of a sorted list
+
+
+def _cli(args: list[str]) -> str:
+    return ("from testprism.flows.cli import app\ntry:\n    app(%r)\nexcept SystemExit as exc:\n"
+            "    assert exc.code == 0, exc.code" % (args,))
+
+
+#: what building a command's options costs: pydantic (typer coerces with it, the settings
+#: are its models) and the stages' settings models
+SETTINGS = ("pydantic", "typer._adapters", "testprism.tasks.replay.settings", "testprism.tasks.collect.settings",
+            "testprism.tasks.generate.settings")
+
+
+def test_the_command_list_builds_no_command() -> None:
+    """`testprism --help` lists the commands from their help text alone
+    (flows/lazy_commands.py): no settings model, no pydantic. The control is `replay --help`,
+    which builds replay's options, and so loads pydantic and replay's settings (only)."""
+    assert _loaded_after(_cli(["--help"]), SETTINGS) == set()
+    assert _loaded_after(_cli(["replay", "--help"]), SETTINGS) == {"pydantic", "testprism.tasks.replay.settings"}
+
+
+_SUB_HELP = """import typer, typer.core
+from testprism.flows.command_group import Commands
+app = typer.Typer(cls={cls}, add_completion=False)  # as the CLI: completion options are coerced too
+@app.callback()
+def main() -> None: pass
+@app.command()
+def sub(n: int = 1) -> None: pass
+try:
+    app(["sub", "--help"])
+except SystemExit as exc:
+    assert exc.code == 0, exc.code"""
+
+
+def test_a_group_s_absent_help_flag_is_not_coerced_through_pydantic() -> None:
+    """`Commands.get_help_option`: `testprism replay --help` does not pay for typer's pydantic
+    coercion of the group's own absent `--help`. Control: typer's own group does."""
+    assert _loaded_after(_SUB_HELP.format(cls="Commands"), ("typer._adapters",)) == set()
+    assert _loaded_after(_SUB_HELP.format(cls="typer.core.TyperGroup"), ("typer._adapters",)) == {"typer._adapters"}
+
+
+def test_the_command_list_shows_what_typer_builds() -> None:
+    """Each command's summary in the list is the command typer builds (its help, short help,
+    panel, hidden and deprecated marks), for every command and group, in typer's order."""
+    import typer.main
+
+    from testprism.flows.cli import app, commands
+
+    built = typer.main.get_group(commands)  # typer's own group, every command built up front
+    group = typer.main.get_command(app)
+    ctx = typer.Context(group)
+    assert group.list_commands(ctx) == list(built.commands)
+    group._drawing_help = True  # what the group hands out while its help is drawn
+    for name, command in built.commands.items():
+        summary = group.get_command(ctx, name)
+        assert summary is not None and not summary.params
+        seen = ("name", "help", "short_help", "hidden", "deprecated", "rich_help_panel", "rich_markup_mode")
+        assert {k: getattr(summary, k) for k in seen} == {k: getattr(command, k) for k in seen}, name
+    group._drawing_help = False
+    assert [p.name for p in group.get_command(ctx, "replay").params] == [p.name for p in built.commands["replay"].params]
+
+
+def test_a_mistyped_command_is_answered_with_the_one_meant() -> None:
+    from typer.testing import CliRunner
+
+    from testprism.flows.cli import app
+
+    result = CliRunner().invoke(app, ["replai"])
+    assert result.exit_code == 2
+    assert "Did you mean 'replay'" in result.output
+
+
+def test_the_command_list_shows_each_command_s_first_sentence_whole() -> None:
+    """`Commands.format_commands`: click would cut "Replay every suite on buggy, reference and
+    every candidate;..." at the line's width. Control: typer's own group over the same
+    commands does cut it."""
+    import typer.main
+    from typer.testing import CliRunner
+
+    from testprism.flows.cli import app, commands
+
+    def listed(text: str) -> str:
+        return "".join(text.split())  # wrapped anywhere, at hyphens too
+
+    built = typer.main.get_group(commands)
+    shown = listed(CliRunner().invoke(app, ["--help"]).output)
+    firsts = {name: listed(command.get_short_help_str(limit=10_000)) for name, command in built.commands.items()}
+    assert all(first in shown for first in firsts.values())
+    plain = typer.core.TyperGroup(name="testprism", commands=built.commands)
+    assert not all(first in listed(plain.get_help(typer.Context(plain))) for first in firsts.values())
