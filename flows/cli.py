@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 # Every command imports what it uses in its body: `testprism --help` (and tab completion)
 # must not pay for Prefect, SciPy, polars or pyarrow (tests/test_cli_start.py). The commands
-# are registered on `commands`; `app` builds the one it runs (flows/lazy_commands.py).
+# are registered on `commands`; `app` builds the one it runs (flows/command_group.py).
 
 #: what `testprism --help` opens with: what the tool does for its user
 USAGE = (

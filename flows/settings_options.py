@@ -106,7 +106,7 @@ def _hint(model: type[BaseModel], loc: tuple) -> str | None:
 class SettingsCommand:
     """A command whose `settings` parameter is replaced by the model's fields. Its signature
     (what typer reads) is made on first use, so defining the CLI's commands loads neither the
-    model nor pydantic: `testprism --help` never reads one (flows/lazy_commands.py)."""
+    model nor pydantic: `testprism --help` never reads one (flows/command_group.py)."""
 
     def __init__(self, command: Callable[..., Any], model: str) -> None:
         functools.update_wrapper(self, command, assigned=("__module__", "__name__", "__qualname__", "__doc__"))

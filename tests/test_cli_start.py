@@ -80,7 +80,7 @@ SETTINGS = ("pydantic", "typer._adapters", "testprism.tasks.replay.settings", "t
 
 def test_the_command_list_builds_no_command() -> None:
     """`testprism --help` lists the commands from their help text alone
-    (flows/lazy_commands.py): no settings model, no pydantic. The control is `replay --help`,
+    (flows/command_group.py): no settings model, no pydantic. The control is `replay --help`,
     which builds replay's options, and so loads pydantic and replay's settings (only)."""
     assert _loaded_after(_cli(["--help"]), SETTINGS) == set()
     assert _loaded_after(_cli(["replay", "--help"]), SETTINGS) == {"pydantic", "testprism.tasks.replay.settings"}
