@@ -60,6 +60,14 @@ class Commands(TyperGroup):
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
 
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        # Nothing after the group: its help on stdout as for `--help` (`testprism | less`
+        # pages it), exit status 2. click's NoArgsIsHelpError would write it to stderr.
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            typer.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit(2)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -115,6 +123,10 @@ class _Built(Mapping[str, _click.Command]):
         return len(self._infos)
 
 
+#: set in a context's `meta` while the group draws its help there
+_DRAWING_HELP = "testprism.drawing_help"
+
+
 class LazyCommands(Commands):
     """A `Commands` group over `source`'s commands, built as they are used (module doc).
     `over(source)` makes the class typer is given as `cls=`."""
@@ -128,7 +140,6 @@ class LazyCommands(Commands):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.commands = _Built(self.source, self.rich_markup_mode)  # type: ignore[assignment]
-        self._drawing_help = False
 
     def list_commands(self, ctx: _click.Context) -> list[str]:
         return list(self.commands)  # the names alone: typer's own reads every command
@@ -136,18 +147,19 @@ class LazyCommands(Commands):
     def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
         if cmd_name not in self.commands:
             return None
-        if self._drawing_help:
-            return self._summary(cmd_name)
+        if ctx.meta.get(_DRAWING_HELP):
+            return self.summary(cmd_name)
         return self.commands[cmd_name]
 
     def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
-        self._drawing_help = True
+        # marked on the context, not the group: another call's context never sees summaries
+        ctx.meta[_DRAWING_HELP] = True
         try:
             super().format_help(ctx, formatter)
         finally:
-            self._drawing_help = False
+            del ctx.meta[_DRAWING_HELP]
 
-    def _summary(self, name: str) -> _click.Command:
+    def summary(self, name: str) -> _click.Command:
         """What the group's help shows of a command, from what typer would build it with."""
         info = self.commands.info(name)  # type: ignore[attr-defined]
         if isinstance(info, TyperInfo):

@@ -116,7 +116,12 @@ class SettingsCommand:
     @functools.cached_property
     def model(self) -> type[BaseModel]:
         module, _, name = self._model_path.partition(":")
-        return getattr(importlib.import_module(module), name)
+        try:
+            return getattr(importlib.import_module(module), name)
+        except AttributeError:
+            # not an AttributeError: `inspect` reads `__signature__` through hasattr, which
+            # would hide it and let typer fail later on the command's own annotations
+            raise LookupError(f"settings_options: {module} has no {name}") from None
 
     @functools.cached_property
     def __signature__(self) -> inspect.Signature:

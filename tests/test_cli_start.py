@@ -6,6 +6,7 @@ is measured by bench/cli_start.py, not asserted here."""
 from __future__ import annotations
 
 import importlib
+import inspect
 import subprocess
 import sys
 
@@ -117,13 +118,11 @@ def test_the_command_list_shows_what_typer_builds() -> None:
     group = typer.main.get_command(app)
     ctx = typer.Context(group)
     assert group.list_commands(ctx) == list(built.commands)
-    group._drawing_help = True  # what the group hands out while its help is drawn
     for name, command in built.commands.items():
-        summary = group.get_command(ctx, name)
+        summary = group.summary(name)  # what the group hands out while its help is drawn
         assert summary is not None and not summary.params
         seen = ("name", "help", "short_help", "hidden", "deprecated", "rich_help_panel", "rich_markup_mode")
         assert {k: getattr(summary, k) for k in seen} == {k: getattr(command, k) for k in seen}, name
-    group._drawing_help = False
     assert [p.name for p in group.get_command(ctx, "replay").params] == [p.name for p in built.commands["replay"].params]
 
 
@@ -153,5 +152,37 @@ def test_the_command_list_shows_each_command_s_first_sentence_whole() -> None:
     shown = listed(CliRunner().invoke(app, ["--help"]).output)
     firsts = {name: listed(command.get_short_help_str(limit=10_000)) for name, command in built.commands.items()}
     assert all(first in shown for first in firsts.values())
-    plain = typer.core.TyperGroup(name="testprism", commands=built.commands)
+    plain = typer.core.TyperGroup(name="testprism", commands=built.commands, rich_markup_mode=None)
     assert not all(first in listed(plain.get_help(typer.Context(plain))) for first in firsts.values())
+
+
+def test_a_group_with_nothing_after_it_prints_its_help_on_stdout() -> None:
+    """`testprism` alone (or `testprism import`): the help on stdout, as `--help` has it, so
+    `testprism | less` pages it; exit 2. Control: typer's own group writes it to stderr."""
+    from typer.testing import CliRunner
+
+    from testprism.flows.cli import app, import_app
+
+    for group in (app, import_app):
+        result = CliRunner().invoke(group, [])
+        assert result.exit_code == 2 and "Usage:" in result.stdout and not result.stderr
+    import typer
+
+    plain = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+    plain.command()(lambda: None)
+    plain.command("other")(lambda: None)
+    result = CliRunner().invoke(plain, [])
+    assert "Usage:" in result.stderr and not result.stdout
+
+
+def test_a_settings_model_that_is_not_there_is_named() -> None:
+    """A wrong "module:Class" in `settings_options` says so when the command is built, not
+    as a NameError from typer about the command's annotations."""
+    from testprism.flows.settings_options import SettingsCommand
+
+    def command(*, settings: object) -> None:
+        """A command."""
+
+    wrong = SettingsCommand(command, "testprism.tasks.replay.settings:ReplaySetting")
+    with pytest.raises(LookupError, match="has no ReplaySetting"):
+        inspect.signature(wrong)
