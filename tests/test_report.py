@@ -4,12 +4,14 @@ no console error."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import queue
 import re
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from datetime import UTC, datetime
@@ -340,7 +342,10 @@ class Chromium:
         self._from_browser, from_browser_w = os.pipe()
 
         def wire() -> None:  # the protocol's fixed descriptors: 3 reads commands, 4 writes replies
-            high_r, high_w = (os.dup2(fd, 100 + i) for i, fd in enumerate((to_browser_r, from_browser_w)))
+            # each end first to a descriptor no one holds (F_DUPFD: the lowest free one from 5):
+            # a fixed one could be the other end itself (the reply pipe's write end at fd 100,
+            # after a long test had ~100 open, left Chromium writing nowhere, silent)
+            high_r, high_w = (fcntl.fcntl(fd, fcntl.F_DUPFD, 5) for fd in (to_browser_r, from_browser_w))
             os.dup2(high_r, 3)
             os.dup2(high_w, 4)
 
@@ -464,6 +469,35 @@ def chromium(chromium_path, tmp_path):
     browser = Chromium(chromium_path, tmp_path / "chromium-profile")
     yield browser
     browser.close()
+
+
+#: run in a fresh interpreter, whose open descriptors are few and known: takes every one
+#: below 96, then starts the browser and asks it one thing
+_CROWDED = """
+import os, sys
+from pathlib import Path
+from tests.test_report import Chromium
+while (fd := os.open(os.devnull, os.O_RDONLY)) < 96:
+    pass
+os.close(fd)
+browser = Chromium(sys.argv[1], Path(sys.argv[2]))  # its log file takes 96
+try:
+    assert browser._from_browser == 99, browser._from_browser  # the pipes: (97, 98) and (99, 100)
+    print(browser.send("Browser.getVersion")["product"])
+finally:
+    browser.close()
+"""
+
+
+def test_the_browser_answers_whatever_descriptors_its_pipes_get(tmp_path, chromium_path):
+    """The harness itself: with the descriptors below 96 taken (the demo's test had about
+    that many open), the reply pipe's write end is fd 100, which a wiring through the fixed
+    descriptors 100 and 101 overwrote: Chromium wrote its replies nowhere and the demo's test
+    failed, silent after 180 s. Control: the script checks its setup put that end at 100."""
+    done = subprocess.run([sys.executable, "-c", _CROWDED, chromium_path, str(tmp_path / "profile")],
+                          cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip()
 
 
 def test_the_console_probe_catches_errors(tmp_path, chromium):
