@@ -73,9 +73,12 @@ out = Console(width=max(120, Console().width))
 log = logging.getLogger("testprism")
 
 
+VerboseOpt = Annotated[bool, typer.Option(
+    "--verbose", "-v", help="also Prefect's and Dask's own log lines, debug lines and tracebacks")]
+
+
 @app.callback()
-def main(verbose: Annotated[bool, typer.Option(
-        "--verbose", "-v", help="also Prefect's and Dask's own log lines, debug lines and tracebacks")] = False) -> None:
+def main(verbose: VerboseOpt = False) -> None:
     # Our own handler on our own logger: importing Prefect configures the root logger, so a
     # root-level basicConfig would silently do nothing. (Prefect's API handler is on it too:
     # flows/__init__.py.)

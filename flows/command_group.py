@@ -4,15 +4,15 @@
 `Commands` ends a user's mistake in one line and an exit status (flows/errors.py), and draws
 its help as click's plain text, with two fixes of its own (below).
 
-`LazyCommands`: typer builds every command of an app before it parses a word: for each, it reads the
-function's signature and evaluates its annotations twice, and a command whose options come
-from a stage's settings model (flows/settings_options.py) loads pydantic and the model. That
-is most of what `testprism --help` used to cost, for options it does not show. Here the
-commands are registered on a `source` app as usual; the group builds one with typer's own
-`get_command_from_info` (or `get_group_from_info`, for `import` and `images`) on its first
-use, and keeps it. The group's own help lists each command by its name and help text, which
-need no signature: while it is drawn, the group hands out summaries (a command with the same
-name, help and panel, and no options).
+`LazyCommands`: typer builds every command of an app before it parses a word. For each,
+it reads the function's signature and evaluates its annotations twice, and a command whose
+options come from a stage's settings model (flows/settings_options.py) loads pydantic and
+the model. That was most of what `testprism --help` cost, for options it does not show.
+Here the commands are registered on a `source` app as usual; the group builds one with
+typer's own `get_command_from_info` (or `get_group_from_info`, for `import` and `images`)
+on its first use, and keeps it. The group's own help lists each command by its name and
+help text, which need no signature: while it is drawn, the group hands out summaries (a
+command with the same name, help and panel, and no options).
 
 Click documents the pattern ("Lazily Loading Subcommands"); `commands` stays a mapping, so
 typer's "did you mean" and code that reads `group.commands[name]` see every command.

@@ -5,7 +5,8 @@ One place does it for every command: `Commands` (flows/command_group.py), the gr
 every typer app of the CLI, maps the project's error types (`USER_ERRORS`) to an exit status,
 so no command catches them one by one. Any other exception is a bug and keeps its traceback.
 The flows' inputs are checked before a flow starts (flows.runner.open_inputs,
-tasks.score.scores.scorable_store), so a mistake never reaches Prefect, which would log its own traceback of the failed flow run.
+tasks.score.scores.scorable_store), so a mistake never reaches Prefect, which would log its
+own traceback of the failed flow run.
 
 Exit statuses (README, "Exit status"):
 

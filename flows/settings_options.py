@@ -4,8 +4,9 @@ stage's folder, e.g. tasks/replay/settings.py) is what typer shows and checks.
 `@settings_options("module:Model")` on a command whose last parameter is `*, settings: Model`
 (keyword-only, no default) replaces that parameter by one option per field: its name
 (`--timeout-s`, or the field's `json_schema_extra["cli"]`), default and help text are the
-field's; a tuple field is a repeatable option; a bool is a `--x/--no-x` flag; a field without a default is a required
-option; `json_schema_extra["typer"]` adds typer's own checks (`exists`, `dir_okay`).
+field's; a tuple field is a repeatable option; a bool is a `--x/--no-x` flag; a field
+without a default is a required option; `json_schema_extra["typer"]` adds typer's own
+checks (`exists`, `dir_okay`).
 
 A field whose type is itself a model (generate's `caps: Caps`) is flattened: each of its
 fields is an option of its own (`--run-tokens`), gathered back into the nested model,

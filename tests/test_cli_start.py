@@ -19,15 +19,23 @@ HEAVY = ("prefect", "scipy", "polars", "pyarrow", "dask", "distributed")
 #: benchmark model behind it (a third of the import once), the tree-sitter grammars
 OWN_HEAVY = ("testprism.tasks.sandbox.base", "testprism.tasks.model.benchmark", "testprism.tasks.model.syntax")
 
-#: prints, after whatever the statement before it printed, the heavy modules loaded
-_LOADED = (f"import sys; print(sorted(({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})"
-           f" | (set(sys.modules) & {set(OWN_HEAVY)!r})))")
+
+def _loaded_after(statement: str, modules: tuple[str, ...]) -> set[str]:
+    """Which of `modules` a fresh interpreter has loaded after `statement` (a package is
+    loaded whenever any module of it is)."""
+    report = f"import sys; print(sorted(set(sys.modules) & {set(modules)!r}))"
+    done = subprocess.run([sys.executable, "-c", f"{statement}\n{report}"], capture_output=True, text=True, check=True)
+    return set(eval(done.stdout.strip().splitlines()[-1]))  # noqa: S307 -- our own print of a sorted list
 
 
 def _heavy_after(statement: str) -> list[str]:
-    done = subprocess.run([sys.executable, "-c", f"{statement}\n{_LOADED}"], capture_output=True, text=True,
-                          check=True)
-    return eval(done.stdout.strip().splitlines()[-1])  # noqa: S307 -- our own print of a sorted list
+    return sorted(_loaded_after(statement, HEAVY + OWN_HEAVY))
+
+
+def _cli(args: list[str]) -> str:
+    """A statement that runs the CLI on `args` and checks it ended well."""
+    return ("from testprism.flows.cli import app\ntry:\n    app(%r)\nexcept SystemExit as exc:\n"
+            "    assert exc.code == 0, exc.code" % (args,))
 
 
 def test_importing_the_cli_loads_no_heavy_library() -> None:
@@ -36,9 +44,7 @@ def test_importing_the_cli_loads_no_heavy_library() -> None:
 
 @pytest.mark.parametrize("args", [["--help"], ["replay", "--help"], ["collect", "--help"], ["import", "harbor", "--help"]])
 def test_help_loads_no_heavy_library(args: list[str]) -> None:
-    statement = ("from testprism.flows.cli import app\ntry:\n    app(%r)\nexcept SystemExit as exc:\n"
-                 "    assert exc.code == 0, exc.code" % (args,))
-    assert _heavy_after(statement) == []
+    assert _heavy_after(_cli(args)) == []
 
 
 def test_the_control_a_command_s_flow_does_load_them() -> None:
@@ -59,18 +65,6 @@ def test_every_user_error_named_exists(where: str) -> None:
 
 def test_an_error_not_named_is_not_a_user_error() -> None:
     assert user_error_status(KeyError("x")) is None
-
-
-def _loaded_after(statement: str, modules: tuple[str, ...]) -> set[str]:
-    """Which of `modules` a fresh interpreter has loaded after `statement`."""
-    done = subprocess.run([sys.executable, "-c", f"{statement}\nimport sys; print(sorted(set(sys.modules) & {set(modules)!r}))"],
-                          capture_output=True, text=True, check=True)
-    return set(eval(done.stdout.strip().splitlines()[-1]))  # noqa: S307 -- our own print of a sorted list
-
-
-def _cli(args: list[str]) -> str:
-    return ("from testprism.flows.cli import app\ntry:\n    app(%r)\nexcept SystemExit as exc:\n"
-            "    assert exc.code == 0, exc.code" % (args,))
 
 
 #: what building a command's options costs: pydantic (typer coerces with it, the settings
@@ -123,7 +117,8 @@ def test_the_command_list_shows_what_typer_builds() -> None:
         assert summary is not None and not summary.params
         seen = ("name", "help", "short_help", "hidden", "deprecated", "rich_help_panel", "rich_markup_mode")
         assert {k: getattr(summary, k) for k in seen} == {k: getattr(command, k) for k in seen}, name
-    assert [p.name for p in group.get_command(ctx, "replay").params] == [p.name for p in built.commands["replay"].params]
+    replay = group.get_command(ctx, "replay")
+    assert replay is not None and [p.name for p in replay.params] == [p.name for p in built.commands["replay"].params]
 
 
 def test_a_mistyped_command_is_answered_with_the_one_meant() -> None:

@@ -940,11 +940,11 @@ def test_mapped_v8_report_made_on_this_host_to_lines():
     are the .ts file's: the branches it never takes and the function it never calls did not
     run, the type-only and comment lines are no statements."""
     measured = parse_mapped_v8_report((TS_DATA / "tskit-weak.json").read_bytes())
-    duration_ts = measured[DURATION]  # the lines of duration.ts (not a time)
-    assert {19, 22, 29, 30, 39, 45, 47} <= duration_ts.executed
-    assert not {32, 35, 43, 52, 53, 56} & duration_ts.executed  # no minus, never empty, no stray text; no formatDuration
-    assert {32, 35, 43, 52} <= duration_ts.statements
-    assert not {1, 9, 10, 18, 21, 24, 25, 50} & duration_ts.statements  # comments and blank lines
+    ts_file = measured[DURATION]  # the lines of duration.ts (not a time)
+    assert {19, 22, 29, 30, 39, 45, 47} <= ts_file.executed
+    assert not {32, 35, 43, 52, 53, 56} & ts_file.executed  # no minus, never empty, no stray text; no formatDuration
+    assert {32, 35, 43, 52} <= ts_file.statements
+    assert not {1, 9, 10, 18, 21, 24, 25, 50} & ts_file.statements  # comments and blank lines
 
 
 @pytest.mark.parametrize("report, error", [
