@@ -199,12 +199,12 @@ class VerifyJob(Job[Verification, RunResult]):
             return RunResult(failed(Reason.PATCH_FAILED, built.patch.message), method)
         assert built.checks is not None
         if not built.checks.applied:
-            return RunResult(failed(Reason.CHECKS_PATCH_FAILED, built.checks.message), method)
+            return RunResult(failed(Reason.CHECKS_PATCH_FAILED, built.checks.message), method, built.restored)
         tree = built.tree
         if unit.instance.spec.build is not None:
             made = built_tree(unit.instance, tree, environments, options.work, options.limits)
             if isinstance(made, Verdict):
-                return RunResult(made, method)
+                return RunResult(made, method, built.restored)
             tree = made
         checks = unit.instance.spec.checks
         # an environment that cannot be had is infrastructure or a failed build: not a verdict on the state
@@ -219,7 +219,7 @@ class VerifyJob(Job[Verification, RunResult]):
             ), parser=checks.parser)
         log.debug("verified %s %s (repeat %d): %s %s", unit.instance.id, unit.state.name, unit.repeat,
                   verdict.outcome.value, verdict.reason or "")
-        return RunResult(verdict, method)
+        return RunResult(verdict, method, built.restored)
 
     @staticmethod
     def _rewarded(unit: Verification, tree: Path, environments: Environments, options: ExecutionOptions,
@@ -262,6 +262,7 @@ class VerifyJob(Job[Verification, RunResult]):
             "isolation": backend.isolation,
             "tests": [{"name": t.name, "outcome": t.outcome, "message": t.message} for t in verdict.tests],
             "patch_method": result.patch_method,
+            "restored": list(result.restored),
         }
 
 

@@ -131,6 +131,9 @@ class RunResult:
 
     verdict: Verdict
     patch_method: str | None = None
+    #: the test infrastructure a candidate changed, put back before its checks ran
+    #: (tasks/collect/verification.py): written into its verification's row
+    restored: tuple[str, ...] = ()
 
 
 #: how much of a failure's message a row keeps
