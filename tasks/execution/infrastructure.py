@@ -17,6 +17,7 @@ change.
 from __future__ import annotations
 
 import configparser
+import os
 import fnmatch
 import json
 import tomllib
@@ -146,7 +147,8 @@ def to_restore(program: Path, tree: Path, touched: Iterable[str]) -> list[str]:
         parts = PurePosixPath(rel).parts
         before = read_file(program, parts, MAX_CONFIG_BYTES + 1)
         if any(_matches(rel, p) for p in found.files):
-            changed = True
+            after = read_file(tree, parts, MAX_CONFIG_BYTES + 1)  # None too for a link the patch made
+            changed = after != before or (after is None and os.path.lexists(tree / rel))
         elif before is None and any(_matches(rel, p) for p in found.added):
             changed = True  # added (as a file or a link) by the candidate
         else:

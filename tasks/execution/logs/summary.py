@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from testprism.tasks.execution.logs.results import lines
+from testprism.tasks.execution.logs.results import lines, plain
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,7 @@ def summary(family: str, log: str) -> Summary | None:
     """The closing summary of `family`'s runner in `log`, or None when the log has none
     (the runner did not finish, or never ran)."""
     rule = FAMILIES[family]
+    log = plain(log)
     if family == "rspec_json":  # one JSON line, longer than a parser reads lines: searched whole
         matches = list(rule.line.finditer(log))
         return Summary(family, rule.failed(matches[-1]), matches[-1].start()) if matches else None
@@ -142,5 +143,6 @@ def summary(family: str, log: str) -> Summary | None:
 def last_summary(log: str) -> Summary | None:
     """The summary of whichever runner closed the log last (a JUnit run does not say which
     runner wrote its report: the one that spoke last is the one that ended the run)."""
+    log = plain(log)
     found = [s for s in (summary(family, log) for family in FAMILIES) if s is not None]
     return max(found, key=lambda s: s.at, default=None)
