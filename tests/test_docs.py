@@ -28,6 +28,11 @@ def prose_lines(text: str) -> list[str]:
     return lines
 
 
+def unclosed_fence(text: str) -> bool:
+    """Whether a fenced code block is left open: the rest of the file would render as code."""
+    return sum(1 for line in text.splitlines() if FENCE.match(line)) % 2 == 1
+
+
 def anchors(text: str) -> set[str]:
     """GitHub's anchors of a markdown file's headings: lower case, punctuation dropped, spaces
     to hyphens, a repeated one suffixed -1, -2, ..."""
@@ -90,6 +95,16 @@ def test_reason_table_check_sees_a_missing_row() -> None:
 def test_no_dead_links_between_documents() -> None:
     dead = {doc.relative_to(ROOT).as_posix(): found for doc in DOCUMENTS if (found := dead_links(doc))}
     assert dead == {}
+
+
+def test_every_code_block_closes() -> None:
+    assert [doc.name for doc in DOCUMENTS if unclosed_fence(doc.read_text())] == []
+
+
+def test_unclosed_fence_check_sees_one() -> None:
+    """Control: a block that opens and never closes is seen; a closed one is not."""
+    assert unclosed_fence("# A\n\n```bash\nmake demo\n\n## B\n")
+    assert not unclosed_fence("# A\n\n```bash\nmake demo\n```\n\n## B\n")
 
 
 def test_dead_link_check_sees_missing_files_and_headings(tmp_path: Path) -> None:
