@@ -92,6 +92,13 @@ def test_reason_table_check_sees_a_missing_row() -> None:
     assert {reason.value for reason in RUN_REASONS} - reason_table(text) == {"results_disagree"}
 
 
+def test_readme_links_every_document_under_docs() -> None:
+    """A newcomer finds every doc from the README: a file added to docs/ gets its line there."""
+    linked = {(README.parent / target.partition("#")[0]).resolve()
+              for line in prose_lines(README.read_text()) for target in LINK.findall(line)}
+    assert sorted(p.name for p in (ROOT / "docs").iterdir() if p.resolve() not in linked) == []
+
+
 def test_no_dead_links_between_documents() -> None:
     dead = {doc.relative_to(ROOT).as_posix(): found for doc in DOCUMENTS if (found := dead_links(doc))}
     assert dead == {}
