@@ -52,7 +52,7 @@ USAGE = (
 def _group(cls: type[Commands] = Commands, **settings: object) -> typer.Typer:
     """A typer app of the CLI. Its help is click's plain text: typer's rich panels cost about
     0.1 s of imports (markdown-it, pygments) and drawing on every `--help`, a third of the
-    0.3 s budget (README, Performance)."""
+    0.3 s budget (docs/performance.md, "CLI start")."""
     return typer.Typer(cls=cls, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                        **settings)  # type: ignore[arg-type]
 

@@ -32,7 +32,7 @@ class Policy:
     #: the fuzz of the `patch` fallback, for every patch a run applies (state and suite):
     #: it decides which trees exist, so it is part of the key
     patch_fuzz: int = DEFAULT_FUZZ
-    #: the cheaper confirmation policy (README, Outcomes): None replays every failure, the
+    #: the cheaper confirmation policy (docs/replay.md, "Confirmation of failures"): None replays every failure, the
     #: papers' rule; a share in (0, 1] replays a failure on the buggy program or the
     #: reference always (they decide every suite's f and r) and one on a candidate only when
     #: the run is drawn, by `audit_seed` and its content, into an audit of that share, whose
