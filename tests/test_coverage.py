@@ -5,7 +5,6 @@ scripts with coverage in every Python process, and the whole pass in the sandbox
 from __future__ import annotations
 
 import logging
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -18,11 +17,12 @@ from scipy.stats import pearsonr, spearmanr
 from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
 from testprism.tasks.score.coverage.probe import measure_coverage
 from testprism.tasks.score.coverage.summary import coverage_summary
-from testprism.tasks.score.coverage.instrument import COMMAND, COVERAGE_REQUIREMENT, coverage_environment, coverage_suite
+from testprism.tasks.score.coverage.instrument import COVERAGE_REQUIREMENT, coverage_environment, coverage_helpers
 from testprism.tasks.model.changes import ChangedFile, ChangedFunction, analyse_file, analyse_reference, changed_lines
 from testprism.tasks.score.coverage.reports import MeasuredFile, parse_report, score_changes
 from testprism.tasks.model.workdir import WorkPaths
 from tests.benchfixture import BUGGY, CHECKS, REFERENCE, WEAK, diff, make_benchmark
+from tests.coveragefixture import run_helpers
 
 OLD = textwrap.dedent('''\
     """Module."""
@@ -201,15 +201,9 @@ def test_helper_measures_every_python_process_without_a_sandbox(tmp_path):
     program.mkdir()
     (program / "stats.py").write_text(REFERENCE)
     changes = analyse_reference(program, diff("stats.py", BUGGY, REFERENCE).encode())
-    folder, files = coverage_suite(suite, changes, WorkPaths(tmp_path / "work"))
-    for rel in files:
-        (program / "tmp" / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(folder / rel, program / "tmp" / rel)
-    (tmp_path / "out").mkdir()
-    report = tmp_path / "out" / "junit.xml"
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path),
-           "TESTPRISM_JUNIT": str(report)}
-    done = subprocess.run(["bash", "-c", COMMAND], cwd=program, env=env, capture_output=True, text=True, timeout=120)
+    helpers = coverage_helpers(suite, changes, WorkPaths(tmp_path / "work"))
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    done, report = run_helpers(program, suite, helpers, tmp_path / "out", env, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
     counts = score_changes(changes, parse_report(report.read_bytes()))
@@ -217,9 +211,9 @@ def test_helper_measures_every_python_process_without_a_sandbox(tmp_path):
     assert (counts.covered_lines, counts.changed_lines) == (3, 4)
     assert counts.missed_lines == ["stats.py:6"] and counts.ec == 1.0
     # A failing suite keeps its exit status and is still measured.
-    (program / "tmp" / "test_child.py").write_text(SUBPROCESS_SUITE.replace('"2.5"', '"2"'))
+    (suite.folder / "test_child.py").write_text(SUBPROCESS_SUITE.replace('"2.5"', '"2"'))
     report.unlink()
-    failed = subprocess.run(["bash", "-c", COMMAND], cwd=program, env=env, capture_output=True, text=True, timeout=120)
+    failed, report = run_helpers(program, suite, helpers, tmp_path / "out", env, timeout=120)
     assert failed.returncode == 1
     assert score_changes(changes, parse_report(report.read_bytes())).covered_lines == 3
 
