@@ -5,9 +5,11 @@ scripts with coverage in every Python process, and the whole pass in the sandbox
 from __future__ import annotations
 
 import logging
+import shutil
 import subprocess
 import sys
 import textwrap
+from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
@@ -15,9 +17,10 @@ import pytest
 from scipy.stats import pearsonr, spearmanr
 
 from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
+from testprism.tasks.score.coverage import probe
 from testprism.tasks.score.coverage.probe import measure_coverage
 from testprism.tasks.score.coverage.summary import coverage_summary
-from testprism.tasks.score.coverage.instrument import COVERAGE_REQUIREMENT, coverage_environment, coverage_helpers
+from testprism.tasks.score.coverage.instrument import COVERAGE_REQUIREMENT, SEAL, Placement, coverage_environment, coverage_helpers, placement
 from testprism.tasks.model.changes import ChangedFile, ChangedFunction, analyse_file, analyse_reference, changed_lines
 from testprism.tasks.score.coverage.reports import MeasuredFile, parse_report, score_changes
 from testprism.tasks.model.workdir import WorkPaths
@@ -277,3 +280,78 @@ def test_measure_coverage_in_the_sandbox_and_skip_stored_measurements(tmp_path, 
         edited = measure_coverage(bench, store, work_root, "local")
     assert "1 to run" in caplog.text
     assert {r["configuration"]: r["delta_c"] for r in edited.iter_rows(named=True)}["weak"] == 1.0
+
+
+# Two suites that run no program code and claim every changed line: one rewrites the helper's
+# collector (found through COVERAGE_PROCESS_START), one writes the report where the harness
+# reads it ($TESTPRISM_JUNIT's folder's parent) and locks it so the helper cannot replace it.
+FORGED = '{"data_files": 1, "error": null, "files": {"stats.py": {"statements": [1, 2, 3, 4, 5, 6, 7], "missing": []}}}'
+FORGING_COLLECTOR = f"import sys\nopen(sys.argv[1], 'w').write({FORGED!r})\n"
+REWRITE_HELPER = f'''\
+import os
+import pathlib
+
+
+def test_rewrites_the_helper():
+    here = pathlib.Path(os.environ["COVERAGE_PROCESS_START"]).parent
+    (here / "collect.py").write_text({FORGING_COLLECTOR!r})
+'''
+FORGE_REPORT = f'''\
+import os
+import pathlib
+
+
+def test_forges_the_report():
+    out = pathlib.Path(os.environ["TESTPRISM_JUNIT"]).parent.parent
+    (out / "junit.xml").write_text({FORGED!r})
+    (out / "junit.xml").chmod(0o444)
+    out.chmod(0o555)
+'''
+
+
+@contextmanager
+def old_placement(suite, helpers: Path, nonce: str, work: WorkPaths):
+    """The placement before the read-only mount: the helper folder copied under the suite's
+    writable tmp/, run from there."""
+    with placement(suite, helpers, nonce, work) as placed:
+        shutil.copytree(helpers, placed.suite_folder / "old-helper")
+        files = tuple(str(p.relative_to(placed.suite_folder)) for p in (placed.suite_folder / "old-helper").rglob("*")
+                      if p.is_file())
+        yield Placement(placed.suite_folder, (*placed.suite_files, *files), "bash tmp/old-helper/run.sh", ())
+
+
+def unsealed_unchecked(report: bytes | None, nonce: str) -> bytes:
+    """The harness before the seal: whatever report is there is read."""
+    report = report or b""
+    return report.split(b"\n", 1)[1] if report.startswith(SEAL) else report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", [pytest.param("local", marks=pytest.mark.requires("sandbox")),
+                                     pytest.param("docker", marks=pytest.mark.requires("docker"))])
+def test_a_suite_cannot_rewrite_the_helper_or_forge_its_report(tmp_path, work_root, backend, monkeypatch):
+    bench = make_benchmark(tmp_path / "bench", {
+        "strong": {"test_median.py": CHECKS},
+        "rewrite": {"test_rewrite.py": REWRITE_HELPER},
+        "forge": {"test_forge.py": FORGE_REPORT},
+    })
+
+    def rows(store: str) -> dict[str, dict]:
+        frame = measure_coverage(bench, tmp_path / store, work_root, backend)
+        return {r["configuration"]: r for r in frame.iter_rows(named=True)}
+
+    defended = rows("defended")
+    assert defended["strong"]["delta_c"] == 1.0 and defended["strong"]["ec"] == 1.0  # honest: unchanged
+    # The helper is read-only: the rewrite fails and the suite is measured for what it ran (nothing).
+    assert (defended["rewrite"]["delta_c"], defended["rewrite"]["ec"], defended["rewrite"]["reason"]) == (0.0, 0.0, None)
+    assert defended["rewrite"]["exit_code"] == 1  # its test failed: the write was refused
+    # The locked report does not carry the run's seal: no figure.
+    assert (defended["forge"]["delta_c"], defended["forge"]["reason"]) == (None, "coverage_failed")
+    # Control: the helper under the suite's tmp/ and the report read unsealed, as before.
+    monkeypatch.setattr(probe, "placement", old_placement)
+    monkeypatch.setattr(probe, "unseal", unsealed_unchecked)
+    undefended = rows("undefended")
+    assert undefended["strong"]["delta_c"] == 1.0
+    assert undefended["rewrite"]["exit_code"] == 0  # its write went through
+    for attack in ("rewrite", "forge"):
+        assert (undefended[attack]["delta_c"], undefended[attack]["ec"]) == (1.0, 1.0), undefended[attack]

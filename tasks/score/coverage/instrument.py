@@ -15,12 +15,14 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 
 from testprism.tasks.model.benchmark import EnvironmentSpec, Suite
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.workdir import WorkPaths, build_once
+from testprism.tasks.sandbox.base import Mount
 
 from testprism.tasks.model.changes import ChangedFile
 
@@ -202,7 +204,7 @@ def coverage_helpers(suite: Suite, changes: tuple[ChangedFile, ...], work: WorkP
 
 def with_helpers(helpers: dict[str, str], work: WorkPaths) -> Path:
     """The helper folder of a suite's runs: `helpers` (path in the folder → text), built once
-    in the work area and mounted read-only at HELPER_AT (`run_files`). Every language's
+    in the work area and mounted read-only at HELPER_AT (`placement`). Every language's
     instrumentation travels this way (tasks/score/coverage/toolchains.py); `entry.sh`, the
     suite's own entry, is one of them."""
     key = digest("coverage-helpers-folder", *(part for item in sorted(helpers.items()) for part in item))
@@ -215,10 +217,22 @@ def with_helpers(helpers: dict[str, str], work: WorkPaths) -> Path:
     return build_once(work.root / "coverage" / key, build)
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where one coverage run finds its files: the suite's and the nonce under `tmp/`
+    (copied from `suite_folder`), the helper folder in `mounts`, read-only."""
+
+    suite_folder: Path
+    suite_files: tuple[str, ...]
+    command: str
+    mounts: tuple[Mount, ...]
+
+
 @contextmanager
-def run_files(suite: Suite, nonce: str, work: WorkPaths) -> Iterator[tuple[Path, tuple[str, ...]]]:
-    """One run's files under `tmp/`: the suite's and the nonce that seals its report
-    (`unseal`), in a folder of this run's own, removed after it."""
+def placement(suite: Suite, helpers: Path, nonce: str, work: WorkPaths) -> Iterator[Placement]:
+    """One run's placement: the helper folder `helpers` mounted read-only at HELPER_AT, and
+    the suite's files with the nonce that seals its report (`unseal`) in a folder of this
+    run's own, removed after it."""
     with tempfile.TemporaryDirectory(prefix="coverage-run-", dir=work.root) as name:
         folder = Path(name)
         files = tuple(rel for rel in suite.files if not rel.startswith(f"{HELPER_DIR}/"))
@@ -227,7 +241,7 @@ def run_files(suite: Suite, nonce: str, work: WorkPaths) -> Iterator[tuple[Path,
             shutil.copyfile(suite.folder / rel, folder / rel)
         (folder / NONCE_FILE).parent.mkdir(parents=True, exist_ok=True)
         (folder / NONCE_FILE).write_text(nonce + "\n")
-        yield folder, (*files, NONCE_FILE)
+        yield Placement(folder, (*files, NONCE_FILE), COMMAND, (Mount(HELPER_AT, helpers),))
 
 
 def new_nonce() -> str:

@@ -29,7 +29,6 @@ from testprism.tasks.model.hashing import digest
 from testprism.tasks.sandbox.base import (
     ExecResult,
     Limits,
-    Mount,
     RunRequest,
     SandboxBackend,
     SandboxError,
@@ -45,7 +44,7 @@ from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
 from testprism.tasks.model.changes import ChangedFile
 from testprism.tasks.score.coverage.reports import CoverageCounts, score_changes
-from testprism.tasks.score.coverage.instrument import COMMAND, HELPER_AT, new_nonce, run_files, unseal
+from testprism.tasks.score.coverage.instrument import new_nonce, placement, unseal
 from testprism.tasks.score.coverage.toolchains import NOT_MEASURED_WHY, Toolchain, toolchain_for
 
 log = logging.getLogger(__name__)
@@ -151,10 +150,10 @@ def measure_one(spec: CoverageSpec, changes: tuple[ChangedFile, ...], environmen
         return Measured(None, Reason.COVERAGE_FAILED)
     helpers = toolchain.helpers(spec.suite, changes, tree.tree, options.work)
     nonce = new_nonce()
-    with run_files(spec.suite, nonce, options.work) as (folder, files):
+    with placement(spec.suite, helpers, nonce, options.work) as placed:
         request = RunRequest(
-            tree=tree.tree, suite_folder=folder, suite_files=files, command=COMMAND, environment=environment,
-            limits=options.limits, suite_patch=spec.suite.patch, mounts=(Mount(HELPER_AT, helpers),),
+            tree=tree.tree, suite_folder=placed.suite_folder, suite_files=placed.suite_files, command=placed.command,
+            environment=environment, limits=options.limits, suite_patch=spec.suite.patch, mounts=placed.mounts,
         )
         try:
             result = Attempts(lambda: environments.run(coverage_spec, request), options.policy.infra_retries)()
