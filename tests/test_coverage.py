@@ -20,11 +20,15 @@ from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
 from testprism.tasks.score.coverage import probe
 from testprism.tasks.score.coverage.probe import measure_coverage
 from testprism.tasks.score.coverage.summary import coverage_summary
-from testprism.tasks.score.coverage.instrument import COVERAGE_REQUIREMENT, SEAL, Placement, coverage_environment, coverage_helpers, placement
+from testprism.tasks.score.coverage.instrument import (COVERAGE_REQUIREMENT, HELPER_AT, SEAL, Placement, coverage_environment,
+                                                      coverage_helpers, new_nonce, placement, runner_head, unseal,
+                                                      with_helpers)
+from testprism.tasks.sandbox.base import Limits, Mount, RunRequest
 from testprism.tasks.model.changes import ChangedFile, ChangedFunction, analyse_file, analyse_reference, changed_lines
 from testprism.tasks.score.coverage.reports import MeasuredFile, parse_report, score_changes
 from testprism.tasks.model.workdir import WorkPaths
 from tests.benchfixture import BUGGY, CHECKS, REFERENCE, WEAK, diff, make_benchmark
+from tests.conftest import open_backend
 from tests.coveragefixture import run_helpers
 
 OLD = textwrap.dedent('''\
@@ -355,3 +359,52 @@ def test_a_suite_cannot_rewrite_the_helper_or_forge_its_report(tmp_path, work_ro
     assert undefended["rewrite"]["exit_code"] == 0  # its write went through
     for attack in ("rewrite", "forge"):
         assert (undefended[attack]["delta_c"], undefended[attack]["ec"]) == (1.0, 1.0), undefended[attack]
+
+
+# The helper's own end, with a collector that says whether the suite's background processes
+# (one in its session, one in a session of its own) are still there when it runs.
+LEAVES_PROCESSES = "sleep 300 & echo $! > /tmp/left.pid\nsetsid sleep 300 & echo $! >> /tmp/left.pid\n"
+SAYS_WHO_IS_LEFT = '''\
+( exec bash "$here/entry.sh" )
+status=$?
+collecting
+for pid in $(cat /tmp/left.pid); do
+  state="$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null)"
+  if [ -n "$state" ] && [ "$state" != Z ]; then echo alive; else echo gone; fi
+done > "$report"
+hand_back
+exit "$status"
+'''
+
+
+@pytest.mark.parametrize("backend_name", [pytest.param("local", marks=pytest.mark.requires("sandbox")),
+                                          pytest.param("docker", marks=pytest.mark.requires("docker"))])
+def test_no_process_of_the_suite_is_left_when_the_collector_runs(tmp_path, work, backend_name):
+    """`collecting` ends every process the suite left, inside the run's own pid namespace;
+    control: the same helper mounted elsewhere than HELPER_AT does not (no sweep outside a
+    sandbox), and both processes are still there."""
+    backend = open_backend(backend_name, work)
+    try:
+        environment = backend.prepare(EnvironmentSpec(python="3.11", packages=()))
+        bench = make_benchmark(tmp_path / "bench", {"s": {"test_nothing.py": NOTHING}})
+        suite = load_benchmark(bench).suites[("s", "mini__median-even")]
+        helpers = with_helpers({"run.sh": runner_head("leaving processes") + SAYS_WHO_IS_LEFT,
+                                "entry.sh": LEAVES_PROCESSES}, work)
+        tree = tmp_path / "tree"
+        tree.mkdir()
+        (tree / "stats.py").write_text(REFERENCE)
+
+        def who_is_left(at: str) -> list[str]:
+            nonce = new_nonce()
+            with placement(suite, helpers, nonce, work) as placed:
+                result = backend.run(RunRequest(
+                    tree=tree, suite_folder=placed.suite_folder, suite_files=placed.suite_files,
+                    command=f"bash {at}/run.sh", environment=environment, limits=Limits(timeout_s=60.0),
+                    mounts=(Mount(at, helpers),)))
+            assert result.exit_code == 0 and not result.timed_out, result.output_tail
+            return unseal(result.junit_xml, nonce).decode().split()
+
+        assert who_is_left(HELPER_AT) == ["gone", "gone"]
+        assert who_is_left("/elsewhere") == ["alive", "alive"]  # control: no sweep
+    finally:
+        backend.close()
