@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import subprocess
 import sys
 import textwrap
 from contextlib import contextmanager
@@ -185,7 +184,6 @@ def test_coverage_environment_adds_coverage_once():
 
 
 SUBPROCESS_SUITE = '''\
-import subprocess
 import sys
 
 
