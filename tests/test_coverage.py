@@ -184,6 +184,7 @@ def test_coverage_environment_adds_coverage_once():
 
 
 SUBPROCESS_SUITE = '''\
+import subprocess
 import sys
 
 
