@@ -22,6 +22,7 @@ from testprism.tasks.score.coverage.summary import coverage_summary
 from testprism.tasks.score.coverage.instrument import (COVERAGE_REQUIREMENT, HELPER_AT, SEAL, Placement, coverage_environment,
                                                       coverage_helpers, new_nonce, placement, runner_head, unseal,
                                                       with_helpers)
+from testprism.tasks.sandbox import local
 from testprism.tasks.sandbox.base import Limits, Mount, RunRequest
 from testprism.tasks.model.changes import ChangedFile, ChangedFunction, analyse_file, analyse_reference, changed_lines
 from testprism.tasks.score.coverage.reports import MeasuredFile, parse_report, score_changes
@@ -407,3 +408,15 @@ def test_no_process_of_the_suite_is_left_when_the_collector_runs(tmp_path, work,
         assert who_is_left("/elsewhere") == ["alive", "alive"]  # control: no sweep
     finally:
         backend.close()
+
+
+@pytest.mark.requires("sandbox")
+def test_without_a_sandbox_coverage_is_not_measured(tmp_path, work_root, monkeypatch, caplog):
+    """`local` without bubblewrap (--unsafe-no-sandbox) cannot mount the helper read-only:
+    every row says so, none has a figure."""
+    monkeypatch.setattr(local, "bubblewrap_works", lambda: False)
+    bench = make_benchmark(tmp_path / "bench", {"strong": {"test_median.py": CHECKS}})
+    with caplog.at_level(logging.ERROR, logger="testprism.tasks.score.coverage"):
+        row = measure_coverage(bench, tmp_path / "store", work_root, "local", unsafe=True).row(0, named=True)
+    assert (row["delta_c"], row["reason"]) == (None, "coverage_failed")
+    assert "needs a read-only mount" in caplog.text
