@@ -6,6 +6,10 @@ a language without a toolchain (tsx, any other: NOT_MEASURED_WHY
 says why) is *not measured*: its rows keep ΔC and EC null with the reason `not_measured`,
 never a number measured on the wrong lines.
 
+Every language's helper folder is mounted read-only outside the workspace, and its run.sh
+starts with instrument.RUNNER_HEAD: after the suite, every process it left is ended and the
+collector's report handed back under the run's nonce (`instrument.unseal`).
+
 - **python**: coverage.py in every process (tasks/score/coverage/instrument.py).
 - **go**: the suite runs `go test` (or `gotestsum -- ...`) itself; the helper sets
   `GOFLAGS=-coverprofile=... -coverpkg=<module>/...`, which every `go test` of the run
