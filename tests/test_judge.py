@@ -78,6 +78,7 @@ def test_config_comes_from_values_then_the_environment():
     ({"model": "m"}, "judge.api_key (or TESTPRISM_JUDGE_API_KEY / OPENAI_API_KEY)"),
     ({"model": "m", "api_key": "k", "threshold": 101}, "judge.threshold"),
     ({"model": "m", "api_key": "k", "retries": 3}, "judge.retries"),
+    ({"model": "m", "api_key": "k", "max_requests": 0}, "judge.max_requests"),
 ])
 def test_config_errors_name_the_setting(values, named):
     with pytest.raises(JudgeConfigError, match=re.escape(named)):

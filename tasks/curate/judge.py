@@ -309,7 +309,9 @@ class ModelCalls:
         config, attempts = self.config, 0
         while True:
             if not self.meter.admit():
-                return Reply("", attempts, Reason.OVER_BUDGET, f"the budget is spent ({self.meter.usage})")
+                spent = self.meter.usage
+                return Reply("", attempts, Reason.OVER_BUDGET, f"the budget is spent: {spent.requests} request(s), "
+                                                               f"{spent.total_tokens} token(s)")
             attempts += 1
             try:
                 completion = self._client.chat.completions.create(model=config.model, messages=messages,

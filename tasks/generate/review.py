@@ -128,9 +128,9 @@ class ReviewItem:
         """The conversation: every part the agents or the benchmark wrote inside a fence (the
         module docstring); the harness's own words (execution's flag) outside."""
         material = {"the instruction": self.instruction, "the flagged test": self.test_files,
-                 f"the state it disagreed on ({self.evidence})": self.state_diff or "(none)",
-                 "the flagged test's output there": self.test_output,
-                 "a disagreeing peer test's output there": self.peer_output or "(none)"}
+                    f"the state it disagreed on ({self.evidence})": self.state_diff or "(none)",
+                    "the flagged test's output there": self.test_output,
+                    "a disagreeing peer test's output there": self.peer_output or "(none)"}
         tag = fence_tag([*material.values(), *material])
         parts = [fenced(tag, name, text) for name, text in material.items()]
         user = (f"{parts[0]}\n\n{parts[1]}\n\n"
