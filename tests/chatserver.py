@@ -61,6 +61,10 @@ def respond(marker: str, seen: int, messages: list[dict] = ()) -> tuple[int, dic
         return 200, naive_review(messages, marker), 0.0
     if marker in MALFORMED_REVIEWS:
         return 200, answer(MALFORMED_REVIEWS[marker]), 0.0
+    if marker == "review-no-usage":  # an endpoint that does not say what an answer cost
+        body = answer(json.dumps({"verdict": "confirm", "rationale": REVIEWS["review-confirm"]}))
+        del body["usage"]
+        return 200, body, 0.0
     if marker == "strategy-text":  # rsi's llm proposer rewriting the instructions (tests/test_rsi.py)
         return 200, answer(json.dumps({"rounds": 2, "instructions": STRATEGY_TEXT})), 0.0
     if marker == "malformed":

@@ -175,6 +175,19 @@ def test_the_review_stops_at_its_token_budget_counted_from_the_servers_usage(end
                                 sum(u["completion_tokens"] for u in reported), sum(u["total_tokens"] for u in reported))
 
 
+def test_an_answer_without_usage_ends_the_calls_under_a_token_budget(endpoint, tmp_path):
+    """It cannot be metered, so a token budget cannot hold past it; with no token budget it
+    is only a request (the control)."""
+    url, script = endpoint
+    three = [flagged("review-no-usage", test="agent0")] + items(3)[1:]
+    got = review_all(three, calls_at(url, max_total_tokens=10**9), Store(tmp_path / "tokens"))
+    assert [got[("inst", i.test)].reason for i in three] == [None, Reason.OVER_BUDGET, Reason.OVER_BUDGET]
+    assert got[("inst", "agent0")].verdict == "confirm" and script.total() == 1
+
+    got = review_all(three, calls_at(url, max_requests=10), Store(tmp_path / "requests"))
+    assert [got[("inst", i.test)].reason for i in three] == [None, None, None] and script.total() == 4
+
+
 def test_one_budget_for_every_round_of_a_crossval_run(endpoint, tmp_path):
     """The rounds share the run's `ModelCalls` (tasks/generate/crossval_rounds.py): what the
     first round spent is gone for the second."""
