@@ -99,9 +99,11 @@ class Reason(StrEnum):
     MALFORMED_ANSWER = "malformed_answer"  #: the judge answered, but not JSON with a score 0..100 and a rationale
     JUDGE_REFUSED = "judge_refused"  #: the judge declined to answer (a refusal or a content filter)
     JUDGE_FAILED = "judge_failed"  #: no answer: retries exhausted (429, 5xx, timeouts, connection
-    #: errors) or the endpoint rejected the request; the only audit reason asked again on a rerun
+    #: errors) or the endpoint rejected the request; asked again on a rerun (as is `over_budget`:
+    #: the stage's request or token budget was spent before it was asked)
     # -- a generation run (generations; docs/generate.md): why its suite was not kept --------------
-    OVER_BUDGET = "over_budget"  #: the channel's step or token budget ran out, or the agent reported more
+    OVER_BUDGET = "over_budget"  #: the channel's step or token budget ran out, or the agent reported more;
+    #: a judge's or reviewer's question not asked: the stage's model-call budget was spent
     AGENT_FAILED = "agent_failed"  #: the agent command exited non-zero
     NO_SUITE = "no_suite"  #: it ended well but left no test file under tmp/
 
@@ -142,7 +144,7 @@ CURATE_REASONS = frozenset({Reason.SOLUTION_TOO_SMALL, Reason.TOO_FEW_TESTS, Rea
 PANEL_REASONS = frozenset({Reason.TOO_FEW_VALID, Reason.TOO_FEW_INVALID, Reason.VALID_NOT_DIVERSE,
                            Reason.INVALID_NOT_DIVERSE})
 #: The `audits` dataset: null is "the judge gave a score".
-AUDIT_REASONS = frozenset({Reason.MALFORMED_ANSWER, Reason.JUDGE_REFUSED, Reason.JUDGE_FAILED})
+AUDIT_REASONS = frozenset({Reason.MALFORMED_ANSWER, Reason.JUDGE_REFUSED, Reason.JUDGE_FAILED, Reason.OVER_BUDGET})
 #: The `generations` dataset: null is "its suite is kept".
 GENERATION_REASONS = frozenset({Reason.TIMEOUT, Reason.OUTPUT_LIMIT, Reason.SANDBOX_ERROR, Reason.ENVIRONMENT_FAILED,
                                 Reason.BUILD_FAILED, *LIMIT_REASONS,
