@@ -249,19 +249,27 @@ class Launcher:
         self.group.remove()
 
 
+def status_fd_in_run(fd: int) -> int:
+    """The descriptor the run's first process holds the harness's status pipe `fd` at:
+    STATUS_FD, whatever `fd` is."""
+    return STATUS_FD
+
+
 def at_status_fd(fd: int) -> str:
-    """bash redirections that move descriptor `fd` to STATUS_FD for the command they end
-    (nothing when it is there already). Closed at `fd`, not only copied: bubblewrap passes
-    every open descriptor on to the run. A Popen child holds only 0-2 and what it was
+    """bash redirections that move descriptor `fd` to `status_fd_in_run(fd)` for the command
+    they end (nothing when it is there already). Closed at `fd`, not only copied: bubblewrap
+    passes every open descriptor on to the run. A Popen child holds only 0-2 and what it was
     passed, and bash keeps its own descriptors at 10 and above, so STATUS_FD is free to
     take."""
-    return "" if fd == STATUS_FD else f"{STATUS_FD}>&{fd} {fd}>&-"
+    inside = status_fd_in_run(fd)
+    return "" if fd == inside else f"{inside}>&{fd} {fd}>&-"
 
 
 def with_status_fd(fd: int) -> list[str]:
-    """The argv prefix that execs the rest with descriptor `fd` moved to STATUS_FD (nothing
-    when it is there already): for a run started without a launcher."""
-    return [] if fd == STATUS_FD else [BASH, "-c", f'exec "$@" {at_status_fd(fd)}', "bash"]
+    """The argv prefix that execs the rest with descriptor `fd` moved to `status_fd_in_run(fd)`
+    (nothing when it is there already): for a run started without a launcher."""
+    moves = at_status_fd(fd)
+    return [BASH, "-c", f'exec "$@" {moves}', "bash"] if moves else []
 
 
 def exportable(env: dict[str, str]) -> bool:

@@ -212,16 +212,17 @@ class LocalBackend(SandboxBackend):
         ulimit = f"ulimit {per_process}-f {limits.file_size_mb * 1024} -c 0 -n 1024 || exit {LIMITS_FAILED}"
         return ["bash", "-c", f"{ulimit}; {sandbox_command(request)}"]
 
-    def _bwrap_argv(self, ws: Path, request: RunRequest) -> list[str]:
+    def _bwrap_argv(self, ws: Path, request: RunRequest, status_fd: int) -> list[str]:
         """A root of the sandbox's own (bwrap starts from an empty tmpfs) with only the
         mounts listed in the module docstring, and the model channel's socket when the run
         has one (tasks/sandbox/model_access.py). /tmp, /var/tmp and /dev/shm are the
         workspace's scratch folders (after `--dev`, which makes a /dev/shm of its own), so
         they share its bound. The environment (and its interpreter's prefix) is bound after
         them: the default work area, which holds it, is in /var/tmp (workdir.py), and a
-        scratch folder bound later hid it (every Python run then found no `python`). The
-        status pipe is at cgroup.STATUS_FD whatever the harness's number for it: a run reads
-        this command line in /proc/1/cmdline."""
+        scratch folder bound later hid it (every Python run then found no `python`).
+        `status_fd`: where bubblewrap finds the status pipe, cgroup.STATUS_FD whatever the
+        harness's number for it (cgroup.status_fd_in_run): a run reads this command line in
+        /proc/1/cmdline."""
         environment = request.environment
         image = image_run(environment)
         if image is not None:  # the image's root instead of the host's, the program where the image has it
@@ -244,7 +245,7 @@ class LocalBackend(SandboxBackend):
             self.bwrap, *root, "--dev", "/dev", "--proc", "/proc", *scratch, *shown,
             "--bind", str(ws), str(WORKSPACE), *placed,
             "--unshare-all", "--die-with-parent", "--new-session",
-            "--json-status-fd", str(cgroup.STATUS_FD), "--",
+            "--json-status-fd", str(status_fd), "--",
         ]
 
     def run(self, request: RunRequest) -> ExecResult:
@@ -326,7 +327,7 @@ class LocalBackend(SandboxBackend):
         limits = request.limits
         enter = group.enter() if group is not None else []  # as root, before setpriv and bwrap
         if launcher is not None:  # in its cgroup already: hand it the run
-            argv = drop + self._bwrap_argv(ws, request) + command
+            argv = drop + self._bwrap_argv(ws, request, cgroup.status_fd_in_run(launcher.status_fd)) + command
             start = time.monotonic()
             try:
                 done = supervise(launcher.go(argv, env, ws / "program"), start, timeout_s=limits.timeout_s,
@@ -336,7 +337,8 @@ class LocalBackend(SandboxBackend):
         elif self.isolation != "none":
             read_fd, write_fd = os.pipe()
             try:
-                argv = enter + cgroup.with_status_fd(write_fd) + drop + self._bwrap_argv(ws, request) + command
+                argv = (enter + cgroup.with_status_fd(write_fd) + drop
+                        + self._bwrap_argv(ws, request, cgroup.status_fd_in_run(write_fd)) + command)
                 done = run_bounded(argv, cwd=ws / "program", env=env, timeout_s=request.limits.timeout_s,
                                    output_bytes=request.limits.output_bytes, tail_bytes=request.limits.tail_bytes,
                                    pass_fds=(write_fd,))
