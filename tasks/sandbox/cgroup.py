@@ -27,8 +27,8 @@ leaf uses its parent. Without either hierarchy,
 or when `$TESTPRISM_RUN_CGROUP=0` (the tests' control, the benchmark's arm), there is no
 run cgroup and the caller keeps per-process rlimits.
 
-A run's processes enter its cgroup before any of them runs untrusted code: a root
-`/bin/sh` writes its own pid into the cgroup, then execs the rest (`setpriv`, bubblewrap).
+A run's processes enter its cgroup before any of them runs untrusted code: a root shell
+writes its own pid into the cgroup, then execs the rest (`setpriv`, bubblewrap).
 A hook in Popen (preexec_fn) would instead make Popen fork the whole, possibly large,
 Python process rather than vfork it (tasks/sandbox/local.py). Entering a cgroup is cheap
 in CPU but waits for an RCU grace period (the kernel's cgroup_threadgroup_rwsem): +10 ms
