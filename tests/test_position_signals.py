@@ -13,7 +13,8 @@ Two signals did tell them apart, each shown by a control with its defence off:
 What a run can still count (host-wide counters no folder mask reaches: the unique mount
 id of its own mounts through statx, pipe inode numbers, /proc/stat's forks since boot) is
 stated in SECURITY.md; the probe below leaves those out on purpose (pipe inode numbers are
-replaced by their kind).
+replaced by their kind), and numbers the kernel hands out lowest-free (mount ids, device
+numbers: what else the host has mounted at the moment, not a count) by their shape.
 """
 
 from __future__ import annotations
@@ -67,6 +68,10 @@ def folder(path):
 parts = {
     "sysfs": "\n".join(f"{p}: {folder(p)}" for p in SYSFS),
     "pid1": read("/proc/1/cmdline"),
+    # how many processes, whose child: the numbers themselves vary under docker (6 or 7 for
+    # the run, by how many threads runc's Go runtime made in the new namespace first)
+    "pids": f"{sum(p.isdigit() for p in os.listdir('/proc'))} processes, parent {os.getppid()}",
+    "inodes": " ".join(f"{p} {os.stat(p).st_ino}" for p in ("/workspace", "/workspace/program", "/workspace/out", "/tmp")),
     "pid1_fds": links(1),
     "fds": links("self"),
     "mounts": read("/proc/self/mountinfo"),
