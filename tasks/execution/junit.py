@@ -100,6 +100,8 @@ def parse_junit(xml: bytes) -> tuple[TestResult, ...] | None:
     return tuple(results)
 
 
+#: colour and cursor sequences (as tasks/execution/logs drops them from a log)
+ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 #: how a JavaScript/TypeScript test file's name ends: Vitest names a case's classname after it
 SCRIPT_SUFFIXES = (".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
 #: the separator of a case's describe blocks and title as Vitest's JUnit reporter writes it
@@ -115,7 +117,12 @@ def junit_id(test_id: str) -> str:
     Vitest's JUnit cases (classname the file, name `describe > it`: `test/x.test.ts::describe > it`,
     or `describe > it`); bare names (sympy's `test_y`, Go's `TestX`, a JavaScript test's title)
     and other languages' `classname::name` ids (Go's `example.com/pkg::TestX`, Java's
-    `org.x.FooTest::bar`) unchanged."""
+    `org.x.FooTest::bar`) unchanged. Colour sequences are dropped, as parse_log drops them from
+    the log: Multi-SWE-bench's ids keep Maven's bold (`com.google.gson.\x1b[1mFooTest\x1b[m`).
+
+    The log parsers of JavaScript runners name their cases with this same function
+    (tasks/execution/logs/javascript.py), so a case and the id that names it meet in one form."""
+    test_id = ESCAPES.sub("", test_id)
     if "::" in test_id and "\\" in test_id.split("::", 1)[0]:
         classname, name = test_id.split("::", 1)
         return classname.replace("\\", ".") + "::" + name
@@ -155,7 +162,9 @@ def matches(case: TestResult, test_id: str) -> bool:
     classname `Suite`, name `Test`). An id holding `::` itself (an RSpec example's full
     description, `Foo::Bar#baz works`) also matches the case's name after its classname (the
     spec file's, as rspec_junit_formatter writes it: `spec.foo_spec`, _RSPEC_FILE); elsewhere
-    `::` is a path (a Rust id is its whole path in its crate). The rules are the same for every language (docs/languages.md)."""
+    `::` is a path (a Rust id is its whole path in its crate). A bare id may also name a group
+    of cases, a Java class or a script file, or a JavaScript test by its own title (_in_group).
+    The rules are the same for every language (docs/languages.md)."""
     wanted = junit_id(test_id)
     if "::" in wanted:
         name = case.name
@@ -167,9 +176,37 @@ def matches(case: TestResult, test_id: str) -> bool:
         classname, _, own = case.name.rpartition("::")
         names = (own, f"{classname}.{own}") if classname else (own,)
     if "[" in wanted:
-        return any(name.startswith(wanted) for name in names)
-    parts = tuple(wanted + mark for mark in PART_MARKS)
-    return any(name == wanted or name.startswith(parts) for name in names) or _java_method(case, test_id)
+        if any(name.startswith(wanted) for name in names):
+            return True
+    else:
+        parts = tuple(wanted + mark for mark in PART_MARKS)
+        if any(name == wanted or name.startswith(parts) for name in names):
+            return True
+    return _java_method(case, test_id) or ("::" not in wanted and _in_group(case, wanted))
+
+
+#: a Java class as Multi-SWE-bench and SWE-bench-java name a test: `org.x.FooTest`, its package
+#: lower case and its own name capitalised (`Outer$Inner` nested), or the simple name alone
+_JAVA_CLASS = re.compile(r"(?:[a-z_$][\w$]*\.)*[A-Z][\w$]*")
+
+
+def _in_group(case: TestResult, wanted: str) -> bool:
+    """Whether the bare id `wanted` names a group the case belongs to, or the case by its last
+    titles. A Java class (`org.x.FooTest`, _JAVA_CLASS) names every case of that class, as
+    Multi-SWE-bench and SWE-bench-java name Java tests; a script file (`test/x.test.ts`,
+    SCRIPT_SUFFIXES) every case of that file, as Multi-SWE-bench names many JavaScript tests;
+    and a JavaScript test's own title (`adds`, or its last titles `math > adds`), which is how
+    SWE-bench's Jest parser names it (the line after `✓`, without its describe blocks), the
+    cases of a file whose titles end in it. With `select`, such an id passed only if every case
+    it names passed."""
+    classname, _, own = case.name.rpartition("::")
+    if not classname:
+        return False
+    if classname.endswith(SCRIPT_SUFFIXES):
+        return wanted == classname or own.endswith(TITLE_SEPARATOR + wanted)
+    if _JAVA_CLASS.fullmatch(wanted):
+        return classname == wanted or classname.endswith("." + wanted) or classname.startswith(wanted + "$")
+    return False
 
 
 #: the classname rspec_junit_formatter gives an example: its spec file's path, dotted (`spec.foo_spec`)

@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable
 
 from testprism.tasks.execution.logs import go, java, javascript, php, python, ruby, rust, script
+from testprism.tasks.execution.junit import ESCAPES
 from testprism.tasks.execution.logs.results import Results
 from testprism.tasks.model.outcome import TestResult
 
@@ -50,8 +51,6 @@ PARSERS: dict[str, Callable[[str, Results], None]] = {
     "script": script.script,
 }
 
-#: colour and cursor sequences some runners write even without a terminal
-_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def parse_log(parser: str, output: bytes) -> tuple[TestResult, ...] | None:
@@ -62,7 +61,7 @@ def parse_log(parser: str, output: bytes) -> tuple[TestResult, ...] | None:
     if len(output) > LOG_MAX_BYTES:
         log.debug("%s log of %d bytes, over %d", parser, len(output), LOG_MAX_BYTES)
         return None
-    text = _ESCAPES.sub("", output.decode("utf-8", errors="replace"))
+    text = ESCAPES.sub("", output.decode("utf-8", errors="replace"))
     results = Results()
     try:
         read(text, results)
