@@ -13,8 +13,8 @@ from testprism.tasks.execution.logs.results import Results, lines
 
 #: `  3/12 Test  #3: name ........   Passed    0.02 sec`, `***Failed`, `***Timeout`,
 #: `***Exception: SegFault`, `***Skipped`, `***Not Run (Disabled)`, `***Not Run` (no executable)
-_RESULT = re.compile(r"^\s*\d+/\d+ +Test +#\d+: (\S.*?) ?\.* *(?:(Passed)|\*\*\*(Failed|Timeout|Exception|Skipped|Not Run"
-                     r"(?: \(Disabled\))?))(?=\s|:|$)")
+_RESULT = re.compile(r"^\s*\d+/\d+ +Test +#\d+: (\S.*?) ?\.* *"
+                     r"(?:(Passed)|\*\*\*(Failed|Timeout|Exception|Skipped|Not Run(?: \(Disabled\))?))(?=\s|:|$)")
 _OUTCOME = {"Failed": "failed", "Timeout": "error", "Exception": "error", "Skipped": "skipped",
             "Not Run (Disabled)": "skipped", "Not Run": "error"}
 

@@ -103,7 +103,8 @@ _VITEST_OUTCOME = {"✓": "passed", "×": "failed", "↓": "skipped"}
 
 def vitest(log: str, results: Results) -> None:
     """One line per test with its full name (`file > describe > title`, named as junit_id
-    names it); ` FAIL  file [ file ]` is a file that failed to load. The failures' details repeat names as ` FAIL  file > title`, never as results."""
+    names it); ` FAIL  file [ file ]` is a file that failed to load. The failures' details
+    repeat names as ` FAIL  file > title`, never as results."""
     for line in lines(log):
         if match := _VITEST.match(line):
             results.add(junit_id(match[2]), _VITEST_OUTCOME[match[1]])
