@@ -99,6 +99,10 @@ LOGS: list[Log] = [
                                "sample.SampleTest#errors": F, "sample.SampleTest#ünïcode": P}, 4),
     # SWE-bench Multilingual javaparser__javaparser-4561: its own wrapper, `./mvnw test -Dtest=…` (issue 40)
     Log("maven", "real/javaparser-4561-buggy.log", {"Issue4560Test": F, "JavaSymbolSolverTest": P}, 2),
+    Log("maven", "real/javaparser-4561-gold.log", {"Issue4560Test": P, "JavaSymbolSolverTest": P}, 2),
+    # the same logs read per class (Surefire's lines under each traced command), ids by class
+    Log("surefire", "real/javaparser-4561-buggy.log", {"com.github.javaparser.symbolsolver.Issue4560Test": F,
+                                                       "JavaSymbolSolverTest": P}, 2),
     # Multi-SWE-bench's Java ids: the class, as its report.json writes it (Maven's bold kept in the id)
     Log("surefire", "real/gson-3059-buggy.log", {
         f"{GSON}JsonPrimitiveTest": F, f"{GSON}\x1b[1mVersionExclusionStrategyTest\x1b[m": P, f"{GSON}GsonTest": P,
@@ -145,6 +149,11 @@ LOGS: list[Log] = [
     Log("ruby_unit", "ruby_unit.log", {
         "described with spaces": P, "test_errors": F, "test_fails": F, "test_omitted": S, "test_passes": P,
         "test_pending": S, "test_inner": P}, 7),
+    # test-unit's own suite (test-unit/test-unit #356) under its own runner, `-v`: a fault's details
+    # at the margin (`Error: test_x(Class):`) are not a test case's header
+    Log("ruby_unit", "real/test-unit-356-buggy.log", {"test_base64_special_character": F, "test_suite": P,
+                                                      "test_duplicated_name": P, "test_named": P}, 5),
+    Log("ruby_unit", "real/test-unit-356-gold.log", {"test_base64_special_character": P, "test_suite": P}, 5),
     # SWE-bench's parse_log_rspec_transformed_json (fpm): the example's description before its status
     Log("rspec_transformed_json", "rspec_transformed_json.log", {
         "adds": P, "fails: oddly named": F, "raises": F, "is skipped": S, "is pending": S, "each a b": P,
@@ -205,12 +214,13 @@ def test_a_bare_id_names_its_group_and_no_other() -> None:
     cases = (Case("org.x.FooTest::bar", "passed"), Case("org.x.FooTest::baz()", "failed"),
              Case("org.x.OtherFooTest::bar", "passed"), Case("org.x.FooTest$Inner::qux", "passed"),
              Case("a.test.ts::group > adds more", "failed"), Case("a.test.ts::group > adds", "passed"),
-             Case("tests.test_x::test_y", "failed"))
+             Case("tests.test_x::test_y", "failed"), Case("org.y.BarTest", "passed"), Case("org.y.BazTest", "failed"))
     assert select(cases, ("org.x.FooTest", "FooTest", "OtherFooTest", "org.x.FooTest$Inner", "org.x", "adds",
-                          "group > adds", "a.test.ts", "b.test.ts", "test_x", "tests.test_x")) == {
+                          "group > adds", "a.test.ts", "b.test.ts", "test_x", "tests.test_x", "BarTest",
+                          "org.y.BazTest", "AzTest")) == {
         "org.x.FooTest": F, "FooTest": F, "OtherFooTest": P, "org.x.FooTest$Inner": P, "org.x": "missing",
         "adds": P, "group > adds": P, "a.test.ts": F, "b.test.ts": "missing", "test_x": "missing",
-        "tests.test_x": "missing"}
+        "tests.test_x": "missing", "BarTest": P, "org.y.BazTest": F, "AzTest": "missing"}
 
 
 def test_names_with_spaces_and_parameters_are_not_cut() -> None:

@@ -200,6 +200,8 @@ def _in_group(case: TestResult, wanted: str) -> bool:
     cases of a file whose titles end in it. With `select`, such an id passed only if every case
     it names passed."""
     classname, _, own = case.name.rpartition("::")
+    if not classname and _JAVA_CLASS.fullmatch(own):
+        classname = own  # a class's own result (logs/java.py `surefire`), named by the class alone
     if not classname:
         return False
     if classname.endswith(SCRIPT_SUFFIXES):

@@ -83,10 +83,12 @@ def minitest(log: str, results: Results) -> None:
             results.add(match[1], {".": "passed", "F": "failed", "E": "error", "S": "skipped"}[match[2]])
 
 
-#: test-unit `--verbose`: a test case's header at the margin (`TestFoo: `), and under it, one
-#: line per test, `  test_name:<tabs>.: (0.000185)`, or its mark alone (`F`, `E`, `O`
-#: omitted, `P` pending) when the details of a fault follow; a `test "…"` block is `test: …`
-_UNIT_CASE = re.compile(r"^(\S.*?):\s*$")
+#: test-unit `--verbose`: a test case's header at the margin, its class (`TestFoo: `,
+#: `Test::Unit::TestFoo: `; a fault's details at the margin, `Error: test_x(TestFoo):`, are not
+#: one), and under it, one line per test, `  test_name:<tabs>.: (0.000185)`, or its mark alone
+#: (`F`, `E`, `O` omitted, `P` pending) when the details of a fault follow; a `test "…"` block is
+#: `test: …`
+_UNIT_CASE = re.compile(r"^([A-Z]\w*(?:::[A-Z]\w*)*):\s*$")
 _UNIT_TEST = re.compile(r"^\s+(?:test: )?(\S.*?):\s+([.FEOP])(?::\s+\(\d[\d.e-]*\))?$")
 _UNIT_OUTCOME = {".": "passed", "F": "failed", "E": "error", "O": "skipped", "P": "skipped"}
 #: test-unit's totals, `7 tests, 4 assertions, 1 failures, 1 errors, 1 pendings, …`
