@@ -173,6 +173,8 @@ def swebench_row(repo: str, version: str, instance_id: str, test_file: str) -> d
     ("fastlane/fastlane", "21857", "fastlane/spec/x_spec.rb", "rspec_transformed_json", '- \\(.status)"\''),
     ("jekyll/jekyll", "8047", "test/test_filters.rb", "minitest",
      'bundle exec ruby -I test test/test_filters.rb -v -n "/where_exp filter/"'),
+    # parse_log_immutable_js reads 2006's log with parse_log_jest (the row of real/immutable-js-2006-*.log)
+    ("immutable-js/immutable-js", "2006", "__tests__/Range.ts", "jest", "npx jest __tests__/Range.ts --verbose"),
 ])
 def test_each_repository_gets_swebench_command_and_parser(tmp_path, repo, version, test_file, parser, tail):
     instance_id = repo.replace("/", "__") + "-1"
@@ -193,6 +195,7 @@ def test_rows_whose_log_or_language_cannot_be_kept_are_refused_with_the_reason(t
                      'test_command = "make test"\n', encoding="utf-8")
     rows = write_rows(tmp_path / "rows.jsonl", [
         swebench_row("jekyll/jekyll", "8761", "jekyll__jekyll-8761", "features/post_data.feature"),
+        swebench_row("immutable-js/immutable-js", "2005", "immutable-js__immutable-js-2005", "__tests__/OrderedMap.ts"),
         swebench_row("tokio-rs/tokio", "6724", "tokio-rs__tokio-6724", "tokio/tests/io_write_all_buf.rs"),
         swebench_row("acme/unknown", "1.0", "acme__unknown-1", "tests/test_x.py"),
         swebench_row("gin-gonic/gin", "9999", "gin-gonic__gin-9999", "gin_test.go"),
@@ -206,13 +209,15 @@ def test_rows_whose_log_or_language_cannot_be_kept_are_refused_with_the_reason(t
     issues = {i.instance_id: i for i in report.issues}
     assert all(i.fatal for i in issues.values())
     assert {i.instance_id: i.field for i in issues.values()} == {
-        "jekyll__jekyll-8761": "repo", "acme__unknown-1": "repo", "acme__cobol-1": "repo",
+        "jekyll__jekyll-8761": "repo", "immutable-js__immutable-js-2005": "repo", "acme__unknown-1": "repo",
+        "acme__cobol-1": "repo",
         "gin-gonic__gin-9999": "version"}  # SWE-bench has no spec for that pull request either
     # parse_log_jekyll reads this pull request's log with parse_log_cucumber (the version's own)
     assert "parse_log_cucumber" in issues["jekyll__jekyll-8761"].message
+    assert "parse_log_jest_json" in issues["immutable-js__immutable-js-2005"].message
     assert "acme/cobol is 'COBOL', not a language testprism knows" in issues["acme__cobol-1"].message
     assert "not in the SWE-bench specs table" in issues["acme__unknown-1"].message
-    assert str(issues["acme__unknown-1"]).startswith("rows.jsonl:3 (acme__unknown-1): field repo: ")
+    assert str(issues["acme__unknown-1"]).startswith("rows.jsonl:4 (acme__unknown-1): field repo: ")
     assert sorted(p.name for p in (tmp_path / "bench" / "instances").iterdir()) == [
         "sympy__sympy-1", "tokio-rs__tokio-6724"]
 

@@ -2,7 +2,8 @@
 # Regenerate the runner logs the log parsers are tested on (tests/test_log_parsers.py):
 # each runner is run for real on its small project under projects/ (passing, failing,
 # erroring and skipped tests, awkward names), its output written whole to <parser>.log and
-# its version to versions.txt. Nothing here is written by hand.
+# its version to versions.txt. Nothing here is written by hand. real/ holds logs of real upstream
+# projects on real rows, made as real/README.md says (not by this script).
 #
 #   tests/data/runner_logs/make_logs.sh [RUNNER...]    default: every runner
 #
