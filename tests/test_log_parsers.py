@@ -64,6 +64,9 @@ SYMPY_21614 = ("test_NumberKind", "test_Add_kind", "test_mul_kind", "test_Symbol
 IMMUTABLE_2006 = ("fixed range", "slices the same as array slices", "empty slice of range", "can be negative",
                   "efficiently chains array methods")
 GSON = "com.google.gson."
+RL = "packages/runtime-core/__tests__/helpers/renderList.spec.ts > renderList"
+RENDER_LIST = ("should render items in an array", "should render characters of a string",
+               "should return empty array when source is undefined")
 
 LOGS: list[Log] = [
     Log("pytest", "pytest.log", PYTEST_IDS, 14),
@@ -136,6 +139,10 @@ LOGS: list[Log] = [
         "sample.test.js > math > each a b": P, "sample.test.js > math > each ünï": F,
         "sample.test.js > math > nested > throws": F, "sample.test.js > top level ✓ name": P,
         "broken.test.js": F, "sample.test.js": F}, 9),
+    Log("vitest", "real/vuejs-core-11870-buggy.log", {
+        f"{RL} > should render items in a reactive array correctly": F} | {f"{RL} > {t}": P for t in RENDER_LIST}, 8),
+    Log("vitest", "real/vuejs-core-11870-gold.log", {
+        f"{RL} > should render items in a reactive array correctly": P} | {f"{RL} > {t}": P for t in RENDER_LIST}, 8),
     # SWE-bench's parse_log_phpunit: `Class > Prettified name`
     Log("phpunit", "phpunit.log", {
         "Sample > Passes": P, "Sample > Fails": F, "Sample > Errors": F, "Sample > Skipped": S,
