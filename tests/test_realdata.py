@@ -41,8 +41,12 @@ def sympy_release(folder: Path, version: str) -> Path:
     subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
                     "--no-binary", ":all:", f"sympy=={version}", "-d", str(folder)], check=True, timeout=600)
     with tarfile.open(folder / f"sympy-{version}.tar.gz") as sdist:
-        sdist.extractall(folder, filter="data")  # owned by us: git refuses foreign trees
+        # owned by us: git refuses foreign trees (`filter` from Python 3.11.4; Debian's 3.11.2 lacks it)
+        sdist.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     release = folder / f"sympy-{version}"
+    for dirpath, _, filenames in os.walk(folder):  # ours, as filter="data" makes it: git refuses foreign trees
+        for path in (dirpath, *(os.path.join(dirpath, name) for name in filenames)):
+            os.chown(path, os.getuid(), os.getgid(), follow_symlinks=False)
     env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
     for args in (["init", "-q"], ["add", "-A", "-f"], ["commit", "-q", "-m", f"sympy {version}"]):

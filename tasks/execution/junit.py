@@ -1,7 +1,12 @@
 """Per-test results from a suite's JUnit XML (junitparser, over a defused, bounded parse).
 
-A suite may break its own runner's reporting (the project under test can be the test
-framework): an unreadable report is treated as no report, and the exit status decides.
+A run that wrote no report has none, and its exit status decides. A report that was
+written but cannot be read (garbled, past a bound below, or two documents: written again
+after the runner wrote it, which the report pipe shows, tasks/sandbox/report_pipe.py) is
+`ReportUnreadable`, and the run is `E`/report_unreadable: never the exit status's verdict,
+which would let a run pass by breaking its own report (a failing case past the element
+bound, a report rewritten by an exit handler). The project under test may be the test
+framework and break its reporting honestly: its run is unresolved, not a failure.
 
 The report is the suite's, hence the attacker's, and the harness parses it as root outside
 every limit. So it is parsed without entity expansion (defusedxml refuses any entity
@@ -37,7 +42,11 @@ NAME_CHARS = 1000
 MESSAGE_CHARS = 500
 
 
-class ReportTooLarge(ValueError):
+class ReportUnreadable(ValueError):
+    """A report was handed back but cannot be read: the run is `E`/report_unreadable."""
+
+
+class ReportTooLarge(ReportUnreadable):
     """The report passes one of the bounds above."""
 
 
@@ -72,16 +81,18 @@ def _bounded_root(xml: bytes) -> Element:
     return root
 
 
-def parse_junit(xml: bytes) -> tuple[TestResult, ...] | None:
-    """Test cases of a JUnit report, or None when it is missing, empty, unreadable or past
-    a bound (module docstring)."""
+def parse_junit(xml: bytes | None) -> tuple[TestResult, ...] | None:
+    """Test cases of a JUnit report, or None when none was written (missing or blank);
+    ReportUnreadable when one was written that cannot be read or passes a bound (module
+    docstring)."""
     if not xml or not xml.strip():
         return None
     try:
         root = _bounded_root(xml)
+    except ReportUnreadable:
+        raise
     except (ParseError, DefusedXmlException, ValueError, TypeError) as exc:
-        log.debug("unreadable JUnit report: %s", exc)
-        return None
+        raise ReportUnreadable(str(exc)[:200] or type(exc).__name__) from None
     results: list[TestResult] = []
     # Every <testcase> at any depth: node's runner puts top-level tests straight under
     # <testsuites> and nests a describe() block's as <testsuite> in <testsuite>; junitparser's
@@ -163,7 +174,7 @@ def matches(case: TestResult, test_id: str) -> bool:
     description, `Foo::Bar#baz works`) also matches the case's name after its classname (the
     spec file's, as rspec_junit_formatter writes it: `spec.foo_spec`, _RSPEC_FILE); elsewhere
     `::` is a path (a Rust id is its whole path in its crate). A bare id may also name a group
-    of cases, a Java class or a script file, or a JavaScript test by its own title (_in_group).
+    of cases, a Java class or a script file, or a JavaScript test by its title alone (_in_group).
     The rules are the same for every language (docs/languages.md)."""
     wanted = junit_id(test_id)
     if "::" in wanted:
@@ -182,32 +193,35 @@ def matches(case: TestResult, test_id: str) -> bool:
         parts = tuple(wanted + mark for mark in PART_MARKS)
         if any(name == wanted or name.startswith(parts) for name in names):
             return True
-    return _java_method(case, test_id) or ("::" not in wanted and _in_group(case, wanted))
+    return _java_method(case, test_id) or ("::" not in wanted and _in_group(case, test_id, wanted))
 
 
-#: a Java class as Multi-SWE-bench and SWE-bench-java name a test: `org.x.FooTest`, its package
-#: lower case and its own name capitalised (`Outer$Inner` nested), or the simple name alone
-_JAVA_CLASS = re.compile(r"(?:[a-z_$][\w$]*\.)*[A-Z][\w$]*")
+#: a Java class as Multi-SWE-bench and SWE-bench-java name a test: `org.x.FooTest`, qualified, its
+#: package lower case and its own name capitalised (`Outer$Inner` nested). A simple name alone is
+#: not one: GoogleTest's suite `Cache` is no test of its own
+_JAVA_CLASS = re.compile(r"(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*")
 
 
-def _in_group(case: TestResult, wanted: str) -> bool:
-    """Whether the bare id `wanted` names a group the case belongs to, or the case by its last
-    titles. A Java class (`org.x.FooTest`, _JAVA_CLASS) names every case of that class, as
-    Multi-SWE-bench and SWE-bench-java name Java tests; a script file (`test/x.test.ts`,
-    SCRIPT_SUFFIXES) every case of that file, as Multi-SWE-bench names many JavaScript tests;
-    and a JavaScript test's own title (`adds`, or its last titles `math > adds`), which is how
-    SWE-bench's Jest parser names it (the line after `✓`, without its describe blocks), the
-    cases of a file whose titles end in it. With `select`, such an id passed only if every case
-    it names passed."""
+def _in_group(case: TestResult, test_id: str, wanted: str) -> bool:
+    """Whether the bare id `wanted` (junit_id's of `test_id`) names a group the case belongs to,
+    or the case by its title. A Java class (`org.x.FooTest`, _JAVA_CLASS) names every case of
+    that class, as Multi-SWE-bench and SWE-bench-java name Java tests; a script file
+    (`test/x.test.ts`, SCRIPT_SUFFIXES) every case of that file, as Multi-SWE-bench names many
+    JavaScript tests; and a JavaScript test's own title alone (`adds`: no ` > ` or ` › ` in the
+    id), which is how SWE-bench's Jest parser names it (the line after `✓`, without its describe
+    blocks), the cases of a file whose last title it is. A path with a describe block left out
+    (`inner > passes` for `outer > inner > passes`) names none. With `select`, such an id passed
+    only if every case it names passed."""
     classname, _, own = case.name.rpartition("::")
     if not classname and _JAVA_CLASS.fullmatch(own):
         classname = own  # a class's own result (logs/java.py `surefire`), named by the class alone
     if not classname:
         return False
     if classname.endswith(SCRIPT_SUFFIXES):
-        return wanted == classname or own.endswith(TITLE_SEPARATOR + wanted)
+        title = TITLE_SEPARATOR not in wanted and " \u203a " not in test_id  # a title alone, not a path
+        return wanted == classname or (title and own.endswith(TITLE_SEPARATOR + wanted))
     if _JAVA_CLASS.fullmatch(wanted):
-        return classname == wanted or classname.endswith("." + wanted) or classname.startswith(wanted + "$")
+        return classname == wanted or classname.startswith(wanted + "$")
     return False
 
 

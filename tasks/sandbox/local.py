@@ -56,13 +56,13 @@ from testprism.tasks.sandbox.base import (
 from testprism.tasks.sandbox.model_access import SANDBOX_SOCKET, channel_env, sandbox_command
 from testprism.tasks.sandbox.outputs import outputs_from_folder
 from testprism.tasks.sandbox.process import Unkillable, run_bounded, supervise
+from testprism.tasks.sandbox.report_pipe import ReportPipe
 from testprism.tasks.sandbox.cgroup import Launcher, RunCgroup
 from testprism.tasks.sandbox.workspace import (
     bounds_available,
     disk_exceeded,
     export_program,
     fill_workspace,
-    read_junit,
     remove_workspace,
     scratch_folders,
 )
@@ -219,7 +219,10 @@ class LocalBackend(SandboxBackend):
         workspace's scratch folders (after `--dev`, which makes a /dev/shm of its own), so
         they share its bound. The environment (and its interpreter's prefix) is bound after
         them: the default work area, which holds it, is in /var/tmp (workdir.py), and a
-        scratch folder bound later hid it (every Python run then found no `python`)."""
+        scratch folder bound later hid it (every Python run then found no `python`).
+        `status_fd`: where bubblewrap finds the status pipe, cgroup.STATUS_FD whatever the
+        harness's number for it (cgroup.status_fd_in_run): a run reads this command line in
+        /proc/1/cmdline."""
         environment = request.environment
         image = image_run(environment)
         if image is not None:  # the image's root instead of the host's, the program where the image has it
@@ -266,10 +269,12 @@ class LocalBackend(SandboxBackend):
                                          "filesystem is the sandbox's root)")
             env = image.variables(env)
         left: Path | None = ws  # the workspace, until removed on the run's path
+        report: ReportPipe | None = None
         try:
             launcher = self._launcher(env)
             uid = UID_BASE + secrets.randbelow(60_000) if self.drop_privileges else None
             installed = fill_workspace(request, ws, uid, layered=True, bounded=True)
+            report = ReportPipe(ws)
             for number, mount in enumerate(request.mounts):
                 if mount.host is None:  # on the workspace's bound, the run's own
                     folder = _mount_scratch(ws, number)
@@ -283,7 +288,7 @@ class LocalBackend(SandboxBackend):
                 group = cgroup.create(ws.name, request.limits)  # named as the workspace: swept alike
             if group is None and request.limits.cpus is not None:
                 _unbounded_cpus(request.limits.cpus)
-            result = self._run_in(ws, request, uid, installed, env, group, launcher)
+            result = self._run_in(ws, request, uid, installed, env, group, launcher, report)
             if not _dropped_whole(ws):  # on the work area's disk: what the run left there may stay
                 left = None
                 remove_workspace(ws)  # SandboxError: this run's
@@ -291,6 +296,8 @@ class LocalBackend(SandboxBackend):
         except (Unkillable, OSError) as exc:
             raise SandboxError(f"local sandbox failed: {exc}") from exc
         finally:
+            if report is not None:
+                report.close()
             self._discard(left, group, launcher)
 
     def _discard(self, ws: Path | None, group: RunCgroup | None, launcher: Launcher | None) -> None:
@@ -313,7 +320,7 @@ class LocalBackend(SandboxBackend):
             _remove(ws, group, launcher)
 
     def _run_in(self, ws: Path, request: RunRequest, uid: int | None, installed: str, env: dict[str, str],
-                group: RunCgroup | None, launcher: Launcher | None) -> ExecResult:
+                group: RunCgroup | None, launcher: Launcher | None, report: ReportPipe) -> ExecResult:
         drop: list[str] = []
         if uid is not None:
             # An exec'd helper rather than Popen(user=): with a uid to set, Popen forks the
@@ -324,7 +331,7 @@ class LocalBackend(SandboxBackend):
         limits = request.limits
         enter = group.enter() if group is not None else []  # as root, before setpriv and bwrap
         if launcher is not None:  # in its cgroup already: hand it the run
-            argv = drop + self._bwrap_argv(ws, request, launcher.status_fd) + command
+            argv = drop + self._bwrap_argv(ws, request, cgroup.status_fd_in_run(launcher.status_fd)) + command
             start = time.monotonic()
             try:
                 done = supervise(launcher.go(argv, env, ws / "program"), start, timeout_s=limits.timeout_s,
@@ -334,7 +341,8 @@ class LocalBackend(SandboxBackend):
         elif self.isolation != "none":
             read_fd, write_fd = os.pipe()
             try:
-                argv = enter + drop + self._bwrap_argv(ws, request, write_fd) + command
+                argv = (enter + cgroup.with_status_fd(write_fd) + drop
+                        + self._bwrap_argv(ws, request, cgroup.status_fd_in_run(write_fd)) + command)
                 done = run_bounded(argv, cwd=ws / "program", env=env, timeout_s=request.limits.timeout_s,
                                    output_bytes=request.limits.output_bytes, tail_bytes=request.limits.tail_bytes,
                                    pass_fds=(write_fd,))
@@ -365,7 +373,7 @@ class LocalBackend(SandboxBackend):
             output_tail=done.output_tail.decode("utf-8", errors="replace"),
             timed_out=done.timed_out,
             output_exceeded=done.output_exceeded,
-            junit_xml=read_junit(ws),
+            junit_xml=report.collected(),
             suite_patch_method=installed,
             outputs=outputs_from_folder(ws / "program", request.tree) if request.keep_outputs else None,
             limit=limit,

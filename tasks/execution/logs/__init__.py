@@ -21,8 +21,7 @@ import logging
 from collections.abc import Callable
 
 from testprism.tasks.execution.logs import ctest, go, java, javascript, php, python, ruby, rust, script
-from testprism.tasks.execution.junit import ESCAPES
-from testprism.tasks.execution.logs.results import Results
+from testprism.tasks.execution.logs.results import Results, plain
 from testprism.tasks.model.outcome import TestResult
 
 log = logging.getLogger(__name__)
@@ -55,7 +54,6 @@ PARSERS: dict[str, Callable[[str, Results], None]] = {
 }
 
 
-
 def parse_log(parser: str, output: bytes) -> tuple[TestResult, ...] | None:
     """The tests the log `output` reports, read by the parser named `parser` (a key of PARSERS), or
     None when the log is unreadable (module docstring). An unknown name is the caller's
@@ -64,7 +62,7 @@ def parse_log(parser: str, output: bytes) -> tuple[TestResult, ...] | None:
     if len(output) > LOG_MAX_BYTES:
         log.debug("%s log of %d bytes, over %d", parser, len(output), LOG_MAX_BYTES)
         return None
-    text = ESCAPES.sub("", output.decode("utf-8", errors="replace"))
+    text = plain(output.decode("utf-8", errors="replace"))
     results = Results()
     try:
         read(text, results)

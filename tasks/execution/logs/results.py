@@ -10,9 +10,10 @@ test that passed its call but errored in teardown (pytest prints both) did not p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
-from testprism.tasks.execution.junit import MESSAGE_CHARS, NAME_CHARS
+from testprism.tasks.execution.junit import ESCAPES, MESSAGE_CHARS, NAME_CHARS
 from testprism.tasks.model.outcome import TestResult
 
 #: tests one log may report; more is past a bound (junit.MAX_ELEMENTS counts a case as ~2-4)
@@ -54,6 +55,12 @@ class Results:
 
     def freeze(self) -> tuple[TestResult, ...]:
         return tuple(self._tests.values())
+
+
+def plain(log: str) -> str:
+    """The log without its colour and cursor sequences (junit.ESCAPES: the ids a benchmark
+    gives lose them the same way)."""
+    return ESCAPES.sub("", log)
 
 
 #: characters of a line a parser reads; a longer line is passed over whole (a test's name is
