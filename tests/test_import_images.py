@@ -166,6 +166,15 @@ def swebench_row(repo: str, version: str, instance_id: str, test_file: str) -> d
     ("gin-gonic/gin", "3741", "color_test.go", "go_test", 'go test -v . -run "^TestColor"'),
     ("vuejs/core", "11870", "packages/runtime-core/__tests__/helpers/renderList.spec.ts", "vitest",
      "pnpm run test packages/runtime-core/__tests__/helpers/renderList.spec.ts --no-watch --reporter=verbose"),
+    # SWE-bench's Ruby forms (issue 40): test-unit's verbose listing, RSpec's JSON through jq,
+    # and jekyll's minitest pull requests
+    ("faker-ruby/faker", "2970", "test/faker/default/test_faker_internet.rb", "ruby_unit",
+     "bundle exec ruby test/faker/default/test_faker_internet.rb -v -n '/email/'"),
+    ("fastlane/fastlane", "21857", "fastlane/spec/x_spec.rb", "rspec_transformed_json", '- \\(.status)"\''),
+    ("jekyll/jekyll", "8047", "test/test_filters.rb", "minitest",
+     'bundle exec ruby -I test test/test_filters.rb -v -n "/where_exp filter/"'),
+    # parse_log_immutable_js reads 2006's log with parse_log_jest (the row of real/immutable-js-2006-*.log)
+    ("immutable-js/immutable-js", "2006", "__tests__/Range.ts", "jest", "npx jest __tests__/Range.ts --verbose"),
 ])
 def test_each_repository_gets_swebench_command_and_parser(tmp_path, repo, version, test_file, parser, tail):
     instance_id = repo.replace("/", "__") + "-1"
@@ -185,7 +194,8 @@ def test_rows_whose_log_or_language_cannot_be_kept_are_refused_with_the_reason(t
     specs.write_text('[swebench.repos."acme/cobol"]\nlanguage = "COBOL"\nlog_parser = "parse_log_pytest"\n'
                      'test_command = "make test"\n', encoding="utf-8")
     rows = write_rows(tmp_path / "rows.jsonl", [
-        swebench_row("fastlane/fastlane", "21857", "fastlane__fastlane-21857", "fastlane/spec/x_spec.rb"),
+        swebench_row("jekyll/jekyll", "8761", "jekyll__jekyll-8761", "features/post_data.feature"),
+        swebench_row("immutable-js/immutable-js", "2005", "immutable-js__immutable-js-2005", "__tests__/OrderedMap.ts"),
         swebench_row("tokio-rs/tokio", "6724", "tokio-rs__tokio-6724", "tokio/tests/io_write_all_buf.rs"),
         swebench_row("acme/unknown", "1.0", "acme__unknown-1", "tests/test_x.py"),
         swebench_row("gin-gonic/gin", "9999", "gin-gonic__gin-9999", "gin_test.go"),
@@ -199,12 +209,15 @@ def test_rows_whose_log_or_language_cannot_be_kept_are_refused_with_the_reason(t
     issues = {i.instance_id: i for i in report.issues}
     assert all(i.fatal for i in issues.values())
     assert {i.instance_id: i.field for i in issues.values()} == {
-        "fastlane__fastlane-21857": "repo", "acme__unknown-1": "repo", "acme__cobol-1": "repo",
+        "jekyll__jekyll-8761": "repo", "immutable-js__immutable-js-2005": "repo", "acme__unknown-1": "repo",
+        "acme__cobol-1": "repo",
         "gin-gonic__gin-9999": "version"}  # SWE-bench has no spec for that pull request either
-    assert "parse_log_rspec_transformed_json" in issues["fastlane__fastlane-21857"].message
+    # parse_log_jekyll reads this pull request's log with parse_log_cucumber (the version's own)
+    assert "parse_log_cucumber" in issues["jekyll__jekyll-8761"].message
+    assert "parse_log_jest_json" in issues["immutable-js__immutable-js-2005"].message
     assert "acme/cobol is 'COBOL', not a language testprism knows" in issues["acme__cobol-1"].message
     assert "not in the SWE-bench specs table" in issues["acme__unknown-1"].message
-    assert str(issues["acme__unknown-1"]).startswith("rows.jsonl:3 (acme__unknown-1): field repo: ")
+    assert str(issues["acme__unknown-1"]).startswith("rows.jsonl:4 (acme__unknown-1): field repo: ")
     assert sorted(p.name for p in (tmp_path / "bench" / "instances").iterdir()) == [
         "sympy__sympy-1", "tokio-rs__tokio-6724"]
 
@@ -386,11 +399,25 @@ def test_multi_swe_bench_skipped_and_new_tests_are_kept_with_a_caveat(tmp_path):
 
 
 def test_multi_swe_bench_repository_without_a_parser_is_refused(tmp_path):
-    row = {**example_rows("multi_swe_bench.jsonl")[0], "org": "alibaba", "repo": "fastjson2", "instance_id": ""}
+    # mockito's run.sh runs Gradle, whose log no parser here reads
+    row = {**example_rows("multi_swe_bench.jsonl")[0], "org": "mockito", "repo": "mockito", "instance_id": ""}
     report = import_image_rows(write_rows(tmp_path / "rows.jsonl", [row]), tmp_path / "bench", route())
     assert not report.imported
-    assert [(i.instance_id, i.field) for i in report.failed] == [("alibaba__fastjson2-8", "repo")]
+    assert [(i.instance_id, i.field) for i in report.failed] == [("mockito__mockito-8", "repo")]
     assert "parse_log" in report.failed[0].message
+
+
+@pytest.mark.parametrize(("org", "repo", "language", "parser"), [
+    ("google", "gson", "java", "surefire"), ("alibaba", "fastjson2", "java", "surefire"),
+    ("nlohmann", "json", "cpp", "ctest"), ("libgit2", "libgit2", "c", "ctest")])
+def test_multi_swe_bench_maven_and_ctest_repositories_import(tmp_path, org, repo, language, parser):
+    """Multi-SWE-bench's Java (per-class Surefire lines) and C/C++ (CTest's console) rows were
+    refused, `no parser is known` (issue 40): now read by `surefire` and `ctest`."""
+    row = {**example_rows("multi_swe_bench.jsonl")[0], "org": org, "repo": repo, "instance_id": ""}
+    report = import_image_rows(write_rows(tmp_path / "rows.jsonl", [row]), tmp_path / "bench", route())
+    assert report.imported == [f"{org}__{repo}-8"], [str(i) for i in report.issues]
+    spec = toml(tmp_path / "bench", f"{org}__{repo}-8")
+    assert (spec["language"], spec["checks"]["parser"]) == (language, parser)
 
 
 @pytest.mark.parametrize(("lang", "parser"), [("golang", "go_test"), ("Go", "go_test"), ("rust", "cargo"),

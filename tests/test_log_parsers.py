@@ -1,20 +1,29 @@
-"""The log parsers (tasks/execution/logs) on real runner output produced on this machine.
+"""The log parsers (tasks/execution/logs), end to end: the benchmark's id → `select(parse_log(…), ids)` → outcome.
 
-Every fixture under tests/data/runner_logs/ is a runner's own output on its small project
-(projects/), written by make_logs.sh; versions.txt says which runner made it. pytest's is
-also made again here, so a change in pytest's output shows as a failure, not as a stale
-fixture. Unreadable logs (garbage, a parser that breaks, a log past a bound) must come back
-as None (the run's `E`/parse_failed), never as results.
+Every parser is checked the way a row uses it: the ids are written as the benchmark that reads
+that runner's log writes them (SWE-bench and Multilingual, Multi-SWE-bench, SWE-bench Pro: the
+form their own parser gives, named per row below), and `junit.select` must find each with its
+outcome. Comparing the parsers' raw names instead once kept CI green while 7 of 9 Jest ids and
+8 of 9 Vitest ids came back `missing` (issue 40).
+
+Two kinds of log: each runner's own output on its small project (projects/, written by
+make_logs.sh, versions.txt), and logs of real upstream projects run here on a real row's
+buggy and fixed states (real/, README.md there says the repository, commit and command).
+pytest's is also made again here, so a change in pytest's output shows as a failure, not as a
+stale fixture. Unreadable logs (garbage, a parser that breaks, a log past a bound) must come
+back as None (the run's `E`/parse_failed), never as results.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -23,84 +32,154 @@ from testprism.tasks.execution.junit import NAME_CHARS, select
 from testprism.tasks.execution.logs import LOG_MAX_BYTES, PARSERS, parse_log
 from testprism.tasks.execution.logs.results import MAX_TESTS
 from testprism.tasks.model.benchmark import LOG_PARSERS, ChecksSpec
+from testprism.tasks.model.outcome import TestResult as Case
 
 DATA = Path(__file__).parent / "data" / "runner_logs"
+REAL = DATA / "real"
 
-P, F, E, S = "passed", "failed", "error", "skipped"
-T = "tests.test_sample"
-PYTEST_COMMON = {
-    f"{T}::test_passes": P, f"{T}::test_fails": F, f"{T}::test_errors_in_setup": E,
-    f"{T}::test_expected_failure": P, f"{T}::test_unexpected_pass": F,
-    f"{T}::test_params[a b]": P, f"{T}::test_params[x - y]": F, f"{T}::test_params[\\xfcn\\xef]": P,
-    f"{T}::test_params[end]]": P, f"{T}::test_params[[nested]]": P,
-    f"{T}.TestGroup::test_method": P, f"{T}.TestGroup::test_method_params[1]": P,
-    f"{T}.TestGroup::test_method_params[2]": F, "tests/test_collect_error.py": E,
-}
+#: what `select` says of an id: an errored case is `failed` there
+P, F, S = "passed", "failed", "skipped"
+
+
+class Log(NamedTuple):
+    parser: str
+    fixture: str  #: under DATA
+    ids: dict[str, str]  #: the benchmark's id → the outcome `select` must give
+    cases: int  #: how many cases the parser must find in the log (no more: no line misread as a test)
+
+
+#: SWE-bench's pytest ids: node ids (parse_log_pytest), and cut at the first space (`test_params[a`:
+#: the hazard of realdata/README.md); a file that failed to collect
+N = "tests/test_sample.py"
+PYTEST_IDS = {
+    f"{N}::test_passes": P, f"{N}::test_fails": F, f"{N}::test_errors_in_setup": F, f"{N}::test_expected_failure": P,
+    f"{N}::test_unexpected_pass": F, f"{N}::test_params[a b]": P, f"{N}::test_params[a": P, f"{N}::test_params[x": F,
+    f"{N}::test_params[\\xfcn\\xef]": P, f"{N}::test_params[end]]": P, f"{N}::test_params[[nested]]": P,
+    f"{N}::test_params": F, f"{N}::TestGroup::test_method": P, f"{N}::TestGroup::test_method_params[2]": F,
+    f"{N}::TestGroup::test_method_params": F, "tests/test_collect_error.py": F}
 DJ = "testprism_sample.tests.SampleTests"
-#: parser, fixture, every test it must report with its outcome (and nothing else)
-EXPECTED: list[tuple[str, str, dict[str, str]]] = [
-    ("pytest", "pytest.log", PYTEST_COMMON),
-    ("pytest", "pytest_verbose.log", PYTEST_COMMON | {f"{T}::test_skipped": S}),
-    ("django", "django.log", {
-        f"test_errors ({DJ}.test_errors)": E, f"test_expected_failure ({DJ}.test_expected_failure)": P,
+#: the buggy and fixed states' real logs of one row each
+SYMPY_21614 = ("test_NumberKind", "test_Add_kind", "test_mul_kind", "test_Symbol_kind", "test_Integral_kind",
+               "test_Matrix_kind", "test_MatMul_kind")  # PASS_TO_PASS, and the file's last test (issue 40)
+IMMUTABLE_2006 = ("fixed range", "slices the same as array slices", "empty slice of range", "can be negative",
+                  "efficiently chains array methods")
+GSON = "com.google.gson."
+RL = "packages/runtime-core/__tests__/helpers/renderList.spec.ts > renderList"
+RENDER_LIST = ("should render items in an array", "should render characters of a string",
+               "should return empty array when source is undefined")
+
+LOGS: list[Log] = [
+    Log("pytest", "pytest.log", PYTEST_IDS, 14),
+    Log("pytest", "pytest_verbose.log", PYTEST_IDS | {f"{N}::test_skipped": S}, 15),
+    # SWE-bench's parse_log_django: the line as Django prints it (Python 3.11: the method in the parentheses)
+    Log("django", "django.log", {
+        f"test_errors ({DJ}.test_errors)": F, f"test_expected_failure ({DJ}.test_expected_failure)": P,
         f"test_failing_docstring ({DJ}.test_failing_docstring)": F, "Fails, and says so in its docstring.": F,
         f"test_fails ({DJ}.test_fails)": F, f"test_passes ({DJ}.test_passes)": P,
         f"test_prints ({DJ}.test_prints)": P, f"test_skipped ({DJ}.test_skipped)": S,
-        f"test_subtests ({DJ}.test_subtests) (text='ünï')": F, f"test_subtests ({DJ}.test_subtests)": F,
-        f"test_with_docstring ({DJ}.test_with_docstring)": P,
+        f"test_subtests ({DJ}.test_subtests)": F, f"test_with_docstring ({DJ}.test_with_docstring)": P,
         "A docstring's first line is printed ... after the test's name.": P,
-        "test_ünï (testprism_sample.tests.ÜnicodeTests.test_ünï)": P}),
-    ("sympy", "sympy.log", {
-        "test_passes": P, "test_fails": F, "test_errors": E, "test_skipped": S, "test_expected_failure": P,
-        "test_unexpected_pass": F, "test_prints": P, "test_raises": P}),
-    ("go_test", "go_test.log", {
-        "example.com/sample::TestPasses": P, "example.com/sample::TestFails": F,
-        "example.com/sample::TestSkipped": S, "example.com/sample::TestSubtests": F,
-        "example.com/sample::TestSubtests/a_b": F, "example.com/sample::TestSubtests/ünï": P,
-        "example.com/sample::TestSubtests/x/y": P, "example.com/sample::TestSubtests/ok": P,
-        "example.com/sample::TestPrints": P, "example.com/sample::TestPanics": F,
-        "example.com/sample/sub::TestAfterPanic": P, "example.com/sample/sub::TestPasses": P}),
-    ("cargo", "cargo.log", {
+        "test_ünï (testprism_sample.tests.ÜnicodeTests.test_ünï)": P}, 13),
+    # SWE-bench's sympy ids: the function's name
+    Log("sympy", "sympy.log", {
+        "test_passes": P, "test_fails": F, "test_errors": F, "test_skipped": S, "test_expected_failure": P,
+        "test_unexpected_pass": F, "test_prints": P, "test_raises": P}, 8),
+    Log("sympy", "real/sympy-21614-buggy.log", {"test_Derivative_kind": F} | dict.fromkeys(SYMPY_21614, P), 8),
+    Log("sympy", "real/sympy-21614-gold.log", dict.fromkeys(("test_Derivative_kind", *SYMPY_21614), P), 8),
+    # SWE-bench's and Multi-SWE-bench's Go ids: the test's name (a subtest's with its path), in any package
+    Log("go_test", "go_test.log", {
+        "TestPasses": P, "TestFails": F, "TestSkipped": S, "TestSubtests": F, "TestSubtests/a_b": F,
+        "TestSubtests/ünï": P, "TestSubtests/x/y": P, "TestPrints": P, "TestPanics": F, "TestAfterPanic": P}, 12),
+    Log("go_test_json", "go_test_json.log", {"TestPasses": P, "TestSubtests": F, "TestSubtests/ünï": P,
+                                             "TestPanics": F, "TestAfterPanic": P}, 12),
+    # libtest's names (SWE-bench's parse_log_cargo, Multi-SWE-bench's Rust)
+    Log("cargo", "cargo.log", {
         "tests::ignored": S, "tests::nested::ünicode_name": P, "tests::fails": F, "tests::panics_as_expected": P,
         "tests::prints_a_fake_result_line": P, "tests::passes": P, "integration_passes": P,
-        "src/lib.rs - double (line 44)": P}),
-    # SWE-bench's parse_log_maven form: a traced `mvn test -Dtest=` per test, BUILD SUCCESS or FAILURE
-    ("maven", "maven.log", {
-        "sample.SampleTest#passes": P, "sample.SampleTest#fails": F, "sample.SampleTest#errors": F,
-        "sample.SampleTest#ünïcode": P}),
-    ("jest", "jest.log", {
-        "top level ✓ name": P, "math › adds": P, "math › fails › oddly named": F, "math › each a b": P,
-        "math › each ünï": F, "math › skipped one": S, "math › todo one": S, "math › nested › throws": F,
-        "broken.test.js": E}),
-    ("mocha", "mocha.log", {
+        "src/lib.rs - double (line 44)": P}, 8),
+    # SWE-bench's parse_log_maven: the `-Dtest` value of each traced `mvn test`
+    Log("maven", "maven.log", {"sample.SampleTest#passes": P, "sample.SampleTest#fails": F,
+                               "sample.SampleTest#errors": F, "sample.SampleTest#ünïcode": P}, 4),
+    # SWE-bench Multilingual javaparser__javaparser-4561: its own wrapper, `./mvnw test -Dtest=…` (issue 40)
+    Log("maven", "real/javaparser-4561-buggy.log", {"Issue4560Test": F, "JavaSymbolSolverTest": P}, 2),
+    Log("maven", "real/javaparser-4561-gold.log", {"Issue4560Test": P, "JavaSymbolSolverTest": P}, 2),
+    # the same logs read per class (Surefire's lines under each traced command), ids by class
+    Log("surefire", "real/javaparser-4561-buggy.log", {"com.github.javaparser.symbolsolver.Issue4560Test": F,
+                                                       "com.github.javaparser.symbolsolver.JavaSymbolSolverTest": P}, 2),
+    # Multi-SWE-bench's Java ids: the class, as its report.json writes it (Maven's bold kept in the id)
+    Log("surefire", "real/gson-3059-buggy.log", {
+        f"{GSON}JsonPrimitiveTest": F, f"{GSON}\x1b[1mVersionExclusionStrategyTest\x1b[m": P, f"{GSON}GsonTest": P,
+        f"{GSON}functional.PrimitiveTest": P}, 118),
+    Log("surefire", "real/gson-3059-gold.log", {f"{GSON}JsonPrimitiveTest": P, f"{GSON}GsonTest": P}, 118),
+    # Multi-SWE-bench's C/C++ ids (nlohmann/json, simdjson, …): CTest's test names; a test CTest did
+    # not run (its fixture, which clones from GitHub, failed offline) is never a pass
+    Log("ctest", "real/json-4237-buggy.log", {"test-udt_cpp11": F, "test-algorithms_cpp11": P}, 2),
+    Log("ctest", "real/json-4237-gold.log", {"test-udt_cpp11": P, "test-algorithms_cpp11": P}, 2),
+    Log("ctest", "real/json-4237-offline.log", {"test-udt_cpp11": F, "test-algorithms_cpp11": F,
+                                                "download_test_data": F}, 3),
+    # SWE-bench Multilingual's Jest ids (parse_log_jest: the title after the mark, its describe blocks
+    # left out), Jest's own full name, a describe block, and Multi-SWE-bench's file ids (`PASS file`)
+    Log("jest", "jest.log", {
+        "top level ✓ name": P, "adds": P, "each a b": P, "each ünï": F, "throws": F,
+        # a title holding Jest's own separator reads as a describe path: SWE-bench's id for the test
+        # titled `fails › oddly named` (in `math`) names nothing
+        "fails › oddly named": "missing",
+        "math › nested › throws": F, "math › adds": P, "math": F, "math › skipped one": S,
+        "sample.test.js": F, "broken.test.js": F}, 9),
+    Log("jest", "real/immutable-js-2006-buggy.log", {"sliced sequence works even on filtered sequence": F,
+                                                     "__tests__/Range.ts": F} | dict.fromkeys(IMMUTABLE_2006, P), 23),
+    Log("jest", "real/immutable-js-2006-gold.log", {
+        "sliced sequence works even on filtered sequence": P, "Range": P} | dict.fromkeys(IMMUTABLE_2006, P), 23),
+    # Mocha's fullTitle() (SWE-bench's prismjs, Multi-SWE-bench's mocha repositories)
+    Log("mocha", "mocha.log", {
         "top level": P, "math adds": P, "math fails: oddly named": F, "math skipped one": S,
         "math pending without body": S, "math each a b": P, "math each ünï": F, "math nested throws": F,
-        "math nested ✓ looks like a pass": P, 'math hooks "before all" hook for "never runs"': F}),
-    ("vitest", "vitest.log", {
+        "math nested ✓ looks like a pass": P, 'math hooks "before all" hook for "never runs"': F}, 10),
+    # SWE-bench's parse_log_vitest (vuejs/core): the line after the mark, file first
+    Log("vitest", "vitest.log", {
         "sample.test.js > math > adds": P, "sample.test.js > math > fails > oddly named": F,
         "sample.test.js > math > skipped one": S, "sample.test.js > math > todo one": S,
         "sample.test.js > math > each a b": P, "sample.test.js > math > each ünï": F,
         "sample.test.js > math > nested > throws": F, "sample.test.js > top level ✓ name": P,
-        "broken.test.js": E}),
-    ("phpunit", "phpunit.log", {
+        "broken.test.js": F, "sample.test.js": F}, 9),
+    Log("vitest", "real/vuejs-core-11870-buggy.log", {
+        f"{RL} > should render items in a reactive array correctly": F} | {f"{RL} > {t}": P for t in RENDER_LIST}, 8),
+    Log("vitest", "real/vuejs-core-11870-gold.log", {
+        f"{RL} > should render items in a reactive array correctly": P} | {f"{RL} > {t}": P for t in RENDER_LIST}, 8),
+    # SWE-bench's parse_log_phpunit: `Class > Prettified name`
+    Log("phpunit", "phpunit.log", {
         "Sample > Passes": P, "Sample > Fails": F, "Sample > Errors": F, "Sample > Skipped": S,
         "Sample > Incomplete": S, 'Sample > With data with data set "a b"': P,
-        'Sample > With data with data set "unicode"': F, 'Sample > With data with data set "plain"': P}),
-    ("minitest", "minitest.log", {
+        'Sample > With data with data set "unicode"': F, 'Sample > With data with data set "plain"': P}, 8),
+    Log("minitest", "minitest.log", {
         "Spec style#test_0001_passes in a describe": P, "SampleTest#test_passes": P, "SampleTest#test_fails": F,
-        "SampleTest#test_with a space": P, "SampleTest#test_errors": E, "SampleTest#test_skipped": S,
-        "SampleTest#test_ünï": P}),
+        "SampleTest#test_with a space": P, "SampleTest#test_errors": F, "SampleTest#test_skipped": S,
+        "SampleTest#test_ünï": P}, 7),
+    # SWE-bench's parse_log_ruby_unit (faker, fluentd): the test's name, `test "…"`'s text
+    Log("ruby_unit", "ruby_unit.log", {
+        "described with spaces": P, "test_errors": F, "test_fails": F, "test_omitted": S, "test_passes": P,
+        "test_pending": S, "test_inner": P}, 7),
+    # test-unit's own suite (test-unit/test-unit #356) under its own runner, `-v`: a fault's details
+    # at the margin (`Error: test_x(Class):`) are not a test case's header
+    Log("ruby_unit", "real/test-unit-356-buggy.log", {"test_base64_special_character": F, "test_suite": P,
+                                                      "test_duplicated_name": P, "test_named": P}, 5),
+    Log("ruby_unit", "real/test-unit-356-gold.log", {"test_base64_special_character": P, "test_suite": P}, 5),
+    # SWE-bench's parse_log_rspec_transformed_json (fpm): the example's description before its status
+    Log("rspec_transformed_json", "rspec_transformed_json.log", {
+        "adds": P, "fails: oddly named": F, "raises": F, "is skipped": S, "is pending": S, "each a b": P,
+        "each ünï": F, "passes": P}, 8),
 ]
 RSPEC = {"Math adds": P, "Math fails: oddly named": F, "Math raises": F, "Math is skipped": S,
          "Math is pending": S, "Math each a b": P, "Math each ünï": F, "Math nested passes": P}
-EXPECTED += [("rspec", "rspec.log", RSPEC), ("rspec_json", "rspec_json.log", RSPEC),
-             ("go_test_json", "go_test_json.log", EXPECTED[4][2]),
-             # Pro's own qutebrowser parser.py, run on pytest_verbose.log: it reads `-v` lines with
-             # `[^\s]+::[^\s]+`, so it drops the collection error and the two ids with a space —
-             # a peer's mis-read, kept as its output.json has it
-             ("script", "script_output.json", {k: v for k, v in (PYTEST_COMMON | {f"{T}::test_skipped": S}).items()
-                                               if " " not in k and not k.startswith("tests/")}),
-             ]
+LOGS += [Log("rspec", "rspec.log", RSPEC, 8), Log("rspec_json", "rspec_json.log", RSPEC, 8),
+         # Pro's own qutebrowser parser.py, run on pytest_verbose.log: it reads `-v` lines with
+         # `[^\s]+::[^\s]+`, so it drops the collection error and the two ids with a space —
+         # a peer's mis-read, kept as its output.json has it; its ids are node ids
+         Log("script", "script_output.json", {
+             f"{N}::test_passes": P, f"{N}::test_fails": F, f"{N}::test_skipped": S,
+             f"{N}::test_params[end]]": P, f"{N}::TestGroup::test_method_params[2]": F,
+             f"{N}::test_params[a b]": "missing"}, 12),
+         ]
 
 
 def outcomes(parser: str, log: bytes) -> dict[str, str]:
@@ -109,18 +188,52 @@ def outcomes(parser: str, log: bytes) -> dict[str, str]:
     return {r.name: r.outcome for r in results}
 
 
-@pytest.mark.parametrize(("parser", "fixture", "expected"), EXPECTED, ids=[f"{p}-{f}" for p, f, _ in EXPECTED])
-def test_parser_reads_its_runners_real_log(parser: str, fixture: str, expected: dict[str, str]) -> None:
-    assert outcomes(parser, (DATA / fixture).read_bytes()) == expected
+@pytest.mark.parametrize("case", LOGS, ids=[f"{c.parser}-{c.fixture}" for c in LOGS])
+def test_the_benchmarks_ids_meet_the_parsers_results(case: Log) -> None:
+    results = parse_log(case.parser, (DATA / case.fixture).read_bytes())
+    assert results is not None, f"{case.parser} read nothing"
+    assert select(results, tuple(case.ids)) == case.ids
+    assert len(results) == case.cases, [r.name for r in results]
 
 
 def test_every_parser_has_a_real_log_and_a_version() -> None:
-    """No parser ships untested; each fixture's runner version is on record; the names an
-    instance may give (model's LOG_PARSERS) are exactly the parsers there are."""
-    assert {p for p, _, _ in EXPECTED} == set(PARSERS) == set(LOG_PARSERS)
+    """No parser ships untested; each fixture's runner version is on record, each real log's
+    row in real/README.md; the names an instance may give (model's LOG_PARSERS) are exactly the
+    parsers there are."""
+    assert {c.parser for c in LOGS} == set(PARSERS) == set(LOG_PARSERS)
     versions = dict(line.split("\t", 1) for line in (DATA / "versions.txt").read_text().splitlines())
     assert {"pytest", "django", "sympy", "go", "cargo", "maven", "jest", "mocha", "vitest", "phpunit", "rspec",
-            "minitest", "script"} <= set(versions)
+            "minitest", "ruby_unit", "script"} <= set(versions)
+    readme = (REAL / "README.md").read_text(encoding="utf-8")
+    assert {p.name for p in REAL.glob("*.log")} <= set(re.findall(r"`([^`]+\.log)`", readme))
+
+
+def test_jest_and_vitest_name_cases_as_junit_id_names_ids() -> None:
+    """The one naming rule: the file as classname, describe blocks and title joined by ` > `
+    (Jest's ` › ` read as ` > `), as Vitest's JUnit report names them."""
+    jest = outcomes("jest", (DATA / "jest.log").read_bytes())
+    vitest = outcomes("vitest", (DATA / "vitest.log").read_bytes())
+    assert "sample.test.js::math > fails > oddly named" in jest
+    assert set(jest) == set(vitest)
+
+
+def test_a_bare_id_names_its_group_and_no_other() -> None:
+    """A Java class id, qualified, names the cases of that class (not of `OtherFooTest`, not of
+    a package `org.x`), or its own result; a simple name is no class id (GoogleTest's suite
+    `Cache` is no test); a JavaScript title alone names the cases of a file whose last title it
+    is (not a title that only starts so, nor a path with a describe block left out); a Python
+    module's name is not a class."""
+    cases = (Case("org.x.FooTest::bar", "passed"), Case("org.x.FooTest::baz()", "failed"),
+             Case("org.x.OtherFooTest::bar", "passed"), Case("org.x.FooTest$Inner::qux", "passed"),
+             Case("a.test.ts::group > adds more", "failed"), Case("a.test.ts::group > adds", "passed"),
+             Case("tests.test_x::test_y", "failed"), Case("org.y.BarTest", "passed"), Case("org.y.BazTest", "failed"))
+    assert select(cases, ("org.x.FooTest", "FooTest", "org.x.OtherFooTest", "org.x.FooTest$Inner", "org.x", "adds",
+                          "a.test.ts::group > adds", "a.test.ts", "b.test.ts", "test_x", "tests.test_x",
+                          "org.y.BarTest", "BarTest", "org.y.BazTest", "org.y.AzTest")) == {
+        "org.x.FooTest": F, "FooTest": "missing", "org.x.OtherFooTest": P, "org.x.FooTest$Inner": P,
+        "org.x": "missing", "adds": P, "a.test.ts::group > adds": P, "a.test.ts": F, "b.test.ts": "missing",
+        "test_x": "missing", "tests.test_x": "missing", "org.y.BarTest": P, "BarTest": "missing",
+        "org.y.BazTest": F, "org.y.AzTest": "missing"}
 
 
 def test_names_with_spaces_and_parameters_are_not_cut() -> None:
@@ -182,7 +295,7 @@ def test_output_json_that_is_not_pros_is_unreadable() -> None:
     for bad in (b'{"tests": {}}', b"[" * 100_000 + b"]" * 100_000, b'{"tests": [{"status": "PASSED"}]}', b"null"):
         assert parse_log("script", bad) is None
     odd = parse_log("script", b'{"tests": [{"name": "a", "status": "XPASS"}]}')
-    assert odd is not None and odd[0].outcome == E and "XPASS" in odd[0].message
+    assert odd is not None and odd[0].outcome == "error" and "XPASS" in odd[0].message
 
 
 def test_bounds_of_a_log() -> None:

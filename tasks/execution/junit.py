@@ -111,6 +111,8 @@ def parse_junit(xml: bytes | None) -> tuple[TestResult, ...] | None:
     return tuple(results)
 
 
+#: colour and cursor sequences (as tasks/execution/logs drops them from a log)
+ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 #: how a JavaScript/TypeScript test file's name ends: Vitest names a case's classname after it
 SCRIPT_SUFFIXES = (".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
 #: the separator of a case's describe blocks and title as Vitest's JUnit reporter writes it
@@ -126,7 +128,12 @@ def junit_id(test_id: str) -> str:
     Vitest's JUnit cases (classname the file, name `describe > it`: `test/x.test.ts::describe > it`,
     or `describe > it`); bare names (sympy's `test_y`, Go's `TestX`, a JavaScript test's title)
     and other languages' `classname::name` ids (Go's `example.com/pkg::TestX`, Java's
-    `org.x.FooTest::bar`) unchanged."""
+    `org.x.FooTest::bar`) unchanged. Colour sequences are dropped, as parse_log drops them from
+    the log: Multi-SWE-bench's ids keep Maven's bold (`com.google.gson.\x1b[1mFooTest\x1b[m`).
+
+    The log parsers of JavaScript runners name their cases with this same function
+    (tasks/execution/logs/javascript.py), so a case and the id that names it meet in one form."""
+    test_id = ESCAPES.sub("", test_id)
     if "::" in test_id and "\\" in test_id.split("::", 1)[0]:
         classname, name = test_id.split("::", 1)
         return classname.replace("\\", ".") + "::" + name
@@ -166,7 +173,9 @@ def matches(case: TestResult, test_id: str) -> bool:
     classname `Suite`, name `Test`). An id holding `::` itself (an RSpec example's full
     description, `Foo::Bar#baz works`) also matches the case's name after its classname (the
     spec file's, as rspec_junit_formatter writes it: `spec.foo_spec`, _RSPEC_FILE); elsewhere
-    `::` is a path (a Rust id is its whole path in its crate). The rules are the same for every language (docs/languages.md)."""
+    `::` is a path (a Rust id is its whole path in its crate). A bare id may also name a group
+    of cases, a Java class or a script file, or a JavaScript test by its title alone (_in_group).
+    The rules are the same for every language (docs/languages.md)."""
     wanted = junit_id(test_id)
     if "::" in wanted:
         name = case.name
@@ -178,9 +187,42 @@ def matches(case: TestResult, test_id: str) -> bool:
         classname, _, own = case.name.rpartition("::")
         names = (own, f"{classname}.{own}") if classname else (own,)
     if "[" in wanted:
-        return any(name.startswith(wanted) for name in names)
-    parts = tuple(wanted + mark for mark in PART_MARKS)
-    return any(name == wanted or name.startswith(parts) for name in names) or _java_method(case, test_id)
+        if any(name.startswith(wanted) for name in names):
+            return True
+    else:
+        parts = tuple(wanted + mark for mark in PART_MARKS)
+        if any(name == wanted or name.startswith(parts) for name in names):
+            return True
+    return _java_method(case, test_id) or ("::" not in wanted and _in_group(case, test_id, wanted))
+
+
+#: a Java class as Multi-SWE-bench and SWE-bench-java name a test: `org.x.FooTest`, qualified, its
+#: package lower case and its own name capitalised (`Outer$Inner` nested). A simple name alone is
+#: not one: GoogleTest's suite `Cache` is no test of its own
+_JAVA_CLASS = re.compile(r"(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*")
+
+
+def _in_group(case: TestResult, test_id: str, wanted: str) -> bool:
+    """Whether the bare id `wanted` (junit_id's of `test_id`) names a group the case belongs to,
+    or the case by its title. A Java class (`org.x.FooTest`, _JAVA_CLASS) names every case of
+    that class, as Multi-SWE-bench and SWE-bench-java name Java tests; a script file
+    (`test/x.test.ts`, SCRIPT_SUFFIXES) every case of that file, as Multi-SWE-bench names many
+    JavaScript tests; and a JavaScript test's own title alone (`adds`: no ` > ` or ` › ` in the
+    id), which is how SWE-bench's Jest parser names it (the line after `✓`, without its describe
+    blocks), the cases of a file whose last title it is. A path with a describe block left out
+    (`inner > passes` for `outer > inner > passes`) names none. With `select`, such an id passed
+    only if every case it names passed."""
+    classname, _, own = case.name.rpartition("::")
+    if not classname and _JAVA_CLASS.fullmatch(own):
+        classname = own  # a class's own result (logs/java.py `surefire`), named by the class alone
+    if not classname:
+        return False
+    if classname.endswith(SCRIPT_SUFFIXES):
+        title = TITLE_SEPARATOR not in wanted and " \u203a " not in test_id  # a title alone, not a path
+        return wanted == classname or (title and own.endswith(TITLE_SEPARATOR + wanted))
+    if _JAVA_CLASS.fullmatch(wanted):
+        return classname == wanted or classname.startswith(wanted + "$")
+    return False
 
 
 #: the classname rspec_junit_formatter gives an example: its spec file's path, dotted (`spec.foo_spec`)

@@ -45,6 +45,9 @@ class VersionSpec(_Spec):
     test_command: str | None = None
     eval_commands: tuple[str, ...] | None = None
     build: tuple[str, ...] | None = None
+    #: SWE-bench's parser of this version, where its repository's chooses by instance
+    #: (parse_log_jekyll reads two of jekyll's versions with parse_log_cucumber)
+    log_parser: str | None = None
 
 
 class RepoSpec(_Spec):
@@ -179,9 +182,10 @@ def swebench_command(specs: SweBenchSpecs, repo: str, version: str, test_files: 
         raise RowError("version", f"{repo} has no spec for version {version!r} in the SWE-bench specs table "
                                   f"(versions {', '.join(spec.known_versions)})")
     override = spec.versions.get(version, VersionSpec())
-    parser = specs.parsers.get(spec.log_parser)
+    log_parser = override.log_parser or spec.log_parser
+    parser = specs.parsers.get(log_parser)
     if parser is None:
-        raise RowError("repo", f"SWE-bench reads {repo}'s log with {spec.log_parser}, which no testprism parser "
+        raise RowError("repo", f"SWE-bench reads {repo}'s log with {log_parser}, which no testprism parser "
                                "reads (swebench.toml [parsers]): its per-test results cannot be kept")
     language = name_language(spec.language, "repo", repo)
     test = override.test_command or spec.test_command
@@ -197,12 +201,12 @@ def swebench_command(specs: SweBenchSpecs, repo: str, version: str, test_files: 
             # a suite's verdict comes from JUnit (docs/benchmark-format.md, Suites): pytest writes it
             junit = ' --junitxml="$TESTPRISM_JUNIT"' if parser == "pytest" else ""
             template = " && ".join([*steps, f"{test} {{test_files}}{junit}"])
-        return SweBenchCommand(language, command, parser, spec.log_parser, template)
+        return SweBenchCommand(language, command, parser, log_parser, template)
     build = override.build if override.build is not None else spec.build
     command = " && ".join([*build, test])
     if parser in specs.traced.parsers:  # its parser reads the trace, as of SWE-bench's `set -x`
         command = f"set -x; {command}"
-    return SweBenchCommand(language, command, parser, spec.log_parser)
+    return SweBenchCommand(language, command, parser, log_parser)
 
 
 def multi_swe_bench_parser(specs: MultiSweBenchSpecs, org: str, repo: str, lang: str) -> tuple[str, str]:

@@ -313,8 +313,9 @@ class RewardSpec(_Model):
 
 #: the log parsers `[checks] parser` may name: the vocabulary, here below every stage; each
 #: one's reader is tasks/execution/logs PARSERS (tests/test_log_parsers.py holds them equal)
-LOG_PARSERS = ("pytest", "django", "sympy", "go_test", "go_test_json", "cargo", "maven", "jest", "mocha", "vitest",
-               "phpunit", "rspec", "rspec_json", "minitest", "script")
+LOG_PARSERS = ("pytest", "django", "sympy", "go_test", "go_test_json", "cargo", "maven", "surefire", "ctest", "jest",
+               "mocha", "vitest", "phpunit", "rspec", "rspec_json", "minitest", "ruby_unit", "rspec_transformed_json",
+               "script")
 
 
 class ChecksSpec(_Model):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from testprism.tasks.execution.logs import go, java, javascript, php, python, ruby, rust, script
+from testprism.tasks.execution.logs import ctest, go, java, javascript, php, python, ruby, rust, script
 from testprism.tasks.execution.logs.results import Results, plain
 from testprism.tasks.model.outcome import TestResult
 
@@ -39,6 +39,8 @@ PARSERS: dict[str, Callable[[str, Results], None]] = {
     "go_test_json": go.go_test_json,
     "cargo": rust.cargo,
     "maven": java.maven,
+    "surefire": java.surefire,
+    "ctest": ctest.ctest,
     "jest": javascript.jest,
     "mocha": javascript.mocha,
     "vitest": javascript.vitest,
@@ -46,6 +48,8 @@ PARSERS: dict[str, Callable[[str, Results], None]] = {
     "rspec": ruby.rspec,
     "rspec_json": ruby.rspec_json,
     "minitest": ruby.minitest,
+    "ruby_unit": ruby.ruby_unit,
+    "rspec_transformed_json": ruby.rspec_transformed_json,
     "script": script.script,
 }
 

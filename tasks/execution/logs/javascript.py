@@ -1,23 +1,31 @@
 """Jest (`--verbose`), Mocha (the `spec` reporter) and Vitest (`--reporter=verbose`).
 
-Names are as each runner prints a test's full title: Jest's `math › nested › throws`, Mocha's
-titles joined by spaces (its `fullTitle()`: `math nested throws`), Vitest's
-`sample.test.js > math > nested > throws`. A test file that failed to load is one `error`
-named by its file, so that its tests are missing, never passed.
+Jest's and Vitest's cases are named as their JUnit reports name them, the form
+tasks/execution/junit.py's `junit_id` gives the benchmarks' ids: the test file as classname,
+then the describe blocks and the title joined by ` > ` (`sample.test.js::math > nested >
+throws`; Jest's own separator ` › ` is read as ` > `, inside a title too, as `junit_id` reads it
+in an id). So Vitest's `sample.test.js > math > adds` (SWE-bench's id for it), Jest's
+`math › adds` and SWE-bench's Jest id `adds` (the title alone) all meet the case. Mocha's are its
+`fullTitle()`, titles joined by spaces (`math nested throws`), as SWE-bench and Multi-SWE-bench
+name them. A test file that failed to load is one `error` named by its file, so that its tests
+are missing, never passed.
 """
 
 from __future__ import annotations
 
 import re
 
+from testprism.tasks.execution.junit import TITLE_SEPARATOR, junit_id
 from testprism.tasks.execution.logs.results import Results, lines
 
 _DURATION = re.compile(r" \(\d+(?:\.\d+)? ?m?s\)$")
 
 
-def _tree(log_lines: list[tuple[int, str]], results: Results, marks: dict[str, str], join: str) -> None:
+def _tree(log_lines: list[tuple[int, str]], results: Results, marks: dict[str, str], join: str,
+          file: str = "") -> None:
     """A tree of titles indented two spaces a level: a line with one of `marks`' first
-    characters is a test under the groups above it, any other a group."""
+    characters is a test under the groups above it, any other a group. With `file` (Jest's),
+    the name is junit_id's of `file > groups > title`."""
     groups: list[str] = []
     for level, text in log_lines:
         del groups[max(level - 1, 0):]
@@ -26,7 +34,8 @@ def _tree(log_lines: list[tuple[int, str]], results: Results, marks: dict[str, s
             groups.append(text)
             continue
         title = _DURATION.sub("", text[1:].strip())
-        results.add(join.join([*groups, title]), outcome)
+        name = join.join([*groups, title])
+        results.add(junit_id(f"{file}{TITLE_SEPARATOR}{name}") if file else name, outcome)
 
 
 def _indent(line: str) -> int:
@@ -40,12 +49,13 @@ _JEST_FILE = re.compile(r"^(PASS|FAIL) (\S+)")
 
 def jest(log: str, results: Results) -> None:
     """Each file's tree follows its `PASS|FAIL path` line and ends at its first failure's
-    details (`  ● `); `● Test suite failed to run` makes the file an error."""
+    details (`  ● `); `● Test suite failed to run` makes the file an error. A tree before any
+    such line (none was printed) is not read: its tests would have no file."""
     tree: list[tuple[int, str]] = []
     current, inside = "", False
     for line in lines(log):
         if match := _JEST_FILE.match(line):
-            _tree(tree, results, _JEST, " › ")
+            _tree(tree, results, _JEST, " › ", current)
             tree, current, inside = [], match[2].removeprefix("./"), True
         elif line.startswith("  ● "):
             inside = False
@@ -57,7 +67,7 @@ def jest(log: str, results: Results) -> None:
             text = line.strip()
             text = re.sub(r"^([○✎]) (?:skipped|todo) ", r"\1 ", text)
             tree.append((_indent(line), text))
-    _tree(tree, results, _JEST, " › ")
+    _tree(tree, results, _JEST, " › ", current)
 
 
 #: ✔ passed (✓ before Mocha 7), `N) title` failed, `- title` pending
@@ -92,10 +102,11 @@ _VITEST_OUTCOME = {"✓": "passed", "×": "failed", "↓": "skipped"}
 
 
 def vitest(log: str, results: Results) -> None:
-    """One line per test with its full name; ` FAIL  file [ file ]` is a file that failed to
-    load. The failures' details repeat names as ` FAIL  file > title`, never as results."""
+    """One line per test with its full name (`file > describe > title`, named as junit_id
+    names it); ` FAIL  file [ file ]` is a file that failed to load. The failures' details
+    repeat names as ` FAIL  file > title`, never as results."""
     for line in lines(log):
         if match := _VITEST.match(line):
-            results.add(match[2], _VITEST_OUTCOME[match[1]])
+            results.add(junit_id(match[2]), _VITEST_OUTCOME[match[1]])
         elif match := _VITEST_FILE.match(line):
             results.add(match[1], "error", "failed to load")

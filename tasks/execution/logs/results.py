@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from testprism.tasks.execution.junit import MESSAGE_CHARS, NAME_CHARS
+from testprism.tasks.execution.junit import ESCAPES, MESSAGE_CHARS, NAME_CHARS
 from testprism.tasks.model.outcome import TestResult
 
 #: tests one log may report; more is past a bound (junit.MAX_ELEMENTS counts a case as ~2-4)
@@ -57,13 +57,10 @@ class Results:
         return tuple(self._tests.values())
 
 
-#: colour and cursor sequences some runners write even without a terminal
-_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
 def plain(log: str) -> str:
-    """The log without its colour and cursor sequences."""
-    return _ESCAPES.sub("", log)
+    """The log without its colour and cursor sequences (junit.ESCAPES: the ids a benchmark
+    gives lose them the same way)."""
+    return ESCAPES.sub("", log)
 
 
 #: characters of a line a parser reads; a longer line is passed over whole (a test's name is

@@ -1,7 +1,12 @@
-"""RSpec (`--format documentation`, `--format json`) and Minitest (`--verbose`).
+"""RSpec (`--format documentation`, `--format json`), Minitest (`--verbose`), and the forms
+SWE-bench reads its Ruby repositories' logs in: test-unit's `--verbose` (`ruby_unit`, faker,
+fluentd) and RSpec's JSON turned into lines by `jq` (`rspec_transformed_json`, fastlane, fpm,
+rubocop).
 
-Names are an example's full description (`Math nested passes`, RSpec's `full_description`)
-and Minitest's `Class#test_name`.
+Names are an example's full description (`Math nested passes`, RSpec's `full_description`),
+Minitest's `Class#test_name`, test-unit's `TestClass::test_name` (SWE-bench's id is the test's
+name alone, `test_name`, which matches it), and the jq line's text before its status, which is
+SWE-bench's id.
 """
 
 from __future__ import annotations
@@ -76,3 +81,44 @@ def minitest(log: str, results: Results) -> None:
     for line in lines(log):
         if match := _MINITEST.match(line):
             results.add(match[1], {".": "passed", "F": "failed", "E": "error", "S": "skipped"}[match[2]])
+
+
+#: test-unit `--verbose`: a test case's header at the margin, its class (`TestFoo: `,
+#: `Test::Unit::TestFoo: `; a fault's details at the margin, `Error: test_x(TestFoo):`, are not
+#: one), and under it, one line per test, `  test_name:<tabs>.: (0.000185)`, or its mark alone
+#: (`F`, `E`, `O` omitted, `P` pending) when the details of a fault follow; a `test "…"` block is
+#: `test: …`
+_UNIT_CASE = re.compile(r"^([A-Z]\w*(?:::[A-Z]\w*)*):\s*$")
+_UNIT_TEST = re.compile(r"^\s+(?:test: )?(\S.*?):\s+([.FEOP])(?::\s+\(\d[\d.e-]*\))?$")
+_UNIT_OUTCOME = {".": "passed", "F": "failed", "E": "error", "O": "skipped", "P": "skipped"}
+#: test-unit's totals, `7 tests, 4 assertions, 1 failures, 1 errors, 1 pendings, …`
+_UNIT_TOTALS = re.compile(r"^\d+ tests, \d+ assertions, \d+ failures, \d+ errors", re.MULTILINE)
+
+
+def ruby_unit(log: str, results: Results) -> None:
+    """test-unit's `--verbose` listing, read as SWE-bench's `parse_log_ruby_unit` reads it
+    (the name before `:`, then its mark). Since an indented `name: .` is plain enough to
+    appear in any output, a log without test-unit's totals line is not one (ValueError:
+    unreadable)."""
+    if not _UNIT_TOTALS.search(log):
+        raise ValueError("no test-unit totals line")
+    case = ""
+    for line in lines(log):
+        if match := _UNIT_TEST.match(line):
+            results.add(f"{case}::{match[1]}" if case else match[1], _UNIT_OUTCOME[match[2]])
+        elif match := _UNIT_CASE.match(line):
+            case = match[1]
+
+
+#: the line SWE-bench's jq program makes of each example: `description - status` (fpm,
+#: rubocop: one line per description, failed if any example of it failed) or `description - id
+#: - status` (fastlane)
+_TRANSFORMED = re.compile(r"^(.+) - (passed|failed|pending)$")
+
+
+def rspec_transformed_json(log: str, results: Results) -> None:
+    """RSpec's JSON report piped through SWE-bench's jq program (the test command of its
+    instances writes it), one example a line; the name is everything before the status."""
+    for line in lines(log):
+        if match := _TRANSFORMED.match(line.strip()):
+            results.add(match[1], _RSPEC_JSON[match[2]])

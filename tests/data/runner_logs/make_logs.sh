@@ -2,7 +2,8 @@
 # Regenerate the runner logs the log parsers are tested on (tests/test_log_parsers.py):
 # each runner is run for real on its small project under projects/ (passing, failing,
 # erroring and skipped tests, awkward names), its output written whole to <parser>.log and
-# its version to versions.txt. Nothing here is written by hand.
+# its version to versions.txt. Nothing here is written by hand. real/ holds logs of real upstream
+# projects on real rows, made as real/README.md says (not by this script).
 #
 #   tests/data/runner_logs/make_logs.sh [RUNNER...]    default: every runner
 #
@@ -120,10 +121,15 @@ run_ruby() {
     copy rspec
     record rspec rspec --format documentation --no-color spec
     record rspec_json rspec --format json spec
+    # SWE-bench's fpm/rubocop command pipes the JSON report through jq (parse_log_rspec_transformed_json)
+    record rspec_transformed_json bash -c "rspec --no-color --format json spec | sed -n '/^{/,\$p' | jq -r '.examples[] | \"\\(.description) - \\(.status)\"'"
     version rspec "$(rspec --version | tr '\n' ' '), $(ruby --version)"
     copy minitest
     record minitest ruby test_sample.rb --verbose --seed 1
     version minitest "minitest $(ruby -e 'require "minitest"; print Minitest::VERSION'), $(ruby --version)"
+    copy test_unit
+    record ruby_unit ruby test_sample.rb -v  # test-unit's verbose listing, SWE-bench's faker/fluentd form
+    version ruby_unit "test-unit $(ruby -e 'require "test-unit"; print Test::Unit::VERSION' 2>/dev/null || gem list test-unit | grep -o '[0-9.]*' | head -1), $(ruby --version)"
 }
 
 run_script() {  # SWE-bench Pro's parser.py over the pytest log, under bubblewrap
