@@ -118,7 +118,7 @@ def test_every_runner_s_real_log_has_its_summary_and_agrees_with_its_lines(parse
     """Each committed real log (tests/data/runner_logs, made by make_logs.sh) ends with a
     summary its family reads, whose failures its parser's lines show too: an honest run is
     never `results_disagree`. CONTROL: the log cut before its summary is."""
-    name = {"go_test_json": "go_test_json.log", "rspec_json": "rspec_json.log"}.get(parser, f"{parser}.log")
+    name = {"surefire": "real/gson-3059-buggy.log", "ctest": "real/json-4237-buggy.log"}.get(parser, f"{parser}.log")
     log = plain((LOGS / name).read_text(errors="replace"))
     tests = parse_log(parser, log.encode())
     found = summary(PARSER_FAMILY[parser], log)
@@ -130,12 +130,36 @@ def test_every_runner_s_real_log_has_its_summary_and_agrees_with_its_lines(parse
     assert summary(PARSER_FAMILY[parser], cut) is None, parser
 
 
+#: tests/data/runner_logs/real: real upstream rows' runs (its README), log → parser
+REAL = {"sympy": "sympy", "immutable-js": "jest", "gson": "surefire", "json-": "ctest", "javaparser": "maven",
+        "test-unit": "ruby_unit", "vuejs": "vitest"}
+
+
+@pytest.mark.parametrize("log", sorted(p.name for p in (LOGS / "real").glob("*.log")))
+def test_real_rows_logs_cross_check_clean_and_without_their_summary_disagree(log):
+    """Every real row's log (buggy and fixed states of SWE-bench Lite, Multilingual and
+    Multi-SWE-bench-style rows) holds a closing summary whose failures its parser's lines
+    show: the cross-check never sets an honest real run aside. CONTROL: the same log cut
+    before its summary is never a verdict."""
+    parser = next(p for prefix, p in REAL.items() if log.startswith(prefix))
+    text = (LOGS / "real" / log).read_text(errors="replace")
+    tests = parse_log(parser, text.encode())
+    found = summary(PARSER_FAMILY[parser], text)
+    assert tests and found is not None
+    assert (found.failed > 0) == any(t.outcome in ("failed", "error") for t in tests)
+    assert disagreement(run(0, log=text), tests, parser) is None
+    cut = plain(text)[:plain(text).index(_summary_text(parser, plain(text)))]
+    # unresolved either way: results_disagree, or parse_failed where the lines end with the summary
+    assert classify(run(0, log=cut), ("x",), parser=parser) in ((Outcome.ERROR, Reason.RESULTS_DISAGREE),
+                                                               (Outcome.ERROR, Reason.PARSE_FAILED))
+
+
 def _summary_text(parser: str, log: str) -> str:
     """The start of the log's (last) summary line."""
     rule = FAMILIES[PARSER_FAMILY[parser]]
     if parser == "rspec_json":
         return list(rule.line.finditer(log))[-1].group(0)
-    if parser in ("go_test", "cargo", "maven", "go_test_json"):  # summaries that add up: cut at the first
+    if FAMILIES[PARSER_FAMILY[parser]].adds:  # summaries that add up: cut at the first
         return next(line for line in log.splitlines() if rule.line.search(line.rstrip()))
     return [line for line in log.splitlines() if rule.line.search(line.rstrip())][-1]
 

@@ -97,15 +97,20 @@ FAMILIES: dict[str, Family] = {
     "rspec_json": Family(re.compile(r'"summary":\{[^}]*"failure_count":(\d+)'), lambda m: int(m.group(1))),
     "minitest": Family(re.compile(r"^\d+ runs, \d+ assertions, (\d+) failures, (\d+) errors"),
                        lambda m: int(m.group(1)) + int(m.group(2))),
+    "test_unit": Family(re.compile(r"^\d+ tests, \d+ assertions, (\d+) failures, (\d+) errors"),
+                        lambda m: int(m.group(1)) + int(m.group(2))),
+    "ctest": Family(re.compile(r"^\d+% tests passed, (\d+) tests? failed out of \d+"), lambda m: int(m.group(1))),
 }
 
 #: log parser (tasks/execution/logs PARSERS) → the runner family whose summary its logs
-#: end with; a parser not listed (SWE-bench Pro's `script`, whose output.json is written
-#: by the benchmark's own parser after the run) has none to hold its results against
+#: end with; a parser not listed has none to hold its results against: SWE-bench Pro's
+#: `script` (its output.json is written by the benchmark's own parser after the run) and
+#: `rspec_transformed_json` (SWE-bench's jq program's lines, which carry no count)
 PARSER_FAMILY = {
     "pytest": "pytest", "django": "django", "sympy": "sympy", "go_test": "go", "go_test_json": "go_json",
     "cargo": "cargo", "maven": "maven", "jest": "jest", "vitest": "vitest", "mocha": "mocha",
     "phpunit": "phpunit", "rspec": "rspec", "rspec_json": "rspec_json", "minitest": "minitest",
+    "surefire": "maven", "ruby_unit": "test_unit", "ctest": "ctest",
 }
 
 _MOCHA_FAILING = re.compile(r"^\s*(\d+) failing$")
