@@ -57,14 +57,20 @@ def test_the_pipe_hands_back_what_was_written_and_a_rewrite_as_a_second_document
     assert len(parse_junit(REPORT)) == 2  # the CONTROL: the rewrite alone reads as two passes
 
 
-def test_the_pipe_ignores_a_file_swapped_in_for_it_and_waits_for_no_writer(tmp_path):
-    """A run that replaces the pipe by a file of its own hands back nothing (no report:
-    the exit status decides, and the checks' ids are missing); a writer that never came
-    does not hold the harness."""
+def test_a_file_renamed_over_the_pipe_is_read_a_link_never_and_no_writer_is_waited_for(tmp_path):
+    """A runner that renames its report over the path (CTest's --output-junit) hands back
+    that file, as before the pipe; a link put there hands back nothing (never followed); a
+    writer that never came does not hold the harness."""
     ws = _workspace(tmp_path)
     with ReportPipe(ws) as pipe:
+        (ws / "out" / "report.tmp").write_bytes(REPORT)
+        os.rename(ws / "out" / "report.tmp", ws / "out" / "junit.xml")
+        assert pipe.collected() == REPORT
+    ws = _workspace(tmp_path / "linked")
+    (tmp_path / "secret.xml").write_bytes(REPORT)
+    with ReportPipe(ws) as pipe:
         (ws / "out" / "junit.xml").unlink()
-        (ws / "out" / "junit.xml").write_bytes(REPORT)
+        (ws / "out" / "junit.xml").symlink_to(tmp_path / "secret.xml")
         assert pipe.collected() is None
     with ReportPipe(_workspace(tmp_path / "idle")) as pipe:
         assert pipe.collected() is None

@@ -15,10 +15,15 @@ stream early and the reader never spins on an end-of-file.
 What stays possible is said in SECURITY.md ("Labels"): code in the runner's process can
 change what the runner writes before it writes it; it cannot change what was written.
 
+Some runners do not write through the path: CTest (`--output-junit`) writes a temporary
+file beside it and renames it over the path. A run whose pipe received nothing and whose
+path now holds a regular file hands back that file, read after the run without following
+a link, as before the pipe: for such a runner the report is only as strong as a file, and
+what holds is the cross-check of report, log and exit status (tasks/execution/crosscheck.py).
+
 The pipe is made in a workspace the harness filled, at `out/junit.xml`, without following
 links (the harness made `out/` a moment before; the run has not started). A run that swaps
-`out/` or the pipe for something else writes where the harness does not read: the harness
-reads only the pipe it opened, and a run that wrote nothing to it handed back no report.
+`out/` or the pipe for a link hands back nothing: the file is never read through a link.
 Backends whose workspace is not on this host (docker's archive mode) read the file after
 the run as before; tasks/execution/crosscheck.py's checks hold for them too.
 """
@@ -32,6 +37,7 @@ import threading
 from pathlib import Path
 
 from testprism.tasks.sandbox.base import REPORT_MAX_BYTES
+from testprism.tasks.sandbox.nofollow import read_file
 from testprism.tasks.sandbox.workspace import SETTLED_MTIME
 
 #: how long `collected` waits for the stream's end once the harness's own write end is
@@ -47,6 +53,7 @@ class ReportPipe:
     once the run's processes are gone (it is idempotent, and `close` on every path)."""
 
     def __init__(self, ws: Path) -> None:
+        self._ws = ws
         out = os.open(ws / "out", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         try:
             os.mkfifo("junit.xml", 0o666, dir_fd=out)
@@ -95,9 +102,13 @@ class ReportPipe:
             if self._thread.is_alive():
                 os.write(self._wake_write, b"x")
                 self._thread.join()
-            self._result = b"".join(self._chunks) or None
+            self._result = b"".join(self._chunks) or self._renamed_over()
             self._close_fds()
         return self._result
+
+    def _renamed_over(self) -> bytes | None:
+        """The regular file a runner renamed over the pipe (module docstring), or None."""
+        return read_file(self._ws, ("out", "junit.xml"), REPORT_MAX_BYTES + 1)
 
     def close(self) -> None:
         """Release the pipe's descriptors and thread (what was collected is kept)."""
