@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from testprism.tasks.execution.reward import read_reward, verifier_command
-from testprism.tasks.execution.verdict import Unreadable, classify
+from testprism.tasks.execution.reward import REWARD_MAX_BYTES, read_reward, verifier_command
+from testprism.tasks.execution.verdict import ResultsDisagree, Unreadable, classify
 from testprism.tasks.importing.harbor import TaskConfig, import_harbor, run_time_fetches, task_language
 from testprism.tasks.importing.rows import RowError
-from testprism.tasks.model.benchmark import BenchmarkError, load_benchmark, load_instance
+from testprism.tasks.model.benchmark import BenchmarkError, RewardSpec, load_benchmark, load_instance
 from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox.base import ExecResult, Limits
@@ -91,35 +91,66 @@ def framed(**files: bytes) -> bytes:
     return b"".join(b"== %s %d\n" % (name.replace("_", ".").encode(), len(data)) + data for name, data in files.items())
 
 
-@pytest.mark.parametrize(("handed", "outcome"), [
-    (framed(reward_txt=b"1\n"), "passed"),
-    (framed(reward_txt=b"1.0"), "passed"),
-    (framed(reward_txt=b"0\n"), "failed"),
-    (framed(reward_txt=b"0.5\n"), "failed"),
-    (framed(reward_json=b'{"reward": 1, "tests": 3}'), "passed"),
-    (framed(reward_json=b'{"tests": 3}', reward_txt=b"1"), "passed"),  # Harbor's fallback to reward.txt
-    (framed(reward_json=b'{"reward": 0}', reward_txt=b"1"), "failed"),  # reward.json first
+TXT, JSON = RewardSpec(tests="tests", format="txt"), RewardSpec(tests="tests", format="json")
+#: a reward.json nested 60,000 arrays deep
+DEEP = b"[" * 60_000 + b"]" * 60_000
+
+
+@pytest.mark.parametrize(("handed", "declared", "outcome"), [
+    (framed(reward_txt=b"1\n"), TXT, "passed"),
+    (framed(reward_txt=b"1.0"), TXT, "passed"),
+    (framed(reward_txt=b"0\n"), TXT, "failed"),
+    (framed(reward_txt=b"0.5\n"), TXT, "failed"),
+    (framed(reward_txt=b"1\n"), RewardSpec(tests="tests"), "passed"),  # no format: Harbor's documented default
+    (framed(reward_json=b'{"reward": 1, "tests": 3}'), JSON, "passed"),
+    (framed(reward_json=b'{"reward": 0}'), JSON, "failed"),
 ])
-def test_a_reward_of_one_passes(handed, outcome):
-    (result,) = read_reward(handed)
+def test_a_reward_of_one_passes(handed, declared, outcome):
+    (result,) = read_reward(handed, declared)
     assert (result.name, result.outcome) == ("reward", outcome)
 
 
-@pytest.mark.parametrize(("handed", "message"), [
-    (framed(reward_txt=b"passed\n"), "/logs/verifier/reward.txt holds 'passed', not a number"),
-    (framed(reward_txt=b"nan"), "/logs/verifier/reward.txt holds 'nan', not a finite number"),
-    (framed(reward_txt=b"  \n"), "/logs/verifier/reward.txt is empty"),
-    (framed(reward_json=b'{"reward": true}'), "/logs/verifier/reward.json has no numeric `reward` (got 'True')"),
-    (framed(reward_json=b"[1]"), "/logs/verifier/reward.json is not an object"),
-    (framed(reward_json=b"{"), "/logs/verifier/reward.json is not JSON"),
-    (b"", "the verifier left no reward: neither /logs/verifier/reward.json nor reward.txt"),
-    (b"<testsuite/>", "the reward files came back garbled"),
-    (b"== reward.txt 99\n1", "the reward files came back garbled"),
+@pytest.mark.parametrize(("handed", "declared", "message"), [
+    (framed(reward_txt=b"passed\n"), TXT, "/logs/verifier/reward.txt holds 'passed', not a number"),
+    (framed(reward_txt=b"nan"), TXT, "/logs/verifier/reward.txt holds 'nan', not a finite number"),
+    (framed(reward_txt=b"  \n"), TXT, "/logs/verifier/reward.txt is empty"),
+    (framed(reward_json=b'{"reward": true}'), JSON, "/logs/verifier/reward.json has no numeric `reward` (got 'True')"),
+    (framed(reward_json=b'{"tests": 3}'), JSON, "/logs/verifier/reward.json has no numeric `reward` (got 'None')"),
+    (framed(reward_json=b"[1]"), JSON, "/logs/verifier/reward.json is not an object"),
+    (framed(reward_json=b"{"), JSON, "/logs/verifier/reward.json is not JSON"),
+    (framed(reward_json=DEEP[:REWARD_MAX_BYTES]), JSON,  # as the wrapper hands it back: cut to its bound
+     "/logs/verifier/reward.json is past a bound: arrays and objects nested over 64 deep"),
+    (b"", TXT, "the verifier left no reward: no /logs/verifier/reward.txt"),
+    (b"", JSON, "the verifier left no reward: no /logs/verifier/reward.json"),
+    (b"<testsuite/>", TXT, "the reward files came back garbled"),
+    (b"== reward.txt 99\n1", TXT, "the reward files came back garbled"),
 ])
-def test_a_reward_that_is_not_a_number_is_unreadable(handed, message):
+def test_a_reward_that_is_not_a_number_is_unreadable(handed, declared, message):
     with pytest.raises(Unreadable) as caught:
-        read_reward(handed)
-    assert str(caught.value) == message
+        read_reward(handed, declared)
+    assert (str(caught.value), caught.value.reason) == (message, Reason.PARSE_FAILED)
+
+
+@pytest.mark.parametrize(("handed", "declared", "foreign"), [
+    (framed(reward_json=b'{"reward": 1}', reward_txt=b"0"), TXT, "reward.json"),  # the forger's file read first, once
+    (framed(reward_json=b'{"reward": 1}', reward_txt=b"1"), TXT, "reward.json"),  # even when both say 1
+    (framed(reward_json=b'{"reward": 0}', reward_txt=b"1"), JSON, "reward.txt"),
+    (framed(reward_json=b'{"reward": 1}'), TXT, "reward.json"),  # the verifier's own file missing
+    (framed(reward_txt=b"1"), JSON, "reward.txt"),
+])
+def test_a_reward_file_of_the_other_name_makes_the_results_disagree(handed, declared, foreign):
+    """Only the declared file is the verifier's: the other, beside it, was written by the
+    checked code, and no reward is read (E/results_disagree, never P)."""
+    with pytest.raises(ResultsDisagree) as caught:
+        read_reward(handed, declared)
+    assert caught.value.reason == Reason.RESULTS_DISAGREE
+    assert str(caught.value).startswith(f"/logs/verifier/{foreign} was written beside the verifier's own reward file")
+
+    def read(result):
+        return read_reward(result.junit_xml, declared)
+
+    run = ExecResult(exit_code=0, duration_s=0.1, output_tail="", junit_xml=handed)
+    assert classify(run, ("reward",), read=read) == (Outcome.ERROR, Reason.RESULTS_DISAGREE)
 
 
 def test_an_unreadable_reward_is_an_error_never_a_verdict():
@@ -127,7 +158,7 @@ def test_an_unreadable_reward_is_an_error_never_a_verdict():
         return ExecResult(exit_code=exit_code, duration_s=0.1, output_tail="", junit_xml=handed)
 
     def read(result):
-        return read_reward(result.junit_xml)
+        return read_reward(result.junit_xml, TXT)
 
     assert classify(run(framed(reward_txt=b"1"), exit_code=1), ("reward",), read=read) == (Outcome.PASS, None)
     assert classify(run(framed(reward_txt=b"0")), ("reward",), read=read) == (Outcome.FAIL, None)
@@ -145,7 +176,7 @@ def test_the_wrapped_verifier_hands_the_reward_files_back(tmp_path):
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert junit.read_bytes() == b"== reward.txt 4\n0.5\n"
-    assert read_reward(junit.read_bytes())[0].outcome == "failed"
+    assert read_reward(junit.read_bytes(), TXT)[0].outcome == "failed"
 
 
 # -- the import: refusals before anything runs -----------------------------------------------

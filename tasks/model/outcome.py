@@ -40,6 +40,7 @@ class Reason(StrEnum):
     BUILD_FAILED = "build_failed"  #: the state's build step (`[build]`) failed, timed out or left an unsafe tree
     PARSE_FAILED = "parse_failed"  #: the run's log, read by the instance's `[checks] parser`, named no test,
     #: passed a bound or broke the parser (tasks/execution/logs): no per-test result, so never P or F
+    RESULTS_DISAGREE = "results_disagree"  #: the run's report, log and exit status contradict each other
     # -- the suite ---------------------------------------------------------------------------
     MISSING_SUITE = "missing_suite"  #: the configuration has no suite for this instance
     INVALID_SUITE = "invalid_suite"  #: the suite package was rejected when loaded (e.g. symlinks)
@@ -106,7 +107,7 @@ class Reason(StrEnum):
 LIMIT_REASONS = frozenset({Reason.MEMORY_LIMIT, Reason.DISK_LIMIT, Reason.PROCESS_LIMIT})
 RUN_FAILURES = frozenset({Reason.TIMEOUT, Reason.PATCH_FAILED, Reason.UNSTABLE, Reason.SANDBOX_ERROR,
                           Reason.OUTPUT_LIMIT, Reason.ENVIRONMENT_FAILED, Reason.BUILD_FAILED,
-                          Reason.PARSE_FAILED}) | LIMIT_REASONS
+                          Reason.PARSE_FAILED, Reason.RESULTS_DISAGREE}) | LIMIT_REASONS
 #: The `runs` dataset (and the report's `not_run`).
 RUN_REASONS = RUN_FAILURES | {Reason.MISSING_SUITE, Reason.INVALID_SUITE, Reason.SUITE_NOT_INSTALLED, Reason.NOT_RUN,
                               Reason.EARLY_STOPPED}
