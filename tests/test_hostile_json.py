@@ -191,7 +191,7 @@ def test_the_harness_stays_small_reading_the_worst_json():
     measured = {worst: peak_rss_kib(worst, every) for worst in WORST}
     control = peak_rss_kib("wide", "json.loads(data)")
     print(f"(growth, peak) of the peak RSS in KiB, every reader: {measured}; json.loads on wide: {control}")
-    assert max(growth for growth, _ in measured.values()) < 32 * 1024 < 128 * 1024 < control[0], (measured, control)
+    assert max(growth for growth, _ in measured.values()) < 48 * 1024 < 128 * 1024 < control[0], (measured, control)
 
 
 # -- the stages ------------------------------------------------------------------------------------

@@ -7,14 +7,16 @@ as root outside every limit. `json.loads` recurses once per nesting level: a doc
 caught ValueError and failed a whole stage. And it builds whatever it is given: 8 MiB of
 `[],` is 2.8 million lists.
 
-So the bounds are checked on the bytes BEFORE anything is parsed, without recursion: the
-text must be UTF-8 (RFC 8259) of at most `max_bytes`; its strings are blanked out (one
-regular expression, so a bracket inside a string counts for nothing); what is left is
-scanned for the nesting depth (a running sum over the brackets, in C: no Python loop per
-byte) and its values counted (every container plus every comma, an upper bound of the
-values). Only a document within all three is handed to `json.loads`, whose recursion then
-stays under `max_depth`. Past a bound: JSONTooLarge; not JSON: ValueError; both are
-ValueErrors, so a reader that treats ValueError as "unreadable" needs no other case.
+So the bounds are checked on the bytes BEFORE anything is parsed, without recursion: at
+most `max_bytes`; the strings are cut out (one regular expression, so a bracket inside a
+string counts for nothing; no byte of a quote, backslash or bracket is ever part of another
+character's UTF-8 sequence); what is left is scanned for the nesting depth (a running sum
+over the brackets, in C: no Python loop per byte) and its values counted (every container
+plus every comma, an upper bound of the values). Only a document within all three is
+decoded as UTF-8 (RFC 8259) and handed to `json.loads`, whose recursion then stays under
+`max_depth`. The scan holds two transient copies at most the document's size. Past a bound:
+JSONTooLarge; not JSON: ValueError; both are ValueErrors, so a reader that treats ValueError
+as "unreadable" needs no other case.
 """
 
 from __future__ import annotations
@@ -50,10 +52,9 @@ def loads(data: bytes | str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX
     """`data` parsed as JSON once it is known to be within the bounds (module docstring).
     Raises JSONTooLarge past a bound, ValueError (UnicodeDecodeError, JSONDecodeError) when
     it is not UTF-8 JSON."""
-    raw = data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else bytes(data)
+    raw = data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else data
     if len(raw) > max_bytes:
         raise JSONTooLarge(f"{len(raw)} bytes, over {max_bytes}")
-    text = raw.decode("utf-8")
     structure = _STRING.sub(b"", raw).translate(None, _OTHER)
     values = len(structure) - structure.count(b"]") - structure.count(b"}")
     if values > max_elements:
@@ -61,4 +62,5 @@ def loads(data: bytes | str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX
     signs = array("b", structure.translate(_SIGNS))
     if max(accumulate(signs), default=0) > max_depth:
         raise JSONTooLarge(f"arrays and objects nested over {max_depth} deep")
-    return json.loads(text)
+    del structure, signs
+    return json.loads(raw.decode("utf-8"))
