@@ -176,7 +176,7 @@ def peak_rss_kib(worst: str, call: str) -> tuple[int, int]:
     """(growth, peak) of a fresh harness process's peak RSS (KiB) while `call` reads the
     worst input `worst`, beyond what building it took."""
     code = PEAK_RSS.format(tests=str(Path(__file__).parent), worst=worst, call=call)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900,
                           cwd=Path(__file__).parents[1])
     assert done.returncode == 0, done.stderr
     growth, peak = done.stdout.split()[-2:]
