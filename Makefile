@@ -12,7 +12,7 @@ SETUP := PYTHON='$(PYTHON)' .ci/setup
 REQUIRE_ALL := TESTPRISM_REQUIRE_SANDBOX=1 TESTPRISM_REQUIRE_DOCKER=1 TESTPRISM_REQUIRE_CHROMIUM=1 \
 	TESTPRISM_REQUIRE_TOOLCHAINS=1 TESTPRISM_REQUIRE_SLURM=1
 
-.PHONY: demo test test-fast test-polyglot setup clean
+.PHONY: demo demo-full test test-fast test-polyglot setup clean
 
 # Rebuilt (--clear) when the dependencies or this file change, e.g. an older venv made with
 # another interpreter.
@@ -26,10 +26,16 @@ setup:
 	$(SETUP) test
 	@$(MAKE) --no-print-directory $(STAMP)
 
+# The quick part of the bundled benchmark (examples/demo.toml); demo-full: all ten languages.
 demo:
 	$(SETUP) demo
 	@$(MAKE) --no-print-directory $(STAMP)
 	$(BIN)/testprism demo --out demo-out
+
+demo-full:
+	$(SETUP) demo
+	@$(MAKE) --no-print-directory $(STAMP)
+	$(BIN)/testprism demo --full --out demo-full-out
 
 test: setup
 	$(REQUIRE_ALL) $(BIN)/python -m pytest -q
@@ -45,4 +51,4 @@ test-fast: setup
 	$(REQUIRE_ALL) $(BIN)/python -m pytest -q -m "not slow"
 
 clean:
-	rm -rf $(VENV) demo-out
+	rm -rf $(VENV) demo-out demo-full-out

@@ -4,7 +4,7 @@ and what one configuration costs at SWEPatchTest's scale with each saving on and
 Measured (one process, paired rounds, as bench/replay_overhead.py measures: its functions
 are imported, not copied): one suite on the reference state of one real instance (default:
 a SWE-bench Lite sympy record rebuilt from a PyPI source release, its suite a generated
-test patch; building it: README, Performance). Every round runs each of these `--block`
+test patch; building it: docs/performance.md, "A cost model"). Every round runs each of these `--block`
 times back to back, in turn, so the machine's drifting load hits them alike:
 
 - `bare`: the suite's command in a prepared copy of the state, no sandbox, no copy

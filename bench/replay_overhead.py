@@ -16,7 +16,7 @@ it:
   create, start, wait, remove all on the run's path.
 - `docker-ahead`: the same with the opt-in start ahead (`prewarm=True`): the next run's
   container started while the previous one executes (bind mode). Until 2026-12-03 this was
-  the default and `docker-cold` named the other; the README's older rows use those names.
+  the default and `docker-cold` named the other; docs/performance.md's older entries use those names.
 - `docker-reused`: DockerBackend fast mode (one container kept, workspace reset).
 - `local-tmpfs`, `docker-tmpfs` (only when asked for): `local` and `docker` with their run
   workspaces in /dev/shm (WorkPaths.runs_root, `$TESTPRISM_WORKSPACES`): the per-run copy

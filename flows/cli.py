@@ -52,7 +52,7 @@ USAGE = (
 def _group(cls: type[Commands] = Commands, **settings: object) -> typer.Typer:
     """A typer app of the CLI. Its help is click's plain text: typer's rich panels cost about
     0.1 s of imports (markdown-it, pygments) and drawing on every `--help`, a third of the
-    0.3 s budget (README, Performance)."""
+    0.3 s budget (docs/performance.md, "CLI start")."""
     return typer.Typer(cls=cls, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                        **settings)  # type: ignore[arg-type]
 
@@ -607,13 +607,20 @@ def demo(
     benchmark: Annotated[Path, typer.Option(
         help="a benchmark folder with the demo's generators/ (default: the bundled one)", exists=True,
         file_okay=False)] = BUNDLED,
+    full: Annotated[bool, typer.Option(
+        "--full", help="the whole bundled benchmark (ten languages, ~25 min) instead of its quick part")] = False,
 ) -> None:
-    """Generate suites with the bundled scripted generators, then replay, score and report the
-    bundled benchmark with them (trusted code: runs even without bubblewrap). `--benchmark`
-    runs the same on another folder of that shape (a part of the bundled one, say): that is
-    someone else's code, never trusted, so it needs the sandbox."""
+    """Generate suites with the bundled scripted generators, then replay, score and report a
+    part of the bundled benchmark with them (examples/demo.toml: five instances, three
+    languages, about three minutes; `--full`: all of it). The bundled code is trusted: it runs
+    even without bubblewrap. `--benchmark` runs the same on another folder of that shape:
+    that is someone else's code, never trusted, so it needs the sandbox."""
     start = time.monotonic()
     trusted = benchmark.resolve() == BUNDLED.resolve()
+    if trusted and not full:
+        from testprism.tasks.model.bundled import bundled_part, quick_demo
+
+        benchmark = bundled_part(out / "quick-benchmark", quick_demo())
     from testprism.flows.generate import generate_flow
     from testprism.flows.report import report_flow
     from testprism.tasks.generate.settings import GenerateSettings

@@ -190,6 +190,7 @@ def collect_flow(
     funnel.add(stages.panel_stage(choices, settings.panel))
 
     stages.record(target, bench, pool, choices, funnel)
+    stages.restored(pool)
     for stage in funnel.stages:
         log.info("%s", stage.summary())
     if out:

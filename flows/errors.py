@@ -8,7 +8,7 @@ The flows' inputs are checked before a flow starts (flows.runner.open_inputs,
 tasks.score.scores.scorable_store), so a mistake never reaches Prefect, which would log its
 own traceback of the failed flow run.
 
-Exit statuses (README, "Exit status"):
+Exit statuses (docs/commands.md, "Exit status"):
 
 - 0: done.
 - 1: done, but the command's rule says it failed (import: nothing imported, or any issue with

@@ -17,6 +17,7 @@ hook is silent.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -111,6 +112,10 @@ class StageCounts:
         return remaining / rate if rate else None
 
 
+#: seconds between two plain progress lines when the output is not a terminal
+PLAIN_EVERY_S = 5.0
+
+
 def _clock(seconds: float | None) -> str:
     if seconds is None:
         return "-:--:--"
@@ -130,6 +135,9 @@ class StageDisplay:
         self.task: TaskID | None = None
         self.counts: StageCounts | None = None
         self.final = False  #: the stage ended: its line shows the time it took, not the time left
+        #: off a terminal (a demo piped to a file) rich draws nothing until a stage ends: a
+        #: plain line every PLAIN_EVERY_S instead, from a thread of its own, stopped by this
+        self._plain: threading.Event | None = None
 
     def start(self, stage: str, planned: int, already: int = 0) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn
@@ -147,18 +155,41 @@ class StageDisplay:
         self.finish()
         self.counts = StageCounts(stage, planned, already)
         self.final = False
+        if not self.console.is_terminal:
+            self._plain = threading.Event()
+            self._line()
+            threading.Thread(target=self._plain_lines, args=(self._plain,), daemon=True).start()
+            return
         self.bar = Progress(TextColumn("[bold]{task.description:<9}"), BarColumn(), MofNCompleteColumn(), Counts(),
                             console=self.console, transient=False, refresh_per_second=2)
         self.bar.start()
         self.task = self.bar.add_task(stage, total=planned, completed=already)
 
     def batch_done(self, done: int, stored: int = 0, reused: int = 0, failed: int = 0) -> None:
-        if self.bar is None or self.counts is None or self.task is None:
+        if self.counts is None:
             return
         self.counts.add(done, stored, reused, failed)
-        self.bar.update(self.task, advance=done)
+        if self.bar is not None and self.task is not None:
+            self.bar.update(self.task, advance=done)
+
+    def _line(self) -> None:
+        """One plain line of the stage's progress (off a terminal)."""
+        c = self.counts
+        if c is not None:
+            self.console.print(f"{c.stage} {c.already + c.done}/{c.planned}  {self._counts()}  {self._pace()}",
+                               highlight=False, markup=True, soft_wrap=True)
+
+    def _plain_lines(self, stop: threading.Event) -> None:
+        while not stop.wait(PLAIN_EVERY_S):
+            self._line()
 
     def finish(self) -> None:
+        if self._plain is not None:
+            self._plain.set()
+            self._plain = None
+            self.final = True
+            self._line()
+            return
         if self.bar is None or self.task is None:
             return
         self.final = True

@@ -41,7 +41,7 @@ MAX_BATCH_RUNS = 200
 #: summary, and a run's memory is held by its sandbox's own limit. Idle, a LocalCluster of
 #: 2 workers took 8.4 s of CPU a minute with Dask's defaults (flow process 3.1 s, workers
 #: 5.3 s), 2.4 s with the diagnostics quiet (1.3 s, 1.1 s) and 1.1 s with the memory check
-#: slowed too (0.6 s, 0.5 s): CPU the runs on the same cores do not get (README, Performance).
+#: slowed too (0.6 s, 0.5 s): CPU the runs on the same cores do not get (docs/performance.md).
 QUIET_DASK = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.tick.interval": "1s",
@@ -149,7 +149,7 @@ def flow_api_env() -> dict[str, str]:
     Without it, every worker of a LocalCluster starts a temporary Prefect server of its own
     and records its task runs there, not where the flow is: 10-25 s and most of a core per
     worker before its first batch (bench/replay_throughput.py). Workers of a cluster
-    reached by address need PREFECT_API_URL set where they start (README, Execution)."""
+    reached by address need PREFECT_API_URL set where they start (docs/replay.md, "Batches and workers")."""
     from prefect.settings import PREFECT_API_URL
 
     url = PREFECT_API_URL.value()

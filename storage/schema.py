@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 5  # 2: runs.patch_method, runs.suite_patch_method, verifications.patch_method
+SCHEMA_VERSION = 6  # 2: runs.patch_method, runs.suite_patch_method, verifications.patch_method
 # 3: candidates.provenance, panels.provenance, scores/leaderboard_by_provenance
 # 4: runs.reused_from, runs.replayed, runs.confirmation; scores/flakes by confirmation policy
 # 5: crossval_flags.execution_verdict, review, review_rationale, review_model (a table crossval
 #    rewrites whole); the `reviews` dataset (crossval's semantic review)
+# 6: verifications.restored, candidates.restored (the test infrastructure a candidate changed,
+#    put back before its checks: tasks/execution/infrastructure.py)
 
 #: Columns a version added to datasets an older store already holds, with the value an
 #: older row reads as (None: null). Additive only, so a store of the version before opens
@@ -19,6 +21,7 @@ ADDED_COLUMNS: dict[int, dict[str, dict[str, str | None]]] = {
     3: {"candidates": {"provenance": "agent"}, "panels": {"provenance": None}},
     4: {"runs": {"reused_from": None, "replayed": None, "confirmation": "every failure"}},
     5: {},
+    6: {"verifications": {"restored": None}, "candidates": {"restored": None}},
 }
 
 TEST_RESULT = pa.struct(
@@ -179,6 +182,7 @@ VERIFICATIONS = pa.schema(
         pa.field("isolation", pa.string()),
         pa.field("tests", pa.list_(TEST_RESULT)),
         pa.field("patch_method", pa.string()),  # how the state's patch applied: git apply | patch --fuzz=N | none
+        pa.field("restored", pa.list_(pa.string())),  # test infrastructure the state's patch changed, put back (6)
     ]
 )
 
@@ -199,6 +203,7 @@ CANDIDATES = pa.schema(
         pa.field("in_panel", pa.bool_(), nullable=False),
         pa.field("patch", pa.string(), nullable=False),  # normalised
         pa.field("provenance", pa.string()),  # agent: submitted | mutant: made by collect --mutants (schema 3)
+        pa.field("restored", pa.list_(pa.string())),  # test infrastructure it changed, put back before its checks (6)
     ]
 )
 

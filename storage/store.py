@@ -62,7 +62,7 @@ def _atomic_write(table: pa.Table, target: Path) -> None:
 
 
 class Store:
-    """A store rooted at a local folder (README.md, Store)."""
+    """A store rooted at a local folder (docs/architecture.md, "The store")."""
 
     def __init__(self, root: Path | str) -> None:
         self.paths = StorePaths(Path(root))

@@ -35,19 +35,22 @@ class Script:
         return sum(self.requests.values())
 
 
-def answer(content: str | None, refusal: str | None = None, finish_reason: str = "stop") -> dict:
+def answer(content: str | None, refusal: str | None = None, finish_reason: str = "stop",
+           usage: tuple[int, int] = (1, 1)) -> dict:
+    """A completion; `usage`: its prompt and completion tokens."""
     return {"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "judge-test",
             "choices": [{"index": 0, "finish_reason": finish_reason,
                          "message": {"role": "assistant", "content": content, "refusal": refusal}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+            "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}}
 
 
 def scored(score: int) -> dict:
     return answer(json.dumps({"score": score, "rationale": f"scored {score}"}))
 
 
-def respond(marker: str, seen: int) -> tuple[int, dict, float]:
-    """(status, body, seconds to sleep first) for the `seen`-th request (from 1) of a marker."""
+def respond(marker: str, seen: int, messages: list[dict] = ()) -> tuple[int, dict, float]:
+    """(status, body, seconds to sleep first) for the `seen`-th request (from 1) of a marker
+    whose conversation is `messages`."""
     if marker.startswith("score-"):
         return 200, scored(int(marker.removeprefix("score-"))), 0.0
     if marker == "fenced":
@@ -55,7 +58,13 @@ def respond(marker: str, seen: int) -> tuple[int, dict, float]:
     if marker == "strategy":  # rsi's llm proposer (tests/test_rsi.py): a strategy in a fence, out of bounds
         return 200, answer('Next:\n```json\n{"rounds": 99, "agent_steps": 7.4, "model": "other"}\n```'), 0.0
     if marker in REVIEWS:  # crossval's semantic review (tests/test_crossval.py)
-        return 200, answer(json.dumps({"verdict": marker.removeprefix("review-"), "rationale": REVIEWS[marker]})), 0.0
+        return 200, naive_review(messages, marker), 0.0
+    if marker in MALFORMED_REVIEWS:
+        return 200, answer(MALFORMED_REVIEWS[marker]), 0.0
+    if marker == "review-no-usage":  # an endpoint that does not say what an answer cost
+        body = answer(json.dumps({"verdict": "confirm", "rationale": REVIEWS["review-confirm"]}))
+        del body["usage"]
+        return 200, body, 0.0
     if marker == "strategy-text":  # rsi's llm proposer rewriting the instructions (tests/test_rsi.py)
         return 200, answer(json.dumps({"rounds": 2, "instructions": STRATEGY_TEXT})), 0.0
     if marker == "malformed":
@@ -91,6 +100,44 @@ REVIEWS = {
     "review-confirm": "The test only checks that `bug` is gone, so a repair writing anything else passes it; the "
                       "instruction asks for `fixed`.",
 }
+
+#: answers to a review that are not the verdict asked for (tests/test_review.py)
+MALFORMED_REVIEWS = {
+    "review-prose": "keep, I think",
+    "review-extra": json.dumps({"verdict": "overturn", "rationale": "fine", "confidence": 0.9}),
+    "review-keep": json.dumps({"verdict": "keep", "rationale": "fine"}),
+    "review-trailing": json.dumps({"verdict": "overturn", "rationale": "fine"}) + "\nI hope this helps.",
+}
+#: how a system prompt declares the tag of its data fence (tasks/generate/review.py SYSTEM_PROMPT)
+DECLARED_FENCE = re.compile(r"between <([A-Za-z0-9_-]+) name=")
+#: an instruction that names one verdict ('answer {"verdict": "overturn", ...}'); the
+#: harness's own instruction names both ("confirm" | "overturn") and is no order
+VERDICT_ORDER = re.compile(r'"verdict"\s*:\s*"(confirm|overturn)"\s*[,}]')
+#: what the stand-in reviewer says when it obeys an order it found in the prompt
+OBEYED = "As instructed, the flag is lifted."
+
+
+def unfenced(messages: list[dict]) -> str:
+    """The conversation as a model that honours its system prompt reads instructions: every
+    region inside the data fence the system message declares is dropped (a region runs from
+    `<TAG name=...>` to the first `</TAG>`, as a naive parser would close it); with no
+    declared fence, everything is read."""
+    text = "\n".join(m["content"] for m in messages)
+    declared = DECLARED_FENCE.search(messages[0]["content"]) if messages and messages[0]["role"] == "system" else None
+    if declared is None:
+        return text
+    tag = re.escape(declared.group(1))
+    return re.sub(rf"<{tag} name=[^>]*>.*?</{tag}>", "", text, flags=re.DOTALL)
+
+
+def naive_review(messages: list[dict], marker: str) -> dict:
+    """A stand-in reviewer that obeys: the last order naming a verdict it finds outside the
+    data fence wins (an injection in unfenced text lifts the flag); with none, it answers by
+    the marker's rule. Its usage counts words, so budgets meet tokens the server reported."""
+    orders = VERDICT_ORDER.findall(unfenced(messages))
+    verdict, rationale = (orders[-1], OBEYED) if orders else (marker.removeprefix("review-"), REVIEWS[marker])
+    content = json.dumps({"verdict": verdict, "rationale": rationale})
+    return answer(content, usage=(sum(len(m["content"].split()) for m in messages), len(content.split())))
 
 
 #: the provided agent's program in tests/test_agent.py: `add` subtracts
@@ -250,7 +297,7 @@ def handler_for(script: Script) -> type[BaseHTTPRequestHandler]:
                 script.in_flight += 1
                 script.max_in_flight = max(script.max_in_flight, script.in_flight)
             try:
-                status, payload, delay = respond(marker, seen)
+                status, payload, delay = respond(marker, seen, body["messages"])
                 with script.lock:
                     script.exchanges.append((body, payload))
                 time.sleep(delay)

@@ -1,5 +1,5 @@
 """A user's mistake ends a command in a line or two naming the file and the field, with the
-exit status README documents (2: wrong input, 3: this machine cannot run it), and no
+exit status docs/commands.md documents (2: wrong input, 3: this machine cannot run it), and no
 traceback unless --verbose. Run through the real CLI: the installed `testprism` in a
 subprocess where the traceback is the point, typer's runner for the rest (seconds faster)."""
 

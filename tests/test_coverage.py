@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import logging
 import shutil
-import subprocess
 import sys
 import textwrap
+from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
@@ -16,13 +16,20 @@ import pytest
 from scipy.stats import pearsonr, spearmanr
 
 from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
+from testprism.tasks.score.coverage import probe
 from testprism.tasks.score.coverage.probe import measure_coverage
 from testprism.tasks.score.coverage.summary import coverage_summary
-from testprism.tasks.score.coverage.instrument import COMMAND, COVERAGE_REQUIREMENT, coverage_environment, coverage_suite
+from testprism.tasks.score.coverage.instrument import (COVERAGE_REQUIREMENT, HELPER_AT, SEAL, Placement, coverage_environment,
+                                                      coverage_helpers, new_nonce, placement, runner_head, unseal,
+                                                      with_helpers)
+from testprism.tasks.sandbox import local
+from testprism.tasks.sandbox.base import Limits, Mount, RunRequest
 from testprism.tasks.model.changes import ChangedFile, ChangedFunction, analyse_file, analyse_reference, changed_lines
 from testprism.tasks.score.coverage.reports import MeasuredFile, parse_report, score_changes
 from testprism.tasks.model.workdir import WorkPaths
 from tests.benchfixture import BUGGY, CHECKS, REFERENCE, WEAK, diff, make_benchmark
+from tests.conftest import open_backend
+from tests.coveragefixture import run_helpers
 
 OLD = textwrap.dedent('''\
     """Module."""
@@ -201,15 +208,9 @@ def test_helper_measures_every_python_process_without_a_sandbox(tmp_path):
     program.mkdir()
     (program / "stats.py").write_text(REFERENCE)
     changes = analyse_reference(program, diff("stats.py", BUGGY, REFERENCE).encode())
-    folder, files = coverage_suite(suite, changes, WorkPaths(tmp_path / "work"))
-    for rel in files:
-        (program / "tmp" / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(folder / rel, program / "tmp" / rel)
-    (tmp_path / "out").mkdir()
-    report = tmp_path / "out" / "junit.xml"
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path),
-           "TESTPRISM_JUNIT": str(report)}
-    done = subprocess.run(["bash", "-c", COMMAND], cwd=program, env=env, capture_output=True, text=True, timeout=120)
+    helpers = coverage_helpers(suite, changes, WorkPaths(tmp_path / "work"))
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    done, report = run_helpers(program, suite, helpers, tmp_path / "out", env, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
     counts = score_changes(changes, parse_report(report.read_bytes()))
@@ -217,9 +218,9 @@ def test_helper_measures_every_python_process_without_a_sandbox(tmp_path):
     assert (counts.covered_lines, counts.changed_lines) == (3, 4)
     assert counts.missed_lines == ["stats.py:6"] and counts.ec == 1.0
     # A failing suite keeps its exit status and is still measured.
-    (program / "tmp" / "test_child.py").write_text(SUBPROCESS_SUITE.replace('"2.5"', '"2"'))
+    (suite.folder / "test_child.py").write_text(SUBPROCESS_SUITE.replace('"2.5"', '"2"'))
     report.unlink()
-    failed = subprocess.run(["bash", "-c", COMMAND], cwd=program, env=env, capture_output=True, text=True, timeout=120)
+    failed, report = run_helpers(program, suite, helpers, tmp_path / "out", env, timeout=120)
     assert failed.returncode == 1
     assert score_changes(changes, parse_report(report.read_bytes())).covered_lines == 3
 
@@ -283,3 +284,139 @@ def test_measure_coverage_in_the_sandbox_and_skip_stored_measurements(tmp_path, 
         edited = measure_coverage(bench, store, work_root, "local")
     assert "1 to run" in caplog.text
     assert {r["configuration"]: r["delta_c"] for r in edited.iter_rows(named=True)}["weak"] == 1.0
+
+
+# Two suites that run no program code and claim every changed line: one rewrites the helper's
+# collector (found through COVERAGE_PROCESS_START), one writes the report where the harness
+# reads it ($TESTPRISM_JUNIT's folder's parent) and locks it so the helper cannot replace it.
+FORGED = '{"data_files": 1, "error": null, "files": {"stats.py": {"statements": [1, 2, 3, 4, 5, 6, 7], "missing": []}}}'
+FORGING_COLLECTOR = f"import sys\nopen(sys.argv[1], 'w').write({FORGED!r})\n"
+REWRITE_HELPER = f'''\
+import os
+import pathlib
+
+
+def test_rewrites_the_helper():
+    here = pathlib.Path(os.environ["COVERAGE_PROCESS_START"]).parent
+    (here / "collect.py").write_text({FORGING_COLLECTOR!r})
+'''
+FORGE_REPORT = f'''\
+import os
+import pathlib
+
+
+def test_forges_the_report():
+    out = pathlib.Path(os.environ["TESTPRISM_JUNIT"]).parent.parent
+    (out / "junit.xml").write_text({FORGED!r})
+    (out / "junit.xml").chmod(0o444)
+    out.chmod(0o555)
+'''
+
+
+@contextmanager
+def old_placement(suite, helpers: Path, nonce: str, work: WorkPaths):
+    """The placement before the read-only mount: the helper folder copied under the suite's
+    writable tmp/, run from there."""
+    with placement(suite, helpers, nonce, work) as placed:
+        shutil.copytree(helpers, placed.suite_folder / "old-helper")
+        files = tuple(str(p.relative_to(placed.suite_folder)) for p in (placed.suite_folder / "old-helper").rglob("*")
+                      if p.is_file())
+        yield Placement(placed.suite_folder, (*placed.suite_files, *files), "bash tmp/old-helper/run.sh", ())
+
+
+def unsealed_unchecked(report: bytes | None, nonce: str) -> bytes:
+    """The harness before the seal: whatever report is there is read."""
+    report = report or b""
+    return report.split(b"\n", 1)[1] if report.startswith(SEAL) else report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", [pytest.param("local", marks=pytest.mark.requires("sandbox")),
+                                     pytest.param("docker", marks=pytest.mark.requires("docker"))])
+def test_a_suite_cannot_rewrite_the_helper_or_forge_its_report(tmp_path, work_root, backend, monkeypatch):
+    bench = make_benchmark(tmp_path / "bench", {
+        "strong": {"test_median.py": CHECKS},
+        "rewrite": {"test_rewrite.py": REWRITE_HELPER},
+        "forge": {"test_forge.py": FORGE_REPORT},
+    })
+
+    def rows(store: str) -> dict[str, dict]:
+        frame = measure_coverage(bench, tmp_path / store, work_root, backend)
+        return {r["configuration"]: r for r in frame.iter_rows(named=True)}
+
+    defended = rows("defended")
+    assert defended["strong"]["delta_c"] == 1.0 and defended["strong"]["ec"] == 1.0  # honest: unchanged
+    # The helper is read-only: the rewrite fails and the suite is measured for what it ran (nothing).
+    assert (defended["rewrite"]["delta_c"], defended["rewrite"]["ec"], defended["rewrite"]["reason"]) == (0.0, 0.0, None)
+    assert defended["rewrite"]["exit_code"] == 1  # its test failed: the write was refused
+    # The locked report does not carry the run's seal: no figure.
+    assert (defended["forge"]["delta_c"], defended["forge"]["reason"]) == (None, "coverage_failed")
+    # Control: the helper under the suite's tmp/ and the report read unsealed, as before.
+    monkeypatch.setattr(probe, "placement", old_placement)
+    monkeypatch.setattr(probe, "unseal", unsealed_unchecked)
+    undefended = rows("undefended")
+    assert undefended["strong"]["delta_c"] == 1.0
+    assert undefended["rewrite"]["exit_code"] == 0  # its write went through
+    for attack in ("rewrite", "forge"):
+        assert (undefended[attack]["delta_c"], undefended[attack]["ec"]) == (1.0, 1.0), undefended[attack]
+
+
+# The helper's own end, with a collector that says whether the suite's background processes
+# (one in its session, one in a session of its own) are still there when it runs.
+LEAVES_PROCESSES = "sleep 300 & echo $! > /tmp/left.pid\nsetsid sleep 300 & echo $! >> /tmp/left.pid\n"
+SAYS_WHO_IS_LEFT = '''\
+( exec bash "$here/entry.sh" )
+status=$?
+collecting
+for pid in $(cat /tmp/left.pid); do
+  state="$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null)"
+  if [ -n "$state" ] && [ "$state" != Z ]; then echo alive; else echo gone; fi
+done > "$report"
+hand_back
+exit "$status"
+'''
+
+
+@pytest.mark.parametrize("backend_name", [pytest.param("local", marks=pytest.mark.requires("sandbox")),
+                                          pytest.param("docker", marks=pytest.mark.requires("docker"))])
+def test_no_process_of_the_suite_is_left_when_the_collector_runs(tmp_path, work, backend_name):
+    """`collecting` ends every process the suite left, inside the run's own pid namespace;
+    control: the same helper mounted elsewhere than HELPER_AT does not (no sweep outside a
+    sandbox), and both processes are still there."""
+    backend = open_backend(backend_name, work)
+    try:
+        environment = backend.prepare(EnvironmentSpec(python="3.11", packages=()))
+        bench = make_benchmark(tmp_path / "bench", {"s": {"test_nothing.py": NOTHING}})
+        suite = load_benchmark(bench).suites[("s", "mini__median-even")]
+        helpers = with_helpers({"run.sh": runner_head("leaving processes") + SAYS_WHO_IS_LEFT,
+                                "entry.sh": LEAVES_PROCESSES}, work)
+        tree = tmp_path / "tree"
+        tree.mkdir()
+        (tree / "stats.py").write_text(REFERENCE)
+
+        def who_is_left(at: str) -> list[str]:
+            nonce = new_nonce()
+            with placement(suite, helpers, nonce, work) as placed:
+                result = backend.run(RunRequest(
+                    tree=tree, suite_folder=placed.suite_folder, suite_files=placed.suite_files,
+                    command=f"bash {at}/run.sh", environment=environment, limits=Limits(timeout_s=60.0),
+                    mounts=(Mount(at, helpers),)))
+            assert result.exit_code == 0 and not result.timed_out, result.output_tail
+            return unseal(result.junit_xml, nonce).decode().split()
+
+        assert who_is_left(HELPER_AT) == ["gone", "gone"]
+        assert who_is_left("/elsewhere") == ["alive", "alive"]  # control: no sweep
+    finally:
+        backend.close()
+
+
+@pytest.mark.requires("sandbox")
+def test_without_a_sandbox_coverage_is_not_measured(tmp_path, work_root, monkeypatch, caplog):
+    """`local` without bubblewrap (--unsafe-no-sandbox) cannot mount the helper read-only:
+    every row says so, none has a figure."""
+    monkeypatch.setattr(local, "bubblewrap_works", lambda: False)
+    bench = make_benchmark(tmp_path / "bench", {"strong": {"test_median.py": CHECKS}})
+    with caplog.at_level(logging.ERROR, logger="testprism.tasks.score.coverage"):
+        row = measure_coverage(bench, tmp_path / "store", work_root, "local", unsafe=True).row(0, named=True)
+    assert (row["delta_c"], row["reason"]) == (None, "coverage_failed")
+    assert "needs a read-only mount" in caplog.text

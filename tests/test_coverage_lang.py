@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from testprism.tasks.model.bundled import BUNDLED
-from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.model.benchmark import Suite, load_benchmark
+from testprism.tasks.model.changes import ChangedFile
 from testprism.tasks.model.state import apply_patch
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.score.coverage.probe import measure_coverage
 from testprism.tasks.score.coverage.reports import parse_gcov_report, parse_go_profile, parse_jacoco_report, parse_lcov_report, parse_mapped_v8_report, parse_pcov_report, parse_ruby_report, parse_v8_report, score_changes, v8_executed
-from testprism.tasks.score.coverage.instrument import COMMAND
 from testprism.tasks.score.coverage.toolchains import (
     GccToolchain,
     GoToolchain,
@@ -30,11 +30,13 @@ from testprism.tasks.score.coverage.toolchains import (
     PhpToolchain,
     RubyToolchain,
     RustToolchain,
+    Toolchain,
     TypeScriptToolchain,
     go_modules,
     toolchain_for,
 )
 from tests.benchfixture import CHECKS, diff, make_benchmark
+from tests.coveragefixture import run_helpers as run_suite_helpers
 from tests.langfixture import GO_RUN, JS_RUN, make_language_benchmark
 
 needs_go = needs_node = needs_gcc = pytest.mark.requires("toolchains")
@@ -204,18 +206,11 @@ def test_v8_coverage_from_node_test_to_lines(tmp_path):
         parse_v8_report(b'{"data_files": 0, "files": {}, "error": null}', {})
 
 
-def run_helpers(program: Path, folder: Path, files: tuple[str, ...], tmp_path: Path, **env: str):
-    """The helper scripts as a backend runs them: files under tmp/, COMMAND from the root,
-    the report at $TESTPRISM_JUNIT under out/."""
-    for rel in files:
-        (program / "tmp" / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(folder / rel, program / "tmp" / rel)
-    out = tmp_path / "out"
-    out.mkdir()
-    report = out / "junit.xml"
-    done = subprocess.run(["bash", "-c", COMMAND], cwd=program, capture_output=True, text=True, timeout=300,
-                          env=host_env(tmp_path, TESTPRISM_JUNIT=str(report), **env))
-    return done, report
+def run_helpers(program: Path, toolchain: Toolchain, suite: Suite, changes: tuple[ChangedFile, ...], tmp_path: Path,
+                **env: str):
+    """`toolchain`'s helpers for `suite` run as a backend runs them (tests/coveragefixture.py)."""
+    helpers = toolchain.helpers(suite, changes, program, WorkPaths(tmp_path / "work"))
+    return run_suite_helpers(program, suite, helpers, tmp_path / "out", host_env(tmp_path, **env))
 
 
 def suite_of(tmp_path: Path, entry: str):
@@ -232,8 +227,7 @@ def test_go_helpers_measure_the_suites_own_gotestsum(tmp_path):
     # not the test file; a closing brace alone is no code line (tree-sitter: tasks/model/syntax.py)
     assert [(c.path, sorted(c.lines)) for c in changes] == [("calc/calc.go", [5, 6])]
     suite = suite_of(tmp_path, 'gotestsum --junitfile "$TESTPRISM_JUNIT" -- ./...\n')
-    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
-    done, report = run_helpers(program, folder, files, tmp_path)
+    done, report = run_helpers(program, toolchain, suite, changes, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
     assert all(line.startswith(("mode:", "example.com/mini/calc/calc.go:")) for line in report.read_text().splitlines())
@@ -249,8 +243,7 @@ def test_go_without_a_profile_is_not_a_zero(tmp_path):
     program = go_module(tmp_path / "program")
     toolchain = GoToolchain()
     changes = toolchain.analyse(program, diff("calc/calc.go", CALC_GO_BEFORE, CALC_GO).encode())
-    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
-    done, report = run_helpers(program, folder, files, tmp_path)
+    done, report = run_helpers(program, toolchain, suite_of(tmp_path, "true\n"), changes, tmp_path)
     assert done.returncode == 0 and not report.exists()
     with pytest.raises(ValueError, match="no Go cover profile"):
         toolchain.parse(b"", program, changes)
@@ -267,9 +260,7 @@ def test_javascript_helpers_measure_every_node_process(tmp_path):
     assert {c.path: sorted(c.lines) for c in changes} == {"src/calc.cjs": [3, 4], "src/esm.mjs": [1, 2, 4, 5],
                                                          "src/calc.js": [2, 3, 4, 6, 11, 12, 15]}
     # node --test runs each test file in a child process: coverage comes from there.
-    folder, files = toolchain.suite(suite_of(tmp_path, "node --test test/\n"), changes, program,
-                                    WorkPaths(tmp_path / "work"))
-    done, report = run_helpers(program, folder, files, tmp_path)
+    done, report = run_helpers(program, toolchain, suite_of(tmp_path, "node --test test/\n"), changes, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
     never_loaded = next(c for c in changes if c.path == "src/calc.js")
@@ -385,8 +376,7 @@ def test_gcc_helpers_measure_the_c_instances_suites(tmp_path, configuration, mis
     changes = toolchain.analyse(program, reference)
     assert {c.path for c in changes} == {"include/ringbuf.h", "src/ringbuf.c"}
     suite = load_benchmark(BUNDLED, (configuration,)).suites[(configuration, RING)]
-    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
-    done, report = run_helpers(program, folder, files, tmp_path, **COVERAGE_FLAGS)
+    done, report = run_helpers(program, toolchain, suite, changes, tmp_path, **COVERAGE_FLAGS)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
     counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
@@ -402,8 +392,7 @@ def test_gcc_without_data_is_not_a_zero(tmp_path):
     program, reference = ring_reference(tmp_path)
     toolchain = GccToolchain()
     changes = toolchain.analyse(program, reference)
-    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
-    done, report = run_helpers(program, folder, files, tmp_path, **COVERAGE_FLAGS)
+    done, report = run_helpers(program, toolchain, suite_of(tmp_path, "true\n"), changes, tmp_path, **COVERAGE_FLAGS)
     assert done.returncode == 0 and report.read_text().startswith("# testprism gcov\n")
     with pytest.raises(ValueError, match="no process wrote gcov data"):
         toolchain.parse(report.read_bytes(), program, changes)
@@ -616,8 +605,7 @@ def test_ruby_helpers_measure_the_ruby_instances_suites(tmp_path, configuration,
         suite = load_benchmark(bench).suites[("s", "mini__median-even")]
     else:
         suite = load_benchmark(BUNDLED, (configuration,)).suites[(configuration, LISTKIT)]
-    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
-    done, report = run_helpers(program, folder, files, tmp_path)
+    done, report = run_helpers(program, toolchain, suite, changes, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
     counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
@@ -630,8 +618,7 @@ def test_ruby_without_a_process_is_not_a_zero(tmp_path):
     program, reference = bundled_reference(tmp_path, LISTKIT)
     toolchain = RubyToolchain()
     changes = toolchain.analyse(program, reference)
-    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
-    done, report = run_helpers(program, folder, files, tmp_path)
+    done, report = run_helpers(program, toolchain, suite_of(tmp_path, "true\n"), changes, tmp_path)
     assert done.returncode == 0
     with pytest.raises(ValueError, match="no Ruby process wrote coverage"):
         toolchain.parse(report.read_bytes(), program, changes)
@@ -715,8 +702,7 @@ def test_rust_helpers_measure_the_rust_instances_suites(tmp_path, configuration,
     changes = toolchain.analyse(program, reference)
     assert [c.path for c in changes] == [CELL]
     suite = load_benchmark(BUNDLED, (configuration,)).suites[(configuration, FMTKIT)]
-    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
-    done, report = run_helpers(program, folder, files, tmp_path, **variables)
+    done, report = run_helpers(program, toolchain, suite, changes, tmp_path, **variables)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
     counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
@@ -732,8 +718,7 @@ def test_rust_without_a_profile_is_not_a_zero(tmp_path):
     toolchain = RustToolchain()
     program, reference, variables = rust_reference(tmp_path, toolchain)
     changes = toolchain.analyse(program, reference)
-    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
-    done, report = run_helpers(program, folder, files, tmp_path, **variables)
+    done, report = run_helpers(program, toolchain, suite_of(tmp_path, "true\n"), changes, tmp_path, **variables)
     assert done.returncode == 0
     with pytest.raises(ValueError, match="no process wrote an LLVM profile"):
         toolchain.parse(report.read_bytes(), program, changes)
@@ -818,8 +803,7 @@ def test_php_helpers_measure_the_php_instances_suites(tmp_path, configuration, m
         suite = load_benchmark(bench).suites[("s", "mini__median-even")]
     else:
         suite = load_benchmark(BUNDLED, (configuration,)).suites[(configuration, SIZEKIT_PHP)]
-    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
-    done, report = run_helpers(program, folder, files, tmp_path)
+    done, report = run_helpers(program, toolchain, suite, changes, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
     counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
@@ -832,8 +816,7 @@ def test_php_without_a_process_is_not_a_zero(tmp_path):
     program, reference = bundled_reference(tmp_path, SIZEKIT_PHP)
     toolchain = PhpToolchain()
     changes = toolchain.analyse(program, reference)
-    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
-    done, report = run_helpers(program, folder, files, tmp_path)
+    done, report = run_helpers(program, toolchain, suite_of(tmp_path, "true\n"), changes, tmp_path)
     assert done.returncode == 0
     with pytest.raises(ValueError, match="no PHP process wrote coverage"):
         toolchain.parse(report.read_bytes(), program, changes)
@@ -912,8 +895,7 @@ def test_typescript_helpers_measure_the_typescript_instances_suites(tmp_path, co
         suite = load_benchmark(bench).suites[("s", "mini__median-even")]
     else:
         suite = load_benchmark(BUNDLED, (configuration,)).suites[(configuration, TSKIT)]
-    folder, files = toolchain.suite(suite, changes, program, WorkPaths(tmp_path / "work"))
-    done, report = run_helpers(program, folder, files, tmp_path)
+    done, report = run_helpers(program, toolchain, suite, changes, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "out" / "coverage" / "junit.xml").is_file()  # the suite's own report, moved aside
     counts = score_changes(changes, toolchain.parse(report.read_bytes(), program, changes))
@@ -925,8 +907,7 @@ def test_typescript_without_a_process_is_not_a_zero(tmp_path):
     program, reference = bundled_reference(tmp_path, TSKIT)
     toolchain = TypeScriptToolchain()
     changes = toolchain.analyse(program, reference)
-    folder, files = toolchain.suite(suite_of(tmp_path, "true\n"), changes, program, WorkPaths(tmp_path / "work"))
-    done, report = run_helpers(program, folder, files, tmp_path)
+    done, report = run_helpers(program, toolchain, suite_of(tmp_path, "true\n"), changes, tmp_path)
     assert done.returncode == 0
     with pytest.raises(ValueError, match="no Node process wrote V8 coverage"):
         toolchain.parse(report.read_bytes(), program, changes)
@@ -999,9 +980,7 @@ def test_typescript_run_by_another_loader_is_refused_not_mapped(tmp_path):
     toolchain = TypeScriptToolchain()
     changes = toolchain.analyse(program, reference)
     bench = make_benchmark(tmp_path / "bench", {"s": {"load.cjs": TS_REQUIRE_HOOK, "run_tests.sh": "node tmp/load.cjs\n"}})
-    folder, files = toolchain.suite(load_benchmark(bench).suites[("s", "mini__median-even")], changes, program,
-                                    WorkPaths(tmp_path / "work"))
-    done, report = run_helpers(program, folder, files, tmp_path)
+    done, report = run_helpers(program, toolchain, load_benchmark(bench).suites[("s", "mini__median-even")], changes, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr  # it ran, and V8 saw src/duration.ts
     with pytest.raises(ValueError, match="could not be mapped.*src/duration.ts: V8 ran code of it that no vm.runInThisContext"):
         toolchain.parse(report.read_bytes(), program, changes)

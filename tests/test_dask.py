@@ -104,7 +104,7 @@ def with_flow_api(env: dict[str, str] | None) -> dict[str, str]:
     """`env` (default: this process's) with the Prefect API of this process's flows: the
     temporary server it starts (now, if no flow has yet) unless PREFECT_API_URL names one.
     Without it each worker starts a temporary server of its own, which outlives a worker
-    that is terminated (as users are told: README, Execution)."""
+    that is terminated (as users are told: docs/replay.md, "Batches and workers")."""
     env = dict(os.environ if env is None else env)
     if not env.get("PREFECT_API_URL"):
         from prefect.server.api.server import SubprocessASGIServer
@@ -274,7 +274,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_its_runs_are_redone(tmp_pat
 
 def test_a_cluster_the_flow_starts_runs_dask_quiet():
     """The diagnostics and the memory check QUIET_DASK slows take CPU from the runs on the
-    same cores (README, Performance): the cluster a flow starts runs them quiet in its
+    same cores (docs/performance.md): the cluster a flow starts runs them quiet in its
     workers and in the nannies in the flow's process, and the setting ends with the cluster."""
     import dask
 

@@ -1,6 +1,6 @@
 """Deployments against a real Prefect server on 127.0.0.1: the score flow served, run by
 deployment name (as from the UI), writes the leaderboard and publishes its artifact; and the
-project's own prefect.yaml deployed whole (the README's "Deployments" walkthrough, step by
+project's own prefect.yaml deployed whole (docs/deployments.md's walkthrough, step by
 step), its pipeline run by a worker of the process pool, its logs and artifacts read back
 through the API the UI uses."""
 
@@ -170,7 +170,7 @@ def stored_rows(store: Path) -> int:
 @pytest.mark.timeout(1200)
 @pytest.mark.requires("sandbox")
 def test_the_projects_deployments_run_the_pipeline_by_a_worker(server, tmp_path, work_root):
-    """README "Deployments", step by step: deploy the project's prefect.yaml, run the pipeline
+    """docs/deployments.md, step by step: deploy the project's prefect.yaml, run the pipeline
     by a worker; kill a replay's flow-run process mid-replay (a machine failure), retry it
     as the UI does, and get the uninterrupted run's leaderboard without redoing a stored run;
     then the replay deployment on a Dask cluster reached by its address."""
@@ -255,7 +255,7 @@ def test_the_projects_deployments_run_the_pipeline_by_a_worker(server, tmp_path,
         assert wait_for(env, scored, worker_log)["type"] == "COMPLETED"
         assert Store(killed).read_table("leaderboard").equals(Store(store).read_table("leaderboard"))
 
-        # 3. The replay deployment on a Dask cluster reached by its address (README, the cluster path).
+        # 3. The replay deployment on a Dask cluster reached by its address (docs/deployments.md, "On a cluster").
         with dask_cluster(1, env) as (address, _):
             clustered = tmp_path / "clustered"
             on_cluster = start_run(env, deployments["replay"], {"benchmark": str(bench), "store": str(clustered),

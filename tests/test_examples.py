@@ -29,14 +29,14 @@ def test_bundled_benchmark_has_the_testprism_panel_shape():
 
 
 #: The part of the bundled benchmark the demo test runs (CI's half-hour: the whole demo is
-#: `make demo`, timed in the README): two instances of each Python source and one
+#: `make demo`, timed in docs/performance.md): two instances of each Python source and one
 #: JavaScript; no Go instance (each of its 66 runs builds and links a test binary; Go's
 #: builds and replays are tests/test_languages.py's). algokit's toposort is the instance
 #: where the broken suite accepts the valid candidates, so that biased, not broken, has the
 #: lowest CAR, as on the whole benchmark (checked on a full demo's store).
 #: five instances (seven until CI's time ran short: the demo test took 137 s): each
 #: configuration's designed failure shows on every one of them (the ten-language demo's
-#: per-instance scores, README), so the order the test asserts is theirs, not an average's
+#: per-instance scores, docs/demo.md), so the order the test asserts is theirs, not an average's
 DEMO_PART = ("algokit__toposort-leaf-deps", "calkit__merge-touching", "textkit__snake-case-acronyms",
              "textkit__wrap-exact-width", "urlkit__query-repeated-keys")
 

@@ -165,8 +165,9 @@ def test_an_unreadable_reward_is_an_error_never_a_verdict():
     assert classify(run(framed(reward_txt=b"1"), exit_code=1), ("reward",), read=read) == (Outcome.PASS, None)
     assert classify(run(framed(reward_txt=b"0")), ("reward",), read=read) == (Outcome.FAIL, None)
     assert classify(run(framed(reward_txt=b"yes")), ("reward",), read=read) == (Outcome.ERROR, Reason.PARSE_FAILED)
-    # control: read as JUnit (no reader), the same run is a plain failure, not an error
-    assert classify(run(framed(reward_txt=b"yes"), exit_code=1), ("reward",)) == (Outcome.FAIL, None)
+    # control: read as JUnit (no reader), the same run is an unreadable report, not the reward's parse_failed
+    assert classify(run(framed(reward_txt=b"yes"), exit_code=1), ("reward",)) == (Outcome.ERROR,
+                                                                                   Reason.REPORT_UNREADABLE)
 
 
 def test_the_wrapped_verifier_hands_the_reward_files_back(tmp_path):

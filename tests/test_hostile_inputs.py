@@ -69,7 +69,7 @@ PEAK_RSS = """
 import resource, sys
 from testprism.tasks.execution.junit import parse_junit
 sys.path.insert(0, {tests!r})
-from test_hostile_inputs import amplified_report, _old_parse_name_lengths
+from test_hostile_inputs import amplified_report, _old_parse_name_lengths, _unreadable
 xml = amplified_report({size})
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 {call}
@@ -87,9 +87,17 @@ def _peak_rss_kib(size: int, call: str) -> int:
     return int(done.stdout.split()[-1])
 
 
+def _unreadable(xml: bytes) -> bool:
+    try:
+        parse_junit(xml)
+    except junit.ReportUnreadable:
+        return True
+    return False
+
+
 def test_an_entity_amplified_report_is_refused_without_expanding():
     xml = amplified_report(256 * 1024)
-    assert parse_junit(xml) is None  # unreadable: the exit status decides
+    assert _unreadable(xml)  # the run is E/report_unreadable
     # the CONTROL: the old path expands it, a 17 MiB test name from a 256 KiB report
     assert _old_parse_name_lengths(xml)[0] > 16 * 1024 * 1024
 
@@ -99,16 +107,16 @@ def test_the_harness_stays_small_parsing_an_8_mib_amplified_report():
     full-size report (8 MiB, ~560 MiB once expanded), against the old path's on the same
     report (the CONTROL; about 1 GiB on this machine)."""
     size = junit.REPORT_MAX_BYTES - 1
-    grown = _peak_rss_kib(size, "assert parse_junit(xml) is None")
+    grown = _peak_rss_kib(size, "assert _unreadable(xml)")
     control = _peak_rss_kib(size, "assert _old_parse_name_lengths(xml)[0] > 500 * 1024 * 1024")
     assert grown < 32 * 1024 < 512 * 1024 < control, f"peak RSS growth {grown} KiB, old path {control} KiB"
 
 
 def test_report_bounds_depth_elements_and_truncation():
     deep = b"<testsuite>" + b"<x>" * (junit.MAX_DEPTH + 1) + b"</x>" * (junit.MAX_DEPTH + 1) + b"</testsuite>"
-    assert parse_junit(deep) is None
+    assert _unreadable(deep)
     wide = b"<testsuite>" + b"<testcase name='t'/>" * (junit.MAX_ELEMENTS + 1) + b"</testsuite>"
-    assert parse_junit(wide) is None
+    assert _unreadable(wide)
     long = f"<testsuite><testcase name='{'n' * 5000}'><failure message='{'m' * 5000}'/></testcase></testsuite>"
     (case,) = parse_junit(long.encode())
     assert (len(case.name), len(case.message), case.outcome) == (junit.NAME_CHARS, junit.MESSAGE_CHARS, "failed")
@@ -118,21 +126,22 @@ def test_report_bounds_depth_elements_and_truncation():
 
 
 def test_a_report_is_read_as_far_as_it_is_parsed(tmp_path):
-    """One bound for a report's size: what a backend reads of a workspace's report
-    (workspace.read_junit) is what the parser takes. A report of exactly the bound is read
-    whole and parsed; one byte longer is cut at the bound and unreadable (the exit status
-    decides), never read past it."""
-    from testprism.tasks.sandbox.workspace import read_junit
+    """One bound for a report's size: what the report pipe keeps of what a run writes
+    (tasks/sandbox/report_pipe.py) is what the parser takes. A report of exactly the bound
+    is kept whole and parsed; one byte longer is kept one byte past the bound and
+    unreadable (E/report_unreadable), never kept further."""
+    from testprism.tasks.sandbox.report_pipe import ReportPipe
 
     head, tail = b"<testsuite><testcase name='t'/>", b"</testsuite>"
-    (tmp_path / "out").mkdir()
     for padding, cases in ((0, 1), (1, None)):
+        ws = tmp_path / f"ws{padding}"
+        (ws / "out").mkdir(parents=True)
         body = head + b" " * (junit.REPORT_MAX_BYTES - len(head) - len(tail) + padding) + tail
-        (tmp_path / "out" / "junit.xml").write_bytes(body)
-        read = read_junit(tmp_path)
-        assert read == body[:junit.REPORT_MAX_BYTES]
-        parsed = parse_junit(read)
-        assert (len(parsed) if parsed is not None else None) == cases
+        with ReportPipe(ws) as pipe:
+            (ws / "out" / "junit.xml").write_bytes(body)
+            read = pipe.collected()
+        assert read == body[:junit.REPORT_MAX_BYTES + 1]
+        assert (len(parse_junit(read)) if cases else _unreadable(read)) == (cases or True)
 
 
 BOMB_SUITE = f"""
@@ -156,9 +165,9 @@ def _readable(root: Path) -> None:
 
 
 @pytest.mark.parametrize("backend", ["local", "docker"])
-def test_an_amplified_report_from_a_real_run_is_stored_as_no_report(backend, request, tmp_path, work_root):
-    """The hostile report written by a real run, read and judged by the harness: the
-    runs pass on their exit status, no test name is stored (the report was unreadable)."""
+def test_an_amplified_report_from_a_real_run_is_unresolved(backend, request, tmp_path, work_root):
+    """The hostile report written by a real run, read and judged by the harness: the runs
+    are E/report_unreadable (not the exit status's pass), no test name is stored."""
     request.getfixturevalue("require")("docker" if backend == "docker" else "sandbox")
     root = make_benchmark(tmp_path / "b", {"bomb": {"run_tests.sh": BOMB_SUITE}})
     _readable(root)
@@ -168,7 +177,8 @@ def test_an_amplified_report_from_a_real_run_is_stored_as_no_report(backend, req
     options = ExecutionOptions(backend=backend, work_root=work_root, store_root=tmp_path / "store", concurrency=2)
     execute_batch([s for s in plan(bench, options) if s.runs_in_sandbox], options)
     rows = store.scan("runs").collect()
-    assert rows.height == 4 and set(rows["outcome"]) == {"P"}, rows.select("state", "outcome", "reason")
+    assert rows.height == 4 and set(rows["outcome"]) == {"E"}, rows.select("state", "outcome", "reason")
+    assert set(rows["reason"]) == {"report_unreadable"}
     assert rows["tests"].list.len().sum() == 0
 
 

@@ -10,7 +10,8 @@ wins.
 
 A Harbor reward is read from the file the task declares its verifier writes
 (`[checks.reward] format`): a candidate whose code, imported by the verifier, writes
-reward.json = 1 beside the verifier's reward.txt = 0 is `E`/results_disagree, never valid;
+reward.json = 1 beside the verifier's reward.txt = 0 is `E`/results_disagree, labelled
+invalid (tasks/collect/label.py: such a run proved no check passed), never valid;
 CONTROL: with the old reader (reward.json first, whatever the declaration) it is valid.
 """
 
@@ -305,8 +306,8 @@ def labels(store: Path) -> dict[tuple[str, str], tuple[str | None, str | None]]:
 @pytest.mark.parametrize("backend", ["local", "docker"])
 def test_collect_labels_forged_and_deep_rewards_and_the_others(backend, request, tmp_path, work_root, monkeypatch):
     """`collect` on two Harbor-style instances: on the txt one, a candidate whose code writes
-    reward.json = 1 (the verifier's reward.txt says 0) is E/results_disagree, its honest twin
-    invalid, the stdlib fix valid; on the json one, a candidate whose code replaces the
+    reward.json = 1 (the verifier's reward.txt says 0) is E/results_disagree, so invalid (no
+    check proved passed), its honest twin invalid, the stdlib fix valid; on the json one, a candidate whose code replaces the
     verifier's reward.json with 60,000 nested arrays is E/parse_failed, and the stage exits 0
     with every other candidate labelled. CONTROLS, the old reader monkeypatched back: the
     forger is labelled valid, and the deep reward.json fails the whole collect."""
@@ -316,11 +317,16 @@ def test_collect_labels_forged_and_deep_rewards_and_the_others(backend, request,
     assert done.exit_code == 0, (done.output, done.exception)
     assert labels(tmp_path / "store") == {
         ("txt", "stdlib"): ("valid", None), ("txt", "sorts-in-place"): ("invalid", None),
-        ("txt", "forger"): (None, "results_disagree"),
+        ("txt", "forger"): ("invalid", None),  # its run E/results_disagree proved no check passed
         ("json", "stdlib"): ("valid", None), ("json", "sorts-in-place"): ("invalid", None),
         ("json", "deep"): (None, "parse_failed")}
-    stored = Store(tmp_path / "store").scan("verifications").filter(pl.col("candidate_id") == "deep").collect()
-    assert stored["stdout_tail"][0].startswith(
+    runs = Store(tmp_path / "store").scan("verifications").filter(pl.col("candidate_id").is_in(["forger", "deep"]))
+    stored = {r["candidate_id"]: r for r in runs.collect().iter_rows(named=True)}
+    assert {cid: (r["outcome"], r["reason"]) for cid, r in stored.items()} == {
+        "forger": ("E", "results_disagree"), "deep": ("E", "parse_failed")}
+    assert stored["forger"]["stdout_tail"].startswith(
+        f"{VERIFIER_LOGS}/reward.json was written beside the verifier's own reward file (reward.txt)")
+    assert stored["deep"]["stdout_tail"].startswith(
         f"{VERIFIER_LOGS}/reward.json is past a bound: arrays and objects nested over {bounded_json.MAX_DEPTH} deep")
 
     # CONTROL: the old reader, on the same benchmark, in a fresh store
@@ -334,14 +340,15 @@ def test_collect_labels_forged_and_deep_rewards_and_the_others(backend, request,
     assert done.exit_code != 0 and isinstance(done.exception, RecursionError), (done.output, done.exception)
 
 
-#: a suite that, in the coverage pass, replaces the helper's collector with one writing a
-#: coverage report nested 60,000 arrays deep (the helper runs from the suite's own tmp/)
-DEEP_REPORT_RUN = """\
-helper=tmp/.testprism-coverage
-if [ -f "$helper/collect.py" ]; then
-  printf 'import sys\\nopen(sys.argv[1], "w").write("[" * 60000 + "]" * 60000)\\n' > "$helper/collect.py"
-fi
-exec python -m pytest -q -p no:cacheprovider tmp --junitxml="$TESTPRISM_JUNIT"
+#: the Python collector, its report replaced by 60,000 nested arrays for a suite that holds
+#: `deep-report`: the helper seals whatever its collector wrote (the suite itself cannot
+#: touch the helper, mounted read-only; a collector that passes a run's own data through,
+#: as the JavaScript, PHP and Ruby ones do, is where such a report would come from)
+DEEP_COLLECTOR_HEAD = """\
+import os as _os, sys as _sys
+if _os.path.exists(_os.path.join(_sys.argv[4], "tmp", "deep-report")):
+    open(_sys.argv[1], "w").write("[" * 60000 + "]" * 60000)
+    raise SystemExit(0)
 """
 
 
@@ -356,12 +363,15 @@ def score(store: Path, bench: Path, work_root: Path):
 @pytest.mark.slow
 @pytest.mark.requires("sandbox")
 def test_score_with_a_deep_coverage_report_exits_0_that_suite_s_coverage_failed(tmp_path, work_root, monkeypatch):
-    """`score --benchmark`: the suite whose coverage run hands back a report nested 60,000
-    deep is `coverage_failed`, the other suite is measured, the stage exits 0. CONTROL: with
-    the reports' reader set back to json.loads, the same score fails with RecursionError."""
+    """`score --benchmark`: the suite whose coverage run hands back a sealed report nested
+    60,000 deep is `coverage_failed`, the other suite is measured, the stage exits 0.
+    CONTROL: with the reports' reader set back to json.loads, the same score fails with
+    RecursionError."""
     from testprism.flows.replay import replay_flow
+    from testprism.tasks.score.coverage import instrument
 
-    bench = make_benchmark(tmp_path / "bench", {"deep": {"test_m.py": CHECKS, "run_tests.sh": DEEP_REPORT_RUN},
+    monkeypatch.setattr(instrument, "_COLLECTOR", DEEP_COLLECTOR_HEAD + instrument._COLLECTOR)
+    bench = make_benchmark(tmp_path / "bench", {"deep": {"test_m.py": CHECKS, "deep-report": "x\n"},
                                                 "strong": {"test_m.py": CHECKS}})
     store = tmp_path / "store"
     replay_flow(benchmark=str(bench), store=str(store), work=str(work_root))

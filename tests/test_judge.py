@@ -47,7 +47,10 @@ def test_decision_rule(score, threshold, decision):
 
 @pytest.mark.parametrize("text", ["fine", "[90]", '{"score": "90", "rationale": "x"}', '{"score": true, "rationale": "x"}',
                                   '{"score": -1, "rationale": "x"}', '{"score": 101, "rationale": "x"}',
-                                  '{"score": 90}', '{"score": 90, "rationale": " "}', '{"score": 90.5, "rationale": "x"}'])
+                                  '{"score": 90}', '{"score": 90, "rationale": " "}',
+                                  '{"score": 90.5, "rationale": "x"}',
+                                  '{"score": 90, "rationale": "x", "decision": "include"}',  # a field more
+                                  '{"score": 90, "rationale": "x"} and more'])
 def test_malformed_answers_are_refused(text):
     with pytest.raises(ValueError):
         read_answer(text)
@@ -75,6 +78,7 @@ def test_config_comes_from_values_then_the_environment():
     ({"model": "m"}, "judge.api_key (or TESTPRISM_JUDGE_API_KEY / OPENAI_API_KEY)"),
     ({"model": "m", "api_key": "k", "threshold": 101}, "judge.threshold"),
     ({"model": "m", "api_key": "k", "retries": 3}, "judge.retries"),
+    ({"model": "m", "api_key": "k", "max_requests": 0}, "judge.max_requests"),
 ])
 def test_config_errors_name_the_setting(values, named):
     with pytest.raises(JudgeConfigError, match=re.escape(named)):
@@ -96,7 +100,7 @@ def test_the_key_covers_what_the_judge_sees_and_who_judges():
 
 
 def test_reasons_are_words_of_the_one_vocabulary():
-    assert {Reason.MALFORMED_ANSWER, Reason.JUDGE_REFUSED, Reason.JUDGE_FAILED} == AUDIT_REASONS
+    assert {Reason.MALFORMED_ANSWER, Reason.JUDGE_REFUSED, Reason.JUDGE_FAILED, Reason.OVER_BUDGET} == AUDIT_REASONS
 
 
 # -- against the server ----------------------------------------------------------------------
@@ -167,6 +171,26 @@ def test_audit_all_decides_records_retries_and_caches(endpoint, tmp_path):
     # another model is another question
     audit_all([item("score-90")], judge_at(url, model="other-judge"), store, concurrency=1)
     assert script.requests - before == Counter({"score-90": 1})
+
+
+def test_the_audit_stops_at_its_budget_retries_included_and_asks_the_rest_on_a_rerun(endpoint, tmp_path):
+    url, script = endpoint
+    store = Store(tmp_path / "store")
+    items = [item("rate-limited-once"), item("score-90"), item("score-50")]
+    judge = judge_at(url, max_requests=2)
+    got = audit_all(items, judge, store, concurrency=1)  # one thread: asked in order
+    assert [(a.score, a.reason, a.attempts) for a in got] == [
+        (90, None, 2), (None, Reason.OVER_BUDGET, 0), (None, Reason.OVER_BUDGET, 0)]  # the 429 was a request
+    assert [a.decision for a in got[1:]] == [Decision.REVIEW] * 2 and not got[1].settled
+    assert script.total() == 2 and judge.usage.requests == 2 and judge.usage.total_tokens == 2  # as the server said
+    assert store.scan("audits").collect()["reason"].to_list().count("over_budget") == 2
+
+    tokens = judge_at(url, max_total_tokens=2)  # one answer (2 tokens, the server's usage) spends it
+    assert [a.reason for a in audit_all(items, tokens, store, concurrency=1)] == [None, None, Reason.OVER_BUDGET]
+    assert script.total() == 3 and tokens.usage.total_tokens == 2
+
+    audit_all(items, judge_at(url), store, concurrency=1)  # no budget: the last one is asked
+    assert script.requests == Counter({"rate-limited-once": 2, "score-90": 1, "score-50": 1})
 
 
 def test_no_server_is_a_review_never_an_exception(tmp_path):

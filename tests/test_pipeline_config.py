@@ -40,7 +40,7 @@ def test_the_pipeline_runs_every_stage_and_a_rerun_redoes_nothing(tmp_path, work
 
 
 def test_a_cluster_class_is_configuration(tmp_path):
-    """SLURM through dask-jobqueue, as a pipeline config names it (README, Deployments)."""
+    """SLURM through dask-jobqueue, as a pipeline config names it (docs/deployments.md)."""
     config = tmp_path / "pipeline.toml"
     config.write_text('store = "s"\n[replay]\nbenchmark = "b"\n[dask_cluster]\nclass = "distributed.LocalCluster"\n'
                       'kwargs = {cores = 8, memory = "16GB"}\nadapt = {minimum = 0, maximum = 20}\n')

@@ -119,3 +119,25 @@ def test_score_with_a_benchmark_shows_its_coverage_passes(tmp_path, work_root, m
             {"coverage", "candidate_coverage"} if passes else set())
         starts = [c for r in shown for c in r.calls if c[0] == "start"]
         assert sum(r.totals()[0] for r in shown) == sum(planned - already for _, _, planned, already in starts)
+
+
+def test_off_a_terminal_the_display_prints_a_plain_line_every_few_seconds(monkeypatch):
+    """A demo piped to a file showed nothing for 18 minutes: off a terminal, a plain line
+    every PLAIN_EVERY_S while a stage runs, and one when it ends. CONTROL: on a terminal the
+    stage is rich's bar (no such line is printed while it runs)."""
+    import time
+
+    monkeypatch.setattr(progress, "PLAIN_EVERY_S", 0.05)
+    for terminal in (False, True):
+        out = io.StringIO()
+        display = progress.StageDisplay(Console(file=out, force_terminal=terminal, width=200))
+        display.start("replay", planned=10, already=2)
+        display.batch_done(3, stored=3)
+        time.sleep(0.3)
+        running = out.getvalue()
+        display.finish()
+        lines = [line for line in out.getvalue().splitlines() if line.startswith("replay 5/10")]
+        if terminal:
+            assert "replay 5/10" not in running
+        else:
+            assert running.count("replay 5/10") >= 3 and "stored 3" in lines[-1] and "in all" in lines[-1]

@@ -41,9 +41,11 @@ def sympy_release(folder: Path, version: str) -> Path:
     subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
                     "--no-binary", ":all:", f"sympy=={version}", "-d", str(folder)], check=True, timeout=600)
     with tarfile.open(folder / f"sympy-{version}.tar.gz") as sdist:
-        sdist.extractall(folder, filter="data")  # owned by us: git refuses foreign trees
+        # owned by us: git refuses foreign trees (`filter` from Python 3.11.4; Debian's 3.11.2 lacks it)
+        sdist.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     release = folder / f"sympy-{version}"
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_COUNT": "1",  # the sdist's owner is not ours
+           "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
     for args in (["init", "-q"], ["add", "-A", "-f"], ["commit", "-q", "-m", f"sympy {version}"]):
         subprocess.run(["git", *args], cwd=release, env=env, check=True, capture_output=True)

@@ -201,7 +201,7 @@ def test_batches_run_as_slurm_jobs_and_score_as_a_local_replay(slurm, tmp_path, 
 
     bench = make_benchmark(tmp_path / "bench", {"strong": {"test_m.py": CHECKS}, "weak": {"test_m.py": WEAK}})
     jobs = tmp_path / "jobs"
-    # README, Deployments: the SLURM example, with everything on loopback and sized for this host.
+    # docs/deployments.md: the SLURM example, with everything on loopback and sized for this host.
     cluster = DaskCluster.model_validate({
         "class": "dask_jobqueue.SLURMCluster",
         "kwargs": {

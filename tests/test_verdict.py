@@ -60,9 +60,14 @@ def test_infrastructure_errors_are_retried_then_recorded():
     assert (verdict.outcome, verdict.reason, verdict.attempts) == (Outcome.ERROR, Reason.SANDBOX_ERROR, 3)
 
 
-def test_broken_junit_from_a_candidate_is_a_failure_not_a_crash():
-    assert classify(ok(1, b"<testsuite><testcase")) == (Outcome.FAIL, None)
-    assert classify(ok(0, b"\xff\xfe not xml")) == (Outcome.PASS, None)
+def test_broken_junit_from_a_candidate_is_unresolved_never_the_exit_status_s_verdict():
+    """A report written but unreadable is E/report_unreadable whatever the exit status (it
+    was F and P: a run could pass by breaking its own report); a run that wrote none is
+    judged by its exit status."""
+    for code in (0, 1):
+        assert classify(ok(code, b"<testsuite><testcase")) == (Outcome.ERROR, Reason.REPORT_UNREADABLE)
+        assert classify(ok(code, b"\xff\xfe not xml")) == (Outcome.ERROR, Reason.REPORT_UNREADABLE)
+    assert classify(ok(0, None)) == (Outcome.PASS, None) and classify(ok(1, b"  ")) == (Outcome.FAIL, None)
 
 
 def test_test_ids_match_exactly_or_by_parametrisation():

@@ -78,6 +78,8 @@ class CandidatePatch:
     label: str | None = None  # valid | invalid, from our verification
     failed_checks: tuple[str, ...] = ()
     provenance: str = "agent"  # agent: submitted (benchmark, predictions, diffs) | mutant: tasks/collect/mutants.py
+    #: test infrastructure it changed, put back before its checks ran (tasks/execution/infrastructure.py)
+    restored: tuple[str, ...] = ()
 
     @property
     def in_pool(self) -> bool:
@@ -471,5 +473,5 @@ def candidate_row(cand: CandidatePatch, flow_run: str, state_hash: str, in_panel
         "origin": cand.origin, "model": cand.model, "official_label": cand.official_label, "label": cand.label,
         "reason": cand.reason.value if cand.reason else None, "failed_checks": list(cand.failed_checks),
         "norm_key": cand.norm_key, "duplicate_of": cand.duplicate_of, "state_hash": state_hash,
-        "in_panel": in_panel, "patch": cand.patch, "provenance": cand.provenance,
+        "in_panel": in_panel, "patch": cand.patch, "provenance": cand.provenance, "restored": list(cand.restored),
     }

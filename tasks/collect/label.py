@@ -26,6 +26,8 @@ GOLD_POLICY = Policy(confirm_failures=0)
 GOLD_REPEATS = 2
 #: A candidate's failure is confirmed by one replay before it is labelled invalid.
 LABEL_POLICY = Policy(confirm_failures=1)
+#: Verification reasons that leave no check proven passed: the candidate is invalid (label_of)
+UNPROVEN = frozenset({Reason.REPORT_UNREADABLE, Reason.RESULTS_DISAGREE})
 
 
 def gold_plan(instance: Instance, options: ExecutionOptions) -> list[Verification]:
@@ -104,6 +106,7 @@ class Label:
     label: str | None  # valid | invalid; None when the verification did not settle it
     reason: Reason | None
     failed_checks: tuple[str, ...]
+    restored: tuple[str, ...] = ()  #: test infrastructure put back before the checks (verification.py)
 
 
 def label_of(instance: Instance, row: dict) -> Label:
@@ -113,14 +116,19 @@ def label_of(instance: Instance, row: dict) -> Label:
     no method (git apply, patch --fuzz) is unlabelled ("unlabelled: patch does not apply",
     reason `patch_failed`, kept out of panels): the checks never ran on it, so nothing says
     it is wrong — SWE-bench counts its own patches that way as unresolved executions, not
-    as incorrect fixes. Any other unresolved run leaves the candidate unlabelled too, with
-    its reason."""
+    as incorrect fixes. A run whose results cannot be believed (UNPROVEN: a report written
+    twice or garbled, witnesses that disagree) proved no check passed: invalid, every check
+    failed, as SWE-bench counts a test its log does not show passing. Any other unresolved
+    run leaves the candidate unlabelled, with its reason."""
     ids = check_ids(instance)
+    restored = tuple(row.get("restored") or ())
+    if row["reason"] in UNPROVEN:
+        return Label("invalid", None, ids, restored)
     if row["reason"]:
-        return Label(None, Reason(row["reason"]), ())
+        return Label(None, Reason(row["reason"]), (), restored)
     results = _results(row, ids)
     failed = tuple(i for i in ids if results[i] != "passed")
-    return Label("invalid" if failed else "valid", None, failed)
+    return Label("invalid" if failed else "valid", None, failed, restored)
 
 
 def apply_labels(candidates: Sequence[CandidatePatch],
@@ -131,7 +139,8 @@ def apply_labels(candidates: Sequence[CandidatePatch],
     for cand in candidates:
         found = labels.get((cand.instance_id, cand.candidate_id))
         if found is not None:
-            cand = replace(cand, label=found.label, reason=found.reason, failed_checks=found.failed_checks)
+            cand = replace(cand, label=found.label, reason=found.reason, failed_checks=found.failed_checks,
+                           restored=found.restored)
         out.append(cand)
     kept = {(c.instance_id, c.candidate_id): c for c in out}
     return [

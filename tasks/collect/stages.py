@@ -95,6 +95,24 @@ def record(store: Store, bench: Benchmark, pool: Sequence[CandidatePatch], choic
     store.append("funnel", pa.Table.from_pylist(funnel.rows(), schema=SCHEMAS["funnel"]))
 
 
+def restored(pool: Sequence[CandidatePatch]) -> dict[str, int]:
+    """How many labelled candidates changed each piece of test infrastructure (put back
+    before their checks ran: tasks/execution/infrastructure.py), by file name; said in the
+    log, since the count over a real panel is a finding of its own."""
+    counts: dict[str, int] = {}
+    touched = [c for c in pool if c.restored]
+    for cand in touched:
+        for rel in cand.restored:
+            name = rel.rsplit("/", 1)[-1]
+            counts[name] = counts.get(name, 0) + 1
+    if touched:
+        log.info("%d of %d candidates changed test infrastructure, put back before their checks (%s): %s",
+                 len(touched), len(pool), ", ".join(f"{n} ×{k}" for n, k in sorted(counts.items())),
+                 ", ".join(f"{c.instance_id}/{c.candidate_id} {c.label}" for c in touched[:10])
+                 + (f" and {len(touched) - 10} more" if len(touched) > 10 else ""))
+    return counts
+
+
 def agreement(pool: Sequence[CandidatePatch]) -> tuple[int, int]:
     """(agreeing, compared): our labels against the sources' own, where they gave one."""
     compared = [c for c in pool if c.official_label and c.label]

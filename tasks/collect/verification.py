@@ -3,8 +3,9 @@
 A verification runs `checks.command` on the *checked tree* of a state: the program with
 the state's patch applied, the files the checks patch touches restored to the program's
 version (SWE-bench checks out the test files before applying its test patch, so a
-candidate's own edits to them cannot break or fake the official tests), then the checks
-patch. It is keyed by content (state hash, checks hash, environment hash, execution
+candidate's own edits to them cannot break or fake the official tests), and so is every
+piece of test infrastructure the state's patch changed (a `conftest.py` hook, a runner's
+configuration: tasks/execution/infrastructure.py), then the checks patch. It is keyed by content (state hash, checks hash, environment hash, execution
 policy, repeat), stored in the `verifications` dataset, and never run twice. The batch
 executor (tasks/execution/batch.py) runs it; what its rows mean is tasks/collect/label.py's.
 """
@@ -22,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 import polars as pl
+from unidiff.errors import UnidiffParseError
 
 from testprism.storage import Store
 from testprism.tasks.model import patches
@@ -29,7 +31,7 @@ from testprism.tasks.model.benchmark import Candidate, Instance, run_limits
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.sandbox.nofollow import UnsafeTarget, remove_entry, write_file
 from testprism.tasks.model.outcome import Reason, Verdict
-from testprism.tasks.execution import batch
+from testprism.tasks.execution import batch, infrastructure
 from testprism.tasks.execution.batch import Environments, ExecutionOptions, Job
 from testprism.tasks.execution.build import built_tree, unbound_image
 from testprism.tasks.sandbox.base import Limits, Mount, RunRequest, SandboxBackend
@@ -94,7 +96,7 @@ class Verification:
 
 def plan(instance: Instance, states: Sequence[State], options: ExecutionOptions, repeats: int = 1) -> list[Verification]:
     """Verifications of `states`, `repeats` times each, keyed by content and policy."""
-    base = (checks_hash(instance), instance.spec.environment.key, options.policy_hash)
+    base = (checks_hash(instance), instance.spec.environment.key, options.policy_hash, infrastructure.rules().key)
     if instance.spec.limits is not None:  # the instance's own limits: keys of others unchanged
         base += (run_limits(instance, options.limits).key,)
     return [
@@ -110,10 +112,21 @@ class CheckedTree:
     tree: Path
     patch: PatchResult  # the state's own patch
     checks: PatchResult | None  # None when the state's patch failed first
+    #: the test infrastructure the state's patch changed, put back as the program has it
+    #: (tasks/execution/infrastructure.py) before the checks patch
+    restored: tuple[str, ...] = ()
 
 
 def _checks_files(instance: Instance) -> set[str]:
     return patches.touched_files(patches.parse(instance.checks_patch))
+
+
+def _touched(patch: bytes) -> set[str]:
+    """The paths a state's patch names (its headers', where unidiff cannot read it)."""
+    try:
+        return patches.touched_files(patches.parse(patch))
+    except UnidiffParseError:
+        return {rel for name in patches.header_paths(patch) if (rel := patches.relative_path(name)) is not None}
 
 
 def _restore(instance: Instance, tree: Path, files: set[str]) -> None:
@@ -136,20 +149,24 @@ def checked_tree(instance: Instance, state: State, work: WorkPaths, fuzz: int = 
         shutil.copytree(instance.program, tree, symlinks=True)
         own = apply_patch(tree, state.patch, fuzz) if state.patch else PatchResult.unpatched()
         checks = None
+        restored: list[str] = []
         if own.applied:
             try:
-                _restore(instance, tree, _checks_files(instance))
+                if state.patch:
+                    restored = infrastructure.to_restore(instance.program, tree, _touched(state.patch))
+                _restore(instance, tree, _checks_files(instance) | set(restored))
                 checks = apply_patch(tree, instance.checks_patch, fuzz)
             except UnsafeTarget as exc:
                 checks = PatchResult(False, "none", f"the official test files cannot be restored: {exc}")
-        (target / "patch.json").write_text(json.dumps({"patch": own.__dict__, "checks": checks and checks.__dict__}))
+        (target / "patch.json").write_text(json.dumps({"patch": own.__dict__, "checks": checks and checks.__dict__,
+                                                       "restored": restored}))
 
     # The fuzz is in the key whatever the state: the checks patch is applied with it too.
-    folder = build_once(work.state(instance.id, digest("checked", state.hash, f"fuzz={fuzz}", checks_hash(instance))),
-                        build)
+    folder = build_once(work.state(instance.id, digest("checked", state.hash, f"fuzz={fuzz}", checks_hash(instance),
+                                                       infrastructure.rules().key)), build)
     record = json.loads((folder / "patch.json").read_text())
     checks = PatchResult(**record["checks"]) if record["checks"] else None
-    return CheckedTree(folder / "tree", PatchResult(**record["patch"]), checks)
+    return CheckedTree(folder / "tree", PatchResult(**record["patch"]), checks, tuple(record["restored"]))
 
 
 def post_patch_reader(instance: Instance, state: State, work: WorkPaths) -> Callable[[str], str | None]:
@@ -185,12 +202,12 @@ class VerifyJob(Job[Verification, RunResult]):
             return RunResult(failed(Reason.PATCH_FAILED, built.patch.message), method)
         assert built.checks is not None
         if not built.checks.applied:
-            return RunResult(failed(Reason.CHECKS_PATCH_FAILED, built.checks.message), method)
+            return RunResult(failed(Reason.CHECKS_PATCH_FAILED, built.checks.message), method, built.restored)
         tree = built.tree
         if unit.instance.spec.build is not None:
             made = built_tree(unit.instance, tree, environments, options.work, options.limits)
             if isinstance(made, Verdict):
-                return RunResult(made, method)
+                return RunResult(made, method, built.restored)
             tree = made
         checks = unit.instance.spec.checks
         # an environment that cannot be had is infrastructure or a failed build: not a verdict on the state
@@ -205,7 +222,7 @@ class VerifyJob(Job[Verification, RunResult]):
             ), parser=checks.parser)
         log.debug("verified %s %s (repeat %d): %s %s", unit.instance.id, unit.state.name, unit.repeat,
                   verdict.outcome.value, verdict.reason or "")
-        return RunResult(verdict, method)
+        return RunResult(verdict, method, built.restored)
 
     @staticmethod
     def _rewarded(unit: Verification, tree: Path, environments: Environments, options: ExecutionOptions,
@@ -248,6 +265,7 @@ class VerifyJob(Job[Verification, RunResult]):
             "isolation": backend.isolation,
             "tests": [{"name": t.name, "outcome": t.outcome, "message": t.message} for t in verdict.tests],
             "patch_method": result.patch_method,
+            "restored": list(result.restored),
         }
 
 

@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.model.benchmark import Instance
 from testprism.tasks.model.hashing import digest
+from testprism.tasks.model.metering import Budget, Meter, Usage
 from testprism.tasks.model.outcome import Reason
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,8 @@ log = logging.getLogger(__name__)
 #: Bump whenever the questions or the answer format change: it is part of every audit key,
 #: so answers to an older prompt are not reused for the new one.
 PROMPT_VERSION = "swepatchtest-audit-1"
+#: No answer was had (asked again on a rerun); every other reason is the model's answer, kept.
+UNSETTLED = frozenset({Reason.JUDGE_FAILED, Reason.OVER_BUDGET})
 #: Scores this far below the threshold still go to a human (`review`), lower ones are `exclude`.
 REVIEW_BAND = 30
 #: How much of a malformed answer is kept as its rationale, for the human who reviews it.
@@ -139,7 +142,7 @@ class Audit:
     def settled(self) -> bool:
         """Whether this is the judge's answer (kept and reused) rather than a failure to get
         one (asked again next time). A malformed answer or a refusal is the model's answer."""
-        return self.reason is not Reason.JUDGE_FAILED
+        return self.reason not in UNSETTLED
 
 
 class Judge(ABC):
@@ -153,6 +156,11 @@ class Judge(ABC):
         """The content key of this judge's audit of `item`: same key, same question to the
         same model, asked once."""
         return digest("audit", item.content_key, self.model, self.prompt_version)
+
+    @property
+    def usage(self) -> Usage | None:
+        """What this judge's model calls spent (None: it calls no model)."""
+        return None
 
     @abstractmethod
     def audit(self, item: AuditItem) -> Audit:
@@ -186,6 +194,14 @@ class JudgeConfig(BaseModel):
     concurrency: int = Field(default=4, ge=1)
     threshold: int = Field(default=80, ge=0, le=100)
     temperature: float = Field(default=0.0, ge=0)
+    #: the one budget of a stage's calls (`ModelCalls`; retries count; None: no limit):
+    #: past it, what is left is not asked (`over_budget`, asked again on a rerun)
+    max_requests: int | None = Field(default=None, ge=1)
+    max_total_tokens: int | None = Field(default=None, ge=1)  #: prompt + completion, as the endpoint reports
+
+    @property
+    def budget(self) -> Budget:
+        return Budget(self.max_requests, self.max_total_tokens)
 
     @classmethod
     def load(cls, values: Mapping[str, object] | None = None,
@@ -214,9 +230,11 @@ class MalformedAnswer(ValueError):
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
-def answer_object(content: str) -> dict:
-    """The JSON object of an answer, or MalformedAnswer saying what is wrong. A Markdown
-    code fence around the JSON is tolerated: models add one even when told not to."""
+def answer_object(content: str, fields: frozenset[str]) -> dict:
+    """The JSON object of an answer, with exactly `fields`, or MalformedAnswer saying what is
+    wrong. A Markdown code fence around the whole JSON is tolerated (models add one even when
+    told not to); anything else around it, or a field more or less, is not: a verdict is
+    read from the shape asked for or not at all, never guessed from free text."""
     text = content.strip()
     fenced = _FENCE.match(text)
     try:
@@ -225,23 +243,29 @@ def answer_object(content: str) -> dict:
         raise MalformedAnswer(f"not JSON ({exc})") from exc
     if not isinstance(answer, dict):
         raise MalformedAnswer("not a JSON object")
+    if set(answer) != fields:
+        raise MalformedAnswer(f"fields {sorted(answer)}, not {sorted(fields)}")
     return answer
 
 
 def read_answer(content: str) -> tuple[int, str]:
     """The score and rationale of an answer, or MalformedAnswer saying what is wrong."""
-    answer = answer_object(content)
-    score = answer.get("score")
+    answer = answer_object(content, frozenset({"score", "rationale"}))
+    score = answer["score"]
     if isinstance(score, float) and score.is_integer():
         score = int(score)
     if isinstance(score, bool) or not isinstance(score, int):
         raise MalformedAnswer(f"score is {score!r}, not a whole number")
     if not 0 <= score <= 100:
         raise MalformedAnswer(f"score {score} is outside 0..100")
+    return score, rationale_of(answer)
+
+
+def rationale_of(answer: Mapping[str, object]) -> str:
     rationale = answer.get("rationale")
     if not isinstance(rationale, str) or not rationale.strip():
         raise MalformedAnswer("no rationale")
-    return score, rationale.strip()
+    return rationale.strip()
 
 
 def _retryable(exc: openai.OpenAIError) -> bool:
@@ -251,34 +275,75 @@ def _retryable(exc: openai.OpenAIError) -> bool:
     return isinstance(exc, openai.APIStatusError) and (exc.status_code == 429 or exc.status_code >= 500)
 
 
-def judge_client(config: JudgeConfig) -> openai.OpenAI:
-    """One client for every thread (its connection pool is thread-safe; it connects on first
-    use). Its own retries are off: `ask` retries, so every request is counted."""
-    return openai.OpenAI(base_url=config.base_url, api_key=config.api_key, timeout=config.timeout_s, max_retries=0)
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What asking got: the answer's text, or why there is none (`reason`)."""
+
+    content: str  #: the answer; a refusal's text when refused
+    attempts: int  #: requests sent, retries included
+    reason: Reason | None = None  #: JUDGE_FAILED, JUDGE_REFUSED or OVER_BUDGET; None: answered
+    error: str | None = None
 
 
-def ask(client: openai.OpenAI, config: JudgeConfig, messages: list[dict[str, str]], about: str
-        ) -> tuple[ChatCompletion | None, int, str | None]:
-    """(the completion or None, requests sent, what went wrong): transport trouble is
-    retried `config.max_retries` times with a doubling wait; anything else is not."""
-    attempts = 0
-    while True:
-        attempts += 1
-        try:
-            return client.chat.completions.create(model=config.model, messages=messages,
-                                                  temperature=config.temperature), attempts, None
-        except openai.OpenAIError as exc:
-            if not _retryable(exc) or attempts > config.max_retries:
-                return None, attempts, _describe(exc)
-            wait = min(config.backoff_cap_s, config.backoff_s * 2 ** (attempts - 1))
-            log.info("judge %s on %s: %s; retry %d of %d in %.1fs", config.model, about, _describe(exc), attempts,
-                     config.max_retries, wait)
-            time.sleep(wait)
+class ModelCalls:
+    """The one way the harness asks a model (the curate judge, crossval's review): an
+    OpenAI-compatible client with its own retries off, a retry loop of its own with a
+    doubling wait for transport trouble, and one `Meter` (tasks/model/metering.py) that
+    counts every request, retries included, and the tokens each response reports against
+    the config's budget. Past the budget nothing more is sent. Thread-safe: one per stage
+    run, shared by its threads, so the budget is the run's."""
+
+    def __init__(self, config: JudgeConfig) -> None:
+        self.config = config
+        self.meter = Meter(config.budget)
+        self._client = openai.OpenAI(base_url=config.base_url, api_key=config.api_key, timeout=config.timeout_s,
+                                     max_retries=0)
+
+    @property
+    def usage(self) -> Usage:
+        return self.meter.usage
+
+    def ask(self, messages: list[dict[str, str]], about: str) -> Reply:
+        """Ask once, retrying transport trouble `config.max_retries` times while the budget
+        admits another request. Never raises for what the endpoint does."""
+        config, attempts = self.config, 0
+        while True:
+            if not self.meter.admit():
+                spent = self.meter.usage
+                return Reply("", attempts, Reason.OVER_BUDGET, f"the budget is spent: {spent.requests} request(s), "
+                                                               f"{spent.total_tokens} token(s)")
+            attempts += 1
+            try:
+                completion = self._client.chat.completions.create(model=config.model, messages=messages,
+                                                                  temperature=config.temperature)
+            except openai.OpenAIError as exc:
+                if not _retryable(exc) or attempts > config.max_retries:
+                    return Reply("", attempts, Reason.JUDGE_FAILED, _describe(exc))
+                wait = min(config.backoff_cap_s, config.backoff_s * 2 ** (attempts - 1))
+                log.info("model %s on %s: %s; retry %d of %d in %.1fs", config.model, about, _describe(exc),
+                         attempts, config.max_retries, wait)
+                time.sleep(wait)
+                continue
+            if not self.meter.record(completion.usage.model_dump() if completion.usage else None):
+                log.warning("model %s reported no usage under a token budget: no more requests", config.model)
+            return _reply(completion, attempts)
+
+
+def _reply(completion: ChatCompletion, attempts: int) -> Reply:
+    """A completed request's Reply: answered, refused, or no choice to read."""
+    if not completion.choices:
+        return Reply("", attempts, Reason.JUDGE_FAILED, "the response has no choices")
+    choice = completion.choices[0]
+    if choice.message.refusal or choice.finish_reason == "content_filter":
+        text = choice.message.refusal or "stopped by the endpoint's content filter"
+        return Reply(text, attempts, Reason.JUDGE_REFUSED, f"refused: {text}")
+    return Reply(choice.message.content or "", attempts)
 
 
 class ChatJudge(Judge):
     """SWEPatchTest's questions, asked of a model behind an OpenAI-compatible chat-completions
-    endpoint (`ask`: every request is counted in `Audit.attempts`)."""
+    endpoint through `ModelCalls` (every request is counted in `Audit.attempts` and against
+    the config's budget)."""
 
     prompt_version = PROMPT_VERSION
 
@@ -286,7 +351,11 @@ class ChatJudge(Judge):
         self.config = config
         self.model = config.model
         self.threshold = config.threshold
-        self._client = judge_client(config)
+        self.calls = ModelCalls(config)
+
+    @property
+    def usage(self) -> Usage:
+        return self.calls.usage
 
     def messages(self, item: AuditItem) -> list[dict[str, str]]:
         """The conversation sent for `item`."""
@@ -301,43 +370,27 @@ class ChatJudge(Judge):
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
     def audit(self, item: AuditItem) -> Audit:
-        key, messages = self.key(item), self.messages(item)
-        attempts = 0
+        key = self.key(item)
+        common = dict(key=key, instance_id=item.instance_id, model=self.model, decision=Decision.REVIEW, score=None)
         try:
-            completion, attempts, error = ask(self._client, self.config, messages, item.instance_id)
-            if completion is None:
-                return self._failed(key, item, attempts, error or "no answer")
-            return self._answer(key, item, attempts, completion)
+            reply = self.calls.ask(self.messages(item), item.instance_id)
         except Exception as exc:  # noqa: BLE001 - the contract: one broken audit never stops the others
             log.exception("judge %s on %s: unexpected error", self.model, item.instance_id)
-            return self._failed(key, item, attempts, f"{type(exc).__name__}: {exc}")
-
-    def _answer(self, key: str, item: AuditItem, attempts: int, completion: ChatCompletion) -> Audit:
-        """The Audit of a completed request: scored, refused or malformed."""
-        if not completion.choices:
-            return self._failed(key, item, attempts, "the response has no choices")
-        choice = completion.choices[0]
-        common = dict(key=key, instance_id=item.instance_id, model=self.model, attempts=attempts)
-        refusal = choice.message.refusal
-        if refusal or choice.finish_reason == "content_filter":
-            text = refusal or "stopped by the endpoint's content filter"
-            log.warning("judge %s refused %s: %s", self.model, item.instance_id, text)
-            return Audit(score=None, decision=Decision.REVIEW, rationale=text, error=f"refused: {text}",
-                         reason=Reason.JUDGE_REFUSED, **common)
-        content = choice.message.content or ""
+            return Audit(rationale="", attempts=0, error=f"{type(exc).__name__}: {exc}", reason=Reason.JUDGE_FAILED,
+                         **common)
+        if reply.reason is not None:
+            log.warning("judge %s on %s: %s after %d request(s): %s", self.model, item.instance_id,
+                        reply.reason.value, reply.attempts, reply.error)
+            return Audit(rationale=reply.content, attempts=reply.attempts, error=reply.error, reason=reply.reason,
+                         **common)
         try:
-            score, rationale = read_answer(content)
+            score, rationale = read_answer(reply.content)
         except MalformedAnswer as exc:
             log.warning("judge %s on %s: malformed answer: %s", self.model, item.instance_id, exc)
-            return Audit(score=None, decision=Decision.REVIEW, rationale=content[:RAW_ANSWER_LIMIT],
+            return Audit(rationale=reply.content[:RAW_ANSWER_LIMIT], attempts=reply.attempts,
                          error=f"malformed answer: {exc}", reason=Reason.MALFORMED_ANSWER, **common)
-        return Audit(score=score, decision=decide(score, self.threshold), rationale=rationale, **common)
-
-    def _failed(self, key: str, item: AuditItem, attempts: int, error: str) -> Audit:
-        log.warning("judge %s on %s: no answer after %d request(s): %s", self.model, item.instance_id,
-                    attempts, error)
-        return Audit(key=key, instance_id=item.instance_id, score=None, decision=Decision.REVIEW, rationale="",
-                     model=self.model, attempts=attempts, error=error, reason=Reason.JUDGE_FAILED)
+        return Audit(**{**common, "score": score, "decision": decide(score, self.threshold)}, rationale=rationale,
+                     attempts=reply.attempts)
 
 
 def _listed(ids: Sequence[str]) -> str:
@@ -359,9 +412,8 @@ def stored_audits(store: Store, keys: Sequence[str], threshold: int) -> dict[str
     """The settled audits the store holds for `keys` (one per key, whoever wrote it). The
     decision is taken again at `threshold` from the stored score, so changing the threshold
     re-decides without asking the judge again."""
-    failed = Reason.JUDGE_FAILED.value
     frame = (store.scan("audits")
-             .filter(pl.col("audit_key").is_in(list(keys)) & (pl.col("reason").is_null() | (pl.col("reason") != failed)))
+             .filter(pl.col("audit_key").is_in(list(keys)) & settled_reason())
              .unique("audit_key", keep="first").collect())
     return {
         row["audit_key"]: Audit(
@@ -370,6 +422,11 @@ def stored_audits(store: Store, keys: Sequence[str], threshold: int) -> dict[str
             attempts=row["attempts"], error=row["error"], reason=Reason(row["reason"]) if row["reason"] else None)
         for row in frame.iter_rows(named=True)
     }
+
+
+def settled_reason() -> pl.Expr:
+    """A stored row that is the model's answer (its reason not in UNSETTLED)."""
+    return pl.col("reason").is_null() | ~pl.col("reason").is_in([r.value for r in UNSETTLED])
 
 
 def audit_row(item: AuditItem, audit: Audit, judge: Judge, at: datetime) -> dict:
@@ -408,4 +465,6 @@ def audit_all(items: Sequence[AuditItem], judge: Judge, store: Store, concurrenc
     unsettled = sum(not audits[key].settled for key in asked)
     if unsettled:
         log.warning("audit: %d question(s) got no answer from %s; a rerun asks them again", unsettled, judge.model)
+    if judge.usage is not None:
+        log.info("audit: %s spent %s", judge.model, judge.usage)
     return [replace(audits[key], instance_id=item.instance_id) for key, item in zip(keys, items)]

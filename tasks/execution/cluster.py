@@ -7,7 +7,7 @@ login node with `dask worker` jobs, a Dask-operator `DaskCluster` on Kubernetes)
 cluster class the flow starts and stops with the run: dask-jobqueue's `SLURMCluster` or
 `PBSCluster`, dask-kubernetes' `KubeCluster`. The last is what a scheduled deployment wants
 on a batch system: the jobs exist only while a replay runs, and `adapt` grows and shrinks
-them with the work left. README, "Deployments", has the walkthrough.
+them with the work left. docs/deployments.md has the walkthrough.
 """
 
 from __future__ import annotations

@@ -1,7 +1,12 @@
 """Per-test results from a suite's JUnit XML (junitparser, over a defused, bounded parse).
 
-A suite may break its own runner's reporting (the project under test can be the test
-framework): an unreadable report is treated as no report, and the exit status decides.
+A run that wrote no report has none, and its exit status decides. A report that was
+written but cannot be read (garbled, past a bound below, or two documents: written again
+after the runner wrote it, which the report pipe shows, tasks/sandbox/report_pipe.py) is
+`ReportUnreadable`, and the run is `E`/report_unreadable: never the exit status's verdict,
+which would let a run pass by breaking its own report (a failing case past the element
+bound, a report rewritten by an exit handler). The project under test may be the test
+framework and break its reporting honestly: its run is unresolved, not a failure.
 
 The report is the suite's, hence the attacker's, and the harness parses it as root outside
 every limit. So it is parsed without entity expansion (defusedxml refuses any entity
@@ -37,7 +42,11 @@ NAME_CHARS = 1000
 MESSAGE_CHARS = 500
 
 
-class ReportTooLarge(ValueError):
+class ReportUnreadable(ValueError):
+    """A report was handed back but cannot be read: the run is `E`/report_unreadable."""
+
+
+class ReportTooLarge(ReportUnreadable):
     """The report passes one of the bounds above."""
 
 
@@ -72,16 +81,18 @@ def _bounded_root(xml: bytes) -> Element:
     return root
 
 
-def parse_junit(xml: bytes) -> tuple[TestResult, ...] | None:
-    """Test cases of a JUnit report, or None when it is missing, empty, unreadable or past
-    a bound (module docstring)."""
+def parse_junit(xml: bytes | None) -> tuple[TestResult, ...] | None:
+    """Test cases of a JUnit report, or None when none was written (missing or blank);
+    ReportUnreadable when one was written that cannot be read or passes a bound (module
+    docstring)."""
     if not xml or not xml.strip():
         return None
     try:
         root = _bounded_root(xml)
+    except ReportUnreadable:
+        raise
     except (ParseError, DefusedXmlException, ValueError, TypeError) as exc:
-        log.debug("unreadable JUnit report: %s", exc)
-        return None
+        raise ReportUnreadable(str(exc)[:200] or type(exc).__name__) from None
     results: list[TestResult] = []
     # Every <testcase> at any depth: node's runner puts top-level tests straight under
     # <testsuites> and nests a describe() block's as <testsuite> in <testsuite>; junitparser's

@@ -12,7 +12,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from testprism.tasks.execution.junit import parse_junit, select
+from testprism.tasks.execution.crosscheck import disagreement
+from testprism.tasks.execution.junit import ReportUnreadable, parse_junit, select
 from testprism.tasks.execution.logs import parse_log
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Outcome, Reason, TestResult, Verdict
@@ -31,7 +32,7 @@ class Policy:
     #: the fuzz of the `patch` fallback, for every patch a run applies (state and suite):
     #: it decides which trees exist, so it is part of the key
     patch_fuzz: int = DEFAULT_FUZZ
-    #: the cheaper confirmation policy (README, Outcomes): None replays every failure, the
+    #: the cheaper confirmation policy (docs/replay.md, "Confirmation of failures"): None replays every failure, the
     #: papers' rule; a share in (0, 1] replays a failure on the buggy program or the
     #: reference always (they decide every suite's f and r) and one on a candidate only when
     #: the run is drawn, by `audit_seed` and its content, into an audit of that share, whose
@@ -92,8 +93,8 @@ def test_results(result: ExecResult, parser: str | None = None,
                  read: Reader | None = None) -> tuple[TestResult, ...] | None:
     """The per-test results of a run: `read`'s (which may raise Unreadable), else read from
     its output by the log parser `parser` (tasks/execution/logs; the run made with
-    `logged_limits`), else from its JUnit report; None when there is none or it is
-    unreadable."""
+    `logged_limits`; None when unreadable), else from its JUnit report (None when it wrote
+    none; junit.ReportUnreadable when it wrote one that cannot be read)."""
     if read is not None:
         return read(result)
     if parser is not None:
@@ -117,8 +118,12 @@ def classify(result: ExecResult, selected: tuple[str, ...] = (), parser: str | N
         tests = test_results(result, parser, read)
     except Unreadable as exc:
         return Outcome.ERROR, exc.reason
+    except ReportUnreadable:
+        return Outcome.ERROR, Reason.REPORT_UNREADABLE
     if parser is not None and tests is None:
         return Outcome.ERROR, Reason.PARSE_FAILED
+    if read is None and disagreement(result, tests, parser) is not None:
+        return Outcome.ERROR, Reason.RESULTS_DISAGREE
     if selected and tests is not None:
         passed = all(o == "passed" for o in select(tests, selected).values())
         return (Outcome.PASS, None) if passed else (Outcome.FAIL, None)
@@ -135,6 +140,9 @@ class RunResult:
 
     verdict: Verdict
     patch_method: str | None = None
+    #: the test infrastructure a candidate changed, put back before its checks ran
+    #: (tasks/collect/verification.py): written into its verification's row
+    restored: tuple[str, ...] = ()
 
 
 #: how much of a failure's message a row keeps
@@ -203,7 +211,10 @@ def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str
         tail = last.output_tail[-Limits.tail_bytes:] if parser is not None else last.output_tail
         try:
             tests = test_results(last, parser, read)
-        except Unreadable as exc:
+        except (Unreadable, ReportUnreadable) as exc:
             tests, tail = None, f"{exc}\n{tail}"
+        why = disagreement(last, tests, parser) if read is None else None
+        if why is not None:
+            tail = f"{why}\n{tail}"
         return Verdict(outcome, reason, last.exit_code, last.duration_s, runs.count, tail, tests or (),
                        last.suite_patch_method, replayed)

@@ -20,7 +20,7 @@ import polars as pl
 
 from testprism.storage import Store
 from testprism.tasks.collect.verification import Verification
-from testprism.tasks.curate.judge import JudgeConfig
+from testprism.tasks.curate.judge import JudgeConfig, ModelCalls
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.generate import crossval as pcv
 from testprism.tasks.generate.generation import GenerationSpec, settled_generations
@@ -53,8 +53,10 @@ def cross_validate(store: Store, instances: Mapping[str, Instance], peers: dict[
                    feedback_rounds: int, replay_options: ExecutionOptions, check_options: ExecutionOptions,
                    place: Placing, review: JudgeConfig | None = None,
                    rule: ReviewRule = ReviewRule.EXECUTION) -> Rounds:
-    """Round 0 and up to `feedback_rounds` feedback rounds."""
+    """Round 0 and up to `feedback_rounds` feedback rounds; the reviews of every round
+    share one budget (`review`'s)."""
     settled = settled_generations(store)
+    calls = ModelCalls(review) if review is not None else None
     matrices, flag_tables, verdicts = [], [], {}
     validated: set[tuple[str, str]] = set()
     for round_ in range(feedback_rounds + 1):
@@ -65,8 +67,8 @@ def cross_validate(store: Store, instances: Mapping[str, Instance], peers: dict[
         cells = pcv.matrix(runs, store.scan("runs").collect())
         found = pcv.flags(cells, labels)
         flagged = [f for f in found if f.verdict is not pcv.Verdict.VALIDATED]
-        reviews = review_all([pcv.review_item(f, peers[f.instance_id], cells) for f in flagged], review, store) \
-            if review is not None and flagged else {}
+        reviews = review_all([pcv.review_item(f, peers[f.instance_id], cells) for f in flagged], calls, store) \
+            if calls is not None and flagged else {}
         final = {(f.instance_id, f.test): decide(f.verdict.value, reviews.get((f.instance_id, f.test)), rule)
                  for f in found}
         matrices.append(cells.drop("output").with_columns(pl.lit(round_, pl.Int32).alias("round")))
@@ -85,4 +87,6 @@ def cross_validate(store: Store, instances: Mapping[str, Instance], peers: dict[
         place.generate(list(again.values()))
         settled = settled_generations(store)
         peers = pcv.revised(store, peers, again, settled)
+    if calls is not None:
+        log.info("crossval review: %s spent %s", calls.config.model, calls.usage)
     return Rounds(peers, validated, pl.concat(matrices), pl.concat(flag_tables), verdicts)

@@ -33,11 +33,12 @@ from testprism.tasks.generate.task_folder import Mode, TaskFolder, agent_command
 from testprism.tasks.model import bounded_json, syntax
 from testprism.tasks.model.benchmark import Benchmark, Instance
 from testprism.tasks.model.hashing import digest
+from testprism.tasks.model.metering import Budget, Usage
 from testprism.tasks.model.outcome import RETRYABLE, Reason, Verdict
 from testprism.tasks.model.state import states_of
 from testprism.tasks.model.workdir import workspace_prefix
 from testprism.tasks.sandbox.base import ExecResult, Limits, RunRequest, SandboxBackend, SandboxError
-from testprism.tasks.sandbox.channel import Budget, ModelChannel, Usage
+from testprism.tasks.sandbox.channel import ModelChannel
 from testprism.tasks.sandbox.transcript import Transcript
 
 log = logging.getLogger(__name__)

@@ -40,7 +40,11 @@ class Reason(StrEnum):
     BUILD_FAILED = "build_failed"  #: the state's build step (`[build]`) failed, timed out or left an unsafe tree
     PARSE_FAILED = "parse_failed"  #: the run's log, read by the instance's `[checks] parser`, named no test,
     #: passed a bound or broke the parser (tasks/execution/logs): no per-test result, so never P or F
+    REPORT_UNREADABLE = "report_unreadable"  #: the run handed back a JUnit report that cannot be read
+    #: (garbled, written twice, past a bound of tasks/execution/junit.py): never the exit status's verdict
     RESULTS_DISAGREE = "results_disagree"  #: the run's report, log and exit status contradict each other
+    #: (a report of passes from a runner that exited non-zero, a log whose summary says tests failed,
+    #: a verifier's reward file it does not write): tasks/execution/crosscheck.py; never P
     # -- the suite ---------------------------------------------------------------------------
     MISSING_SUITE = "missing_suite"  #: the configuration has no suite for this instance
     INVALID_SUITE = "invalid_suite"  #: the suite package was rejected when loaded (e.g. symlinks)
@@ -95,9 +99,11 @@ class Reason(StrEnum):
     MALFORMED_ANSWER = "malformed_answer"  #: the judge answered, but not JSON with a score 0..100 and a rationale
     JUDGE_REFUSED = "judge_refused"  #: the judge declined to answer (a refusal or a content filter)
     JUDGE_FAILED = "judge_failed"  #: no answer: retries exhausted (429, 5xx, timeouts, connection
-    #: errors) or the endpoint rejected the request; the only audit reason asked again on a rerun
+    #: errors) or the endpoint rejected the request; asked again on a rerun (as is `over_budget`:
+    #: the stage's request or token budget was spent before it was asked)
     # -- a generation run (generations; docs/generate.md): why its suite was not kept --------------
-    OVER_BUDGET = "over_budget"  #: the channel's step or token budget ran out, or the agent reported more
+    OVER_BUDGET = "over_budget"  #: the channel's step or token budget ran out, or the agent reported more;
+    #: a judge's or reviewer's question not asked: the stage's model-call budget was spent
     AGENT_FAILED = "agent_failed"  #: the agent command exited non-zero
     NO_SUITE = "no_suite"  #: it ended well but left no test file under tmp/
 
@@ -107,7 +113,7 @@ class Reason(StrEnum):
 LIMIT_REASONS = frozenset({Reason.MEMORY_LIMIT, Reason.DISK_LIMIT, Reason.PROCESS_LIMIT})
 RUN_FAILURES = frozenset({Reason.TIMEOUT, Reason.PATCH_FAILED, Reason.UNSTABLE, Reason.SANDBOX_ERROR,
                           Reason.OUTPUT_LIMIT, Reason.ENVIRONMENT_FAILED, Reason.BUILD_FAILED,
-                          Reason.PARSE_FAILED, Reason.RESULTS_DISAGREE}) | LIMIT_REASONS
+                          Reason.PARSE_FAILED, Reason.REPORT_UNREADABLE, Reason.RESULTS_DISAGREE}) | LIMIT_REASONS
 #: The `runs` dataset (and the report's `not_run`).
 RUN_REASONS = RUN_FAILURES | {Reason.MISSING_SUITE, Reason.INVALID_SUITE, Reason.SUITE_NOT_INSTALLED, Reason.NOT_RUN,
                               Reason.EARLY_STOPPED}
@@ -138,7 +144,7 @@ CURATE_REASONS = frozenset({Reason.SOLUTION_TOO_SMALL, Reason.TOO_FEW_TESTS, Rea
 PANEL_REASONS = frozenset({Reason.TOO_FEW_VALID, Reason.TOO_FEW_INVALID, Reason.VALID_NOT_DIVERSE,
                            Reason.INVALID_NOT_DIVERSE})
 #: The `audits` dataset: null is "the judge gave a score".
-AUDIT_REASONS = frozenset({Reason.MALFORMED_ANSWER, Reason.JUDGE_REFUSED, Reason.JUDGE_FAILED})
+AUDIT_REASONS = frozenset({Reason.MALFORMED_ANSWER, Reason.JUDGE_REFUSED, Reason.JUDGE_FAILED, Reason.OVER_BUDGET})
 #: The `generations` dataset: null is "its suite is kept".
 GENERATION_REASONS = frozenset({Reason.TIMEOUT, Reason.OUTPUT_LIMIT, Reason.SANDBOX_ERROR, Reason.ENVIRONMENT_FAILED,
                                 Reason.BUILD_FAILED, *LIMIT_REASONS,

@@ -38,7 +38,7 @@ class WorkPaths:
     #: where run workspaces go, when not the work area's runs/: `$TESTPRISM_WORKSPACES`. A
     #: workspace lives for one run and every run copies its state's tree into one, so a
     #: tmpfs (/dev/shm) makes that copy a memory copy: 0.06 s against 0.45-1.0 s for a Go
-    #: tree of 600 entries on this machine's disk (README, performance)
+    #: tree of 600 entries on this machine's disk (docs/performance.md)
     runs_root: Path | None = field(default_factory=_workspaces_setting)
 
     def __post_init__(self) -> None:

@@ -172,7 +172,7 @@ def group_of(spec: RunSpec) -> tuple[str, str]:
 
 def decides(state: str, label: str | None, outcome: str, reason: str | None) -> bool:
     """Whether one run's verdict settles its suite's joint success on the instance (S = 0,
-    README.md, Outcomes): a buggy run that is not `F`, a reference or valid candidate's that is not
+    docs/replay.md, "Early stop"): a buggy run that is not `F`, a reference or valid candidate's that is not
     `P`, an invalid candidate's that is not `F`. An infrastructure error decides nothing: a
     later replay redoes it."""
     if reason in _RETRYABLE_REASONS:

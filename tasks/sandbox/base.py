@@ -39,7 +39,7 @@ class SandboxUnavailable(SandboxError):
 
 
 #: the size of a run's JUnit report the harness reads: the backends read no more of it
-#: (workspace.py `read_junit`, docker's archive.py `_fetch_junit`), and tasks/execution/junit.py
+#: (report_pipe.py `ReportPipe`, docker's archive.py `_fetch_junit`), and tasks/execution/junit.py
 #: parses none larger
 REPORT_MAX_BYTES = 8 * 1024 * 1024
 

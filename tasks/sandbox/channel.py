@@ -10,9 +10,10 @@ ONE upstream base URL it was given, only for paths under that base's path (anyth
 here. It never follows a redirect and ignores proxy variables, so it contacts nothing but
 that upstream.
 
-It meters what it forwards: requests, and the `usage` that OpenAI-compatible responses
-report (summed; for `stream: true` it asks for the final usage chunk with
-`stream_options.include_usage` and reads it while relaying the events as they come). Past
+It meters what it forwards with the harness's one meter (tasks/model/metering.py): requests,
+and the `usage` that OpenAI-compatible responses report (summed; for `stream: true` it asks
+for the final usage chunk with `stream_options.include_usage` and reads it while relaying the
+events as they come). Past
 the budget it answers 429 `budget_exhausted` without contacting upstream. Tokens are known
 only once a response is back, so requests admitted concurrently before the budget ran out
 can take the total past `max_total_tokens`; none is admitted after. A successful POST whose
@@ -35,7 +36,6 @@ import socketserver
 import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import TracebackType
@@ -44,6 +44,7 @@ from urllib.parse import unquote
 import httpx
 
 from testprism.tasks.model import bounded_json
+from testprism.tasks.model.metering import Budget, Meter, Usage
 from testprism.tasks.sandbox.transcript import Transcript, parsed
 
 log = logging.getLogger(__name__)
@@ -56,28 +57,6 @@ RESPONSE_MAX_BYTES = 64 * 1024 * 1024
 #: what the sandbox may say to upstream besides the body; everything else is dropped
 FORWARDED_HEADERS = ("content-type", "accept")
 _SSE_LINE_MAX = 4 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What a channel forwarded: requests, and the tokens upstream reported for them."""
-
-    requests: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Where a channel stops forwarding (None: no limit on that)."""
-
-    max_requests: int | None = None
-    max_total_tokens: int | None = None
-
-    def spent(self, usage: Usage) -> bool:
-        return ((self.max_requests is not None and usage.requests >= self.max_requests)
-                or (self.max_total_tokens is not None and usage.total_tokens >= self.max_total_tokens))
 
 
 class ModelChannel:
@@ -96,9 +75,7 @@ class ModelChannel:
         self.transcript = transcript
         self._client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=30.0), trust_env=False,
                                     follow_redirects=False)
-        self._lock = threading.Lock()
-        self._usage = Usage()
-        self._unmetered = False
+        self.meter = Meter(budget)
         self._folder = Path(tempfile.mkdtemp(prefix="testprism-channel-", dir=directory))
         self.socket_path = self._folder / SOCKET_NAME
         try:
@@ -136,35 +113,18 @@ class ModelChannel:
 
     @property
     def usage(self) -> Usage:
-        with self._lock:
-            return self._usage
+        return self.meter.usage
 
     @property
     def exhausted(self) -> bool:
-        with self._lock:
-            return self._unmetered or self.budget.spent(self._usage)
+        return self.meter.exhausted
 
     # -- one request (from the server's threads) -----------------------------------------
 
-    def _admit(self) -> bool:
-        """Count a request in if the budget allows one more."""
-        with self._lock:
-            if self._unmetered or self.budget.spent(self._usage):
-                return False
-            self._usage = Usage(self._usage.requests + 1, self._usage.prompt_tokens,
-                                self._usage.completion_tokens, self._usage.total_tokens)
-            return True
-
     def _meter(self, usage: object, expected: bool) -> None:
         """Add a response's `usage` object; `expected`: the response should have carried one."""
-        counts = [_count(usage, k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")]
-        with self._lock:
-            u = self._usage
-            self._usage = Usage(u.requests, u.prompt_tokens + counts[0], u.completion_tokens + counts[1],
-                                u.total_tokens + (counts[2] or counts[0] + counts[1]))
-            if expected and not isinstance(usage, dict) and self.budget.max_total_tokens is not None:
-                log.warning("model channel: a response without usage cannot be metered; closing the channel")
-                self._unmetered = True
+        if not self.meter.record(usage, expected):
+            log.warning("model channel: a response without usage cannot be metered; closing the channel")
 
     def _allowed(self, path: str) -> bool:
         """Under the upstream's base path, with no `.` or `..` segment (raw or escaped)."""
@@ -191,7 +151,7 @@ class ModelChannel:
             handler.close_connection = True
             return _reply(handler, 413, "too_large", f"requests are at most {REQUEST_MAX_BYTES} bytes")
         sent = handler.rfile.read(length)
-        if not self._admit():
+        if not self.meter.admit():
             return _reply(handler, 429, "budget_exhausted", f"the channel's budget is spent: {self.usage}")
         streaming, body = _ask_stream_usage(sent)
         headers = {k: v for k in FORWARDED_HEADERS if (v := handler.headers.get(k))}
@@ -248,11 +208,6 @@ class ModelChannel:
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
         handler.wfile.write(data)
-
-
-def _count(usage: object, key: str) -> int:
-    value = usage.get(key) if isinstance(usage, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _ask_stream_usage(body: bytes) -> tuple[bool, bytes]:

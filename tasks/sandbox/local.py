@@ -56,13 +56,13 @@ from testprism.tasks.sandbox.base import (
 from testprism.tasks.sandbox.model_access import SANDBOX_SOCKET, channel_env, sandbox_command
 from testprism.tasks.sandbox.outputs import outputs_from_folder
 from testprism.tasks.sandbox.process import Unkillable, run_bounded, supervise
+from testprism.tasks.sandbox.report_pipe import ReportPipe
 from testprism.tasks.sandbox.cgroup import Launcher, RunCgroup
 from testprism.tasks.sandbox.workspace import (
     bounds_available,
     disk_exceeded,
     export_program,
     fill_workspace,
-    read_junit,
     remove_workspace,
     scratch_folders,
 )
@@ -266,10 +266,12 @@ class LocalBackend(SandboxBackend):
                                          "filesystem is the sandbox's root)")
             env = image.variables(env)
         left: Path | None = ws  # the workspace, until removed on the run's path
+        report: ReportPipe | None = None
         try:
             launcher = self._launcher(env)
             uid = UID_BASE + secrets.randbelow(60_000) if self.drop_privileges else None
             installed = fill_workspace(request, ws, uid, layered=True, bounded=True)
+            report = ReportPipe(ws)
             for number, mount in enumerate(request.mounts):
                 if mount.host is None:  # on the workspace's bound, the run's own
                     folder = _mount_scratch(ws, number)
@@ -283,7 +285,7 @@ class LocalBackend(SandboxBackend):
                 group = cgroup.create(ws.name, request.limits)  # named as the workspace: swept alike
             if group is None and request.limits.cpus is not None:
                 _unbounded_cpus(request.limits.cpus)
-            result = self._run_in(ws, request, uid, installed, env, group, launcher)
+            result = self._run_in(ws, request, uid, installed, env, group, launcher, report)
             if not _dropped_whole(ws):  # on the work area's disk: what the run left there may stay
                 left = None
                 remove_workspace(ws)  # SandboxError: this run's
@@ -291,6 +293,8 @@ class LocalBackend(SandboxBackend):
         except (Unkillable, OSError) as exc:
             raise SandboxError(f"local sandbox failed: {exc}") from exc
         finally:
+            if report is not None:
+                report.close()
             self._discard(left, group, launcher)
 
     def _discard(self, ws: Path | None, group: RunCgroup | None, launcher: Launcher | None) -> None:
@@ -313,7 +317,7 @@ class LocalBackend(SandboxBackend):
             _remove(ws, group, launcher)
 
     def _run_in(self, ws: Path, request: RunRequest, uid: int | None, installed: str, env: dict[str, str],
-                group: RunCgroup | None, launcher: Launcher | None) -> ExecResult:
+                group: RunCgroup | None, launcher: Launcher | None, report: ReportPipe) -> ExecResult:
         drop: list[str] = []
         if uid is not None:
             # An exec'd helper rather than Popen(user=): with a uid to set, Popen forks the
@@ -365,7 +369,7 @@ class LocalBackend(SandboxBackend):
             output_tail=done.output_tail.decode("utf-8", errors="replace"),
             timed_out=done.timed_out,
             output_exceeded=done.output_exceeded,
-            junit_xml=read_junit(ws),
+            junit_xml=report.collected(),
             suite_patch_method=installed,
             outputs=outputs_from_folder(ws / "program", request.tree) if request.keep_outputs else None,
             limit=limit,

@@ -9,7 +9,7 @@ O_NOFOLLOW, one component at a time), and a suite whose file would land on a lin
 file where a folder is needed, is not installed (`SuiteNotInstalled`: the run is
 `E`/`suite_not_installed`). The
 test patch is applied by `git apply` / GNU patch, which refuse to write beyond a link.
-Reports are read back the same way; workspaces are removed by tasks/sandbox/layer.py
+Reports stream back through a pipe the harness holds (tasks/sandbox/report_pipe.py); workspaces are removed by tasks/sandbox/layer.py
 `discard` (mounts detached first, then removal.remove_tree, which does not follow links).
 
 A fill asked for a bounded workspace (`bounded=True`; `bound_workspace` says how) puts the
@@ -35,9 +35,8 @@ from pathlib import Path
 
 from testprism.tasks.sandbox import layer
 from testprism.tasks.sandbox.layer import _MS_NODEV, _MS_NOSUID, _MS_PRIVATE, LayerUnavailable, _mount
-from testprism.tasks.sandbox.nofollow import UnsafeTarget, read_file, write_file
+from testprism.tasks.sandbox.nofollow import UnsafeTarget, write_file
 from testprism.tasks.model.removal import remove_tree
-from testprism.tasks.sandbox.base import REPORT_MAX_BYTES
 from testprism.tasks.sandbox.tree_image import ImageUnavailable
 from testprism.tasks.sandbox.base import RunRequest, SandboxError, SuiteNotInstalled
 from testprism.tasks.model.state import apply_patch
@@ -228,12 +227,6 @@ def export_program(ws: Path, target: Path) -> None:
     if program.is_symlink() or not program.is_dir():
         raise UnsafeTarget(f"{program} is no longer a folder")
     shutil.copytree(program, target, symlinks=True)
-
-
-def read_junit(ws: Path) -> bytes | None:
-    """The JUnit XML a run left at `ws/out/junit.xml`, if that is a regular file reached
-    without a link (the run owns `out/` and may have swapped it, or the file, for one)."""
-    return read_file(ws, ("out", "junit.xml"), REPORT_MAX_BYTES)
 
 
 def remove_workspace(ws: Path, *beside: Path) -> None:

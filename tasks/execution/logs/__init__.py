@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 
 from testprism.tasks.execution.logs import go, java, javascript, php, python, ruby, rust, script
-from testprism.tasks.execution.logs.results import Results
+from testprism.tasks.execution.logs.results import Results, plain
 from testprism.tasks.model.outcome import TestResult
 
 log = logging.getLogger(__name__)
@@ -50,9 +50,6 @@ PARSERS: dict[str, Callable[[str, Results], None]] = {
     "script": script.script,
 }
 
-#: colour and cursor sequences some runners write even without a terminal
-_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
 
 def parse_log(parser: str, output: bytes) -> tuple[TestResult, ...] | None:
     """The tests the log `output` reports, read by the parser named `parser` (a key of PARSERS), or
@@ -62,7 +59,7 @@ def parse_log(parser: str, output: bytes) -> tuple[TestResult, ...] | None:
     if len(output) > LOG_MAX_BYTES:
         log.debug("%s log of %d bytes, over %d", parser, len(output), LOG_MAX_BYTES)
         return None
-    text = _ESCAPES.sub("", output.decode("utf-8", errors="replace"))
+    text = plain(output.decode("utf-8", errors="replace"))
     results = Results()
     try:
         read(text, results)

@@ -10,6 +10,7 @@ test that passed its call but errored in teardown (pytest prints both) did not p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from testprism.tasks.execution.junit import MESSAGE_CHARS, NAME_CHARS
@@ -54,6 +55,15 @@ class Results:
 
     def freeze(self) -> tuple[TestResult, ...]:
         return tuple(self._tests.values())
+
+
+#: colour and cursor sequences some runners write even without a terminal
+_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def plain(log: str) -> str:
+    """The log without its colour and cursor sequences."""
+    return _ESCAPES.sub("", log)
 
 
 #: characters of a line a parser reads; a longer line is passed over whole (a test's name is

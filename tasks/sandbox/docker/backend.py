@@ -98,7 +98,7 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
         self.base_name = base_image_name(base_image)
         self.reuse = reuse if reuse is not None else os.environ.get("TESTPRISM_DOCKER_REUSE", "") not in ("", "0")
         # Every core by default, as a local run has: a quota below that throttles a toolchain
-        # that compiles in parallel (go test: +130 ms a run at 1 CPU on 2 cores, README) and
+        # that compiles in parallel (go test: +130 ms a run at 1 CPU on 2 cores, docs/performance.md) and
         # not a one-threaded pytest, so outcomes' timings would depend on the language.
         self.cpus = cpus if cpus is not None else float(os.environ.get("TESTPRISM_DOCKER_CPUS") or os.cpu_count() or 1)
         # gVisor (`runsc`) opt-in: a kernel of its own in user space, so the host's page

@@ -54,12 +54,12 @@ from testprism.tasks.sandbox.docker.pump import _Pump
 from testprism.tasks.sandbox.image.binding import ImageRun
 from testprism.tasks.sandbox.model_access import sandbox_command
 from testprism.tasks.sandbox.outputs import outputs_from_folder
+from testprism.tasks.sandbox.report_pipe import ReportPipe
 from testprism.tasks.sandbox.workspace import (
     bound_workspace,
     disk_exceeded,
     export_program,
     fill_workspace,
-    read_junit,
     remove_workspace,
 )
 
@@ -159,6 +159,16 @@ class _FreshRuns(_RunContainers):
         """Start (or release) the container, follow its output to its end or a limit, and
         read back what the run left."""
         container = box.id
+        # bind mode: the report streamed out as written (tasks/sandbox/report_pipe.py)
+        report = ReportPipe(box.ws) if box.ws is not None else None
+        try:
+            return self._follow(api, box, request, report)
+        finally:
+            if report is not None:
+                report.close()
+
+    def _follow(self, api: APIClient, box: _Box, request: RunRequest, report: ReportPipe | None) -> ExecResult:
+        container = box.id
         pump = _Pump(box.sock, request.limits.output_bytes, request.limits.tail_bytes,
                      on_exceeded=lambda: self._kill(container))
         try:
@@ -192,7 +202,7 @@ class _FreshRuns(_RunContainers):
             limit = "disk_limit"
         junit = None
         if not (timed_out or pump.exceeded):
-            junit = read_junit(box.ws) if box.ws is not None else _fetch_junit(api, container)
+            junit = report.collected() if report is not None else _fetch_junit(api, container)
         program = box.program_at or f"{WORKSPACE}/program"  # archive mode: where its program is
         if request.export_tree is not None and not (timed_out or pump.exceeded):
             if box.ws is not None:

@@ -16,12 +16,12 @@ from testprism.tasks.sandbox.docker.archive import WORKSPACE, _fetch_junit, work
 from testprism.tasks.sandbox.docker.containers import STOP_GRACE_S, _merged, _run_env, _run_uid, _RunContainers
 from testprism.tasks.sandbox.docker.engine import api_client
 from testprism.tasks.sandbox.docker.pump import _Pump
+from testprism.tasks.sandbox.report_pipe import ReportPipe
 from testprism.tasks.sandbox.workspace import (
     bound_workspace,
     clear_workspace,
     disk_exceeded,
     fill_workspace,
-    read_junit,
     remove_workspace,
 )
 
@@ -100,11 +100,13 @@ class _ReusedRuns(_RunContainers):
         api = self._api()
         reusable = self._checkout(api, request, tag)
         container, healthy = reusable.id, False
+        report: ReportPipe | None = None
         try:
             uid = _run_uid()
             if reusable.ws is not None:
                 clear_workspace(reusable.ws)
                 installed = fill_workspace(request, reusable.ws, uid, bounded=True)
+                report = ReportPipe(reusable.ws)  # the report streamed out (tasks/sandbox/report_pipe.py)
             else:
                 archive, installed = workspace_archive(request, uid, self.work.workspaces)
                 with archive:
@@ -146,7 +148,7 @@ class _ReusedRuns(_RunContainers):
                 limit = "disk_limit"
             junit = None
             if not (timed_out or pump.exceeded):
-                junit = read_junit(reusable.ws) if reusable.ws is not None else _fetch_junit(api, container)
+                junit = report.collected() if report is not None else _fetch_junit(api, container)
             healthy = True
             return ExecResult(
                 exit_code=exit_code, duration_s=duration, output_tail=pump.output,
@@ -154,6 +156,8 @@ class _ReusedRuns(_RunContainers):
                 suite_patch_method=installed, limit=limit,
             )
         finally:
+            if report is not None:
+                report.close()
             with self._lock:
                 recycle = healthy and not self._closing
                 if recycle:  # reset off the run's path; the container is idle again after it

@@ -12,15 +12,17 @@ the sandbox backends:
 
 - the environment is the instance's plus `coverage` (`coverage_environment`: another
   environment key, built once like any other);
-- the suite's files travel with a small helper folder, `tmp/.testprism-coverage/`
-  (`coverage_suite`): `site/sitecustomize.py`, put on `PYTHONPATH`, calls
+- a small helper folder (`coverage_helpers`), mounted read-only at `/testprism-coverage`
+  outside the workspace (`placement`): `site/sitecustomize.py`, put on `PYTHONPATH`, calls
   `coverage.process_startup()`, which starts measuring in any interpreter that sees
   `COVERAGE_PROCESS_START` (the folder's `coveragerc`); only the files the reference changes
   are traced;
-- `run.sh` runs the suite's own entry that way, then `collect.py` combines the data files
-  and writes a small JSON report (statements and missed lines per file) to
-  `$TESTPRISM_JUNIT`: the one file every backend already brings back from the sandbox. The
-  suite's own JUnit report is redirected next to the data; this pass needs no verdict.
+- `run.sh` runs the suite's own entry that way, ends every process the suite left, then
+  `collect.py` combines the data files and writes a small JSON report (statements and
+  missed lines per file), which `run.sh` hands back at `$TESTPRISM_JUNIT` (the one file
+  every backend already brings back from the sandbox) under the run's nonce (`unseal`):
+  the suite can neither replace the helper nor put a report of its own there. The suite's
+  own JUnit report is redirected next to the data; this pass needs no verdict.
 
 Go, JavaScript, TypeScript, Java, C, C++, Rust, PHP and Ruby are measured the same way with
 their own instrumentation (`toolchains`: cover profiles through GOFLAGS, V8 coverage through

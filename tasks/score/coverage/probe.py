@@ -44,7 +44,7 @@ from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
 from testprism.tasks.model.changes import ChangedFile
 from testprism.tasks.score.coverage.reports import CoverageCounts, score_changes
-from testprism.tasks.score.coverage.instrument import COMMAND
+from testprism.tasks.score.coverage.instrument import new_nonce, placement, unseal
 from testprism.tasks.score.coverage.toolchains import NOT_MEASURED_WHY, Toolchain, toolchain_for
 
 log = logging.getLogger(__name__)
@@ -144,23 +144,29 @@ def measure_one(spec: CoverageSpec, changes: tuple[ChangedFile, ...], environmen
     if isinstance(environment, Verdict):
         log.error("%s: coverage environment: %s", spec.instance.id, environment.output_tail)
         return Measured(None, Reason.ENVIRONMENT_FAILED)
-    folder, files = toolchain.suite(spec.suite, changes, tree.tree, options.work)
-    request = RunRequest(
-        tree=tree.tree, suite_folder=folder, suite_files=files, command=COMMAND, environment=environment,
-        limits=options.limits, suite_patch=spec.suite.patch,
-    )
-    try:
-        result = Attempts(lambda: environments.run(coverage_spec, request), options.policy.infra_retries)()
-    except SuiteNotInstalled as exc:
-        log.error("%s/%s: coverage run: %s", spec.configuration, spec.instance.id, exc)
-        return Measured(None, Reason.SUITE_NOT_INSTALLED)
-    except SandboxError as exc:
-        log.error("%s/%s: coverage run: %s", spec.configuration, spec.instance.id, exc)
-        return Measured(None, Reason.SANDBOX_ERROR)
+    if environments.backend.isolation == "none":
+        log.error("%s/%s: coverage is not measured without a sandbox: its helper needs a read-only mount",
+                  spec.configuration, spec.instance.id)
+        return Measured(None, Reason.COVERAGE_FAILED)
+    helpers = toolchain.helpers(spec.suite, changes, tree.tree, options.work)
+    nonce = new_nonce()
+    with placement(spec.suite, helpers, nonce, options.work) as placed:
+        request = RunRequest(
+            tree=tree.tree, suite_folder=placed.suite_folder, suite_files=placed.suite_files, command=placed.command,
+            environment=environment, limits=options.limits, suite_patch=spec.suite.patch, mounts=placed.mounts,
+        )
+        try:
+            result = Attempts(lambda: environments.run(coverage_spec, request), options.policy.infra_retries)()
+        except SuiteNotInstalled as exc:
+            log.error("%s/%s: coverage run: %s", spec.configuration, spec.instance.id, exc)
+            return Measured(None, Reason.SUITE_NOT_INSTALLED)
+        except SandboxError as exc:
+            log.error("%s/%s: coverage run: %s", spec.configuration, spec.instance.id, exc)
+            return Measured(None, Reason.SANDBOX_ERROR)
     if result.timed_out or result.output_exceeded:
         return Measured(None, Reason.TIMEOUT if result.timed_out else Reason.OUTPUT_LIMIT, result)
     try:
-        measured = toolchain.parse(result.junit_xml or b"", tree.tree, changes)
+        measured = toolchain.parse(unseal(result.junit_xml, nonce), tree.tree, changes)
     except ValueError as exc:
         log.error("%s/%s: no coverage report (%s); output tail:\n%s", spec.configuration, spec.instance.id, exc,
                   result.output_tail[-MESSAGE_TAIL:])

@@ -6,6 +6,10 @@ a language without a toolchain (tsx, any other: NOT_MEASURED_WHY
 says why) is *not measured*: its rows keep ΔC and EC null with the reason `not_measured`,
 never a number measured on the wrong lines.
 
+Every language's helper folder is mounted read-only outside the workspace, and its run.sh
+starts with instrument.RUNNER_HEAD: after the suite, every process it left is ended and the
+collector's report handed back under the run's nonce (`instrument.unseal`).
+
 - **python**: coverage.py in every process (tasks/score/coverage/instrument.py).
 - **go**: the suite runs `go test` (or `gotestsum -- ...`) itself; the helper sets
   `GOFLAGS=-coverprofile=... -coverpkg=<module>/...`, which every `go test` of the run
@@ -64,7 +68,7 @@ from testprism.tasks.model.workdir import WorkPaths
 
 from testprism.tasks.model.changes import ChangedFile, analyse_reference
 from testprism.tasks.score.coverage.reports import MeasuredFile, parse_gcov_report, parse_jacoco_report, parse_go_profile, parse_lcov_report, parse_mapped_v8_report, parse_pcov_report, parse_report, parse_ruby_report, parse_v8_report
-from testprism.tasks.score.coverage.instrument import HELPER_DIR, HELPERS_HASH, coverage_environment, coverage_suite, with_helpers
+from testprism.tasks.score.coverage.instrument import HELPERS_HASH, coverage_environment, coverage_helpers, runner_head, with_helpers
 
 log = logging.getLogger(__name__)
 
@@ -93,9 +97,8 @@ class Toolchain(ABC):
         """What the reference changes, read from the materialised reference `tree`."""
 
     @abstractmethod
-    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
-              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
-        """The suite's files plus this toolchain's helpers (instrument.with_helpers)."""
+    def helpers(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path, work: WorkPaths) -> Path:
+        """The helper folder of the suite's runs, mounted read-only (instrument.with_helpers)."""
 
     @abstractmethod
     def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
@@ -114,27 +117,14 @@ class PythonToolchain(Toolchain):
     def analyse(self, tree: Path, reference: bytes) -> tuple[ChangedFile, ...]:
         return analyse_reference(tree, reference)
 
-    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
-              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
-        return coverage_suite(suite, changes, work)
+    def helpers(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path, work: WorkPaths) -> Path:
+        return coverage_helpers(suite, changes, work)
 
     def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
         return parse_report(report)
 
 
-_RUNNER_HEAD = '''\
-#!/usr/bin/env bash
-# testprism coverage pass (tasks/score/coverage/toolchains.py): the suite's own entry, {what},
-# then the changed files' part of it at $TESTPRISM_JUNIT; the suite's JUnit report goes aside.
-set -u
-root="$PWD"
-here="$root/tmp/{helper}"
-report="$TESTPRISM_JUNIT"
-data="$(dirname "$report")/coverage"
-mkdir -p "$data"
-'''
-
-_GO_RUNNER = _RUNNER_HEAD.format(what="with a cover profile from every `go test`", helper=HELPER_DIR) + '''\
+_GO_RUNNER = runner_head("with a cover profile from every `go test`") + '''\
 case "$data" in *" "*) echo "testprism coverage: GOFLAGS cannot hold the path $data (a space)" >&2; exit 2;; esac
 (
   export GOFLAGS="${GOFLAGS:+$GOFLAGS }-coverprofile=$data/cover.out -coverpkg=$(cat "$here/packages")"
@@ -142,9 +132,11 @@ case "$data" in *" "*) echo "testprism coverage: GOFLAGS cannot hold the path $d
   exec bash "$here/entry.sh"
 )
 status=$?
+collecting
 if [ -f "$data/cover.out" ]; then
   { head -n 1 "$data/cover.out"; grep -F -f "$here/files" "$data/cover.out"; } > "$report"
 fi
+hand_back
 exit "$status"
 '''
 
@@ -189,15 +181,14 @@ class GoToolchain(Toolchain):
                 log.warning("%s: in no Go module (no go.mod above it): not measured", change.path)
         return tuple(c for c in found if _import_file(c.path, modules) is not None)
 
-    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
-              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
+    def helpers(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path, work: WorkPaths) -> Path:
         modules = go_modules(tree, [c.path for c in changes])
         names = sorted(name for c in changes if (name := _import_file(c.path, modules)) is not None)
-        return with_helpers(suite, {
-            f"{HELPER_DIR}/run.sh": _GO_RUNNER,
-            f"{HELPER_DIR}/entry.sh": suite.entry + "\n",
-            f"{HELPER_DIR}/packages": ",".join(f"{m}/..." for m in sorted(modules)) + "\n",
-            f"{HELPER_DIR}/files": "".join(f"{name}:\n" for name in names),
+        return with_helpers({
+            "run.sh": _GO_RUNNER,
+            "entry.sh": suite.entry + "\n",
+            "packages": ",".join(f"{m}/..." for m in sorted(modules)) + "\n",
+            "files": "".join(f"{name}:\n" for name in names),
         }, work)
 
     def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
@@ -208,14 +199,16 @@ class GoToolchain(Toolchain):
         return parse_go_profile(report, go_modules(tree, [c.path for c in changes]))
 
 
-_JS_RUNNER = _RUNNER_HEAD.format(what="with V8 coverage from every Node process", helper=HELPER_DIR) + '''\
+_JS_RUNNER = runner_head("with V8 coverage from every Node process") + '''\
 (
   export NODE_V8_COVERAGE="$data/v8"
   export TESTPRISM_JUNIT="$data/junit.xml"
   exec bash "$here/entry.sh"
 )
 status=$?
+collecting
 node "$here/collect.cjs" "$report" "$data/v8" "$root" "$here/files"
+hand_back
 exit "$status"
 '''
 
@@ -261,13 +254,12 @@ class JavaScriptToolchain(Toolchain):
         """Changed .js/.mjs/.cjs files (what Node runs untransformed)."""
         return analyse_reference(tree, reference, lambda path: _JS_FILES.search(path) is not None)
 
-    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
-              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
-        return with_helpers(suite, {
-            f"{HELPER_DIR}/run.sh": _JS_RUNNER,
-            f"{HELPER_DIR}/entry.sh": suite.entry + "\n",
-            f"{HELPER_DIR}/collect.cjs": _JS_COLLECTOR,
-            f"{HELPER_DIR}/files": "".join(f"{c.path}\n" for c in changes),
+    def helpers(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path, work: WorkPaths) -> Path:
+        return with_helpers({
+            "run.sh": _JS_RUNNER,
+            "entry.sh": suite.entry + "\n",
+            "collect.cjs": _JS_COLLECTOR,
+            "files": "".join(f"{c.path}\n" for c in changes),
         }, work)
 
     def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
@@ -275,8 +267,7 @@ class JavaScriptToolchain(Toolchain):
         return parse_v8_report(report, sources)
 
 
-_TS_RUNNER = _RUNNER_HEAD.format(what="with V8 coverage from every Node process, mapped through vite-node's source maps",
-                                 helper=HELPER_DIR) + '''\
+_TS_RUNNER = runner_head("with V8 coverage from every Node process, mapped through vite-node's source maps") + '''\
 case "$here" in *[[:space:]]*) echo "testprism coverage: NODE_OPTIONS cannot hold the path $here (a space)" >&2; exit 2;; esac
 mkdir -p "$data/scripts"
 (
@@ -287,7 +278,9 @@ mkdir -p "$data/scripts"
   exec bash "$here/entry.sh"
 )
 status=$?
+collecting
 node "$here/collect.cjs" "$report" "$data/v8" "$data/scripts" "$root" "$here/files"
+hand_back
 exit "$status"
 '''
 
@@ -427,14 +420,13 @@ class TypeScriptToolchain(Toolchain):
         """Changed .ts/.mts/.cts files (not declaration files: no code runs from them)."""
         return analyse_reference(tree, reference, lambda path: _TS_FILES.search(path) is not None)
 
-    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
-              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
-        return with_helpers(suite, {
-            f"{HELPER_DIR}/run.sh": _TS_RUNNER,
-            f"{HELPER_DIR}/entry.sh": suite.entry + "\n",
-            f"{HELPER_DIR}/hook.cjs": _TS_HOOK,
-            f"{HELPER_DIR}/collect.cjs": _TS_COLLECTOR,
-            f"{HELPER_DIR}/files": "".join(f"{c.path}\n" for c in changes),
+    def helpers(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path, work: WorkPaths) -> Path:
+        return with_helpers({
+            "run.sh": _TS_RUNNER,
+            "entry.sh": suite.entry + "\n",
+            "hook.cjs": _TS_HOOK,
+            "collect.cjs": _TS_COLLECTOR,
+            "files": "".join(f"{c.path}\n" for c in changes),
         }, work)
 
     def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
@@ -443,14 +435,16 @@ class TypeScriptToolchain(Toolchain):
         return parse_mapped_v8_report(report)
 
 
-_GCC_RUNNER = _RUNNER_HEAD.format(what="with gcov data from every process built with --coverage", helper=HELPER_DIR) + """\
+_GCC_RUNNER = runner_head("with gcov data from every process built with --coverage") + """\
 (
   export GCOV_PREFIX="$data/gcda"
   export TESTPRISM_JUNIT="$data/junit.xml"
   exec bash "$here/entry.sh"
 )
 status=$?
+collecting
 bash "$here/collect.sh" "$report" "$data" "$root" "$here/names"
+hand_back
 exit "$status"
 """
 
@@ -504,13 +498,12 @@ class GccToolchain(Toolchain):
         """Changed C and C++ sources and headers (a C++ instance's .c files too)."""
         return analyse_reference(tree, reference, lambda path: syntax.language_of(path) in (syntax.C, syntax.CPP))
 
-    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
-              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
-        return with_helpers(suite, {
-            f"{HELPER_DIR}/run.sh": _GCC_RUNNER,
-            f"{HELPER_DIR}/entry.sh": suite.entry + "\n",
-            f"{HELPER_DIR}/collect.sh": _GCC_COLLECTOR,
-            f"{HELPER_DIR}/names": "".join(sorted({f"{PurePosixPath(c.path).name}\n" for c in changes})),
+    def helpers(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path, work: WorkPaths) -> Path:
+        return with_helpers({
+            "run.sh": _GCC_RUNNER,
+            "entry.sh": suite.entry + "\n",
+            "collect.sh": _GCC_COLLECTOR,
+            "names": "".join(sorted({f"{PurePosixPath(c.path).name}\n" for c in changes})),
         }, work)
 
     def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
@@ -532,7 +525,7 @@ _JACOCO_ERROR = "testprism jacoco: "
 # Where the environment's Maven repository is: the local backend's (bin/mvn's ../m2:
 # tasks/sandbox/environment.py), Maven's global settings' localRepository (the docker image's
 # /opt/m2), the user's.
-_JAVA_RUNNER = _RUNNER_HEAD.format(what="with JaCoCo's agent in every JVM", helper=HELPER_DIR) + """\
+_JAVA_RUNNER = runner_head("with JaCoCo's agent in every JVM") + """\
 version=__VERSION__
 fail() { printf '__ERROR__%s\\n' "$1" > "$report"; }
 case "$data" in *[[:space:],=:]*) echo "testprism coverage: JaCoCo's options cannot hold the path $data" >&2; exit 2;; esac
@@ -545,13 +538,14 @@ for repository in "${mvn_bin:+$(dirname "$mvn_bin")/../m2}" \\
     jacoco="$repository/org/jacoco"; break
   fi
 done
-if [ -z "$jacoco" ]; then fail "JaCoCo $version is in no Maven repository of the environment"; exit 2; fi
+if [ -z "$jacoco" ]; then collecting; fail "JaCoCo $version is in no Maven repository of the environment"; hand_back; exit 2; fi
 (
   export JAVA_TOOL_OPTIONS="${JAVA_TOOL_OPTIONS:+$JAVA_TOOL_OPTIONS }-javaagent:$jacoco/org.jacoco.agent/$version/org.jacoco.agent-$version-runtime.jar=destfile=$data/jacoco.exec,append=true,includes=$(cat "$here/includes")"
   export TESTPRISM_JUNIT="$data/junit.xml"
   exec bash "$here/entry.sh"
 )
 status=$?
+collecting
 classes=()
 while IFS= read -r pattern; do classes+=(-o -path "$pattern"); done < "$here/classes"
 found=()
@@ -562,6 +556,7 @@ elif ! java -jar "$jacoco/org.jacoco.cli/$version/org.jacoco.cli-$version-nodeps
     "${found[@]}" --xml "$report" > "$data/jacoco.log" 2>&1; then
   fail "JaCoCo's report failed: $(tail -c 400 "$data/jacoco.log" | tr '\\n' ' ')"
 fi
+hand_back
 exit "$status"
 """.replace("__VERSION__", JACOCO_VERSION).replace("__ERROR__", _JACOCO_ERROR)
 
@@ -589,14 +584,13 @@ class JavaToolchain(Toolchain):
         """Changed .java files."""
         return analyse_reference(tree, reference, lambda path: syntax.language_of(path) is syntax.JAVA)
 
-    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
-              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
+    def helpers(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path, work: WorkPaths) -> Path:
         classes = sorted({java_class(tree, c.path) for c in changes})
-        return with_helpers(suite, {
-            f"{HELPER_DIR}/run.sh": _JAVA_RUNNER,
-            f"{HELPER_DIR}/entry.sh": suite.entry + "\n",
-            f"{HELPER_DIR}/includes": ":".join(f"{name.replace('/', '.')}*" for name in classes) + "\n",
-            f"{HELPER_DIR}/classes": "".join(f"*/{name}.class\n*/{name}$*.class\n" for name in classes),
+        return with_helpers({
+            "run.sh": _JAVA_RUNNER,
+            "entry.sh": suite.entry + "\n",
+            "includes": ":".join(f"{name.replace('/', '.')}*" for name in classes) + "\n",
+            "classes": "".join(f"*/{name}.class\n*/{name}$*.class\n" for name in classes),
         }, work)
 
     def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
@@ -623,8 +617,7 @@ _LLVM_COV_ERROR = "testprism llvm-cov: "
 
 # The binaries llvm-cov reads are the executables cargo left in the target folder's deps/ (every
 # test binary, the suite's included); the profile of a binary that did not run is empty.
-_RUST_RUNNER = _RUNNER_HEAD.format(what="with an LLVM profile from every process built with -C instrument-coverage",
-                                   helper=HELPER_DIR) + """\
+_RUST_RUNNER = runner_head("with an LLVM profile from every process built with -C instrument-coverage") + """\
 llvm=__LLVM__
 fail() { printf '__ERROR__%s\\n' "$1" > "$report"; }
 mkdir -p "$data/profraw"
@@ -634,6 +627,7 @@ mkdir -p "$data/profraw"
   exec bash "$here/entry.sh"
 )
 status=$?
+collecting
 target="${CARGO_TARGET_DIR:-$root/target}"
 rustc_llvm="$(rustc -vV 2>/dev/null | sed -n 's/^LLVM version: \\([0-9]*\\).*/\\1/p')"
 first=""
@@ -659,6 +653,7 @@ else
       keep' "$here/files" "$data/lcov.info"
   } > "$report"
 fi
+hand_back
 exit "$status"
 """.replace("__LLVM__", LLVM_VERSION).replace("__ERROR__", _LLVM_COV_ERROR)
 
@@ -690,12 +685,11 @@ class RustToolchain(Toolchain):
         """Changed .rs files."""
         return analyse_reference(tree, reference, lambda path: path.endswith(".rs"))
 
-    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
-              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
-        return with_helpers(suite, {
-            f"{HELPER_DIR}/run.sh": _RUST_RUNNER,
-            f"{HELPER_DIR}/entry.sh": suite.entry + "\n",
-            f"{HELPER_DIR}/files": "".join(f"{c.path}\n" for c in changes),
+    def helpers(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path, work: WorkPaths) -> Path:
+        return with_helpers({
+            "run.sh": _RUST_RUNNER,
+            "entry.sh": suite.entry + "\n",
+            "files": "".join(f"{c.path}\n" for c in changes),
         }, work)
 
     def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
@@ -706,7 +700,7 @@ class RustToolchain(Toolchain):
         return parse_lcov_report(report)
 
 
-_RUBY_RUNNER = _RUNNER_HEAD.format(what="with Ruby's Coverage (lines) in every Ruby process", helper=HELPER_DIR) + """\
+_RUBY_RUNNER = runner_head("with Ruby's Coverage (lines) in every Ruby process") + """\
 case "$here" in *[[:space:]]*) echo "testprism coverage: RUBYOPT cannot hold the path $here (a space)" >&2; exit 2;; esac
 mkdir -p "$data/ruby"
 (
@@ -716,7 +710,9 @@ mkdir -p "$data/ruby"
   exec bash "$here/entry.sh"
 )
 status=$?
-ruby "$here/collect.rb" "$report" "$data/ruby"
+collecting
+ruby --disable=gems "$here/collect.rb" "$report" "$data/ruby"
+hand_back
 exit "$status"
 """
 
@@ -781,14 +777,13 @@ class RubyToolchain(Toolchain):
         """Changed .rb files."""
         return analyse_reference(tree, reference, lambda path: path.endswith(".rb"))
 
-    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
-              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
-        return with_helpers(suite, {
-            f"{HELPER_DIR}/run.sh": _RUBY_RUNNER,
-            f"{HELPER_DIR}/entry.sh": suite.entry + "\n",
-            f"{HELPER_DIR}/cover.rb": _RUBY_COVER,
-            f"{HELPER_DIR}/collect.rb": _RUBY_COLLECTOR,
-            f"{HELPER_DIR}/files": "".join(f"{c.path}\n" for c in changes),
+    def helpers(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path, work: WorkPaths) -> Path:
+        return with_helpers({
+            "run.sh": _RUBY_RUNNER,
+            "entry.sh": suite.entry + "\n",
+            "cover.rb": _RUBY_COVER,
+            "collect.rb": _RUBY_COLLECTOR,
+            "files": "".join(f"{c.path}\n" for c in changes),
         }, work)
 
     def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
@@ -797,7 +792,7 @@ class RubyToolchain(Toolchain):
         return parse_ruby_report(report)
 
 
-_PHP_RUNNER = _RUNNER_HEAD.format(what="with PCOV in every PHP process", helper=HELPER_DIR) + """\
+_PHP_RUNNER = runner_head("with PCOV in every PHP process") + """\
 case "$here" in *[[:space:]:]*) echo "testprism coverage: PHP_INI_SCAN_DIR cannot hold the path $here" >&2; exit 2;; esac
 mkdir -p "$data/php"
 (
@@ -808,7 +803,9 @@ mkdir -p "$data/php"
   exec bash "$here/entry.sh"
 )
 status=$?
+collecting
 php -n "$here/collect.php" "$report" "$data/php"
+hand_back
 exit "$status"
 """
 
@@ -901,15 +898,14 @@ class PhpToolchain(Toolchain):
         """Changed .php files."""
         return analyse_reference(tree, reference, lambda path: path.endswith(".php"))
 
-    def suite(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path,
-              work: WorkPaths) -> tuple[Path, tuple[str, ...]]:
-        return with_helpers(suite, {
-            f"{HELPER_DIR}/run.sh": _PHP_RUNNER,
-            f"{HELPER_DIR}/entry.sh": suite.entry + "\n",
-            f"{HELPER_DIR}/php/zz-testprism-coverage.ini": _PHP_INI,
-            f"{HELPER_DIR}/prepend.php": _PHP_PREPEND,
-            f"{HELPER_DIR}/collect.php": _PHP_COLLECTOR,
-            f"{HELPER_DIR}/files": "".join(f"{c.path}\n" for c in changes),
+    def helpers(self, suite: Suite, changes: tuple[ChangedFile, ...], tree: Path, work: WorkPaths) -> Path:
+        return with_helpers({
+            "run.sh": _PHP_RUNNER,
+            "entry.sh": suite.entry + "\n",
+            "php/zz-testprism-coverage.ini": _PHP_INI,
+            "prepend.php": _PHP_PREPEND,
+            "collect.php": _PHP_COLLECTOR,
+            "files": "".join(f"{c.path}\n" for c in changes),
         }, work)
 
     def parse(self, report: bytes, tree: Path, changes: tuple[ChangedFile, ...]) -> dict[str, MeasuredFile]:
