@@ -30,6 +30,7 @@ from testprism.tasks.model.workdir import WorkPaths
 from tests.benchfixture import BUGGY, CHECKS, REFERENCE, WEAK, diff, make_benchmark
 from tests.conftest import open_backend
 from tests.coveragefixture import run_helpers
+from tests.reportfixture import reports_as_files
 
 OLD = textwrap.dedent('''\
     """Module."""
@@ -354,6 +355,7 @@ def test_a_suite_cannot_rewrite_the_helper_or_forge_its_report(tmp_path, work_ro
     # Control: the helper under the suite's tmp/ and the report read unsealed, as before.
     monkeypatch.setattr(probe, "placement", old_placement)
     monkeypatch.setattr(probe, "unseal", unsealed_unchecked)
+    reports_as_files(monkeypatch)  # and the report read as a file after the run: the pipe took the forgery too
     undefended = rows("undefended")
     assert undefended["strong"]["delta_c"] == 1.0
     assert undefended["rewrite"]["exit_code"] == 0  # its write went through

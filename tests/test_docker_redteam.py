@@ -50,8 +50,8 @@ def norm(text):
     text = re.sub(r"\b[0-9a-f]{12}\b", "<host>", text)  # a container's host name: its id's start
     text = re.sub(r"/l/[A-Z0-9]{26}", "/l/<layer>", text)  # overlay2's short layer names
     text = re.sub(r"\b1[6-9]\d{17}\b", lambda m: m.group() if m.group() == "1600000000000000000" else "<time>", text)
+    text = re.sub(r"(docker|run)-\d+\.\d+-[A-Za-z0-9_]+", "<ws>", text)  # mkdtemp's random host folder
     text = re.sub(r"\b(2[0-5][0-9]{4})\b", "<uid>", text)  # the run's random uid (200000-259999)
-    text = re.sub(r"docker-\d+\.\d+-[A-Za-z0-9_]+", "<ws>", text)  # mkdtemp's random host folder
     text = re.sub(r"\b\d+:\d+\b", "<dev>", text)  # device numbers
     text = re.sub(r"^\d+ \d+ ", "<ids> ", text, flags=re.M)  # mountinfo's mount ids
     text = re.sub(r"(shared|master):\d+", r"\1:<n>", text)

@@ -25,18 +25,15 @@ from pathlib import Path
 
 import pytest
 
-from testprism.tasks.collect import verification
 from testprism.tasks.collect.label import LABEL_POLICY, label_of
 from testprism.tasks.collect.candidate import normalise_patch
 from testprism.tasks.collect.verification import candidate_states, execute, plan, stored_rows
-from testprism.tasks.execution import crosscheck, infrastructure, verdict
+from testprism.tasks.execution import infrastructure, verdict
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.model.benchmark import load_benchmark
-from testprism.tasks.sandbox import local, report_pipe
-from testprism.tasks.sandbox.base import REPORT_MAX_BYTES
-from testprism.tasks.sandbox.nofollow import read_file
 from testprism.storage import Store
 from tests.benchfixture import BUGGY, diff, make_benchmark
+from tests.reportfixture import reports_as_files
 
 INSTANCE = "mini__median-even"
 
@@ -117,19 +114,6 @@ def forged_bench(tmp_path_factory) -> Path:
     return root
 
 
-class FileReport:
-    """The report as it was read before the pipe: the file the run left, after the run."""
-
-    def __init__(self, ws: Path) -> None:
-        self.ws = ws
-
-    def collected(self) -> bytes | None:
-        return read_file(self.ws, ("out", "junit.xml"), REPORT_MAX_BYTES)
-
-    def close(self) -> None:
-        pass
-
-
 def defences_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CONTROL: no test infrastructure put back, the report read as a file after the
     run, no cross-check of report, log and exit status."""
@@ -137,13 +121,7 @@ def defences_off(monkeypatch: pytest.MonkeyPatch) -> None:
     rules_off = replace(infrastructure.rules(), key="off")  # other keys: nothing reused from the defended runs
     monkeypatch.setattr(infrastructure, "rules", lambda: rules_off)
     monkeypatch.setattr(verdict, "disagreement", lambda *args, **kwargs: None)
-    for module in (local, *_docker_modules()):
-        monkeypatch.setattr(module, "ReportPipe", FileReport)
-
-
-def _docker_modules() -> tuple:
-    from testprism.tasks.sandbox.docker import fresh, reused
-    return fresh, reused
+    reports_as_files(monkeypatch)
 
 
 def labels(bench_root: Path, instance_id: str, backend: str, store: Path, work_root: Path) -> dict:

@@ -44,8 +44,10 @@ def sympy_release(folder: Path, version: str) -> Path:
         # owned by us: git refuses foreign trees (`filter` from Python 3.11.4; Debian's 3.11.2 lacks it)
         sdist.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     release = folder / f"sympy-{version}"
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_COUNT": "1",  # the sdist's owner is not ours
-           "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+    for dirpath, _, filenames in os.walk(folder):  # ours, as filter="data" makes it: git refuses foreign trees
+        for path in (dirpath, *(os.path.join(dirpath, name) for name in filenames)):
+            os.chown(path, os.getuid(), os.getgid(), follow_symlinks=False)
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
     for args in (["init", "-q"], ["add", "-A", "-f"], ["commit", "-q", "-m", f"sympy {version}"]):
         subprocess.run(["git", *args], cwd=release, env=env, check=True, capture_output=True)

@@ -27,8 +27,8 @@ leaf uses its parent. Without either hierarchy,
 or when `$TESTPRISM_RUN_CGROUP=0` (the tests' control, the benchmark's arm), there is no
 run cgroup and the caller keeps per-process rlimits.
 
-A run's processes enter its cgroup before any of them runs untrusted code: a root
-`/bin/sh` writes its own pid into the cgroup, then execs the rest (`setpriv`, bubblewrap).
+A run's processes enter its cgroup before any of them runs untrusted code: a root shell
+writes its own pid into the cgroup, then execs the rest (`setpriv`, bubblewrap).
 A hook in Popen (preexec_fn) would instead make Popen fork the whole, possibly large,
 Python process rather than vfork it (tasks/sandbox/local.py). Entering a cgroup is cheap
 in CPU but waits for an RCU grace period (the kernel's cgroup_threadgroup_rwsem): +10 ms
@@ -49,6 +49,7 @@ import logging
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -70,6 +71,13 @@ ENTER_FAILED = 125
 CFS_PERIOD_US = 100_000
 #: how long `remove` keeps killing what is left of a run before leaving it to `sweep`
 REMOVE_WITHIN_S = 5.0
+#: the descriptor a run's first process (bubblewrap) gets the status pipe's write end at,
+#: whatever number the harness holds it at: bubblewrap names it in its command line, which
+#: a run reads in /proc/1/cmdline, and the harness's lowest free descriptor (what os.pipe
+#: gives) follows how many it holds, which grows and shrinks over a worker's life
+STATUS_FD = 3
+#: the shell that moves it there (dash's redirections take single-digit descriptors only)
+BASH = shutil.which("bash") or "/bin/bash"
 
 
 @dataclass(frozen=True)
@@ -169,14 +177,17 @@ class RunCgroup:
 
 
 class Launcher:
-    """A root `/bin/sh` already in a new run cgroup (named `name`), parked until `go`.
+    """A root bash already in a new run cgroup (named `name`), parked until `go`. bash, not
+    /bin/sh: dash cannot close a descriptor numbered 10 or more (`at_status_fd`); it starts
+    while an earlier run executes, so its slower start is off the runs' path.
 
     Started with what does not depend on the run: no variables, `/` as its folder, its
     stdout and stderr one pipe, a session of its own, and the write end of a status pipe
-    passed (`status_fd`, for bubblewrap's `--json-status-fd`). It enters the cgroup first
-    (exit ENTER_FAILED if it cannot, before reading anything), then sources its stdin:
-    `go` writes the run's folder, variables and argv there as a script of builtins and
-    closes it. A launcher whose harness dies reads end-of-file and exits."""
+    passed (`status_fd`, the harness's number; `go` moves it to STATUS_FD, for bubblewrap's
+    `--json-status-fd`). It enters the cgroup first (exit ENTER_FAILED if it cannot, before
+    reading anything), then sources its stdin: `go` writes the run's folder, variables and
+    argv there as a script of builtins and closes it. A launcher whose harness dies reads
+    end-of-file and exits."""
 
     def __init__(self, name: str, limits: Limits) -> None:
         hierarchy = _hierarchy()
@@ -188,7 +199,7 @@ class Launcher:
             procs = [str(folder / "cgroup.procs") for folder in self.group.folders.values()]
             writes = " && ".join(f'echo $$ > "${i}"' for i in range(1, len(procs) + 1))
             self.proc = subprocess.Popen(
-                ["/bin/sh", "-c", f"{writes} || exit {ENTER_FAILED}; . /dev/stdin", "sh", *procs],
+                [BASH, "-c", f"{writes} || exit {ENTER_FAILED}; . /dev/stdin", "bash", *procs],
                 cwd="/", env={}, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 start_new_session=True, pass_fds=(self.status_fd,),
             )
@@ -198,11 +209,12 @@ class Launcher:
 
     def go(self, argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
         """Hand the launcher its run: it `cd`s to `cwd`, exports `env` and execs `argv` with
-        stdin from /dev/null. Returns its process (the run's first)."""
+        stdin from /dev/null and the status pipe at STATUS_FD. Returns its process (the
+        run's first)."""
         assert self.proc.stdin is not None
         script = (f"cd {shlex.quote(str(cwd))} || exit {ENTER_FAILED}\n"
                   + "".join(f"export {name}={shlex.quote(value)}\n" for name, value in env.items())
-                  + "exec " + " ".join(shlex.quote(a) for a in argv) + " </dev/null\n")
+                  + "exec " + " ".join(shlex.quote(a) for a in argv) + f" </dev/null {at_status_fd(self.status_fd)}\n")
         try:
             self.proc.stdin.write(script.encode())
         finally:
@@ -235,6 +247,29 @@ class Launcher:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self.group.remove()
+
+
+def status_fd_in_run(fd: int) -> int:
+    """The descriptor the run's first process holds the harness's status pipe `fd` at:
+    STATUS_FD, whatever `fd` is."""
+    return STATUS_FD
+
+
+def at_status_fd(fd: int) -> str:
+    """bash redirections that move descriptor `fd` to `status_fd_in_run(fd)` for the command
+    they end (nothing when it is there already). Closed at `fd`, not only copied: bubblewrap
+    passes every open descriptor on to the run. A Popen child holds only 0-2 and what it was
+    passed, and bash keeps its own descriptors at 10 and above, so STATUS_FD is free to
+    take."""
+    inside = status_fd_in_run(fd)
+    return "" if fd == inside else f"{inside}>&{fd} {fd}>&-"
+
+
+def with_status_fd(fd: int) -> list[str]:
+    """The argv prefix that execs the rest with descriptor `fd` moved to `status_fd_in_run(fd)`
+    (nothing when it is there already): for a run started without a launcher."""
+    moves = at_status_fd(fd)
+    return [BASH, "-c", f'exec "$@" {moves}', "bash"] if moves else []
 
 
 def exportable(env: dict[str, str]) -> bool:

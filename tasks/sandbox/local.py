@@ -219,7 +219,10 @@ class LocalBackend(SandboxBackend):
         workspace's scratch folders (after `--dev`, which makes a /dev/shm of its own), so
         they share its bound. The environment (and its interpreter's prefix) is bound after
         them: the default work area, which holds it, is in /var/tmp (workdir.py), and a
-        scratch folder bound later hid it (every Python run then found no `python`)."""
+        scratch folder bound later hid it (every Python run then found no `python`).
+        `status_fd`: where bubblewrap finds the status pipe, cgroup.STATUS_FD whatever the
+        harness's number for it (cgroup.status_fd_in_run): a run reads this command line in
+        /proc/1/cmdline."""
         environment = request.environment
         image = image_run(environment)
         if image is not None:  # the image's root instead of the host's, the program where the image has it
@@ -328,7 +331,7 @@ class LocalBackend(SandboxBackend):
         limits = request.limits
         enter = group.enter() if group is not None else []  # as root, before setpriv and bwrap
         if launcher is not None:  # in its cgroup already: hand it the run
-            argv = drop + self._bwrap_argv(ws, request, launcher.status_fd) + command
+            argv = drop + self._bwrap_argv(ws, request, cgroup.status_fd_in_run(launcher.status_fd)) + command
             start = time.monotonic()
             try:
                 done = supervise(launcher.go(argv, env, ws / "program"), start, timeout_s=limits.timeout_s,
@@ -338,7 +341,8 @@ class LocalBackend(SandboxBackend):
         elif self.isolation != "none":
             read_fd, write_fd = os.pipe()
             try:
-                argv = enter + drop + self._bwrap_argv(ws, request, write_fd) + command
+                argv = (enter + cgroup.with_status_fd(write_fd) + drop
+                        + self._bwrap_argv(ws, request, cgroup.status_fd_in_run(write_fd)) + command)
                 done = run_bounded(argv, cwd=ws / "program", env=env, timeout_s=request.limits.timeout_s,
                                    output_bytes=request.limits.output_bytes, tail_bytes=request.limits.tail_bytes,
                                    pass_fds=(write_fd,))

@@ -18,7 +18,6 @@ records as `E`/parse_failed, never as a pass or a failure.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 
 from testprism.tasks.execution.logs import go, java, javascript, php, python, ruby, rust, script

@@ -32,8 +32,10 @@ log = logging.getLogger(__name__)
 LAUNCH = PurePosixPath("/run/testprism/launch")
 UID_BASE = 200_000  # same range as the local backend: no passwd entry, no host files
 STOP_GRACE_S = 10  # how long a killed container may take to report its exit
-#: where the host's sysfs lists mounted EROFS images (each by a counter), masked in every container
-EROFS_SYSFS = "/sys/fs/erofs"
+#: where the host's sysfs names what every mount of a state image made, by host-wide counters
+#: that grow with each (`/sys/fs/erofs/<device>`, the backing devices `erofs-<n>`): an empty
+#: folder in every container, or a run could tell how many runs of its worker came before it
+HOST_COUNTERS_SYSFS = ("/sys/fs/erofs", "/sys/class/bdi", "/sys/devices/virtual/bdi")
 
 
 def _run_env(request: RunRequest) -> dict[str, str]:
@@ -121,7 +123,7 @@ class _RunContainers:
         if self.runtime is None:
             # the host's sysfs lists every mounted EROFS (the harness's state images,
             # tasks/sandbox/tree_image.py) by a counter: an empty folder instead, in every run
-            extra[EROFS_SYSFS] = "ro,nosuid,nodev,noexec,size=4k,mode=0555"
+            extra |= dict.fromkeys(HOST_COUNTERS_SYSFS, "ro,nosuid,nodev,noexec,size=4k,mode=0555")
         # archive mode copies the workspace into the image's root before the start (a
         # tmpfs is not there yet): its root stays writable, bounded per file only
         return api.create_host_config(
