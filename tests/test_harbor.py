@@ -19,11 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from testprism.tasks.execution.reward import read_reward, verifier_command
-from testprism.tasks.execution.verdict import Unreadable, classify
-from testprism.tasks.importing.harbor import TaskConfig, import_harbor, run_time_fetches, task_language
+from testprism.tasks.execution.reward import REWARD_MAX_BYTES, read_reward, verifier_command
+from testprism.tasks.execution.verdict import ResultsDisagree, Unreadable, classify
+from testprism.tasks.importing.harbor import (
+    TaskConfig, import_harbor, reward_format, run_time_fetches, task_language)
 from testprism.tasks.importing.rows import RowError
-from testprism.tasks.model.benchmark import BenchmarkError, load_benchmark, load_instance
+from testprism.tasks.model.benchmark import BenchmarkError, RewardSpec, load_benchmark, load_instance
+from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox.base import ExecResult, Limits
@@ -91,35 +93,66 @@ def framed(**files: bytes) -> bytes:
     return b"".join(b"== %s %d\n" % (name.replace("_", ".").encode(), len(data)) + data for name, data in files.items())
 
 
-@pytest.mark.parametrize(("handed", "outcome"), [
-    (framed(reward_txt=b"1\n"), "passed"),
-    (framed(reward_txt=b"1.0"), "passed"),
-    (framed(reward_txt=b"0\n"), "failed"),
-    (framed(reward_txt=b"0.5\n"), "failed"),
-    (framed(reward_json=b'{"reward": 1, "tests": 3}'), "passed"),
-    (framed(reward_json=b'{"tests": 3}', reward_txt=b"1"), "passed"),  # Harbor's fallback to reward.txt
-    (framed(reward_json=b'{"reward": 0}', reward_txt=b"1"), "failed"),  # reward.json first
+TXT, JSON = RewardSpec(tests="tests", format="txt"), RewardSpec(tests="tests", format="json")
+#: a reward.json nested 60,000 arrays deep
+DEEP = b"[" * 60_000 + b"]" * 60_000
+
+
+@pytest.mark.parametrize(("handed", "declared", "outcome"), [
+    (framed(reward_txt=b"1\n"), TXT, "passed"),
+    (framed(reward_txt=b"1.0"), TXT, "passed"),
+    (framed(reward_txt=b"0\n"), TXT, "failed"),
+    (framed(reward_txt=b"0.5\n"), TXT, "failed"),
+    (framed(reward_txt=b"1\n"), RewardSpec(tests="tests"), "passed"),  # no format: Harbor's documented default
+    (framed(reward_json=b'{"reward": 1, "tests": 3}'), JSON, "passed"),
+    (framed(reward_json=b'{"reward": 0}'), JSON, "failed"),
 ])
-def test_a_reward_of_one_passes(handed, outcome):
-    (result,) = read_reward(handed)
+def test_a_reward_of_one_passes(handed, declared, outcome):
+    (result,) = read_reward(handed, declared)
     assert (result.name, result.outcome) == ("reward", outcome)
 
 
-@pytest.mark.parametrize(("handed", "message"), [
-    (framed(reward_txt=b"passed\n"), "/logs/verifier/reward.txt holds 'passed', not a number"),
-    (framed(reward_txt=b"nan"), "/logs/verifier/reward.txt holds 'nan', not a finite number"),
-    (framed(reward_txt=b"  \n"), "/logs/verifier/reward.txt is empty"),
-    (framed(reward_json=b'{"reward": true}'), "/logs/verifier/reward.json has no numeric `reward` (got 'True')"),
-    (framed(reward_json=b"[1]"), "/logs/verifier/reward.json is not an object"),
-    (framed(reward_json=b"{"), "/logs/verifier/reward.json is not JSON"),
-    (b"", "the verifier left no reward: neither /logs/verifier/reward.json nor reward.txt"),
-    (b"<testsuite/>", "the reward files came back garbled"),
-    (b"== reward.txt 99\n1", "the reward files came back garbled"),
+@pytest.mark.parametrize(("handed", "declared", "message"), [
+    (framed(reward_txt=b"passed\n"), TXT, "/logs/verifier/reward.txt holds 'passed', not a number"),
+    (framed(reward_txt=b"nan"), TXT, "/logs/verifier/reward.txt holds 'nan', not a finite number"),
+    (framed(reward_txt=b"  \n"), TXT, "/logs/verifier/reward.txt is empty"),
+    (framed(reward_json=b'{"reward": true}'), JSON, "/logs/verifier/reward.json has no numeric `reward` (got 'True')"),
+    (framed(reward_json=b'{"tests": 3}'), JSON, "/logs/verifier/reward.json has no numeric `reward` (got 'None')"),
+    (framed(reward_json=b"[1]"), JSON, "/logs/verifier/reward.json is not an object"),
+    (framed(reward_json=b"{"), JSON, "/logs/verifier/reward.json is not JSON"),
+    (framed(reward_json=DEEP[:REWARD_MAX_BYTES]), JSON,  # as the wrapper hands it back: cut to its bound
+     "/logs/verifier/reward.json is past a bound: arrays and objects nested over 64 deep"),
+    (b"", TXT, "the verifier left no reward: no /logs/verifier/reward.txt"),
+    (b"", JSON, "the verifier left no reward: no /logs/verifier/reward.json"),
+    (b"<testsuite/>", TXT, "the reward files came back garbled"),
+    (b"== reward.txt 99\n1", TXT, "the reward files came back garbled"),
 ])
-def test_a_reward_that_is_not_a_number_is_unreadable(handed, message):
+def test_a_reward_that_is_not_a_number_is_unreadable(handed, declared, message):
     with pytest.raises(Unreadable) as caught:
-        read_reward(handed)
-    assert str(caught.value) == message
+        read_reward(handed, declared)
+    assert (str(caught.value), caught.value.reason) == (message, Reason.PARSE_FAILED)
+
+
+@pytest.mark.parametrize(("handed", "declared", "foreign"), [
+    (framed(reward_json=b'{"reward": 1}', reward_txt=b"0"), TXT, "reward.json"),  # the forger's file read first, once
+    (framed(reward_json=b'{"reward": 1}', reward_txt=b"1"), TXT, "reward.json"),  # even when both say 1
+    (framed(reward_json=b'{"reward": 0}', reward_txt=b"1"), JSON, "reward.txt"),
+    (framed(reward_json=b'{"reward": 1}'), TXT, "reward.json"),  # the verifier's own file missing
+    (framed(reward_txt=b"1"), JSON, "reward.txt"),
+])
+def test_a_reward_file_of_the_other_name_makes_the_results_disagree(handed, declared, foreign):
+    """Only the declared file is the verifier's: the other, beside it, was written by the
+    checked code, and no reward is read (E/results_disagree, never P)."""
+    with pytest.raises(ResultsDisagree) as caught:
+        read_reward(handed, declared)
+    assert caught.value.reason == Reason.RESULTS_DISAGREE
+    assert str(caught.value).startswith(f"/logs/verifier/{foreign} was written beside the verifier's own reward file")
+
+    def read(result):
+        return read_reward(result.junit_xml, declared)
+
+    run = ExecResult(exit_code=0, duration_s=0.1, output_tail="", junit_xml=handed)
+    assert classify(run, ("reward",), read=read) == (Outcome.ERROR, Reason.RESULTS_DISAGREE)
 
 
 def test_an_unreadable_reward_is_an_error_never_a_verdict():
@@ -127,7 +160,7 @@ def test_an_unreadable_reward_is_an_error_never_a_verdict():
         return ExecResult(exit_code=exit_code, duration_s=0.1, output_tail="", junit_xml=handed)
 
     def read(result):
-        return read_reward(result.junit_xml)
+        return read_reward(result.junit_xml, TXT)
 
     assert classify(run(framed(reward_txt=b"1"), exit_code=1), ("reward",), read=read) == (Outcome.PASS, None)
     assert classify(run(framed(reward_txt=b"0")), ("reward",), read=read) == (Outcome.FAIL, None)
@@ -146,7 +179,7 @@ def test_the_wrapped_verifier_hands_the_reward_files_back(tmp_path):
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert junit.read_bytes() == b"== reward.txt 4\n0.5\n"
-    assert read_reward(junit.read_bytes())[0].outcome == "failed"
+    assert read_reward(junit.read_bytes(), TXT)[0].outcome == "failed"
 
 
 # -- the import: refusals before anything runs -----------------------------------------------
@@ -258,6 +291,50 @@ def test_a_reward_check_is_one_check_named_reward(tmp_path):
     assert "field checks: Value error, with [checks.reward], fail_to_pass is ['reward']" in str(caught.value)
 
 
+@pytest.mark.parametrize(("files", "declared", "note"), [
+    ({"test.sh": VERIFY}, "txt", None),
+    ({"test.sh": VERIFY.replace("reward.txt", "reward.json")}, "json", None),
+    # the file test.sh runs names it, test.sh does not
+    ({"test.sh": "python3 /tests/grade.py\n", "grade.py": "open('/logs/verifier/reward.json', 'w')\n"}, "json", None),
+    ({"test.sh": "uvx --with harbor-rewardkit@0.1 rewardkit /tests\n", "checks.py": "x = 1\n"}, "json", None),
+    ({"test.sh": VERIFY, "grade.py": "print(open('/logs/verifier/reward.json').read())\n"}, "txt",
+     "tests/ mentions both reward.txt and reward.json: the verifier is taken to write reward.txt, Harbor's "
+     "documented default, and only that file is read ([checks.reward] format)"),
+    ({"test.sh": "python3 /tests/grade.py\n"}, "txt",
+     "tests/ mentions neither reward.txt nor reward.json: the verifier is taken to write reward.txt, Harbor's "
+     "documented default, and only that file is read ([checks.reward] format)"),
+])
+def test_the_reward_file_is_the_one_tests_mentions(tmp_path, files, declared, note):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert reward_format(tmp_path, files) == (declared, note)
+
+
+def test_the_reward_format_is_part_of_the_checks_only_when_set(tmp_path):
+    """Keys of instances that declare no format stay as they were; a declared one is part
+    of what the checks are (another file read is another check)."""
+    from testprism.tasks.collect.verification import checks_hash
+
+    folder = tmp_path / "x"
+    (folder / "program").mkdir(parents=True)
+    (folder / "instruction.md").write_text("x\n")
+    (folder / "reference.diff").write_text("--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+x\n")
+    (folder / "checks.diff").write_text("--- a/tests/test.sh\n+++ b/tests/test.sh\n@@ -0,0 +1 @@\n+x\n")
+    toml = ('id = "x"\nsource = "s"\n[checks]\ncommand = "bash /tests/test.sh"\nfail_to_pass = ["reward"]\n'
+            '[checks.reward]\ntests = "tests"\n')
+    hashes = {}
+    for declared in ("", 'format = "txt"\n', 'format = "json"\n'):
+        (folder / "instance.toml").write_text(toml + declared)
+        hashes[declared] = checks_hash(load_instance(folder))
+    assert len(set(hashes.values())) == 3
+    assert hashes[""] == digest("checks", (folder / "checks.diff").read_bytes(), "bash /tests/test.sh", "reward", "|",
+                                "reward", "tests")  # as before the format existed
+    (folder / "instance.toml").write_text(toml + 'format = "xml"\n')
+    with pytest.raises(BenchmarkError) as caught:
+        load_instance(folder)
+    assert "checks.reward.format" in str(caught.value)
+
+
 # -- the import through the docker backend -----------------------------------------------------
 
 
@@ -280,6 +357,8 @@ def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker
         "tests/test.sh": fetching,
         "environment/Dockerfile": "FROM testprism-base:bookworm\nWORKDIR /app\nCOPY greet.py /app/greet.py\n"})
     harbor_task(tasks, "absolute", {"solution/solve.sh": FIXED.replace("greet.py", "/app/greet.py")})
+    harbor_task(tasks, "json-reward", {"tests/test.sh": VERIFY.replace("reward.txt", "reward.json")})
+    harbor_task(tasks, "both-rewards", {"tests/test.sh": VERIFY + "cat /logs/verifier/reward.json\n"})
     harbor_task(tasks, "elsewhere", {"environment/Dockerfile": DOCKERFILE.replace(
         "testprism-base:bookworm", "testprism-test.invalid/python:3.11-slim")})
     # a FROM no registry can give, pinned by digest, stood in for through the image map (its
@@ -290,7 +369,8 @@ def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker
     monkeypatch.setenv("TESTPRISM_IMAGE_MAP", str(tmp_path / "images.toml"))
     report = import_harbor(tasks, tmp_path / "bench", source="h", backend=docker_backend, limits=Limits(timeout_s=120))
     # solve.sh names /app, the image's WORKDIR, where the runs place the program (program_in_image)
-    assert sorted(report.imported) == ["absolute", "fetching", "greeting", "mapped"], report.issues
+    assert sorted(report.imported) == ["absolute", "both-rewards", "fetching", "greeting", "json-reward", "mapped"], \
+        report.issues
     assert issues_of(report)["elsewhere"] == (
         "environment/Dockerfile", "FROM testprism-test.invalid/python:3.11-slim: the image is not on the engine and "
         "no registry is reachable; provide it first (`docker load -i FILE.tar`, `docker tag LOCAL "
@@ -299,6 +379,8 @@ def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker
     assert ("fetching", "tests/test.sh", "test.sh fetches over the network at run time ('apt-get install -y jq'): "
             "run at the environment's build instead (environment/Dockerfile, RUN)") in caveats
     assert not any("cpus" in m for _, _, m in caveats)  # held, not a caveat: [limits] cpus below
+    # the reward file each verifier writes, declared; both named: Harbor's documented default, said
+    assert [(iid, field) for iid, field, m in caveats if "reward" in m] == [("both-rewards", "tests/")]
 
     bench = load_benchmark(tmp_path / "bench")
     greeting = bench.instances["greeting"]
@@ -309,8 +391,10 @@ def test_the_import_keeps_the_dockerfile_test_sh_and_the_limits(tmp_path, docker
     assert (greeting.folder / "environment" / "Dockerfile").read_text() == DOCKERFILE  # kept as it is
     assert "FROM testprism-test.invalid/mapped:1@sha256:" in (  # the map's stand-in is the build's, not the file's
         bench.instances["mapped"].folder / "environment" / "Dockerfile").read_text()
-    assert (spec.checks.command, spec.checks.fail_to_pass, spec.checks.reward.tests) == (
-        "bash /tests/test.sh", ("reward",), "tests")
+    assert (spec.checks.command, spec.checks.fail_to_pass, spec.checks.reward.tests, spec.checks.reward.format) == (
+        "bash /tests/test.sh", ("reward",), "tests", "txt")
+    assert {iid: bench.instances[iid].spec.checks.reward.format for iid in ("json-reward", "both-rewards")} == {
+        "json-reward": "json", "both-rewards": "txt"}
     assert spec.limits.model_dump() == {"timeout_s": 120.0, "memory_mb": 1024, "disk_mb": 2048, "cpus": 1.0,
                                         "agent_timeout_s": 300.0}
     assert "name or 'World'" in greeting.reference.decode()

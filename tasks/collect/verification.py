@@ -51,11 +51,14 @@ def check_ids(instance: Instance) -> tuple[str, ...]:
 
 def checks_hash(instance: Instance) -> str:
     """What the checks are: the test patch, the command, and the ids that decide (and,
-    for a verifier's reward, the folder placed at /tests; for a log parser, its name: the
-    same log read by another parser is other results). Parts added only when set, so the
-    keys of JUnit checks stay as they were."""
+    for a verifier's reward, the folder placed at /tests and the reward file it declares;
+    for a log parser, its name: the same log read by another parser is other results).
+    Parts added only when set, so the keys of JUnit checks (and of rewards without a
+    declared format) stay as they were."""
     checks = instance.spec.checks
     reward = ("reward", checks.reward.tests) if checks.reward is not None else ()
+    if checks.reward is not None and checks.reward.format is not None:
+        reward += ("format", checks.reward.format)
     parser = ("parser", checks.parser) if checks.parser is not None else ()
     return digest("checks", instance.checks_patch, checks.command, *checks.fail_to_pass, "|", *checks.pass_to_pass,
                   *reward, *parser)
@@ -236,7 +239,7 @@ class VerifyJob(Job[Verification, RunResult]):
             tree=tree, suite_folder=None, suite_files=(), environment=environment, limits=limits,
             command=verifier_command(unit.instance.spec.checks.command), patch_fuzz=options.policy.patch_fuzz,
             mounts=(Mount(TESTS_AT, tests), Mount(LOGS_AT)),
-        ), read=lambda result: read_reward(result.junit_xml))
+        ), read=lambda result: read_reward(result.junit_xml, reward))
 
     def row(self, unit: Verification, result: RunResult, started: datetime, backend: SandboxBackend) -> dict:
         """One `verifications` row (storage/schema.py VERIFICATIONS)."""

@@ -1,28 +1,36 @@
 """A verifier's reward as the official check (Harbor's `tests/test.sh`, `[checks.reward]`).
 
 Harbor runs a task's verifier as `bash /tests/test.sh`, the task's `tests/` uploaded to
-`/tests`, and reads the reward it leaves in `/logs/verifier`: `reward.json` (an object whose
-numeric `reward` is the reward) if there is one, else `reward.txt` (a number); a missing,
-empty or unparsable reward file is an error of the trial, not a score (harbor
-src/harbor/verifier/verifier.py, `_parse_reward_json` / `_parse_reward_text`). A task is
+`/tests`, and reads the reward it leaves in `/logs/verifier`: `reward.txt` (a number) or
+`reward.json` (an object whose numeric `reward` is the reward); a missing, empty or
+unparsable reward file is an error of the trial, not a score (harbor
+src/harbor/verifier/verifier.py, `_parse_reward_text` / `_parse_reward_json`). A task is
 resolved when the reward is 1.
 
-Here the check's command is wrapped (`verifier_command`) so that the run starts with an
-empty `/logs/verifier` and, after the verifier, hands both reward files back through the
-one file a backend returns (`$TESTPRISM_JUNIT`), each cut to REWARD_MAX_BYTES and framed by
-a header line with its size. The harness reads them (`read_reward`) into the one check
-`reward`, passed iff the reward is 1; what is not a number is `Unreadable`, which the run
-records as `E`/`parse_failed` (tasks/execution/verdict.py), never as a pass or a failure.
+Harbor takes whichever file is there, so the checked code, which the verifier's tests import
+and which runs as the verifier does, could leave a reward.json of 1 beside the verifier's
+own reward.txt of 0 and be read first. Here each task declares the one file its verifier
+writes (`[checks.reward] format`, found at import from tests/: tasks/importing/harbor.py),
+only that file is read, and a reward file of the other name beside it is no verdict:
+`E`/`results_disagree` (ResultsDisagree).
+
+The check's command is wrapped (`verifier_command`) so that the run starts with an empty
+`/logs/verifier` and, after the verifier, hands both reward files back through the one file
+a backend returns (`$TESTPRISM_JUNIT`), each cut to REWARD_MAX_BYTES and framed by a header
+line with its size. The harness reads them (`read_reward`) into the one check `reward`,
+passed iff the reward is 1; what is not a number (reward.json past the bounded reader's
+bounds, tasks/model/bounded_json.py, included) is `Unreadable`, which the run records as
+`E`/`parse_failed` (tasks/execution/verdict.py), never as a pass or a failure.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
-from testprism.tasks.execution.verdict import Unreadable
-from testprism.tasks.model.benchmark import REWARD_CHECK
+from testprism.tasks.execution.verdict import ResultsDisagree, Unreadable
+from testprism.tasks.model import bounded_json
+from testprism.tasks.model.benchmark import REWARD_CHECK, RewardSpec
 from testprism.tasks.model.outcome import TestResult
 
 #: Harbor's logs folder, inside the run: an empty writable folder of the run's own
@@ -33,7 +41,7 @@ VERIFIER_LOGS = f"{LOGS_AT}/verifier"
 TESTS_AT = "/tests"
 #: bytes of each reward file handed back (a reward is a number; reward.json a small object)
 REWARD_MAX_BYTES = 64 * 1024
-#: the reward files, in the order Harbor reads them
+#: the reward files a verifier may write, each handed back when present
 REWARD_FILES = ("reward.json", "reward.txt")
 
 _HEADER = re.compile(rb"== (reward\.json|reward\.txt) (\d+)\n")
@@ -81,30 +89,37 @@ def _number(text: str, where: str) -> float:
     return value
 
 
-def _reward(files: dict[str, bytes]) -> float:
-    """Harbor's rule: reward.json's numeric `reward` if it gives one, else reward.txt."""
-    if not files:
-        raise Unreadable(f"the verifier left no reward: neither {VERIFIER_LOGS}/reward.json nor reward.txt")
-    for name, data in files.items():
-        if not data.strip():
-            raise Unreadable(f"{VERIFIER_LOGS}/{name} is empty")
-    if "reward.json" in files:
-        try:
-            parsed = json.loads(files["reward.json"])
-        except (ValueError, UnicodeDecodeError):
-            raise Unreadable(f"{VERIFIER_LOGS}/reward.json is not JSON") from None
-        if not isinstance(parsed, dict):
-            raise Unreadable(f"{VERIFIER_LOGS}/reward.json is not an object")
-        value = parsed.get("reward")
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            return float(value)
-        if "reward.txt" not in files:
-            raise Unreadable(f"{VERIFIER_LOGS}/reward.json has no numeric `reward` (got {str(value)[:80]!r})")
-    return _number(files["reward.txt"].decode("utf-8", errors="replace"), f"{VERIFIER_LOGS}/reward.txt")
+def _reward(files: dict[str, bytes], declared: str) -> float:
+    """The reward of `declared` (the verifier's one reward file), read alone: a reward file of
+    another name beside it is ResultsDisagree, whatever either holds."""
+    others = sorted(set(files) - {declared})
+    if others:
+        raise ResultsDisagree(f"{VERIFIER_LOGS}/{others[0]} was written beside the verifier's own reward file "
+                              f"({declared}): not read, and the reward is not trusted")
+    if declared not in files:
+        raise Unreadable(f"the verifier left no reward: no {VERIFIER_LOGS}/{declared}")
+    data = files[declared]
+    if not data.strip():
+        raise Unreadable(f"{VERIFIER_LOGS}/{declared} is empty")
+    if declared == "reward.txt":
+        return _number(data.decode("utf-8", errors="replace"), f"{VERIFIER_LOGS}/reward.txt")
+    try:
+        parsed = bounded_json.loads(data, max_bytes=REWARD_MAX_BYTES)
+    except bounded_json.JSONTooLarge as exc:
+        raise Unreadable(f"{VERIFIER_LOGS}/reward.json is past a bound: {exc}") from None
+    except ValueError:
+        raise Unreadable(f"{VERIFIER_LOGS}/reward.json is not JSON") from None
+    if not isinstance(parsed, dict):
+        raise Unreadable(f"{VERIFIER_LOGS}/reward.json is not an object")
+    value = parsed.get("reward")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    raise Unreadable(f"{VERIFIER_LOGS}/reward.json has no numeric `reward` (got {str(value)[:80]!r})")
 
 
-def read_reward(data: bytes | None) -> tuple[TestResult, ...]:
-    """The one check `reward` from what the wrapped verifier handed back: passed iff the
-    reward is 1. Raises Unreadable (with the file and what is wrong) otherwise."""
-    value = _reward(_files(data or b""))
+def read_reward(data: bytes | None, reward: RewardSpec) -> tuple[TestResult, ...]:
+    """The one check `reward` from what the wrapped verifier handed back, read from the
+    task's declared reward file only: passed iff the reward is 1. Raises Unreadable (with
+    the file and what is wrong; ResultsDisagree for a foreign reward file) otherwise."""
+    value = _reward(_files(data or b""), reward.file)
     return (TestResult(REWARD_CHECK, "passed" if value == 1 else "failed", f"reward {value:g}"),)

@@ -72,7 +72,16 @@ def logged_limits(limits: Limits) -> Limits:
 
 class Unreadable(ValueError):
     """A run's results cannot be read by its `Reader` (a reward that is not a number): the
-    run is `E`/parse_failed with this message, never `P` or `F`."""
+    run is `E`/`reason` with this message, never `P` or `F`."""
+
+    reason = Reason.PARSE_FAILED
+
+
+class ResultsDisagree(Unreadable):
+    """A run handed back results from two sources where only one is the checks' (a reward
+    file of the name the verifier does not write beside the one it does): `E`/results_disagree."""
+
+    reason = Reason.RESULTS_DISAGREE
 
 
 #: reads a run's per-test results from what it handed back (a verifier's reward,
@@ -107,8 +116,8 @@ def classify(result: ExecResult, selected: tuple[str, ...] = (), parser: str | N
         return Outcome.ERROR, Reason(result.limit)
     try:
         tests = test_results(result, parser, read)
-    except Unreadable:
-        return Outcome.ERROR, Reason.PARSE_FAILED
+    except Unreadable as exc:
+        return Outcome.ERROR, exc.reason
     except ReportUnreadable:
         return Outcome.ERROR, Reason.REPORT_UNREADABLE
     if parser is not None and tests is None:

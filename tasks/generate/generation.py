@@ -16,7 +16,6 @@ they go and a rerun that skips stored keys. What a run left is kept in the store
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import tempfile
@@ -31,7 +30,7 @@ from testprism.tasks.execution.build import state_tree
 from testprism.tasks.generate.outputs import KeptOutputs, generated_folder, keep_outputs
 from testprism.tasks.generate.strategy import Caps, Strategy
 from testprism.tasks.generate.task_folder import Mode, TaskFolder, agent_command
-from testprism.tasks.model import syntax
+from testprism.tasks.model import bounded_json, syntax
 from testprism.tasks.model.benchmark import Benchmark, Instance
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.metering import Budget, Usage
@@ -227,12 +226,13 @@ def judged_generation(unit: GenerationSpec, done: ExecResult, usage: Usage, exha
 
 
 def _reported_usage(done: ExecResult) -> dict:
-    """The agent's own account (`tmp/.task/usage.json`), when it left a readable one."""
+    """The agent's own account (`tmp/.task/usage.json`), when it left a readable one
+    (within the JSON bounds: the file is the run's)."""
     if done.outputs is None:
         return {}
     raw = done.outputs.suite_files.get(".task/usage.json")
     try:
-        data = json.loads(raw) if raw else {}
+        data = bounded_json.loads(raw) if raw else {}
     except ValueError:
         return {}
     return data if isinstance(data, dict) else {}

@@ -44,7 +44,11 @@ immediate subfolder of TASKS is one task (hidden folders are passed over), and b
   added by the checks patch under `tests/` of the program (or `tests/harbor/` when the
   program has a `tests` entry already), are placed read-only at `/tests`, and the reward it
   writes to `/logs/verifier/reward.txt` (or `reward.json`) decides: 1 passes. The one check
-  is `reward`.
+  is `reward`. Which of the two files the verifier writes is found here and declared
+  (`[checks.reward] format`): the name test.sh and the files beside it in tests/ mention
+  (Harbor's Reward Kit, `rewardkit`, writes reward.json); when they mention both or
+  neither, the report says so and Harbor's documented default, reward.txt, is declared.
+  Only the declared file is read; one of the other name beside it makes the run `E`.
 - **limits**: task.toml's `[verifier] timeout_sec` (Harbor's default 600 s) bounds each run
   of the checks, `[agent] timeout_sec` a generation run and solve.sh's, `[environment]
   memory_mb` (2048) and `storage_mb` (10240) (or the older `memory`/`storage` sizes, "2G")
@@ -451,6 +455,32 @@ def task_language(config: TaskConfig, program: Path, shown: str) -> tuple[str, s
                                                        "[metadata]; the default kept"]
 
 
+#: what in tests/ names the reward file its verifier writes: the file's name, and for
+#: reward.json Harbor's Reward Kit (`rewardkit /tests`), which writes it without naming it
+REWARD_MENTIONS = {"txt": re.compile(rb"reward\.txt"), "json": re.compile(rb"reward\.json|\brewardkit\b")}
+#: the reward file Harbor's task documentation has test.sh write
+DEFAULT_REWARD_FORMAT = "txt"
+#: bytes of each file of tests/ searched for a reward file's name
+MENTION_BYTES = 1024 * 1024
+
+
+def reward_format(tests: Path, files: Iterable[str]) -> tuple[str, str | None]:
+    """The reward file the task's verifier writes (`[checks.reward] format`), from what
+    test.sh and the other `files` of its `tests` folder (what it runs) mention: one name
+    only, that one; both or neither, Harbor's documented default with a note saying so."""
+    mentioned = set()
+    for rel in files:
+        with open(tests / rel, "rb") as fh:
+            head = fh.read(MENTION_BYTES)
+        mentioned |= {form for form, pattern in REWARD_MENTIONS.items() if pattern.search(head)}
+    if len(mentioned) == 1:
+        return mentioned.pop(), None
+    which = "both reward.txt and reward.json" if mentioned else "neither reward.txt nor reward.json"
+    return DEFAULT_REWARD_FORMAT, (f"tests/ mentions {which}: the verifier is taken to write reward."
+                                   f"{DEFAULT_REWARD_FORMAT}, Harbor's documented default, and only that file is "
+                                   "read ([checks.reward] format)")
+
+
 def caveats(task: Task) -> list[str]:
     """What the import changed or could not keep, for the report (non-fatal issues)."""
     fetches = task.fetches
@@ -487,11 +517,12 @@ def import_task(folder: Path, out: Path, solver: Solver, source: str, notes: lis
         reference = solver.reference(task, program, environment)
         checks_diff = edit_diff(program, {to: (folder / "tests" / rel).read_bytes()
                                           for to, rel in task.checks_files.items()})
+        reward_file, reward_note = reward_format(folder / "tests", task.checks_files.values())
         write_authored(staging, Authored(
             instance_id=instance_id, source=source, summary=summary_line(task.instruction),
             instruction=task.instruction, reference=reference, checks_diff=checks_diff,
             checks={"command": VERIFIER_COMMAND, "fail_to_pass": [REWARD_CHECK], "pass_to_pass": [],
-                    "reward": {"tests": task.tests_at}},
+                    "reward": {"tests": task.tests_at, "format": reward_file}},
             environment={"dockerfile": DOCKERFILE} | ({"program_in_image": task.program_at} if task.program_at else {}),
             limits=task.config.limits(),
             origin={"adapter": "harbor", "task": str(folder.resolve())},
@@ -501,6 +532,7 @@ def import_task(folder: Path, out: Path, solver: Solver, source: str, notes: lis
     notes += [Issue(instance_id, instance_id, "tests/test.sh" if "test.sh" in note else "task.toml", note, fatal=False)
               for note in caveats(task)]
     notes += [Issue(instance_id, instance_id, "language", note, fatal=False) for note in language_notes]
+    notes += [Issue(instance_id, instance_id, "tests/", reward_note, fatal=False)] if reward_note else []
     log.info("imported %s from %s", instance_id, folder)
     return "imported"
 

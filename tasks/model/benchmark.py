@@ -296,12 +296,21 @@ class RewardSpec(_Model):
     """A verifier whose reward decides (Harbor's `tests/test.sh`): the checks' command runs
     with the checked tree's folder `tests` (the official files, which the checks patch adds
     to the program) at `/tests` read-only and a fresh writable `/logs/verifier`, and passes
-    iff the reward it leaves there (`reward.json`'s `reward`, else `reward.txt`) is 1
-    (tasks/execution/reward.py). Harbor mounts them there and reads the reward so; a reward
-    that is not a number is no verdict: `E`/`parse_failed`."""
+    iff the reward it leaves there in its declared `format` is 1 (tasks/execution/reward.py).
+    Harbor mounts them there; a reward that is not a number is no verdict: `E`/`parse_failed`.
+    The format is the verifier's, declared so that the checked code cannot add a reward file
+    of the other name and have it read (`E`/`results_disagree`)."""
 
     #: the folder of the checked tree placed at /tests: relative, normalised, inside the program
     tests: str = Field(min_length=1)
+    #: the reward file the verifier writes: `reward.txt` (a number) or `reward.json` (an object
+    #: with a numeric `reward`); None: Harbor's documented default, txt (`file`)
+    format: Literal["txt", "json"] | None = None
+
+    @property
+    def file(self) -> str:
+        """The one reward file read: `reward.txt` or `reward.json`."""
+        return f"reward.{self.format or 'txt'}"
 
     @field_validator("tests")
     @classmethod

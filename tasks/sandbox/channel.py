@@ -43,6 +43,7 @@ from urllib.parse import unquote
 
 import httpx
 
+from testprism.tasks.model import bounded_json
 from testprism.tasks.model.metering import Budget, Meter, Usage
 from testprism.tasks.sandbox.transcript import Transcript, parsed
 
@@ -212,8 +213,8 @@ class ModelChannel:
 def _ask_stream_usage(body: bytes) -> tuple[bool, bytes]:
     """Whether the request asks for a stream, and its body, asking for the final usage chunk
     when it does (the only way a stream says what it cost)."""
-    try:
-        payload = json.loads(body) if body else None
+    try:  # the sandbox's body: within the JSON bounds, or forwarded as it is
+        payload = bounded_json.loads(body, max_bytes=REQUEST_MAX_BYTES) if body else None
     except ValueError:
         return False, body
     if not (isinstance(payload, dict) and payload.get("stream") is True):

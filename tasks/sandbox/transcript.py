@@ -20,6 +20,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from testprism.tasks.model import bounded_json
+
 log = logging.getLogger(__name__)
 
 #: uncompressed bytes of lines a transcript keeps, at most
@@ -29,9 +31,11 @@ REDACTED = "[redacted]"
 
 
 def parsed(body: bytes) -> Any:
-    """A body as JSON when it is JSON, else as text (what a human would read of it)."""
+    """A body as JSON when it is JSON within the JSON bounds (tasks/model/bounded_json.py;
+    its size is the channel's to bound), else as text (what a human would read of it): a
+    request is the sandbox's, and one nested 60,000 deep passes json.loads' recursion limit."""
     try:
-        return json.loads(body)
+        return bounded_json.loads(body, max_bytes=len(body))
     except ValueError:
         return {"raw": body.decode("utf-8", errors="replace")}
 

@@ -7,10 +7,10 @@ tests.
 
 from __future__ import annotations
 
-import json
 import re
 
 from testprism.tasks.execution.logs.results import Results, lines
+from testprism.tasks.model import bounded_json
 
 _GO = {"PASS": "passed", "FAIL": "failed", "SKIP": "skipped"}
 #: `--- PASS: TestX/sub (0.00s)`, indented four spaces per subtest level; a test's own
@@ -39,12 +39,15 @@ def go_test(log: str, results: Results) -> None:
 def go_test_json(log: str, results: Results) -> None:
     """`go test -json` (test2json): one event a line; a test's last pass/fail/skip event
     decides it. Lines that are not JSON events (build errors, a tool's own output) are
-    passed over."""
+    passed over; a line past the JSON bounds (tasks/model/bounded_json.py) makes the log
+    unreadable."""
     for line in log.splitlines():
         if not line.startswith("{"):
             continue
         try:
-            event = json.loads(line)
+            event = bounded_json.loads(line)
+        except bounded_json.JSONTooLarge:
+            raise
         except ValueError:
             continue
         if not isinstance(event, dict):

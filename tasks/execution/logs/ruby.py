@@ -11,10 +11,10 @@ SWE-bench's id.
 
 from __future__ import annotations
 
-import json
 import re
 
 from testprism.tasks.execution.logs.results import Results, lines
+from testprism.tasks.model import bounded_json
 
 _FAILED_MARK = re.compile(r" \(FAILED - \d+\)$")
 #: what follows the listing, at the margin
@@ -60,12 +60,12 @@ _RSPEC_JSON = {"passed": "passed", "failed": "failed", "pending": "skipped"}
 
 def rspec_json(log: str, results: Results) -> None:
     """`--format json`: the report is one JSON object, on a line of its own among whatever
-    else the run printed."""
+    else the run printed, read within the JSON bounds (tasks/model/bounded_json.py)."""
     for line in log.splitlines():
         start = line.find('{"version"')
         if start < 0:
             continue
-        report = json.loads(line[start:])
+        report = bounded_json.loads(line[start:])
         for example in report.get("examples", ()):
             name, status = example.get("full_description"), example.get("status")
             if isinstance(name, str) and status in _RSPEC_JSON:

@@ -4,12 +4,15 @@ TypeScript), gcov's JSON,
 JaCoCo's XML, llvm-cov's lcov,
 PCOV's lines, Ruby's Coverage lines), and those scored against the changed lines and functions of
 tasks/model/changes.py (ΔC, EC).
+
+Every report is the run's, hence the suite's: JSON is read by the one bounded reader
+(tasks/model/bounded_json.py), so a report nested or filled past its bounds is a ValueError,
+which the pass records as `coverage_failed` for that run and nothing else.
 """
 
 
 from __future__ import annotations
 
-import json
 import logging
 import posixpath
 import re
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field
 
 from defusedxml import ElementTree as defused_et
 
+from testprism.tasks.model import bounded_json
 from testprism.tasks.model.changes import ChangedFile
 
 log = logging.getLogger(__name__)
@@ -37,18 +41,24 @@ class MeasuredFile:
 def parse_report(data: bytes) -> dict[str, MeasuredFile]:
     """The collector's JSON report → measured files. Raises ValueError when the report is
     unreadable or says the data could not be combined."""
-    report = json.loads(data)
+    report = bounded_json.loads(data)
     if not isinstance(report, dict) or not isinstance(report.get("files"), dict):
         raise ValueError("not a testprism coverage report")
     if report.get("error"):
-        raise ValueError(f"coverage data could not be combined: {report['error']}")
+        raise ValueError(f"coverage data could not be combined: {str(report['error'])[:500]}")
     measured = {}
     for path, entry in report["files"].items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"coverage of {path[:200]!r} is not an object")
         if "error" in entry:
-            log.warning("coverage of %s unreadable: %s", path, entry["error"])
+            log.warning("coverage of %s unreadable: %s", path[:200], str(entry["error"])[:500])
             continue
-        statements = frozenset(int(n) for n in entry["statements"])
-        measured[path] = MeasuredFile(statements, statements - frozenset(int(n) for n in entry["missing"]))
+        try:
+            statements = frozenset(int(n) for n in entry["statements"])
+            missing = frozenset(int(n) for n in entry["missing"])
+        except (TypeError, KeyError, ValueError) as exc:
+            raise ValueError(f"coverage of {path[:200]!r} is not line numbers: {exc!r}") from exc
+        measured[path] = MeasuredFile(statements, statements - missing)
     return measured
 
 
@@ -155,7 +165,7 @@ def _collector_files(data: bytes, kind: str, failure: str, nothing: str) -> dict
     ValueError when it is no `kind` report, when the collector says `failure` (its error
     cut to 500 characters), or when no process wrote data (`nothing`: not measured, not 0)."""
     try:
-        report = json.loads(data)
+        report = bounded_json.loads(data)
     except ValueError as exc:
         raise ValueError(f"not a testprism {kind} report: {exc}") from exc
     if not isinstance(report, dict) or not isinstance(report.get("files"), dict):
@@ -235,7 +245,7 @@ def parse_gcov_report(data: bytes) -> dict[str, MeasuredFile]:
         if not line.strip():
             continue
         try:
-            document = json.loads(line)
+            document = bounded_json.loads(line)
             cwd = str(document.get("current_working_directory") or root)
             for entry in document["files"]:
                 name = posixpath.normpath(posixpath.join(cwd, str(entry["file"])))
