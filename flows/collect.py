@@ -72,10 +72,10 @@ def panel_batch(instances: list[Instance], candidates: list[CandidatePatch], mod
     return select_panels(instances, candidates, mode, rule, work_root)
 
 
-def _verify(specs: Sequence[Verification], options: ExecutionOptions, store: Store, place: Placement
+def verify(specs: Sequence[Verification], options: ExecutionOptions, store: Store, place: Placement
             ) -> tuple[dict[str, dict], int]:
     """Run the verifications the store lacks (the stage driver); every planned row, and how
-    many ran."""
+    many ran. The gate's runs go through it too (flows/check.py)."""
     unique = {s.key: s for s in specs}
     stored = stored_keys(store)
     drive("verify", list(unique.values()), VerifyJob, options, place, key=lambda s: s.key, settled=stored)
@@ -85,7 +85,7 @@ def _verify(specs: Sequence[Verification], options: ExecutionOptions, store: Sto
 def _gold(bench: Benchmark, options: ExecutionOptions, store: Store, place: Placement
           ) -> tuple[list[GoldVerdict], int, int]:
     specs = {i.id: gold_plan(i, options) for i in bench.instances.values()}
-    rows, ran = _verify([s for group in specs.values() for s in group], options, store, place)
+    rows, ran = verify([s for group in specs.values() for s in group], options, store, place)
     verdicts = gold_verdicts(bench.instances, specs, rows)
     for verdict in verdicts:
         if not verdict.validated:
@@ -96,7 +96,7 @@ def _gold(bench: Benchmark, options: ExecutionOptions, store: Store, place: Plac
 def _label(pool: list[CandidatePatch], validated: Sequence[Instance], options: ExecutionOptions, store: Store,
            place: Placement) -> tuple[list[CandidatePatch], int, int]:
     specs = label_plan(pool, validated, options)
-    rows, ran = _verify(specs, options, store, place)
+    rows, ran = verify(specs, options, store, place)
     return labelled(pool, specs, rows), ran, len(rows) - ran
 
 
@@ -115,7 +115,7 @@ def _mutants(pool: list[CandidatePatch], validated: Sequence[Instance], limit: i
     fresh = [c for g in made for c in g.candidates]
     merged = set_aside_duplicates([*pool, *fresh], reference_keys(bench))
     specs = label_plan(merged[len(pool):], validated, options)
-    rows, ran = _verify(specs, options, store, place)
+    rows, ran = verify(specs, options, store, place)
     merged = mutants.set_aside_equivalent(labelled(merged, specs, rows))
     return merged, stages.mutation_stage(merged[len(pool):], notes), ran, len(rows) - ran
 
