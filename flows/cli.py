@@ -185,7 +185,7 @@ def _replay(benchmark: Path, store: Path, settings: ReplaySettings, backend: str
 
 
 def _score(store: Path, benchmark: Path | None = None, work: Path | None = None, backend: str = "local",
-           trusted: bool = False, next_step: bool = True) -> pl.DataFrame:
+           trusted: bool = False, next_step: bool = True, include_failed_gate: bool = False) -> pl.DataFrame:
     from testprism.flows.score import score_flow
     from testprism.flows.runner import open_inputs
     from testprism.tasks.score.scores import scorable_store
@@ -196,7 +196,8 @@ def _score(store: Path, benchmark: Path | None = None, work: Path | None = None,
                     trusted=trusted, unsafe=False)
     with _progress_bar():  # the coverage passes (with a benchmark) run through the stage driver
         board = score_flow(store=str(store), benchmark=str(benchmark) if benchmark else None,
-                           work=str(work) if work else None, backend=backend, trusted=trusted)
+                           work=str(work) if work else None, backend=backend, trusted=trusted,
+                           include_failed_gate=include_failed_gate)
     out.print(_leaderboard_table(board, f"leaderboard ({store})"))
     if next_step:
         _finish(f"score {store}", [f"{board.height} configurations scored (scores/ in the store)"],
@@ -364,10 +365,12 @@ def score(
     benchmark: Annotated[Optional[Path], typer.Option(help="also measure coverage of the reference change")] = None,
     backend: BackendOpt = "local",
     work: WorkOpt = None,
+    include_failed_gate: Annotated[bool, typer.Option(
+        help="also score the instances whose newest release gate verdict is not ok (docs/gate.md)")] = False,
 ) -> None:
     """Compute the leaderboard (with bootstrap intervals) from the stored runs and print it."""
     trusted = benchmark is not None and benchmark.resolve() == BUNDLED
-    _score(store, benchmark, work, backend, trusted)
+    _score(store, benchmark, work, backend, trusted, include_failed_gate=include_failed_gate)
 
 
 PredictionsOpt = Annotated[list[Path], typer.Option(

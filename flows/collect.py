@@ -1,7 +1,8 @@
 """The collect flow: candidate patches → labelled, deduplicated pools → panels.
 
 Thin wiring (docs/collect.md): ingest and normalise (tasks/collect/candidate.py) → set exact
-duplicates and copies of the reference aside → gold validation (tasks/collect/verification.py, label.py) → label the
+duplicates and copies of the reference aside → gold validation (tasks/collect/verification.py, label.py; rows the release gate failed
+quarantined too, tasks/gate/) → label the
 candidates of validated instances → with `--mutants N`, mutants for the thin pools, labelled
 the same way (tasks/collect/mutants.py) → set near duplicates aside within each label class →
 choose panels (tasks/collect/panel.py) → store `candidates` and `funnel` (the verification batches
@@ -46,6 +47,7 @@ from testprism.tasks.collect.panel import PanelChoice, PanelMode, PanelRule, sel
 from testprism.tasks.collect.settings import CollectSettings
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.cluster import DaskCluster
+from testprism.tasks.gate.store import gated_verdicts
 from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
@@ -170,6 +172,7 @@ def collect_flow(
 
     gold_options = replace(options, policy=replace(GOLD_POLICY, patch_fuzz=patch_fuzz))
     verdicts, ran, reused = _gold(bench, gold_options, target, place)
+    verdicts = gated_verdicts(target, verdicts, settings.include_failed_gate)
     funnel.add(stages.gold_stage(verdicts))
     validated = [bench.instances[v.instance_id] for v in verdicts if v.validated]
     pool = stages.quarantine(pool, verdicts)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -18,6 +19,9 @@ import polars as pl
 import pyarrow as pa
 
 from testprism.storage import SCHEMAS, Store
+from testprism.tasks.collect.label import GoldVerdict
+from testprism.tasks.model.benchmark import Benchmark
+from testprism.tasks.model.outcome import Reason
 from testprism.tasks.gate.verdict import GateVerdict, RowVerdict
 
 log = logging.getLogger(__name__)
@@ -75,6 +79,26 @@ def kept_by_gate(store: Store, instance_ids: Iterable[str], include_failed: bool
     for iid, why in sorted(failed.items()):
         log.warning("%s: %s left out (gate: %s); --include-failed-gate keeps it", stage, iid, why)
     return ids - set(failed)
+
+
+def gated_verdicts(store: Store, verdicts: Sequence[GoldVerdict], include_failed: bool) -> list[GoldVerdict]:
+    """Collect's gold verdicts with each validated row the gate failed quarantined too
+    (`failed_gate`): its candidates are then set aside and it gets no panel, as a row
+    that fails gold validation."""
+    kept = kept_by_gate(store, [v.instance_id for v in verdicts if v.validated], include_failed, "collect")
+    failed = failed_gate(store, [v.instance_id for v in verdicts])
+    return [GoldVerdict(v.instance_id, Reason.FAILED_GATE, failed[v.instance_id])
+            if v.validated and v.instance_id not in kept else v for v in verdicts]
+
+
+def gated_benchmark(store: Store, bench: Benchmark, include_failed: bool, stage: str) -> Benchmark:
+    """The benchmark less the instances (and their suites) the gate failed."""
+    kept = kept_by_gate(store, bench.instances, include_failed, stage)
+    if len(kept) == len(bench.instances):
+        return bench
+    return replace(bench, instances={i: inst for i, inst in bench.instances.items() if i in kept},
+                   suites={k: s for k, s in bench.suites.items() if k[1] in kept},
+                   suite_errors={k: e for k, e in bench.suite_errors.items() if k[1] in kept})
 
 
 def gate_table(verdicts: pl.DataFrame) -> pl.DataFrame:
