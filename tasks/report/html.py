@@ -382,7 +382,7 @@ def render_report(data: ReportData, *, generated_at: datetime | None = None, max
     ]
     nav = "".join(f'<a href="#{target}">{title}</a>' for target, title in (
         ("leaderboard", "Leaderboard"), ("charts", "Charts"), ("curves", "Curves"), ("comparisons", "Comparisons"),
-        ("per-source", "Per source"), ("funnel", "Funnel"), ("coverage", "Coverage"), *((("crossval", "Cross-validation"),) if data.crossval_flags is not None else ()),
+        ("per-source", "Per source"), *((("gate", "Gate"),) if data.gate is not None else ()), ("funnel", "Funnel"), ("coverage", "Coverage"), *((("crossval", "Cross-validation"),) if data.crossval_flags is not None else ()),
         *((("conversations", "Conversations"),) if data.conversations is not None else ()),
         ("audit", "Audit")))
     return (
