@@ -43,7 +43,8 @@ class GateVerdict(StrEnum):
     LOAD_FAILED = "load_failed"  #: the instance folder does not load (its file and field in the detail)
     ENV_BUILD_FAILED = "env_build_failed"  #: its environment (or image) could not be had
     BUILD_FAILED = "build_failed"  #: the `[build]` step failed on buggy or reference
-    PARSE_FAILED = "parse_failed"  #: the `[checks] parser` read no test out of a check run's log
+    PARSE_FAILED = "parse_failed"  #: no results could be read: the `[checks] parser` read no test out of
+    #: a check run's log, or its JUnit report was unreadable (report_unreadable)
     REFERENCE_PATCH_FAILED = "reference_patch_failed"  #: the reference does not apply
     CHECKS_PATCH_FAILED = "checks_patch_failed"  #: the checks patch does not apply
     UNRESOLVED = "unresolved"  #: a gold run timed out, overflowed or lost its sandbox
@@ -111,7 +112,7 @@ def _results(row: Mapping, ids: Sequence[str]) -> dict[str, str]:
 
 #: run reasons that are a verdict of their own, ahead of what gold validation makes of them
 _RUN_VERDICTS = {Reason.ENVIRONMENT_FAILED: GateVerdict.ENV_BUILD_FAILED, Reason.BUILD_FAILED: GateVerdict.BUILD_FAILED,
-                 Reason.PARSE_FAILED: GateVerdict.PARSE_FAILED}
+                 Reason.PARSE_FAILED: GateVerdict.PARSE_FAILED, Reason.REPORT_UNREADABLE: GateVerdict.PARSE_FAILED}
 _GOLD_VERDICTS = {Reason.REFERENCE_PATCH_FAILED: GateVerdict.REFERENCE_PATCH_FAILED,
                   Reason.CHECKS_PATCH_FAILED: GateVerdict.CHECKS_PATCH_FAILED, Reason.UNRESOLVED: GateVerdict.UNRESOLVED,
                   Reason.UNSTABLE: GateVerdict.UNSTABLE, Reason.REFERENCE_FAILS: GateVerdict.GOLD_FAILS}
