@@ -26,11 +26,11 @@ from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.gate import manifest as manifests
 from testprism.tasks.gate import store as gate_store
 from testprism.tasks.gate.settings import CheckSettings
-from testprism.tasks.gate.verdict import GateVerdict, RowVerdict, empty_plan, gate_verdict, load_rows
+from testprism.tasks.gate.verdict import GateVerdict, RowVerdict, Rows, empty_plan, gate_verdict, load_rows
 from testprism.tasks.model.benchmark import Benchmark
 from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
-from testprism.tasks.sandbox.base import backend_class
+from testprism.tasks.sandbox.base import SandboxBackend, backend_class
 from testprism.tasks.sandbox.image.binding import bind_images
 
 log = logging.getLogger(__name__)
@@ -51,6 +51,18 @@ class CheckSummary:
         return [v for v in self.verdicts if v.verdict is not GateVerdict.OK]
 
 
+def open_check_inputs(benchmark: str, store: str, backend: str, work_root: Path, *, trusted: bool, unsafe: bool
+                      ) -> tuple[Rows, Store, type[SandboxBackend]]:
+    """As flows/runner.py `open_inputs`, for a gate: the rows (loaded one by one: a bad row is
+    a verdict, not an error), the store and the backend, each checked. The CLI calls it
+    before the flow too, so that a wrong input ends in one line naming its file and field."""
+    rows = load_rows(Path(benchmark))
+    backend_cls = backend_class(backend)
+    probe = backend_cls(WorkPaths(work_root), trusted=trusted, unsafe=unsafe)
+    probe.close()
+    return rows, Store(store), backend_cls  # last: a refused run creates no store
+
+
 @flow(name="check", log_prints=False)
 def check_flow(
     benchmark: str,
@@ -69,11 +81,7 @@ def check_flow(
     root = Path(benchmark)
     place = Placement(workers, dask_address, dask_cluster)
     work_root = Path(work) if work else default_work_root()
-    backend_cls = backend_class(backend)
-    probe = backend_cls(WorkPaths(work_root), trusted=trusted, unsafe=unsafe)
-    probe.close()
-    rows = load_rows(root)
-    target = Store(store)
+    rows, target, backend_cls = open_check_inputs(benchmark, store, backend, work_root, trusted=trusted, unsafe=unsafe)
     files = manifests.manifest(root)
     newest = gate_store.newest_run(target, root)
     changes = manifests.changes(newest[1], files) if newest else None

@@ -469,12 +469,15 @@ def check(
 ) -> None:
     """Release gate: per row, the checks fail on buggy, pass on the reference, and the empty patch resolves
     nothing; a checksum manifest of the folder. Exit 1 when a row fails (docs/gate.md)."""
-    from testprism.flows.check import check_flow
+    from testprism.flows.check import check_flow, open_check_inputs
 
+    trusted = benchmark.resolve() == BUNDLED
+    open_check_inputs(str(benchmark), str(store), backend, work or default_work_root(), trusted=trusted,
+                      unsafe=unsafe_no_sandbox)
     with _progress_bar():
         summary = check_flow(benchmark=str(benchmark), store=str(store), settings=settings, backend=backend,
                              workers=workers, dask_address=dask_address, work=str(work) if work else None,
-                             trusted=benchmark.resolve() == BUNDLED, unsafe=unsafe_no_sandbox, patch_fuzz=patch_fuzz)
+                             trusted=trusted, unsafe=unsafe_no_sandbox, patch_fuzz=patch_fuzz)
     table = Table(title=f"gate {summary.gate_run} ({benchmark})")
     for column in summary.table.columns:
         table.add_column(column, justify="left" if column in ("source", "language") else "right")

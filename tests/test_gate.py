@@ -212,16 +212,27 @@ def test_each_row_gets_its_verdict(gated):
 @pytest.mark.slow
 @pytest.mark.requires("sandbox")
 def test_a_second_gate_runs_nothing_again_and_names_what_changed(gated):
-    from testprism.flows.check import check_flow
+    """Through the CLI: the table, the failing rows, what changed since the first gate; exit 1."""
+    from typer.testing import CliRunner
+
+    from testprism.flows.cli import app
 
     root, store, first = gated
     program = root / "instances" / "mini__median-wrong-fix" / "instruction.md"
     program.write_text(program.read_text() + "edited\n")
-    second = check_flow(benchmark=str(root), store=str(store))
-    assert second.previous == first.gate_run
-    assert second.changes and second.changes.changed == ("instances/mini__median-wrong-fix/instruction.md",)
-    assert not second.changes.added and not second.changes.removed
-    assert second.executed == 0 and [v.verdict for v in second.verdicts] == [v.verdict for v in first.verdicts]
+    result = CliRunner().invoke(app, ["check", str(root), "--store", str(store)], terminal_width=200)
+    printed = " ".join(line.strip(" │") for line in result.output.splitlines())
+    assert result.exit_code == 1, result.output
+    assert f"changed since gate {first.gate_run}: 1 changed (instances/mini__median-wrong-fix/instruction.md)" in printed
+    assert "0 check runs executed" in printed and "1 of 6 rows ok" in printed
+    assert "rows that fail the gate" in printed and "tests/test_official.py::test_even_length failed" in printed
+    assert "empty_resolves" in printed and "pass_to_pass_fails_before" in printed
+    second = gate_store.newest_run(Store(store), root)
+    assert second is not None and second[0] != first.gate_run and second[1] == manifest(root)
+    newest = gate_store.newest_verdicts(Store(store))
+    assert set(newest["gate_run"]) == {second[0]}
+    assert dict(zip(newest["instance_id"], newest["verdict"], strict=True)) == {
+        v.instance_id: v.verdict.value for v in first.verdicts}
 
 
 @pytest.mark.slow
