@@ -101,16 +101,17 @@ def check_flow(
     # by content the empty patch's runs are the buggy ones (tasks/gate/verdict.py); any that is not, runs
     planned += [s for group in empty.values() for s in group if s.key not in known]
     stored, ran = verify(planned, options, target, place) if planned else ({}, 0)
-    verdicts = [gate_verdict(bench.instances[iid], [stored[s.key] for s in gold[iid]], [stored[s.key] for s in empty[iid]])
-                for iid in sorted(bench.instances)]
+    verdicts = [gate_verdict(instance, [stored[s.key] for s in gold[iid]], [stored[s.key] for s in empty[iid]])
+                for iid, instance in sorted(bench.instances.items())]
     verdicts = sorted([*verdicts, *rows.unloadable], key=lambda v: v.instance_id)
 
     checked_at = datetime.now(UTC)
     gate_run = f"{checked_at:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
     gate_store.record(target, gate_run, root, verdicts, files, manifests.manifest_hash(files), checked_at, backend)
-    for v in verdicts:
-        if v.verdict is not GateVerdict.OK:
-            log.warning("%s fails the gate: %s %s", v.instance_id, v.verdict.value, v.detail)
+    failed = sum(v.verdict is not GateVerdict.OK for v in verdicts)
+    log.log(logging.WARNING if failed else logging.INFO, "gate %s: %d of %d rows ok (%s)", gate_run,
+            len(verdicts) - failed, len(verdicts), ", ".join(f"{v.instance_id}: {v.verdict.value}"
+                                                             for v in verdicts if v.verdict is not GateVerdict.OK))
     frame = pl.DataFrame([{"source": v.source, "language": v.language, "verdict": v.verdict.value} for v in verdicts],
                          schema={"source": pl.String, "language": pl.String, "verdict": pl.String})
     return CheckSummary(gate_run, verdicts, gate_store.gate_table(frame), changes, newest[0] if newest else None,

@@ -61,7 +61,8 @@ def gated_fixture(root: Path) -> Path:
                                              '"tests/test_official.py::test_even_again"]'))
     # a row that does not load: its verdict names the file and the field
     broken = twin(root, "mini__median-broken")
-    (broken / "instance.toml").write_text((broken / "instance.toml").read_text().replace("fail_to_pass = [", "fail_to_pass = 7 #"))
+    toml = broken / "instance.toml"
+    toml.write_text(toml.read_text().replace("fail_to_pass = [", "fail_to_pass = 7 #"))
     return root
 
 

@@ -112,7 +112,8 @@ def _results(row: Mapping, ids: Sequence[str]) -> dict[str, str]:
 
 #: run reasons that are a verdict of their own, ahead of what gold validation makes of them
 _RUN_VERDICTS = {Reason.ENVIRONMENT_FAILED: GateVerdict.ENV_BUILD_FAILED, Reason.BUILD_FAILED: GateVerdict.BUILD_FAILED,
-                 Reason.PARSE_FAILED: GateVerdict.PARSE_FAILED, Reason.REPORT_UNREADABLE: GateVerdict.PARSE_FAILED}
+                 Reason.PARSE_FAILED: GateVerdict.PARSE_FAILED,
+                 Reason.REPORT_UNREADABLE: GateVerdict.PARSE_FAILED}
 _GOLD_VERDICTS = {Reason.REFERENCE_PATCH_FAILED: GateVerdict.REFERENCE_PATCH_FAILED,
                   Reason.CHECKS_PATCH_FAILED: GateVerdict.CHECKS_PATCH_FAILED, Reason.UNRESOLVED: GateVerdict.UNRESOLVED,
                   Reason.UNSTABLE: GateVerdict.UNSTABLE, Reason.REFERENCE_FAILS: GateVerdict.GOLD_FAILS}
