@@ -17,7 +17,7 @@ from testprism.tasks.collect.label import GOLD_POLICY, gold_plan
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.gate import store as gate_store
 from testprism.tasks.gate.manifest import changes, manifest, manifest_hash
-from testprism.tasks.gate.verdict import GateVerdict, RowVerdict, empty_plan, load_rows
+from testprism.tasks.gate.verdict import GateVerdict, RowVerdict, empty_plan, gate_verdict, load_rows
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.bundled import BUNDLED
 from tests.benchfixture import BUGGY, CHECKS, REFERENCE, diff, make_benchmark, write
@@ -120,6 +120,42 @@ def test_a_row_that_does_not_load_gets_its_verdict_and_the_others_load(tmp_path)
     (bad,) = rows.unloadable
     assert (bad.instance_id, bad.verdict, bad.source) == ("mini__median-broken", GateVerdict.LOAD_FAILED, "mini")
     assert "instance.toml" in bad.detail and "checks.fail_to_pass" in bad.detail
+
+
+def run_row(state: str, repeat: int, passed: set[str], reason: str | None = None) -> dict:
+    """A stored verification row, by hand: the fixture's three checks, `passed` passing."""
+    names = ("tests/test_official.py::test_even_length", "tests/test_official.py::test_odd_length",
+             "tests/test_official.py::test_input_untouched")
+    return {"state": state, "repeat": repeat, "reason": reason, "stdout_tail": "log tail",
+            "tests": [] if reason else [{"name": n.replace(".py", "").replace("/", "."),  # as JUnit names them
+                                         "outcome": "passed" if n in passed else "failed", "message": ""}
+                                        for n in names]}
+
+
+EVEN, ODD, UNTOUCHED = "tests/test_official.py::test_even_length", "tests/test_official.py::test_odd_length", \
+    "tests/test_official.py::test_input_untouched"
+EVERY = {EVEN, ODD, UNTOUCHED}
+
+
+@pytest.mark.parametrize(("buggy", "reference", "expected", "detail"), [
+    ([{ODD, UNTOUCHED}] * 2, [EVERY] * 2, GateVerdict.OK, ""),
+    ([EVERY] * 2, [EVERY] * 2, GateVerdict.EMPTY_RESOLVES, "every check passes on the buggy program"),
+    # the fail-to-pass check passes before, but a pass-to-pass one fails: not resolved by the empty patch
+    ([{EVEN, ODD}] * 2, [EVERY] * 2, GateVerdict.F2P_PASSES_BEFORE, EVEN),
+    ([{ODD}] * 2, [EVERY] * 2, GateVerdict.P2P_FAILS_BEFORE, UNTOUCHED),
+    ([{ODD, UNTOUCHED}] * 2, [{ODD, UNTOUCHED}] * 2, GateVerdict.GOLD_FAILS, f"{EVEN} failed"),
+    ([{ODD, UNTOUCHED}] * 2, [EVERY, {ODD, UNTOUCHED}], GateVerdict.UNSTABLE, f"on reference: {EVEN}"),
+    ([{ODD, UNTOUCHED}] * 2, ["report_unreadable", EVERY], GateVerdict.PARSE_FAILED, "on reference: log tail"),
+    (["environment_failed"] * 2, ["environment_failed"] * 2, GateVerdict.ENV_BUILD_FAILED, "on buggy: log tail"),
+    ([{ODD, UNTOUCHED}] * 2, ["checks_patch_failed"] * 2, GateVerdict.CHECKS_PATCH_FAILED, "on reference: log tail"),
+    (["timeout"] * 2, [EVERY] * 2, GateVerdict.UNRESOLVED, "timeout on buggy (repeat 0)"),
+])
+def test_each_way_a_row_fails_is_named(tmp_path, buggy, reference, expected, detail):
+    instance = load_benchmark(make_benchmark(tmp_path / "bench", {})).instances[INSTANCE]
+    rows = [run_row(state, n, set() if isinstance(got, str) else got, got if isinstance(got, str) else None)
+            for state, runs in (("buggy", buggy), ("reference", reference)) for n, got in enumerate(runs)]
+    verdict = gate_verdict(instance, rows, [r for r in rows if r["state"] == "buggy"])
+    assert (verdict.verdict, verdict.detail) == (expected, detail)
 
 
 def gate_rows(store: Store, root: Path, verdicts: dict[str, GateVerdict], when: datetime) -> None:
