@@ -4,6 +4,7 @@ a failed row kept out of panels, replays and the leaderboard unless asked."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -86,7 +87,7 @@ def test_manifest_names_each_changed_added_and_removed_file(tmp_path):
     assert manifest_hash(before) != manifest_hash(manifest(root))
 
 
-def test_manifest_hashes_a_link_by_its_target_never_reading_through_it(tmp_path):
+def test_manifest_hashes_a_link_by_its_target_and_never_opens_a_fifo(tmp_path):
     root = make_benchmark(tmp_path / "bench", {})
     outside = tmp_path / "secret.txt"
     outside.write_text("one")
@@ -97,6 +98,8 @@ def test_manifest_hashes_a_link_by_its_target_never_reading_through_it(tmp_path)
     (root / "link").unlink()
     (root / "link").symlink_to(tmp_path / "other.txt")
     assert changes(before, manifest(root)).changed == ("link",)
+    os.mkfifo(root / "fifo")  # listed by kind, never opened (an open would block the gate)
+    assert manifest(root)["fifo"].startswith("special:")
 
 
 def test_the_empty_patch_runs_are_the_buggy_runs_by_key(tmp_path, work_root):

@@ -26,7 +26,11 @@ def _sha256(path: Path) -> str:
     if stat.S_ISLNK(info.st_mode):
         return "link:" + hashlib.sha256(os.readlink(path).encode()).hexdigest()
     sha = hashlib.sha256()
-    with open(path, "rb") as fh:
+    # opened without following a link or blocking on a FIFO swapped in since the walk saw a file
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return f"special:{stat.S_IFMT(os.fstat(fh.fileno()).st_mode)}"
         while block := fh.read(BLOCK):
             sha.update(block)
     return sha.hexdigest()
