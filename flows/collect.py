@@ -1,9 +1,9 @@
 """The collect flow: candidate patches → labelled, deduplicated pools → panels.
 
 Thin wiring (docs/collect.md): ingest and normalise (tasks/collect/candidate.py) → set exact
-duplicates and copies of the reference aside → gold validation (tasks/collect/verification.py, label.py; rows the release gate failed
-quarantined too, tasks/gate/) → label the
-candidates of validated instances → with `--mutants N`, mutants for the thin pools, labelled
+duplicates and copies of the reference aside → gold validation (tasks/collect/verification.py,
+label.py; rows the release gate failed quarantined too, tasks/gate/) → label the candidates
+of validated instances → with `--mutants N`, mutants for the thin pools, labelled
 the same way (tasks/collect/mutants.py) → set near duplicates aside within each label class →
 choose panels (tasks/collect/panel.py) → store `candidates` and `funnel` (the verification batches
 write `verifications` as they go) → write the panels as a benchmark folder that
