@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from testprism.tasks.collect.settings import CollectSettings
+    from testprism.tasks.gate.settings import CheckSettings
     from testprism.tasks.generate.settings import GenerateSettings, RsiSettings, SelectSettings
     from testprism.tasks.importing.rows import ImportReport
     from testprism.tasks.replay.settings import ReplaySettings
@@ -184,7 +185,7 @@ def _replay(benchmark: Path, store: Path, settings: ReplaySettings, backend: str
 
 
 def _score(store: Path, benchmark: Path | None = None, work: Path | None = None, backend: str = "local",
-           trusted: bool = False, next_step: bool = True) -> pl.DataFrame:
+           trusted: bool = False, next_step: bool = True, include_failed_gate: bool = False) -> pl.DataFrame:
     from testprism.flows.score import score_flow
     from testprism.flows.runner import open_inputs
     from testprism.tasks.score.scores import scorable_store
@@ -195,7 +196,8 @@ def _score(store: Path, benchmark: Path | None = None, work: Path | None = None,
                     trusted=trusted, unsafe=False)
     with _progress_bar():  # the coverage passes (with a benchmark) run through the stage driver
         board = score_flow(store=str(store), benchmark=str(benchmark) if benchmark else None,
-                           work=str(work) if work else None, backend=backend, trusted=trusted)
+                           work=str(work) if work else None, backend=backend, trusted=trusted,
+                           include_failed_gate=include_failed_gate)
     out.print(_leaderboard_table(board, f"leaderboard ({store})"))
     if next_step:
         _finish(f"score {store}", [f"{board.height} configurations scored (scores/ in the store)"],
@@ -363,10 +365,12 @@ def score(
     benchmark: Annotated[Optional[Path], typer.Option(help="also measure coverage of the reference change")] = None,
     backend: BackendOpt = "local",
     work: WorkOpt = None,
+    include_failed_gate: Annotated[bool, typer.Option(
+        help="also score the instances whose newest release gate verdict is not ok (docs/gate.md)")] = False,
 ) -> None:
     """Compute the leaderboard (with bootstrap intervals) from the stored runs and print it."""
     trusted = benchmark is not None and benchmark.resolve() == BUNDLED
-    _score(store, benchmark, work, backend, trusted)
+    _score(store, benchmark, work, backend, trusted, include_failed_gate=include_failed_gate)
 
 
 PredictionsOpt = Annotated[list[Path], typer.Option(
@@ -447,6 +451,55 @@ def collect(
                  agree, compared)
     if summary.out:
         log.info("next: testprism replay %s --store %s", summary.out, store)
+
+
+@commands.command()
+@settings_options("testprism.tasks.gate.settings:CheckSettings")
+def check(
+    benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/ with program, reference, checks)")],
+    store: Annotated[Path, typer.Option(help="store root: the verdicts and the manifest go here", file_okay=False)],
+    backend: BackendOpt = "local",
+    workers: WorkersOpt = 1,
+    dask_address: DaskOpt = None,
+    work: WorkOpt = None,
+    unsafe_no_sandbox: Annotated[bool, typer.Option(help="run the checks without isolation")] = False,
+    patch_fuzz: PatchFuzzOpt = DEFAULT_FUZZ,
+    *,
+    settings: CheckSettings,
+) -> None:
+    """Release gate: per row, the checks fail on buggy, pass on the reference, and the empty patch resolves
+    nothing; a checksum manifest of the folder. Exit 1 when a row fails (docs/gate.md)."""
+    from testprism.flows.check import check_flow, open_check_inputs
+
+    trusted = benchmark.resolve() == BUNDLED
+    open_check_inputs(str(benchmark), str(store), backend, work or default_work_root(), trusted=trusted,
+                      unsafe=unsafe_no_sandbox)
+    with _progress_bar():
+        summary = check_flow(benchmark=str(benchmark), store=str(store), settings=settings, backend=backend,
+                             workers=workers, dask_address=dask_address, work=str(work) if work else None,
+                             trusted=trusted, unsafe=unsafe_no_sandbox, patch_fuzz=patch_fuzz)
+    table = Table(title=f"gate {summary.gate_run} ({benchmark})")
+    for column in summary.table.columns:
+        table.add_column(column, justify="left" if column in ("source", "language") else "right")
+    for row in summary.table.iter_rows():
+        table.add_row(*map(str, row))
+    out.print(table)
+    if summary.failed:
+        failing = Table(title="rows that fail the gate")
+        for column in ("instance_id", "verdict", "detail"):
+            failing.add_column(column, overflow="fold")
+        for v in summary.failed:
+            failing.add_row(v.instance_id, v.verdict.value, v.detail)
+        out.print(failing)
+    changed = ("first gate of this folder" if summary.changes is None else
+               f"changed since gate {summary.previous}: {summary.changes.summary()}" if summary.changes else
+               f"unchanged since gate {summary.previous}")
+    _finish(f"check {benchmark} → {store}", [
+        f"{len(summary.verdicts) - len(summary.failed)} of {len(summary.verdicts)} rows ok; manifest: {changed}",
+        f"{summary.executed} check runs executed, {summary.reused} taken from the store",
+    ], f"testprism collect {benchmark} --store {store}" if not summary.failed else None)
+    if summary.failed:
+        raise typer.Exit(code=ExitStatus.FAILED)
 
 
 @commands.command()

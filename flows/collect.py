@@ -1,8 +1,9 @@
 """The collect flow: candidate patches → labelled, deduplicated pools → panels.
 
 Thin wiring (docs/collect.md): ingest and normalise (tasks/collect/candidate.py) → set exact
-duplicates and copies of the reference aside → gold validation (tasks/collect/verification.py, label.py) → label the
-candidates of validated instances → with `--mutants N`, mutants for the thin pools, labelled
+duplicates and copies of the reference aside → gold validation (tasks/collect/verification.py,
+label.py; rows the release gate failed quarantined too, tasks/gate/) → label the candidates
+of validated instances → with `--mutants N`, mutants for the thin pools, labelled
 the same way (tasks/collect/mutants.py) → set near duplicates aside within each label class →
 choose panels (tasks/collect/panel.py) → store `candidates` and `funnel` (the verification batches
 write `verifications` as they go) → write the panels as a benchmark folder that
@@ -46,6 +47,7 @@ from testprism.tasks.collect.panel import PanelChoice, PanelMode, PanelRule, sel
 from testprism.tasks.collect.settings import CollectSettings
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.cluster import DaskCluster
+from testprism.tasks.gate.store import gated_verdicts
 from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
@@ -72,10 +74,10 @@ def panel_batch(instances: list[Instance], candidates: list[CandidatePatch], mod
     return select_panels(instances, candidates, mode, rule, work_root)
 
 
-def _verify(specs: Sequence[Verification], options: ExecutionOptions, store: Store, place: Placement
+def verify(specs: Sequence[Verification], options: ExecutionOptions, store: Store, place: Placement
             ) -> tuple[dict[str, dict], int]:
     """Run the verifications the store lacks (the stage driver); every planned row, and how
-    many ran."""
+    many ran. The gate's runs go through it too (flows/check.py)."""
     unique = {s.key: s for s in specs}
     stored = stored_keys(store)
     drive("verify", list(unique.values()), VerifyJob, options, place, key=lambda s: s.key, settled=stored)
@@ -85,7 +87,7 @@ def _verify(specs: Sequence[Verification], options: ExecutionOptions, store: Sto
 def _gold(bench: Benchmark, options: ExecutionOptions, store: Store, place: Placement
           ) -> tuple[list[GoldVerdict], int, int]:
     specs = {i.id: gold_plan(i, options) for i in bench.instances.values()}
-    rows, ran = _verify([s for group in specs.values() for s in group], options, store, place)
+    rows, ran = verify([s for group in specs.values() for s in group], options, store, place)
     verdicts = gold_verdicts(bench.instances, specs, rows)
     for verdict in verdicts:
         if not verdict.validated:
@@ -96,7 +98,7 @@ def _gold(bench: Benchmark, options: ExecutionOptions, store: Store, place: Plac
 def _label(pool: list[CandidatePatch], validated: Sequence[Instance], options: ExecutionOptions, store: Store,
            place: Placement) -> tuple[list[CandidatePatch], int, int]:
     specs = label_plan(pool, validated, options)
-    rows, ran = _verify(specs, options, store, place)
+    rows, ran = verify(specs, options, store, place)
     return labelled(pool, specs, rows), ran, len(rows) - ran
 
 
@@ -115,7 +117,7 @@ def _mutants(pool: list[CandidatePatch], validated: Sequence[Instance], limit: i
     fresh = [c for g in made for c in g.candidates]
     merged = set_aside_duplicates([*pool, *fresh], reference_keys(bench))
     specs = label_plan(merged[len(pool):], validated, options)
-    rows, ran = _verify(specs, options, store, place)
+    rows, ran = verify(specs, options, store, place)
     merged = mutants.set_aside_equivalent(labelled(merged, specs, rows))
     return merged, stages.mutation_stage(merged[len(pool):], notes), ran, len(rows) - ran
 
@@ -170,6 +172,7 @@ def collect_flow(
 
     gold_options = replace(options, policy=replace(GOLD_POLICY, patch_fuzz=patch_fuzz))
     verdicts, ran, reused = _gold(bench, gold_options, target, place)
+    verdicts = gated_verdicts(target, verdicts, settings.include_failed_gate)
     funnel.add(stages.gold_stage(verdicts))
     validated = [bench.instances[v.instance_id] for v in verdicts if v.validated]
     pool = stages.quarantine(pool, verdicts)

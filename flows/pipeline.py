@@ -1,4 +1,5 @@
-"""The pipeline flow: curate (when configured) → collect (when configured) → generate (when
+"""The pipeline flow: curate (when configured) → check, the release gate (when configured) →
+collect (when configured) → generate (when
 configured) → replay → score → report, each stage the existing flow run as a subflow, every parameter from one config file
 (tasks/pipeline/config.py; examples/pipeline.toml).
 
@@ -16,6 +17,7 @@ from typing import TypeVar
 from prefect import flow
 from pydantic import BaseModel
 
+from testprism.flows.check import check_flow
 from testprism.flows.collect import collect_flow
 from testprism.flows.curate import curate_flow
 from testprism.flows.generate import generate_flow
@@ -23,6 +25,7 @@ from testprism.flows.replay import ReplaySummary, replay_flow
 from testprism.flows.report import report_flow
 from testprism.flows.score import score_flow
 from testprism.tasks.collect.settings import CollectSettings
+from testprism.tasks.gate.settings import CheckSettings
 from testprism.tasks.generate.settings import GenerateSettings
 from testprism.tasks.pipeline.config import load_pipeline
 from testprism.tasks.replay.settings import ReplaySettings
@@ -61,6 +64,10 @@ def pipeline_flow(config: str = "examples/pipeline.toml", store: str | None = No
         # A pipeline reruns by design: the split is rewritten whole (the same inputs give the same split).
         curate_flow(config=str(chosen.curate.config), store=target, out=str(chosen.curate.out), work=work,
                     overwrite=True, **place)
+    if chosen.check:  # a row that fails the gate is left out by collect and replay (docs/gate.md)
+        gate = check_flow(benchmark=str(chosen.check_benchmark), store=target, settings=_settings(CheckSettings,
+                          chosen.check), unsafe=chosen.unsafe, patch_fuzz=chosen.patch_fuzz, **common)
+        log.info("check: %d of %d rows pass the gate", len(gate.verdicts) - len(gate.failed), len(gate.verdicts))
     if chosen.collect:
         stage = chosen.collect
         collect_flow(benchmark=str(chosen.collect_benchmark), store=target,

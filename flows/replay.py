@@ -24,6 +24,7 @@ from testprism.tasks.replay.work import replay_batches, replay_work
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
+from testprism.tasks.gate.store import gated_benchmark
 from testprism.tasks.replay.settings import ReplaySettings
 from testprism.tasks.model.workdir import default_work_root
 
@@ -80,6 +81,7 @@ def replay_flow(
     inputs = open_inputs(benchmark, store, settings.configurations, backend, work_root, trusted=trusted,
                          unsafe=unsafe)
     bench, target = inputs.benchmark, inputs.store
+    bench = gated_benchmark(target, bench, settings.include_failed_gate, "replay")
     record_plan(bench, target)
     options = ExecutionOptions(
         backend=backend, work_root=work_root, store_root=Path(store), limits=settings.limits(),

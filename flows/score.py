@@ -51,6 +51,7 @@ def score_flow(
     workers: int = 1,
     dask_address: str | None = None,
     dask_cluster: DaskCluster | None = None,
+    include_failed_gate: bool = False,
 ) -> pl.DataFrame:
     """Score a store; with `benchmark`, also measure the suites' coverage of the reference
     change (ΔC, EC), its correlation with joint validation, and, on each invalid candidate a
@@ -58,7 +59,8 @@ def score_flow(
     S_i = 0 in the failure taxonomy from those and the benchmark's diffs. The panel-size curves and the
     taxonomy read patches from `panel_benchmark` (default: `benchmark`); nothing is run for
     them. The coverage runs are placed like a replay's (`workers`, `dask_address`,
-    `dask_cluster`: flows/driver.py)."""
+    `dask_cluster`: flows/driver.py). `include_failed_gate`: also score the instances whose
+    newest release gate verdict is not ok (docs/gate.md)."""
     target = scorable_store(store)
     coverage = None
     if benchmark:  # the coverage passes: placed as replay's batches are (`workers`, a Dask cluster)
@@ -68,7 +70,7 @@ def score_flow(
         coverage = _coverage(coverage_pass(benchmark, store, work, backend, **given), place)
         _coverage(candidate_coverage_pass(benchmark, store, work, backend, **given), place)
     # the taxonomy reads the coverage just written
-    tables = score_tables(target, replicates, seed, panel_benchmark or benchmark)
+    tables = score_tables(target, replicates, seed, panel_benchmark or benchmark, include_failed_gate)
     if coverage is not None:
         tables["coverage_summary"] = coverage_summary(coverage, tables["instance_scores"])
     write_scores(target, tables)

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 6  # 2: runs.patch_method, runs.suite_patch_method, verifications.patch_method
+SCHEMA_VERSION = 7  # 2: runs.patch_method, runs.suite_patch_method, verifications.patch_method
 # 3: candidates.provenance, panels.provenance, scores/leaderboard_by_provenance
 # 4: runs.reused_from, runs.replayed, runs.confirmation; scores/flakes by confirmation policy
 # 5: crossval_flags.execution_verdict, review, review_rationale, review_model (a table crossval
 #    rewrites whole); the `reviews` dataset (crossval's semantic review)
 # 6: verifications.restored, candidates.restored (the test infrastructure a candidate changed,
 #    put back before its checks: tasks/execution/infrastructure.py)
+# 7: the `gate` and `gate_files` datasets (`testprism check`'s verdicts and manifest)
 
 #: Columns a version added to datasets an older store already holds, with the value an
 #: older row reads as (None: null). Additive only, so a store of the version before opens
@@ -22,6 +23,7 @@ ADDED_COLUMNS: dict[int, dict[str, dict[str, str | None]]] = {
     4: {"runs": {"reused_from": None, "replayed": None, "confirmation": "every failure"}},
     5: {},
     6: {"verifications": {"restored": None}, "candidates": {"restored": None}},
+    7: {},
 }
 
 TEST_RESULT = pa.struct(
@@ -448,6 +450,32 @@ PANEL_CURVES = pa.schema(
     ]
 )
 
+# -- the release gate (tasks/gate/; docs/gate.md) ---------------------------------------------------
+
+GATE = pa.schema(
+    [
+        pa.field("gate_run", pa.string(), nullable=False),  # one `testprism check`
+        pa.field("benchmark", pa.string(), nullable=False),  # the benchmark folder's resolved path
+        pa.field("instance_id", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),  # "?" when the row does not load
+        pa.field("language", pa.string(), nullable=False),
+        pa.field("verdict", pa.string(), nullable=False),  # ok | tasks/gate/verdict.py GateVerdict
+        pa.field("detail", pa.string()),  # the failing ids, or why
+        pa.field("manifest", pa.string(), nullable=False),  # digest of the run's `gate_files`
+        pa.field("checked_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("backend", pa.string()),
+    ]
+)
+
+GATE_FILES = pa.schema(  # the checksum manifest of the benchmark folder a gate run read
+    [
+        pa.field("gate_run", pa.string(), nullable=False),
+        pa.field("benchmark", pa.string(), nullable=False),
+        pa.field("path", pa.string(), nullable=False),  # relative to the benchmark folder
+        pa.field("sha256", pa.string(), nullable=False),
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "runs": RUNS,
     "panels": PANELS,
@@ -476,4 +504,6 @@ SCHEMAS: dict[str, pa.Schema] = {
     "reviews": REVIEWS,
     "searches": SEARCHES,
     "panel_curves": PANEL_CURVES,
+    "gate": GATE,
+    "gate_files": GATE_FILES,
 }

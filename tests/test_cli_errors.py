@@ -105,6 +105,10 @@ def cases(t: Path) -> dict[str, Case]:
         "collect of a missing prediction file": Case(
             ["collect", str(bench), "--store", str(t / "s"), "--predictions", str(t / "no.jsonl")], 2,
             [f"{t}/no.jsonl", "'--predictions'"]),
+        "check of a missing benchmark": Case(["check", str(t / "no-bench"), "--store", str(t / "s")], 2,
+                                             [f"{t}/no-bench/instances", "field (folder)"]),
+        "check into a store of another schema": Case(["check", str(bench), "--store", str(t / "old-store")], 2,
+                                                     [f"{t}/old-store/testprism-store.json", "field schema_version"]),
         "images of a malformed benchmark": Case(["images", "build", str(t / "broken")], 2,
                                                 [f"{t}/broken/instances/{instance}/instance.toml"]),
         "images without an engine": Case(["images", "list"], 3, ["no Docker engine answers"], NO_ENGINE),

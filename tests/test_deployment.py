@@ -104,7 +104,7 @@ def test_score_deployment_runs_on_a_real_server(server, tmp_path):
 
 
 ROOT = Path(__file__).resolve().parents[1]
-DEPLOYMENTS = {"curate", "collect", "generate", "crossval", "rsi", "select", "replay", "score", "report", "pipeline"}
+DEPLOYMENTS = {"curate", "check", "collect", "generate", "crossval", "rsi", "select", "replay", "score", "report", "pipeline"}
 
 
 def api(env: dict[str, str], path: str, body: dict | None = None) -> dict | list:

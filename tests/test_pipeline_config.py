@@ -39,6 +39,33 @@ def test_the_pipeline_runs_every_stage_and_a_rerun_redoes_nothing(tmp_path, work
     assert (tmp_path / "store" / "report.html").is_file()
 
 
+@pytest.mark.slow
+@pytest.mark.requires("sandbox")
+def test_a_pipeline_with_a_gate_replays_and_scores_only_the_rows_it_passes(tmp_path, work_root):
+    """[check] runs first: the twin whose reference fixes nothing fails the gate, so replay
+    runs none of its states and the leaderboard holds the other row only."""
+    from tests.benchfixture import BUGGY, WEAK, diff, make_benchmark
+    from tests.test_gate import twin
+
+    root = make_benchmark(tmp_path / "bench", {"weak": {"test_weak.py": WEAK}})
+    twin(root, "mini__median-wrong-fix", **{"reference.diff": diff("stats.py", BUGGY, BUGGY.replace("non-empty", "any"))})
+    (root / "suites" / "weak" / "mini__median-wrong-fix").mkdir()
+    for name in ("test_weak.py", "run_tests.sh"):
+        (root / "suites" / "weak" / "mini__median-wrong-fix" / name).write_bytes(
+            (root / "suites" / "weak" / "mini__median-even" / name).read_bytes())
+    config = tmp_path / "pipeline.toml"
+    config.write_text(f'store = "store"\nwork = "{work_root}"\n[check]\n[replay]\nbenchmark = "bench"\n'
+                      '[score]\nreplicates = 100\n')
+    result = CliRunner().invoke(app, ["pipeline", str(config)])
+    assert result.exit_code == 0, result.output
+    store = Store(tmp_path / "store")
+    gate = store.scan("gate").collect()
+    assert dict(zip(gate["instance_id"], gate["verdict"], strict=True)) == {
+        "mini__median-even": "ok", "mini__median-wrong-fix": "gold_fails"}
+    assert set(store.scan("runs").collect()["instance_id"]) == {"mini__median-even"}
+    assert set(store.read_table("instance_scores")["instance_id"]) == {"mini__median-even"}
+
+
 def test_a_cluster_class_is_configuration(tmp_path):
     """SLURM through dask-jobqueue, as a pipeline config names it (docs/deployments.md)."""
     config = tmp_path / "pipeline.toml"
@@ -68,6 +95,7 @@ def _stages():
     """Per stage: its CLI command (None: it reads a config file), settings model, flow,
     pipeline section (None: not a pipeline stage) and what that section adds, and its
     deployment."""
+    from testprism.flows.check import check_flow
     from testprism.flows.collect import collect_flow
     from testprism.flows.crossval import crossval_flow
     from testprism.flows.generate import generate_flow
@@ -77,12 +105,14 @@ def _stages():
     from testprism.tasks.collect.settings import CollectSettings
     from testprism.tasks.generate.crossval_config import CrossvalConfig
     from testprism.tasks.generate.settings import GenerateSettings, RsiSettings, SelectSettings
-    from testprism.tasks.pipeline.config import CollectStage, GenerateStage, ReplayStage
+    from testprism.tasks.gate.settings import CheckSettings
+    from testprism.tasks.pipeline.config import CheckStage, CollectStage, GenerateStage, ReplayStage
     from testprism.tasks.replay.settings import ReplaySettings
 
     return {
         "replay": ("replay", ReplaySettings, replay_flow, ReplayStage, {"benchmark"}),
         "collect": ("collect", CollectSettings, collect_flow, CollectStage, {"benchmark", "predictions", "diffs", "out"}),
+        "check": ("check", CheckSettings, check_flow, CheckStage, {"benchmark"}),
         "generate": ("generate", GenerateSettings, generate_flow, GenerateStage,
                      {"benchmark", "configuration", "command", "out"}),
         "rsi": ("rsi", RsiSettings, rsi_flow, None, set()),
@@ -91,7 +121,7 @@ def _stages():
     }
 
 
-@pytest.mark.parametrize("stage", ["replay", "collect", "generate", "rsi", "crossval", "select"])
+@pytest.mark.parametrize("stage", ["replay", "collect", "check", "generate", "rsi", "crossval", "select"])
 def test_each_stage_option_is_declared_once_and_every_entry_point_takes_it(stage):
     """Each stage's settings object is the one declaration (issue 30, item 1): the CLI's
     options, the flow's parameters (Prefect's run form), the pipeline config's section and
@@ -171,3 +201,16 @@ def test_a_replay_option_out_of_its_bounds_is_a_usage_error_naming_it():
     assert result.exit_code == 2 and "--confirm-audit" in result.output and "less than or equal to 1" in result.output
     result = CliRunner().invoke(app, ["replay", str(BUNDLED), "--store", "/nonexistent-store", "--timeout", "0"])
     assert result.exit_code == 2 and "--timeout" in result.output
+
+
+def test_a_check_section_gates_what_collect_reads_by_default(tmp_path):
+    config = tmp_path / "pipeline.toml"
+    config.write_text('store = "s"\n[check]\ntimeout_s = 60\n[collect]\nbenchmark = "rows"\nout = "panels"\n')
+    chosen = load_pipeline(config)
+    assert chosen.check is not None and chosen.check.timeout_s == 60
+    assert chosen.check_benchmark == tmp_path / "rows" == chosen.collect_benchmark
+    config.write_text('store = "s"\n[check]\nbenchmark = "other"\n[replay]\nbenchmark = "b"\n')
+    assert load_pipeline(config).check_benchmark == tmp_path / "other"
+    config.write_text('store = "s"\n[check]\ntimeout_s = 0\n[replay]\nbenchmark = "b"\n')
+    with pytest.raises(PipelineConfigError, match="check.timeout_s"):
+        load_pipeline(config)

@@ -53,6 +53,8 @@ class CollectSettings(BaseModel):
         description="up to N mutants of the reference per instance whose pool has fewer invalid candidates than "
                     "a TestPrism panel needs (Python only); labelled by the checks, those they do not kill dropped",
         json_schema_extra={"cli": "--mutants"})
+    include_failed_gate: bool = Field(
+        False, description="also label and panel the rows whose newest release gate verdict (`testprism check`) is not ok")
 
     def rule(self) -> PanelRule:
         """The panel rule: the paper's shape with these thresholds."""

@@ -81,6 +81,7 @@ class Reason(StrEnum):
     UNRESOLVED = "unresolved"  #: a gold run timed out, overflowed or lost its sandbox
     PASSES_BEFORE = "fail_to_pass_passes_before"  #: a fail-to-pass check passes on the buggy program
     REFERENCE_FAILS = "reference_fails_checks"  #: a check does not pass on the reference
+    FAILED_GATE = "failed_gate"  #: its row failed the release gate (`testprism check`, docs/gate.md)
     # -- curation: why an instance is not in the curated benchmark --------------------------------
     SOLUTION_TOO_SMALL = "solution_too_small"  #: fewer effective reference lines than its source's bound
     TOO_FEW_TESTS = "too_few_tests"  #: fewer official test functions than its source's bound
@@ -135,7 +136,7 @@ INGEST_REASONS = frozenset({Reason.UNREADABLE_FILE, Reason.BAD_ROW, Reason.UNKNO
                             Reason.NOT_A_DIFF})
 #: Gold validation's quarantine.
 QUARANTINE_REASONS = frozenset({Reason.REFERENCE_PATCH_FAILED, Reason.CHECKS_PATCH_FAILED, Reason.UNRESOLVED,
-                                Reason.UNSTABLE, Reason.PASSES_BEFORE, Reason.REFERENCE_FAILS})
+                                Reason.UNSTABLE, Reason.PASSES_BEFORE, Reason.REFERENCE_FAILS, Reason.FAILED_GATE})
 #: Curation's funnel.
 CURATE_REASONS = frozenset({Reason.SOLUTION_TOO_SMALL, Reason.TOO_FEW_TESTS, Reason.TESTS_TOO_SPARSE,
                             Reason.DUPLICATE, Reason.TOO_EASY, Reason.SOURCE_SKIPPED,

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from testprism.tasks.collect.settings import CollectSettings
 from testprism.tasks.execution.cluster import DaskCluster
+from testprism.tasks.gate.settings import CheckSettings
 from testprism.tasks.generate.settings import GenerateSettings
 from testprism.tasks.importing.suite_import import checked_configuration
 from testprism.tasks.model.bundled import BUNDLED
@@ -45,6 +46,13 @@ class CollectStage(CollectSettings):
     predictions: tuple[Path, ...] = ()
     diffs: tuple[Path, ...] = ()
     out: Path  #: the panels' benchmark folder
+
+
+class CheckStage(CheckSettings):
+    """A release gate's settings (tasks/gate/settings.py, declared there once) and what it
+    gates; it runs first, so that collect and replay leave out the rows it fails."""
+
+    benchmark: Path | None = None  #: default: what collect reads, else curate's test split, else what replay runs
 
 
 class GenerateStage(GenerateSettings):
@@ -89,6 +97,7 @@ class PipelineConfig(_Section):
     unsafe: bool = False  #: run untrusted code without isolation
     patch_fuzz: int = Field(DEFAULT_FUZZ, ge=0)
     curate: CurateStage | None = None
+    check: CheckStage | None = None
     collect: CollectStage | None = None
     generate: GenerateStage | None = None
     replay: ReplayStage = ReplayStage()
@@ -106,6 +115,14 @@ class PipelineConfig(_Section):
         if self.collect is None:
             return None
         return self.collect.benchmark or (self.curate.out if self.curate else None)
+
+    @property
+    def check_benchmark(self) -> Path | None:
+        """What the gate reads: its own, else the rows the first stage after it reads."""
+        if self.check is None:
+            return None
+        return self.check.benchmark or self.collect_benchmark or (self.curate.out if self.curate else None) or \
+            self.replay_benchmark
 
     @property
     def generate_benchmark(self) -> Path | None:
@@ -165,7 +182,8 @@ def _resolved(config: PipelineConfig, base: Path, store: Path | None) -> Pipelin
         generate = generate.model_copy(update={"tools": tuple(at(t) for t in generate.tools)})
     return config.model_copy(update={
         "store": store.resolve() if store else at(config.store), "work": at(config.work),
-        "curate": stage(config.curate, "config", "out"), "collect": collect, "generate": generate,
+        "curate": stage(config.curate, "config", "out"), "check": stage(config.check, "benchmark"),
+        "collect": collect, "generate": generate,
         "replay": stage(config.replay, "benchmark"), "report": stage(config.report, "out"),
     })
 

@@ -51,6 +51,8 @@ class ReplaySettings(BaseModel):
         False,
         description="for JVR only: stop a suite's remaining runs on an instance once its joint success there is "
                     "decided (stored as E/early_stopped; GRR, CAR and WDR then undercount)")
+    include_failed_gate: bool = Field(
+        False, description="also replay the rows whose newest release gate verdict (`testprism check`) is not ok")
 
     def limits(self) -> Limits:
         """The run limits these settings give (the rest are the defaults)."""

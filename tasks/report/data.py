@@ -24,6 +24,7 @@ from testprism.storage import Store, StoreError
 from testprism.tasks.generate.outputs import conversation_file
 from testprism.tasks.model.benchmark import BenchmarkError, load_instance
 from testprism.storage.readers import latest_runs
+from testprism.tasks.gate.store import newest_verdicts
 from testprism.tasks.model.outcome import Reason
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class ReportData:
     failure_taxonomy_shares: pl.DataFrame | None = None
     flakes: pl.DataFrame | None = None  #: scores/flakes: each configuration's confirmation policy and flake rate
     conversations: pl.DataFrame | None = None  #: generation runs with a recorded conversation, and its file
+    gate: pl.DataFrame | None = None  #: the newest release gate verdict of each row (tasks/gate/store.py)
 
 
 def audit_frame(store: Store) -> pl.DataFrame:
@@ -217,4 +219,5 @@ def load_report_data(store_root: Path | str, benchmark_root: Path | str | None =
         failure_taxonomy_shares=_optional_table(store, "failure_taxonomy_shares"),
         flakes=_optional_table(store, "flakes"),
         conversations=recorded_conversations(store),
+        gate=newest_verdicts(store) if store.parts("gate") else None,
     )

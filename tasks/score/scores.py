@@ -13,6 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from testprism.storage import SCHEMAS, Store, StoreError
+from testprism.tasks.gate.store import kept_by_gate
 from testprism.tasks.score.curves import panel_curves, panel_distances
 from testprism.storage.readers import latest_runs
 from testprism.tasks.score.metrics import flake_table, instance_scores, mutant_candidates
@@ -47,7 +48,8 @@ def leaderboard_by_provenance(store: Store, runs: pl.DataFrame, board: pl.DataFr
                       without.select(pl.lit("without_mutants").alias("panel"), pl.all())], how="diagonal_relaxed")
 
 
-def score_tables(store: Store, replicates: int, seed: int, benchmark: Path | str | None = None) -> dict[str, pl.DataFrame]:
+def score_tables(store: Store, replicates: int, seed: int, benchmark: Path | str | None = None,
+                 include_failed_gate: bool = False) -> dict[str, pl.DataFrame]:
     """Per-instance indicators, the leaderboard with its bootstrap intervals, paired
     comparisons, rank stability, per-source tables with their intervals, each source's
     JVR leader, the leaderboard with and without mutant candidates, distinguishability,
@@ -55,12 +57,18 @@ def score_tables(store: Store, replicates: int, seed: int, benchmark: Path | str
     of every S_i = 0 (from `scores/coverage` and `scores/candidate_coverage` when the
     coverage passes wrote them: tasks/score/taxonomy.py). `benchmark`: the folder the store
     was replayed from, read for the candidates' patches (the curves' valid diversity, the
-    taxonomy's overlaps); without it those are null."""
+    taxonomy's overlaps); without it those are null. Instances whose newest release gate
+    verdict is not ok are left out unless `include_failed_gate` (tasks/gate/store.py)."""
     runs = latest_runs(store)
     scores = instance_scores(store, runs)
     if scores.is_empty():
         raise StoreError(f"{store.paths.root}: field suites: no suite is for an instance of the panels; "
                          "replay the benchmark the panels came from")
+    kept = kept_by_gate(store, scores["instance_id"].unique().to_list(), include_failed_gate, "score")
+    scores = scores.filter(pl.col("instance_id").is_in(list(kept)))
+    if scores.is_empty():
+        raise StoreError(f"{store.paths.dataset('gate')}: field verdict: every scored instance failed the release "
+                         "gate; fix the rows, or score with --include-failed-gate")
     stats = bootstrap_statistics(scores, replicates=replicates, seed=seed)
     board = leaderboard_from_instance_scores(scores).join(stats.intervals, on="configuration", how="left")
     coverage, own = (store.read_table(name) if store.paths.score_table(name).is_file() else None
