@@ -88,7 +88,43 @@ def candidates(git_dir: Path, commit: str, language: str, split: str, out: Path)
                 "official_resolved": bool(report.get("valid")), "official_error": report.get("error_msg", ""),
             }) + "\n")
             written += 1
-    print(f"{target}: {written} patches from {len(reports)} reports under {root} at {commit}")
+    written += summary_candidates(git_dir, commit, root, names, sink_path=target)
+    print(f"{target}: {written} patches from {len(reports)} reports and the submissions' results.json under {root} "
+          f"at {commit}")
+
+
+def summary_candidates(git_dir: Path, commit: str, root: str, names: list[str], sink_path: Path) -> int:
+    """The older layout (SWE-bench-java's Java submissions): `all_preds.jsonl` with the
+    official verdicts in `results/results.json` (`resolved_ids`); an instance the run did not
+    complete (`completed_ids`) has no verdict and is left out. The resolved ones are listed
+    under `resolved` (SWE-bench's older key) or `resolved_ids`."""
+    written = 0
+    with sink_path.open("a", encoding="utf-8") as sink:
+        for results in sorted(n for n in names if n.endswith("/results/results.json")):
+            folder = results[: -len("results/results.json")]
+            if f"{folder}logs/" in "\n".join(names) and any(n.startswith(f"{folder}logs/") and n.endswith("/report.json")
+                                                             for n in names):
+                continue  # read per instance above
+            if f"{folder}all_preds.jsonl" not in names:
+                continue
+            summary = json.loads(git(git_dir, "show", f"{commit}:{results}"))
+            resolved = set(summary.get("resolved_ids") or summary.get("resolved") or [])
+            completed = set(summary.get("completed_ids", []))
+            submission = folder[len(root):].strip("/")
+            for line in git(git_dir, "show", f"{commit}:{folder}all_preds.jsonl").splitlines():
+                if not line.strip():
+                    continue
+                pred = json.loads(line)
+                instance = pred["instance_id"]
+                org, _, rest = instance.partition("__")
+                if held_out(org, rest.rsplit("-", 1)[0]) or instance not in completed:
+                    continue
+                sink.write(json.dumps({
+                    "instance_id": instance, "model_name_or_path": submission, "model_patch": pred.get("model_patch") or "",
+                    "official_resolved": instance in resolved, "official_error": "",
+                }) + "\n")
+                written += 1
+    return written
 
 
 def is_test_path(path: str) -> bool:
