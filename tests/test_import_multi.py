@@ -129,3 +129,18 @@ def test_swebench_fields_refuse_with_row_errors():
     with pytest.raises(RowError) as caught:
         swebench_fields({"org": "o", "repo": "r/s", "number": 1})
     assert caught.value.field == "repo" and str(caught.value).startswith("Multi-SWE-bench row:")
+
+
+def test_the_image_route_refuses_a_language_without_a_parser_naming_the_source_and_the_way_on():
+    # The image route reads the same row model; a C++ row has no log parser there yet.
+    from testprism.tasks.importing.image_route import multi_task
+    from testprism.tasks.importing.image_specs import ImageSpecs
+
+    row = {"org": "catchorg", "repo": "Catch2", "number": 2723, "base": {"sha": "b" * 40}, "title": "t",
+           "fix_patch": "diff --git a/x.cpp b/x.cpp\n", "test_patch": "diff --git a/t.cpp b/t.cpp\n",
+           "f2p_tests": {"runtests": {}}, "p2p_tests": {}, "lang": "cpp"}
+    with pytest.raises(RowError) as caught:
+        multi_task(row, ImageSpecs.load(None))
+    assert caught.value.field == "repo"
+    assert str(caught.value).startswith("Multi-SWE-bench row: no parser is known for catchorg/Catch2 (cpp)")
+    assert "--route source" in str(caught.value)
