@@ -108,6 +108,7 @@ def test_refusals_name_the_source_the_field_and_the_way_on(tmp_path):
         published(lx, number=9, f2p_tests={}),                                   # nothing decides
         published(lx, number=10, resolved_issues=[], title=""),                  # no instruction
         lx.row | {"instance_id": "gocalc-11", "repo": "gocalc"},                 # a SWE-bench row with a bare repo
+        published(lx, number=12, instance_id=".."),                              # an id naming no folder
     ]
     report = import_published(lx, tmp_path, rows)
     assert report.imported == []
@@ -123,6 +124,8 @@ def test_refusals_name_the_source_the_field_and_the_way_on(tmp_path):
     bare = issues["gocalc-11"]
     assert bare.field == "repo" and bare.message.startswith("SWE-bench row: String should match pattern")
     assert "give org and number" in bare.message
+    dots = issues[".."]
+    assert dots.field == "instance_id" and dots.message.startswith("Multi-SWE-bench row:")
 
 
 def test_swebench_fields_refuse_with_row_errors():

@@ -46,17 +46,17 @@ def source_row(data: dict[str, Any]) -> SweBenchRow:
     """A row as the SWE-bench fields this route reads: a SWE-bench row as it is, a
     Multi-SWE-bench row as published (`multi_swe_bench.swebench_fields`). RowError names the
     source, the field and the way on."""
-    if row_kind(data) == "multi-swe-bench":
-        data = multi_swe_bench.swebench_fields(data)
+    kind = kind_name(data)
+    fields = multi_swe_bench.swebench_fields(data) if row_kind(data) == "multi-swe-bench" else data
     try:
-        return SweBenchRow.model_validate(data)
+        return SweBenchRow.model_validate(fields)
     except ValidationError as exc:
         field, message = validation_field(exc)
         hint = ""
-        if field == "repo" and "/" not in str(data.get("repo", "/")):
+        if field == "repo" and "/" not in str(fields.get("repo", "/")):
             hint = ("; a Multi-SWE-bench row names the owner apart: give org and number with it "
                     "(org, repo, number, base.sha, fix_patch, test_patch, f2p_tests, p2p_tests)")
-        raise RowError(field, f"{kind_name(data)} row: {message}{hint}") from exc
+        raise RowError(field, f"{kind} row: {message}{hint}") from exc
 
 
 def import_row(record: Record, out: Path, recipes: RecipeBook, sources: ProgramSources, source: str,
