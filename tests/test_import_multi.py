@@ -16,7 +16,9 @@ from testprism.tasks.importing.recipe import load_recipes
 from testprism.tasks.importing.rows import RowError
 from testprism.tasks.importing.sources import ProgramSources
 from testprism.tasks.importing.swebench import import_rows
+from testprism.tasks.importing.verifier import Verifier
 from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.sandbox.local import LocalBackend
 from tests.gitfixture import LanguageFixture, build_multilingual_fixture
 
 
@@ -147,3 +149,59 @@ def test_the_image_route_refuses_a_language_without_a_parser_naming_the_source_a
     assert caught.value.field == "repo"
     assert str(caught.value).startswith("Multi-SWE-bench row: no parser is known for catchorg/Catch2 (cpp)")
     assert "--route source" in str(caught.value)
+
+
+NEW_TEST = '''\
+package calc
+
+import "testing"
+
+func TestDouble(t *testing.T) {
+	if got := Double(4); got != 8 {
+		t.Fatalf("Double(4) = %d", got)
+	}
+}
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+@pytest.mark.requires("sandbox", "toolchains")
+def test_checks_that_do_not_compile_before_the_fix_count_as_failing_there(tmp_path, work):
+    # A test of a new function (n2p): before the fix its package does not compile, so the
+    # buggy run reports nothing; --verify counts the deciding test failing there, as the
+    # benchmarks do (without that rule the row is refused: "buggy: the checks wrote no readable
+    # JUnit report"). Control: the same checks with a reference that does not add the function
+    # fail to compile on the reference too, and that row is still refused.
+    from tests.gitfixture import GO_CALC, _diff_of, _git
+
+    lx = build_multilingual_fixture(tmp_path / "fixture", "go")
+    # compile first, as `cargo test` does: a package that does not compile writes no report
+    lx.recipes.write_text(lx.recipes.read_text().replace('test_command = "gotestsum',
+                                                         'test_command = "go vet {test_dirs} && gotestsum'))
+    repo = lx.repos / "acme__gocalc"
+    _git(repo, "checkout", "-q", lx.row["base_commit"])
+    with_double = GO_CALC + "\n// Double is twice x.\nfunc Double(x int) int { return 2 * x }\n"
+    fix = _diff_of(repo, {"calc/calc.go": with_double})
+    (repo / "calc" / "double_test.go").write_text(NEW_TEST)
+    _git(repo, "add", "-N", "calc/double_test.go")
+    test_patch = _git(repo, "diff")
+    _git(repo, "reset", "-q", "--", "calc/double_test.go")
+    (repo / "calc" / "double_test.go").unlink()
+    new = {"run": "NONE", "test": "NONE", "fix": "PASS"}
+    good = published(lx, fix_patch=fix, test_patch=test_patch, f2p_tests={}, n2p_tests={"TestDouble": new},
+                     p2p_tests={})
+    control = published(lx, number=8, test_patch=test_patch, f2p_tests={}, n2p_tests={"TestDouble": new},
+                        p2p_tests={})  # the reference fixes Clamp only: Double never exists
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(control) + "\n")
+    backend = LocalBackend(work)
+    try:
+        report = import_rows(path, tmp_path / "bench", load_recipes([lx.recipes]),
+                             ProgramSources.from_options(lx.repos, None), verifier=Verifier(backend, work))
+    finally:
+        backend.close()
+    assert report.imported == ["acme__gocalc-7"]
+    [issue] = report.issues
+    assert issue.instance_id == "acme__gocalc-8" and issue.field == "FAIL_TO_PASS/PASS_TO_PASS"
+    assert issue.message.count("reference") >= 1
