@@ -12,7 +12,7 @@ SETUP := PYTHON='$(PYTHON)' .ci/setup
 REQUIRE_ALL := TESTPRISM_REQUIRE_SANDBOX=1 TESTPRISM_REQUIRE_DOCKER=1 TESTPRISM_REQUIRE_CHROMIUM=1 \
 	TESTPRISM_REQUIRE_TOOLCHAINS=1 TESTPRISM_REQUIRE_SLURM=1
 
-.PHONY: demo demo-full test test-fast test-polyglot setup clean
+.PHONY: demo demo-full test test-fast test-polyglot test-realdata setup clean
 
 # Rebuilt (--clear) when the dependencies or this file change, e.g. an older venv made with
 # another interpreter.
@@ -46,6 +46,15 @@ test: setup
 # JavaScript mutants: opted in here rather than in `make test`'s 30 minutes.
 test-polyglot: setup
 	$(REQUIRE_ALL) TESTPRISM_POLYGLOT=1 $(BIN)/python -m pytest -q -m polyglot
+
+# The real rows (tests marked realdata): SWE-bench Lite's sympy rows of TESTPRISM_REALDATA and the
+# Multi-SWE-bench rows bench/realrows/fetch.py gathered into TESTPRISM_REALROWS (never committed;
+# docs/real-benchmarks.md), imported as published and, for those in its gate.txt, verified again.
+TESTPRISM_REALDATA ?= /work/shared/realdata
+TESTPRISM_REALROWS ?= /work/realrows
+test-realdata: setup
+	$(REQUIRE_ALL) TESTPRISM_REALDATA='$(TESTPRISM_REALDATA)' TESTPRISM_REALROWS='$(TESTPRISM_REALROWS)' \
+		$(BIN)/python -m pytest -q -m realdata
 
 test-fast: setup
 	$(REQUIRE_ALL) $(BIN)/python -m pytest -q -m "not slow"

@@ -54,6 +54,7 @@ from testprism.tasks.importing.image_names import (
 from testprism.tasks.importing.image_specs import ImageSpecs, multi_swe_bench_parser, swebench_command
 from testprism.tasks.importing.instance_writer import summary_line
 from testprism.tasks.importing.language import name_language
+from testprism.tasks.importing.multi_swe_bench import fail_to_pass, multi_instruction, multi_row, row_id, row_kind
 from testprism.tasks.importing.rows import (
     ImportReport,
     Issue,
@@ -152,53 +153,6 @@ class ProRow(BaseModel):
     @classmethod
     def _lists(cls, value: Any) -> Any:
         return _list_literal(value)
-
-
-class MultiBase(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-    sha: str = Field(pattern=r"^[0-9a-fA-F]{7,40}$")
-
-
-class ResolvedIssue(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-    number: int
-    title: str = ""
-    body: str | None = None
-
-
-class MultiRow(BaseModel):
-    """The fields of a Multi-SWE-bench row this route uses (harness/dataset.py `Dataset`)."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    org: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    number: int
-    base: MultiBase
-    title: str = ""
-    body: str | None = None
-    resolved_issues: tuple[ResolvedIssue, ...] = ()
-    fix_patch: str
-    test_patch: str
-    f2p_tests: dict[str, Any]
-    p2p_tests: dict[str, Any]
-    s2p_tests: dict[str, Any] = {}
-    n2p_tests: dict[str, Any] = {}
-    instance_id: str = Field("", pattern=r"^([A-Za-z0-9_.-]+)?$")
-    lang: str = ""
-
-    _own_folder = field_validator("instance_id")(own_folder)
-
-
-def row_kind(data: dict[str, Any]) -> str:
-    """Which benchmark a row comes from, by the fields only it has."""
-    if "expected_output_json" in data and "FAIL_TO_PASS" not in data:
-        return "r2e-gym"
-    if "dockerhub_tag" in data or "before_repo_set_cmd" in data or "selected_test_files_to_run" in data:
-        return "swe-bench-pro"
-    if {"org", "number", "fix_patch"} <= data.keys():
-        return "multi-swe-bench"
-    return "swe-bench"
 
 
 def _validated(model: type[BaseModel], data: dict[str, Any]) -> Any:
@@ -305,25 +259,17 @@ def pro_task(data: dict[str, Any], scripts: Path | None) -> ImageTask:
     )
 
 
-def multi_instruction(row: MultiRow) -> str:
-    """The issues the pull request resolves (title and body), else the pull request's own."""
-    parts = [f"{issue.title}\n\n{issue.body or ''}".strip() for issue in row.resolved_issues]
-    return "\n\n".join(p for p in parts if p) or f"{row.title}\n\n{row.body or ''}".strip()
-
-
 def multi_task(data: dict[str, Any], specs: ImageSpecs) -> ImageTask:
     """A Multi-SWE-bench row: its image, the program at /home/<repo>, the image's run.sh
     as the checks' command and its language's parser. Tests that pass after the fix but
     were skipped (s2p) or absent (n2p) before it decide with the fail-to-pass ones, as
     Multi-SWE-bench's `fixed_tests` do; that they do not fail on the buggy program is a caveat."""
-    row: MultiRow = _validated(MultiRow, data)
-    instance_id = row.instance_id or f"{row.org}__{row.repo}-{row.number}"
+    row = multi_row(data)
+    instance_id = row.name
     parse_field(row.fix_patch, "fix_patch")
     parse_field(row.test_patch, "test_patch")
-    language, parser = multi_swe_bench_parser(specs.multi, row.org, row.repo, row.lang)
-    fail_to_pass = tuple(row.f2p_tests) + tuple(row.s2p_tests) + tuple(row.n2p_tests)
-    if not fail_to_pass:
-        raise RowError("f2p_tests", "empty, and so are s2p_tests and n2p_tests: nothing decides the transition")
+    language, parser = multi_swe_bench_parser(specs.multi, row.org, row.repo, row.language_named)
+    deciding = fail_to_pass(row)
     instruction = multi_instruction(row)
     if not instruction:
         raise RowError("resolved_issues", "no issue text and no pull request title: the instance has no instruction")
@@ -335,7 +281,7 @@ def multi_task(data: dict[str, Any], specs: ImageSpecs) -> ImageTask:
         instance_id=instance_id, kind="multi-swe-bench", language=language, summary=summary_line(instruction),
         instruction=instruction, image=multi_swe_bench_image(row.org, row.repo, row.number),
         program_in_image=f"/home/{row.repo}", reference=row.fix_patch, checks_patch=row.test_patch,
-        command=specs.multi.command, parser=parser, fail_to_pass=fail_to_pass, pass_to_pass=tuple(row.p2p_tests),
+        command=specs.multi.command, parser=parser, fail_to_pass=deciding, pass_to_pass=tuple(row.p2p_tests),
         origin={"repo": f"{row.org}/{row.repo}", "number": row.number, "base_commit": row.base.sha},
         image_from="Multi-SWE-bench's naming (multi_swe_bench/harness/image.py)",
         image_field="repo",
@@ -433,13 +379,6 @@ def import_image_row(record: Record, out: Path, route: ImageRoute, source: str, 
     return "imported"
 
 
-def _instance_id(data: dict[str, Any]) -> str:
-    """The id a row will have, for the report (before it is validated)."""
-    if row_kind(data) == "multi-swe-bench" and not data.get("instance_id"):
-        return f"{data.get('org', '?')}__{data.get('repo', '?')}-{data.get('number', '?')}"
-    return str(data.get("instance_id", ""))
-
-
 def import_image_rows(rows: Path, out: Path, route: ImageRoute, *, source: str = "swe-bench-lite",
                       overwrite: bool = False) -> ImportReport:
     """Import every row of a rows file as image instances into the benchmark at `out`. A bad
@@ -451,7 +390,7 @@ def import_image_rows(rows: Path, out: Path, route: ImageRoute, *, source: str =
         if record.data is None:
             report.issues.append(Issue(record.label, "", "(row)", record.error))
             continue
-        instance_id = _instance_id(record.data)
+        instance_id = row_id(record.data)
         if instance_id and instance_id in seen:
             report.issues.append(Issue(record.label, instance_id, "instance_id", "appears twice in the file; kept the first"))
             continue

@@ -220,9 +220,11 @@ def multi_swe_bench_parser(specs: MultiSweBenchSpecs, org: str, repo: str, lang:
         next((p for name, p in specs.languages.items() if language_named(name) == language), None)
         if language else None)
     if parser is None:
-        raise RowError("repo", f"no parser is known for {org}/{repo}"
+        raise RowError("repo", f"Multi-SWE-bench row: no parser is known for {org}/{repo}"
                                f"{f' ({given})' if given else ''}: Multi-SWE-bench reads its log with the "
-                               "repository's own parse_log; add it to multi_swe_bench.toml or --specs")
+                               "repository's own parse_log; add it to multi_swe_bench.toml or --specs, or import "
+                               "the row with --route source and a recipe (docs/real-benchmarks.md)")
     if language is None:
-        raise RowError("repo", f"{org}/{repo} names no language (the row's lang, or multi_swe_bench.toml [repos])")
+        raise RowError("repo", f"Multi-SWE-bench row: {org}/{repo} names no language (the row's lang, or "
+                               "multi_swe_bench.toml [repos])")
     return language, parser

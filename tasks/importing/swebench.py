@@ -15,12 +15,15 @@ from __future__ import annotations
 import logging
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
+from testprism.tasks.importing import multi_swe_bench
 from testprism.tasks.importing.fitting import fit_patches
 from testprism.tasks.importing.instance_writer import checks_of, dockerfile_of, publish_dockerfile, write_instance
 from testprism.tasks.importing.language import name_language
+from testprism.tasks.importing.multi_swe_bench import row_id, row_kind
 from testprism.tasks.importing.recipe import NoRecipe, RecipeBook
 from testprism.tasks.importing.rows import ImportReport, Issue, Record, RowError, SweBenchRow, read_records, validation_field
 from testprism.tasks.importing.sources import ProgramSources
@@ -33,21 +36,43 @@ from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 log = logging.getLogger(__name__)
 
 
+def kind_name(data: dict[str, Any]) -> str:
+    """The benchmark a row comes from, as refusals name it."""
+    return {"multi-swe-bench": multi_swe_bench.SOURCE, "swe-bench-pro": "SWE-bench Pro",
+            "r2e-gym": "R2E-Gym"}.get(row_kind(data), "SWE-bench")
+
+
+def source_row(data: dict[str, Any]) -> SweBenchRow:
+    """A row as the SWE-bench fields this route reads: a SWE-bench row as it is, a
+    Multi-SWE-bench row as published (`multi_swe_bench.swebench_fields`). RowError names the
+    source, the field and the way on."""
+    kind = kind_name(data)
+    fields = multi_swe_bench.swebench_fields(data) if row_kind(data) == "multi-swe-bench" else data
+    try:
+        return SweBenchRow.model_validate(fields)
+    except ValidationError as exc:
+        field, message = validation_field(exc)
+        hint = ""
+        if field == "repo" and "/" not in str(fields.get("repo", "/")):
+            hint = ("; a Multi-SWE-bench row names the owner apart: give org and number with it "
+                    "(org, repo, number, base.sha, fix_patch, test_patch, f2p_tests, p2p_tests)")
+        raise RowError(field, f"{kind} row: {message}{hint}") from exc
+
+
 def import_row(record: Record, out: Path, recipes: RecipeBook, sources: ProgramSources, source: str,
                *, overwrite: bool, fuzz: int, verifier: Verifier | None) -> str:
     """Import one row; returns `imported` or `exists`. Raises RowError (or DiffError) naming the field."""
     assert record.data is not None
-    try:
-        row = SweBenchRow.model_validate(record.data)
-    except ValidationError as exc:
-        raise RowError(*validation_field(exc)) from exc
+    row = source_row(record.data)
     final = out / "instances" / row.instance_id
     if final.exists() and not overwrite:
         return "exists"
     try:
         recipe, recipe_file = recipes.find(row.repo, row.version)
     except NoRecipe as exc:
-        raise RowError(exc.field, str(exc)) from exc
+        raise RowError(exc.field, f"{kind_name(record.data)} row: {exc}; write a recipe for {row.repo} "
+                                  "(examples/recipes/, docs/real-benchmarks.md) and give it with --recipes, or "
+                                  "import with --route image where the benchmark's image can be had") from exc
     if row.language and name_language(row.language, "language") != recipe.language:
         raise RowError("language", f"the row says {row.language!r}, but its recipe ({recipe_file}: field "
                                    f"language) says {recipe.language!r}")
@@ -83,7 +108,7 @@ def import_rows(rows: Path, out: Path, recipes: RecipeBook, sources: ProgramSour
     report = ImportReport()
     seen: set[str] = set()
     for record in read_records(rows):
-        instance_id = str((record.data or {}).get("instance_id", ""))
+        instance_id = row_id(record.data or {})
         if record.data is None:
             report.issues.append(Issue(record.label, "", "(row)", record.error))
             continue

@@ -1,0 +1,191 @@
+"""Gather real Multi-SWE-bench data for development, outside the repository (docs/real-benchmarks.md).
+
+Nothing this writes is committed: it goes under --out (by default /work/realrows). Three
+sources, each read from a git directory the user fetched (`git clone --bare`, or the search
+tool's `fetch`, which leaves one under /work/.mirror/<owner>+<name>/repo):
+
+  rows        a downloaded Multi-SWE-bench dataset (`<org>__<repo>_dataset.jsonl`, as
+              published): copied row by row, the held-out repositories left out;
+  candidates  multi-swe-bench/experiments: each submission's per-instance `fix.patch` with
+              its official `report.json` (`valid` is the official verdict), as predictions
+              rows `instance_id, model_name_or_path, model_patch, official_resolved`;
+  rebuild     a row in the published shape rebuilt from a repository's squash commit of
+              the pull request (base = its parent; fix_patch = what it changes outside test
+              paths, test_patch = inside them, as Multi-SWE-bench splits a pull request) and
+              the tests of a report.json whose run the benchmark marked valid. Only for
+              when the dataset row itself cannot be had: the result says it was rebuilt.
+
+The rows of fmtlib/fmt, FasterXML/jackson-core and BurntSushi/ripgrep are kept for an
+independent check and never written.
+
+    python bench/realrows/fetch.py candidates --git-dir /work/.mirror/multi-swe-bench+experiments/repo \\
+        --commit HEAD --language c++ --split verified
+    python bench/realrows/fetch.py rebuild --git-dir /work/.mirror/catchorg+Catch2/repo --commit cd60a030 \\
+        --org catchorg --repo Catch2 --number 2723 --report /work/realrows/reports/catchorg__Catch2-2723.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path, PurePosixPath
+
+HELD_OUT = {"fmtlib/fmt", "fasterxml/jackson-core", "burntsushi/ripgrep"}
+
+
+def held_out(org: str, repo: str) -> bool:
+    return f"{org}/{repo}".lower() in HELD_OUT
+
+
+def git(git_dir: Path, *args: str) -> str:
+    done = subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"git {' '.join(args)} in {git_dir}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def rows(datasets: list[Path], out: Path) -> None:
+    """Copy dataset rows as published, leaving out the held-out repositories."""
+    out.mkdir(parents=True, exist_ok=True)
+    for dataset in datasets:
+        kept = skipped = 0
+        with (out / dataset.name).open("w", encoding="utf-8") as sink:
+            for line in dataset.read_text(encoding="utf-8").splitlines():
+                if not line.strip():
+                    continue
+                row = json.loads(line)
+                if held_out(str(row.get("org", "")), str(row.get("repo", ""))):
+                    skipped += 1
+                    continue
+                sink.write(line + "\n")
+                kept += 1
+        print(f"{dataset}: {kept} rows kept, {skipped} held out")
+
+
+def candidates(git_dir: Path, commit: str, language: str, split: str, out: Path) -> None:
+    """Each submission's logged fix.patch and official verdict, one predictions file per language."""
+    root = f"evaluation/{language}/{split}/"
+    names = git(git_dir, "ls-tree", "-r", "--name-only", commit, "--", root).splitlines()
+    reports = [n for n in names if n.endswith("/report.json") and "/logs/" in n]
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / f"candidates_{language.replace('+', 'p')}_{split}.jsonl"
+    written = 0
+    with target.open("w", encoding="utf-8") as sink:
+        for name in sorted(reports):
+            submission = name[len(root):].split("/", 1)[0]
+            report = json.loads(git(git_dir, "show", f"{commit}:{name}"))
+            org, repo, number = report["org"], report["repo"], report["number"]
+            if held_out(org, repo):
+                continue
+            patch_name = name.rsplit("/", 1)[0] + "/fix.patch"
+            if patch_name not in names:
+                continue
+            sink.write(json.dumps({
+                "instance_id": f"{org}__{repo}-{number}", "model_name_or_path": submission,
+                "model_patch": git(git_dir, "show", f"{commit}:{patch_name}"),
+                "official_resolved": bool(report.get("valid")), "official_error": report.get("error_msg", ""),
+            }) + "\n")
+            written += 1
+    written += summary_candidates(git_dir, commit, root, names, sink_path=target)
+    print(f"{target}: {written} patches from {len(reports)} reports and the submissions' results.json under {root} "
+          f"at {commit}")
+
+
+def summary_candidates(git_dir: Path, commit: str, root: str, names: list[str], sink_path: Path) -> int:
+    """The older layout (SWE-bench-java's Java submissions): `all_preds.jsonl` with the
+    official verdicts in `results/results.json` (`resolved_ids`); an instance the run did not
+    complete (`completed_ids`) has no verdict and is left out. The resolved ones are listed
+    under `resolved` (SWE-bench's older key) or `resolved_ids`."""
+    written = 0
+    with sink_path.open("a", encoding="utf-8") as sink:
+        for results in sorted(n for n in names if n.endswith("/results/results.json")):
+            folder = results[: -len("results/results.json")]
+            if f"{folder}logs/" in "\n".join(names) and any(n.startswith(f"{folder}logs/") and n.endswith("/report.json")
+                                                             for n in names):
+                continue  # read per instance above
+            if f"{folder}all_preds.jsonl" not in names:
+                continue
+            summary = json.loads(git(git_dir, "show", f"{commit}:{results}"))
+            resolved = set(summary.get("resolved_ids") or summary.get("resolved") or [])
+            completed = set(summary.get("completed_ids", []))
+            submission = folder[len(root):].strip("/")
+            for line in git(git_dir, "show", f"{commit}:{folder}all_preds.jsonl").splitlines():
+                if not line.strip():
+                    continue
+                pred = json.loads(line)
+                instance = pred["instance_id"]
+                org, _, rest = instance.partition("__")
+                if held_out(org, rest.rsplit("-", 1)[0]) or instance not in completed:
+                    continue
+                sink.write(json.dumps({
+                    "instance_id": instance, "model_name_or_path": submission, "model_patch": pred.get("model_patch") or "",
+                    "official_resolved": instance in resolved, "official_error": "",
+                }) + "\n")
+                written += 1
+    return written
+
+
+def is_test_path(path: str) -> bool:
+    """Multi-SWE-bench's split of a pull request: a path with a `test` segment is a test's."""
+    return any("test" in part.lower() for part in PurePosixPath(path).parts[:-1]) or "test" in path.rsplit("/", 1)[-1].lower()
+
+
+def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, report: Path, out: Path) -> None:
+    """A row in the published shape from the pull request's squash commit and a valid report."""
+    if held_out(org, repo):
+        sys.exit(f"{org}/{repo} is held out for an independent check")
+    base = git(git_dir, "rev-parse", f"{commit}^").strip()
+    changed = git(git_dir, "diff", "--name-only", base, commit).splitlines()
+    tests = [p for p in changed if is_test_path(p)]
+    fixes = [p for p in changed if not is_test_path(p)]
+    official = json.loads(report.read_text(encoding="utf-8"))
+    if not official.get("valid"):
+        sys.exit(f"{report}: the benchmark did not mark this run valid; its tests do not describe the row")
+    row = {
+        "org": org, "repo": repo, "number": number, "base": {"sha": base},
+        "title": git(git_dir, "log", "-1", "--format=%s", commit).strip(),
+        "body": git(git_dir, "log", "-1", "--format=%b", commit).strip(),
+        "fix_patch": git(git_dir, "diff", "--full-index", base, commit, "--", *fixes) if fixes else "",
+        "test_patch": git(git_dir, "diff", "--full-index", base, commit, "--", *tests) if tests else "",
+        **{key: official.get(key, {}) for key in ("f2p_tests", "p2p_tests", "s2p_tests", "n2p_tests")},
+        "rebuilt_from": {"commit": commit, "report": str(report)},
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / f"{org}__{repo}_rebuilt.jsonl"
+    with target.open("a", encoding="utf-8") as sink:
+        sink.write(json.dumps(row) + "\n")
+    print(f"{target}: {org}/{repo}#{number} base {base[:12]}, {len(fixes)} fix files, {len(tests)} test files, "
+          f"{len(row['f2p_tests'])} f2p, {len(row['p2p_tests'])} p2p")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("/work/realrows"))
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("rows")
+    r.add_argument("datasets", type=Path, nargs="+")
+    c = sub.add_parser("candidates")
+    c.add_argument("--git-dir", type=Path, required=True)
+    c.add_argument("--commit", default="HEAD")
+    c.add_argument("--language", required=True, help="the experiments folder: c, c++, go, java, js, rust, ts")
+    c.add_argument("--split", default="verified")
+    b = sub.add_parser("rebuild")
+    b.add_argument("--git-dir", type=Path, required=True)
+    b.add_argument("--commit", required=True)
+    b.add_argument("--org", required=True)
+    b.add_argument("--repo", required=True)
+    b.add_argument("--number", type=int, required=True)
+    b.add_argument("--report", type=Path, required=True)
+    args = parser.parse_args()
+    if args.command == "rows":
+        rows(args.datasets, args.out / "rows")
+    elif args.command == "candidates":
+        candidates(args.git_dir, args.commit, args.language, args.split, args.out / "candidates")
+    else:
+        rebuild(args.git_dir, args.commit, args.org, args.repo, args.number, args.report, args.out / "rows")
+
+
+if __name__ == "__main__":
+    main()
