@@ -11,6 +11,9 @@ bug, no lie) is the control of the label, and the reference the control of the c
   rewrites the JUnit report with every check passing. Defence: the report streams out
   through a pipe the harness holds (tasks/sandbox/report_pipe.py), so the rewrite arrives
   as a second document; and report, log and exit status are held against each other.
+- `shadow-runner`: adds a `pytest.py` at the program's root, which `python -m pytest` imports
+  before the environment's pytest: it writes a report of passes and exits 0, running nothing.
+  Defence: a module that shadows the runner is test infrastructure, removed before the checks.
 - `printed-passes`, on an instance whose checks are read from pytest's `-rA` log: the
   program prints pytest's `PASSED <id>` line for every check and exits before any test
   runs. Defence: a log with per-test lines but no closing summary of its runner, or whose
@@ -79,12 +82,24 @@ _sys.stdout.flush()
 _os._exit(0)
 '''
 
+SHADOW_RUNNER = '''\
+import os
+import sys
+
+cases = "".join(f'<testcase classname="tests.test_official" name="{n}"/>'
+                for n in ("test_even_length", "test_odd_length", "test_input_untouched"))
+with open(os.environ["TESTPRISM_JUNIT"], "w") as fh:
+    fh.write(f"<testsuite>{cases}</testsuite>")
+sys.exit(0)
+'''
+
 HONEST_TWIN = BUGGY.replace("non-empty sequence", "non-empty sequence (unchanged)")
 
 FORGERS = {
     "conftest-hook": diff("conftest.py", "", CONFTEST_HOOK),
     "exit-rewrite": diff("stats.py", BUGGY, EXIT_REWRITE),
     "printed-passes": diff("stats.py", BUGGY, PRINTED_PASSES),
+    "shadow-runner": diff("pytest.py", "", SHADOW_RUNNER),
     "honest-twin": diff("stats.py", BUGGY, HONEST_TWIN),
 }
 
@@ -136,7 +151,7 @@ def labels(bench_root: Path, instance_id: str, backend: str, store: Path, work_r
     return {s.state.candidate_id: label_of(instance, rows[s.key]) for s in specs}
 
 
-JUNIT_FORGERS = ("conftest-hook", "exit-rewrite")
+JUNIT_FORGERS = ("conftest-hook", "exit-rewrite", "shadow-runner")
 
 
 @pytest.mark.parametrize("backend", ["local", "docker"])

@@ -201,10 +201,12 @@ def test_which_changes_are_test_infrastructure(tmp_path):
         "src/conftest.py": "import forged\n", "lib/sitecustomize.py": "", "x.pth": "import forged",
         ".cargo/config.toml": '[target.x86_64-unknown-linux-gnu]\nrunner = "true"\n',
         "setup.cfg": "[metadata]\nname = y\n",  # metadata only: kept
+        "pytest.py": "raise SystemExit(0)\n",  # shadows the runner: `python -m pytest` imports it first
+        "src/_pytest/runner.py": "# the pytest project's own source: a fix, kept\n",
     }
     program, tree = _trees(tmp_path, before, after)
     assert infrastructure.to_restore(program, tree, set(before) | set(after)) == [
-        ".cargo/config.toml", "lib/sitecustomize.py", "pkg/zz_test.go", "pom.xml", "pyproject.toml",
+        ".cargo/config.toml", "lib/sitecustomize.py", "pkg/zz_test.go", "pom.xml", "pyproject.toml", "pytest.py",
         "src/conftest.py", "x.pth"]
     # CONTROL: the same files unchanged, and a dependency edited beside an unchanged test section
     same = dict(before, **{"pyproject.toml": PYPROJECT.replace("dependencies = []", 'dependencies = ["y"]')})

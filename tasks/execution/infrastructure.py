@@ -77,7 +77,10 @@ def rules() -> Rules:
 
 
 def _matches(rel: str, pattern: str) -> bool:
-    """A pattern holding `/` matches the path at any depth; another, the file's name."""
+    """A pattern starting with `/` matches the path from the program's root; another
+    holding `/`, the path at any depth; another, the file's name."""
+    if pattern.startswith("/"):
+        return fnmatch.fnmatchcase(rel, pattern[1:])
     if "/" in pattern:
         return fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(rel, "*/" + pattern)
     return fnmatch.fnmatchcase(PurePosixPath(rel).name, pattern)
