@@ -76,6 +76,28 @@ def test_a_file_renamed_over_the_pipe_is_read_a_link_never_and_no_writer_is_wait
         assert pipe.collected() is None
 
 
+def test_the_pipe_works_past_descriptor_1024(tmp_path):
+    """A busy harness holds more than 1024 descriptors (a worker deep in a batch): the
+    pipe's reader must not use select(), which cannot watch them (CONTROL: it raises)."""
+    import resource
+    import select
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 4096), max(hard, 4096)))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        ws = _workspace(tmp_path)
+        with ReportPipe(ws) as pipe:
+            (ws / "out" / "junit.xml").write_bytes(REPORT)
+            assert pipe.collected() == REPORT
+        with pytest.raises(ValueError):
+            select.select([held[-1]], [], [], 0)
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def test_a_writer_in_another_process_streams_through(tmp_path):
     ws = _workspace(tmp_path)
     with ReportPipe(ws) as pipe:

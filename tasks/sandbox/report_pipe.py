@@ -74,21 +74,25 @@ class ReportPipe:
     def _drain(self) -> None:
         """Read until the stream ends or the harness stops waiting; keep REPORT_MAX_BYTES + 1
         bytes at most (one more than a reader accepts: a report past the bound stays past it)."""
+        poller = select.poll()  # not select(): a busy harness holds descriptors past 1024
+        poller.register(self._read, select.POLLIN)
+        poller.register(self._wake_read, select.POLLIN)
         while True:
-            ready, _, _ = select.select([self._read, self._wake_read], [], [])
-            if self._read in ready:
+            ready = {fd for fd, _ in poller.poll()}
+            woken = self._wake_read in ready  # the harness stops waiting: what is there now, then no more
+            for _ in range(REPORT_MAX_BYTES // _CHUNK + 2 if woken else 1):
                 try:
                     data = os.read(self._read, _CHUNK)
                 except BlockingIOError:
-                    continue
+                    break
                 if not data:
                     return  # every write end closed: the stream is whole
                 room = REPORT_MAX_BYTES + 1 - self._size
                 if room > 0:
                     self._chunks.append(data[:room])
                     self._size += min(len(data), room)
-                continue
-            return  # woken: the harness stops waiting
+            if woken:
+                return
 
     def collected(self) -> bytes | None:
         """Everything written to the pipe during the run, or None when nothing was (no
