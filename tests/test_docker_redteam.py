@@ -85,7 +85,9 @@ parts = {
     "procs": "\n".join(sorted(f"{read(p + '/comm').strip()} | {norm(read(p + '/cmdline'))}"
                               for p in glob.glob("/proc/[0-9]*") if int(p.rsplit("/", 1)[1]) != os.getpid())),
     "self": status("self"),
-    "mounts": norm(read("/proc/self/mountinfo")),
+    # sorted: the engine mounts its tmpfs masks of one depth (/sys/fs/erofs, /sys/class/bdi) in
+    # Go's random map order, which says nothing of a run's place
+    "mounts": "\n".join(sorted(norm(read("/proc/self/mountinfo")).splitlines())),
     "cgroup": norm(read("/proc/self/cgroup")),
     "host": re.sub(r"[0-9a-f]", "x", socket.gethostname()) + " " + norm(read("/etc/hosts")),
     "limits": read("/proc/self/limits"),

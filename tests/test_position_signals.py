@@ -74,7 +74,9 @@ parts = {
     "inodes": " ".join(f"{p} {os.stat(p).st_ino}" for p in ("/workspace", "/workspace/program", "/workspace/out", "/tmp")),
     "pid1_fds": links(1),
     "fds": links("self"),
-    "mounts": read("/proc/self/mountinfo"),
+    # sorted: the engine mounts its tmpfs masks of one depth (/sys/fs/erofs, /sys/class/bdi) in
+    # Go's random map order, which says nothing of a run's place
+    "mounts": "\n".join(sorted(read("/proc/self/mountinfo").splitlines(), key=lambda m: m.split()[3:])),
     "cgroup": read("/proc/self/cgroup"),
     "host": re.sub(r"[0-9a-f]", "x", socket.gethostname()),
     "env": "\n".join(sorted(f"{k}={v}" for k, v in os.environ.items())),
