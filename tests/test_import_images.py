@@ -31,6 +31,7 @@ from testprism.tasks.importing.image_names import (
 )
 from testprism.tasks.importing.image_route import ImageRoute, import_image_rows
 from testprism.tasks.importing.image_specs import ImageSpecs, SpecsError
+from testprism.tasks.importing.language import name_language
 from testprism.tasks.importing.suite_import import import_suites
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.state import apply_patch
@@ -601,3 +602,13 @@ def test_a_maven_repository_imports_with_its_tests_run_traced(tmp_path):
     written = toml(tmp_path / "bench", "apache__druid-13704")
     assert written["language"] == "java" and written["checks"]["parser"] == "maven"
     assert written["checks"]["command"].startswith("set -x; mvnd test -B -pl processing -Dtest=")
+
+
+@pytest.mark.parametrize(("repo", "language"), [
+    ("vuejs/core", "typescript"), ("facebook/docusaurus", "typescript"), ("babel/babel", "typescript"),
+    ("nlohmann/json", "cpp"), ("jqlang/jq", "c"), ("axios/axios", "javascript")])
+def test_multilingual_repositories_are_named_in_their_own_language(repo, language):
+    """TypeScript repositories are `typescript` and C++ ones `cpp` (issue 40: they were
+    `javascript` and `c`), whatever their rows' parsers can read."""
+    specs = ImageSpecs.load().swebench
+    assert name_language(specs.repos[repo].language, "repo", repo) == language
