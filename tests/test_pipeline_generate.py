@@ -26,6 +26,7 @@ pathlib.Path("tmp/run_tests.sh").write_text(reply["choices"][0]["message"]["cont
 """
 
 
+@pytest.mark.slow
 @pytest.mark.requires("sandbox")
 @pytest.mark.timeout(600)
 def test_a_pipeline_with_a_generate_stage_replays_scores_and_reports_what_it_generated(tmp_path, work_root, endpoint):
