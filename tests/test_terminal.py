@@ -5,7 +5,6 @@ names the command to run next, which runs as named."""
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -73,11 +72,11 @@ def test_a_command_keeps_prefect_s_lines_off_the_terminal_and_verbose_shows_them
     assert "Finished in state Completed()" in loud
 
 
-def test_each_closing_next_line_names_a_command_that_runs(tmp_path):
+def test_each_closing_next_line_names_a_command_that_runs(tmp_path, monkeypatch):
     """score's closing line names report, report's names export; each runs as written."""
     small_store(tmp_path / "store")
     runner = CliRunner()
-    os.chdir(tmp_path)  # report's `--out report.html` is relative to where the user is
+    monkeypatch.chdir(tmp_path)  # report's `--out report.html` is relative to where the user is
     result = runner.invoke(app, ["score", "store"], env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output
     chain = []
