@@ -67,7 +67,7 @@ def respond(marker: str, seen: int, messages: list[dict] = ()) -> tuple[int, dic
         return 200, body, 0.0
     if marker == "strategy-text":  # rsi's llm proposer rewriting the instructions (tests/test_rsi.py)
         return 200, answer(json.dumps({"rounds": 2, "instructions": STRATEGY_TEXT})), 0.0
-    if marker == "suite":  # a generator asking its model for the suite (tests/test_pipeline_generate.py)
+    if marker == "suite":  # a generator asking its model for the suite (tests/test_pipeline_config.py)
         return 200, answer(SUITE_SCRIPT, usage=(3, 2)), 0.0
     if marker in ("explore", "stuck"):  # rsi's scripted proposers (tests/test_rsi.py): 5 tokens a reply
         text = explore(messages) if marker == "explore" else "[[script:stuck]]"
