@@ -30,7 +30,7 @@ from testprism.tasks.importing.image_names import (
     swebench_image,
 )
 from testprism.tasks.importing.image_route import ImageRoute, import_image_rows
-from testprism.tasks.importing.image_specs import ImageSpecs, SpecsError
+from testprism.tasks.importing.image_specs import ImageSpecs, SpecsError, check_script
 from testprism.tasks.importing.suite_import import import_suites
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.state import apply_patch
@@ -249,7 +249,7 @@ def test_multilingual_row_through_the_users_specs_and_names(tmp_path):
     assert report.imported == ["acme__greet-7"] and not report.issues
     spec = toml(out, "acme__greet-7")
     assert spec["language"] == "go"
-    assert spec["checks"]["command"] == "go test -v ./..." and spec["checks"]["parser"] == "go_test"
+    assert spec["checks"]["command"] == "set -uo pipefail\ngo test -v ./..." and spec["checks"]["parser"] == "go_test"
     # the mapping file wins over swebench/sweb.eval.x86_64.acme_1776_greet-7:latest, and says so
     assert spec["environment"]["image"] == "testprism-example/greet:pr-7"
     origin = toml(out, "acme__greet-7", "origin.toml")
@@ -600,4 +600,74 @@ def test_a_maven_repository_imports_with_its_tests_run_traced(tmp_path):
     assert report.imported == ["apache__druid-13704"], report.issues
     written = toml(tmp_path / "bench", "apache__druid-13704")
     assert written["language"] == "java" and written["checks"]["parser"] == "maven"
-    assert written["checks"]["command"].startswith("set -x; mvnd test -B -pl processing -Dtest=")
+    assert written["checks"]["command"].startswith("set -uxo pipefail\nmvnd test -B -pl processing -Dtest=")
+
+
+# -- the checks run as SWE-bench's eval script runs them (issue 40 item 4) ---------------------
+
+
+def run_bash(script: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+
+
+def test_set_up_lines_run_one_by_one_as_swebench_eval_script_runs_them():
+    """SWE-bench's eval.sh is `set -uxo pipefail` and one line per command, no `-e`: a set-up
+    line that fails does not stop the tests, and the script's status is its last line's.
+    Control: the same lines `&&`-joined (the old form) never reach the test command."""
+    lines = ["false", "export MARK=set", 'echo "tests ran with $MARK"', "exit 3"]
+    done = run_bash(check_script(lines, traced=False))
+    assert done.stdout == "tests ran with set\n" and done.returncode == 3
+    assert "+ false" not in done.stderr  # untraced unless the parser reads the trace
+    joined = run_bash(" && ".join(lines))
+    assert joined.stdout == "" and joined.returncode == 1
+    traced = run_bash(check_script(["true", "echo x"], traced=True))
+    assert "+ echo x" in traced.stderr
+    # `-u` as SWE-bench's: an unset variable stops the line that names it
+    assert run_bash(check_script(['echo "$NOT_SET_ANYWHERE"', "echo after"], traced=False)).stdout == ""
+
+
+def test_a_set_up_line_that_needs_root_is_left_to_the_image_build_and_reported(tmp_path):
+    """django 3.x's `sed -i … /etc/locale.gen && locale-gen` cannot run in a check run
+    (unprivileged, read-only root): it is left out of the command and named in the report with
+    the specs file and field, SWE-bench's image having made the locale at its build; the
+    version's other lines run, each on its own line, before the tests."""
+    rows = write_rows(tmp_path / "rows.jsonl", [swebench_row("django/django", "3.0", "django__django-1",
+                                                             "tests/admin_views/tests.py")])
+    report = import_image_rows(rows, tmp_path / "bench", route())
+    assert report.imported == ["django__django-1"]
+    command = toml(tmp_path / "bench", "django__django-1")["checks"]["command"]
+    assert "locale-gen" not in command
+    assert command.splitlines()[0] == "set -uo pipefail"
+    assert command.splitlines()[2:6] == ["export LANG=en_US.UTF-8", "export LANGUAGE=en_US:en",
+                                         "export LC_ALL=en_US.UTF-8",
+                                         "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 "
+                                         "admin_views.tests"]
+    [caveat] = report.issues
+    assert not caveat.fatal and caveat.field == "version"
+    assert 'swebench.toml: field repos."django/django".versions."3.0".eval_commands[0]' in caveat.message
+    assert "needs root" in caveat.message
+    # control: a version without such a line imports without a caveat
+    rows = write_rows(tmp_path / "older.jsonl", [swebench_row("django/django", "2.2", "django__django-2",
+                                                              "tests/admin_views/tests.py")])
+    assert not import_image_rows(rows, tmp_path / "bench", route()).issues
+
+
+def test_a_row_whose_checks_fetch_over_the_network_is_refused_naming_file_and_line(tmp_path):
+    """carbon 2813's build runs `composer update`, a user's spec `pip install -e .`: a check run
+    has no network, so each row is refused with the specs file (the user's --specs file for its
+    entry), the field and the line. Control: another carbon version imports."""
+    specs = tmp_path / "specs.toml"
+    specs.write_text('[swebench.repos."acme/tool"]\nlanguage = "python"\nlog_parser = "parse_log_pytest"\n'
+                     'test_command = "pytest -rA"\neval_commands = ["pip install -e ."]\n', encoding="utf-8")
+    rows = write_rows(tmp_path / "rows.jsonl", [
+        swebench_row("briannesbitt/carbon", "2813", "briannesbitt__carbon-2813", "tests/Factory/FactoryTest.php"),
+        swebench_row("acme/tool", "1.0", "acme__tool-1", "tests/test_x.py"),
+        swebench_row("briannesbitt/carbon", "3103", "briannesbitt__carbon-3103", "tests/Factory/FactoryTest.php"),
+    ])
+    report = import_image_rows(rows, tmp_path / "bench", route(specs))
+    assert report.imported == ["briannesbitt__carbon-3103"]
+    issues = {i.instance_id: str(i) for i in report.failed}
+    assert issues["briannesbitt__carbon-2813"].startswith("rows.jsonl:1 (briannesbitt__carbon-2813): field version: ")
+    assert ('swebench.toml: field repos."briannesbitt/carbon".versions."2813".build[0]: \'composer update\' fetches '
+            "over the network") in issues["briannesbitt__carbon-2813"]
+    assert f'{specs}: field repos."acme/tool".eval_commands[0]' in issues["acme__tool-1"]

@@ -98,6 +98,7 @@ from testprism.tasks.importing.harbor_limits import SOLVE_TIMEOUT_S
 from testprism.tasks.importing.instance_writer import summary_line
 from testprism.tasks.importing.language import detect_language, language_named
 from testprism.tasks.importing.rows import ImportReport, Issue, RowError
+from testprism.tasks.importing.setup_lines import commands, needs_network
 from testprism.tasks.importing.uvx import UV_INSTALLER, UVX_ROOT, UvxCall, install_step, parse_uvx
 from testprism.tasks.importing.staging import staged
 from testprism.tasks.model.benchmark import REWARD_CHECK, EnvironmentSpec, LimitsSpec
@@ -145,10 +146,6 @@ bash {SOLUTION_AT}/solve.sh || exit $?
 cd "$root" && record && keep diff --cached --binary --no-renames --no-color --no-ext-diff > "$TESTPRISM_JUNIT"
 """
 
-#: test.sh lines that fetch over the network, which a run cannot: moved to the image's build
-FETCHES = re.compile(r"\b(?:curl|wget)\b.*\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b"
-                     r"|\b(?:pip3?|python3?(?:\.\d+)?\s+-m\s+pip|uv\s+pip)\s+install\b"
-                     r"|\bapt(?:-get)?\s+(?:-\S+\s+)*(?:update|install)\b")
 #: test.sh lines that fetch on every call: nothing to install ahead
 REFETCHES = re.compile(r"(?:^|[\s;&|(])uvx\s")
 
@@ -244,19 +241,6 @@ def _workdir(dockerfile: str) -> str:
     return found[-1] if found else ""
 
 
-def _commands(script: str) -> Iterator[str]:
-    """The script's logical lines (continuations joined), comments and blanks dropped."""
-    pending = ""
-    for line in script.splitlines():
-        if line.rstrip().endswith("\\"):
-            pending += line.rstrip()[:-1] + " "
-            continue
-        command = (pending + line).strip()
-        pending = ""
-        if command and not command.startswith("#"):
-            yield command
-
-
 @dataclass(frozen=True)
 class Fetches:
     """test.sh's lines that fetch over the network at run time, and what the build does
@@ -280,7 +264,7 @@ def run_time_fetches(script: str) -> Fetches:
     """test.sh's lines that fetch over the network (Fetches); RowError naming a uvx line
     that cannot be read as a call of a tool."""
     moved, uvx = [], []
-    for command in _commands(script):
+    for command in commands(script):
         if REFETCHES.search(command):
             try:
                 call = parse_uvx(command)
@@ -289,7 +273,7 @@ def run_time_fetches(script: str) -> Fetches:
             if call is not None:
                 uvx.append((command, call))
                 continue
-        if FETCHES.search(command):
+        if needs_network(command):  # moved to the image's build
             moved.append(command)
     skipped = tuple(c for c in moved if UV_INSTALLER.search(c)) if uvx else ()
     return Fetches(tuple(c for c in moved if c not in skipped), tuple(uvx), skipped)

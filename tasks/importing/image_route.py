@@ -168,7 +168,8 @@ def swebench_task(data: dict[str, Any], specs: ImageSpecs) -> ImageTask:
     row: SweBenchImageRow = _validated(SweBenchImageRow, data)
     parse_field(row.patch, "patch")
     touched = [patched.path for patched in parse_field(row.test_patch, "test_patch")]
-    checks = swebench_command(specs.swebench, row.repo, row.version, touched)
+    where = specs.swebench_file(row.repo)
+    checks = swebench_command(specs.swebench, row.repo, row.version, touched, where)
     image = row.docker_image or swebench_image(row.instance_id)
     return ImageTask(
         instance_id=row.instance_id, kind="swe-bench", language=checks.language,
@@ -181,6 +182,10 @@ def swebench_task(data: dict[str, Any], specs: ImageSpecs) -> ImageTask:
         image_from="the row's docker_image" if row.docker_image else
         "SWE-bench's naming (swebench/image_builder/image_spec.py)",
         image_field="docker_image" if row.docker_image else "instance_id",
+        caveats=tuple(("version", f"{where}: field {field}: {line!r} needs root, which a check run has not (an "
+                                  "unprivileged uid on a read-only root): left out of the checks' command; the "
+                                  "image's build must have done it, as SWE-bench's environment images do "
+                                  "(pre_install)") for field, line in checks.left_out),
     )
 
 
