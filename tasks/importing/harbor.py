@@ -108,6 +108,7 @@ from testprism.tasks.importing.harbor_config import TaskConfig, check_config, co
 from testprism.tasks.importing.harbor_limits import SOLVE_TIMEOUT_S
 from testprism.tasks.importing.instance_writer import summary_line
 from testprism.tasks.importing.language import detect_language, language_named
+from testprism.tasks.importing.refusals import record_refusals
 from testprism.tasks.importing.rows import ImportReport, Issue, RowError
 from testprism.tasks.importing.setup_lines import commands, needs_network
 from testprism.tasks.importing.uvx import UV_INSTALLER, UVX_ROOT, UvxCall, install_step, parse_uvx
@@ -539,4 +540,5 @@ def import_harbor(tasks_root: Path, out: Path, *, source: str, overwrite: bool =
         if own:
             solver.backend.close()
     report.issues += notes
+    record_refusals(out, report, source)
     return report

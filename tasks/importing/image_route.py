@@ -55,6 +55,7 @@ from testprism.tasks.importing.image_specs import ImageSpecs, multi_swe_bench_pa
 from testprism.tasks.importing.instance_writer import summary_line
 from testprism.tasks.importing.language import name_language
 from testprism.tasks.importing.multi_swe_bench import fail_to_pass, multi_instruction, multi_row, row_id, row_kind
+from testprism.tasks.importing.refusals import declared_language, record_refusals
 from testprism.tasks.importing.rows import (
     ImportReport,
     Issue,
@@ -388,14 +389,17 @@ def import_image_rows(rows: Path, out: Path, route: ImageRoute, *, source: str =
                       overwrite: bool = False) -> ImportReport:
     """Import every row of a rows file as image instances into the benchmark at `out`. A bad
     row is an issue naming the file, the row and the field, and the others go on; what a
-    row's benchmark ships that its instance does not keep is a caveat of that row."""
+    row's benchmark ships that its instance does not keep is a caveat of that row. The
+    refused rows are kept in `out`/refused.json for the gate (tasks/importing/refusals.py)."""
     report = ImportReport()
     seen: set[str] = set()
+    languages: dict[str, str] = {}
     for record in read_records(rows):
         if record.data is None:
             report.issues.append(Issue(record.label, "", "(row)", record.error))
             continue
         instance_id = row_id(record.data)
+        languages[instance_id or record.label] = declared_language(record.data)
         if instance_id and instance_id in seen:
             report.issues.append(Issue(record.label, instance_id, "instance_id", "appears twice in the file; kept the first"))
             continue
@@ -406,6 +410,7 @@ def import_image_rows(rows: Path, out: Path, route: ImageRoute, *, source: str =
 
         report.attempt(record.label, instance_id, lambda r=record, c=caveat: import_image_row(
             r, out, route, source, overwrite=overwrite, caveat=c))
+    record_refusals(out, report, source, languages)
     unused = sorted(set(route.images.names) - seen)
     if unused:
         log.warning("%s names images of instances that are not rows of %s: %s", route.images.path, rows.name,
