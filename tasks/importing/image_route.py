@@ -30,7 +30,6 @@ renamed into place only when whole.
 from __future__ import annotations
 
 import ast
-import json
 import logging
 import shlex
 import tempfile
@@ -39,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from testprism.tasks.importing.folders import edit_diff
 from testprism.tasks.importing.image_names import (
@@ -61,14 +60,15 @@ from testprism.tasks.importing.rows import (
     Issue,
     Record,
     RowError,
+    PublishedRow,
     SweBenchRow,
-    own_folder,
+    json_encoded,
     read_records,
     validation_field,
 )
 from testprism.tasks.importing.staging import staged
 from testprism.tasks.model import toml_writer
-from testprism.tasks.model.benchmark import NAME, BenchmarkError, EnvironmentSpec, load_instance
+from testprism.tasks.model.benchmark import BenchmarkError, EnvironmentSpec, load_instance
 from testprism.tasks.model.patches import parse_field, with_final_newline
 
 log = logging.getLogger(__name__)
@@ -109,11 +109,9 @@ class ImageTask:
 
 def _list_literal(value: Any) -> Any:
     """A list given as a list, a JSON string (SWE-bench) or a Python literal (Pro's `eval`)."""
-    if not isinstance(value, str):
-        return value
     try:
-        return json.loads(value)
-    except json.JSONDecodeError:
+        return json_encoded(value, "a list")
+    except ValueError:
         pass
     try:
         return ast.literal_eval(value)
@@ -128,16 +126,9 @@ class SweBenchImageRow(SweBenchRow):
     docker_image: str = ""
 
 
-class ProRow(BaseModel):
+class ProRow(PublishedRow):
     """The fields of a SWE-bench Pro row this route uses (ScaleAI/SWE-bench_Pro's columns)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    instance_id: str = Field(pattern=NAME)
-    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-    base_commit: str = Field(pattern=r"^[0-9a-fA-F]{7,40}$")
-    patch: str
-    test_patch: str
     problem_statement: str = Field(min_length=1)
     requirements: str = ""
     interface: str = ""
@@ -147,8 +138,6 @@ class ProRow(BaseModel):
     selected_test_files_to_run: tuple[str, ...] = Field(min_length=1)
     dockerhub_tag: str = ""
     repo_language: str = ""
-
-    _own_folder = field_validator("instance_id")(own_folder)
 
     @field_validator("fail_to_pass", "pass_to_pass", "selected_test_files_to_run", mode="before")
     @classmethod
