@@ -58,9 +58,9 @@ from testprism.tasks.importing.refusals import declared_language, record_refusal
 from testprism.tasks.importing.rows import (
     ImportReport,
     Issue,
+    PublishedRow,
     Record,
     RowError,
-    PublishedRow,
     SweBenchRow,
     json_encoded,
     read_records,

@@ -460,7 +460,6 @@ def _system_mounts() -> tuple[str, ...]:
     return tuple(args)
 
 
-@cache
 def _image_user(image: ImageRun) -> list[str]:
     """bwrap arguments that run as the image's `USER` (root when it sets none, as `docker
     run` does) inside the run's user namespace: the sandbox's unprivileged uid mapped to it,
@@ -472,6 +471,7 @@ def _image_user(image: ImageRun) -> list[str]:
     return [] if ids is None else ["--unshare-user", "--uid", str(ids[0]), "--gid", str(ids[1])]
 
 
+@cache
 def _image_mounts(image: ImageRun) -> tuple[str, ...]:
     """bwrap arguments that show the image's exported root filesystem as the sandbox's
     root, read-only, entry by entry on bwrap's own tmpfs root (so the mount points a run
