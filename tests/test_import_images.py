@@ -371,6 +371,26 @@ def test_pro_rows_without_their_scripts_or_tag(tmp_path):
     assert [i.field for i in none.failed] == ["run_script.sh"] and "--pro-scripts" in none.failed[0].message
 
 
+def test_pro_run_script_lines_a_check_run_cannot_do_are_named_by_file_and_line(tmp_path):
+    """Pro's upstream run_script.sh may install over the network or write the system's
+    folders: each such line is a caveat naming the script and its line (a check run has no
+    network and an unprivileged uid on a read-only root). Control: the example's script, which
+    does neither, has none (test_pro_row_keeps_its_image_scripts_and_instruction)."""
+    scripts = tmp_path / "run_scripts"
+    shutil.copytree(EXAMPLES / "run_scripts" / PRO_ID, scripts / PRO_ID)
+    script = scripts / PRO_ID / "run_script.sh"
+    script.write_text("#!/bin/bash\nset -e\nnpm ci \\\n  --no-audit\necho ok > /etc/motd\n" + script.read_text()
+                      .removeprefix("#!/bin/bash\nset -e\n"))
+    report = import_image_rows(EXAMPLES / "pro.jsonl", tmp_path / "bench", route(scripts=scripts))
+    assert report.imported == [PRO_ID]
+    notes = [i.message for i in report.issues if i.field == "run_script.sh"]
+    assert notes == [f"{script}:3: 'npm ci    --no-audit' needs the network, which a check run has not (no network, an "
+                     "unprivileged uid on a read-only root): it fails there",
+                     f"{script}:5: 'echo ok > /etc/motd' needs root, which a check run has not (no network, an "
+                     "unprivileged uid on a read-only root): it fails there"]
+    assert all(not i.fatal for i in report.issues)
+
+
 # -- Multi-SWE-bench ---------------------------------------------------------------------------
 
 

@@ -66,6 +66,7 @@ from testprism.tasks.importing.rows import (
     read_records,
     validation_field,
 )
+from testprism.tasks.importing.setup_lines import script_notes
 from testprism.tasks.importing.staging import staged
 from testprism.tasks.model import toml_writer
 from testprism.tasks.model.benchmark import BenchmarkError, EnvironmentSpec, load_instance
@@ -229,7 +230,10 @@ def pro_task(data: dict[str, Any], scripts: Path | None) -> ImageTask:
         raise RowError("run_script.sh", "a SWE-bench Pro row is tested by its run_script.sh and parser.py: give "
                                         "--pro-scripts (the run_scripts/ folder of scaleapi/SWE-bench_Pro-os)")
     checks_patch = with_final_newline(row.test_patch) + pro_scripts_diff(scripts, row.instance_id)
-    caveats: list[tuple[str, str]] = []
+    run_script = scripts / row.instance_id / "run_script.sh"  # a file, not a link (pro_scripts_diff)
+    caveats: list[tuple[str, str]] = [
+        ("run_script.sh", note) for note in script_notes(run_script.read_text(encoding="utf-8", errors="replace"),
+                                                         str(run_script))]
     tag = row.dockerhub_tag
     if not tag:
         tag = pro_tag(row.instance_id, row.repo)

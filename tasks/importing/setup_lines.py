@@ -39,14 +39,36 @@ def needs_root(line: str) -> bool:
     return bool(NEEDS_ROOT.search(line))
 
 
-def commands(script: str) -> Iterator[str]:
-    """A script's logical lines (continuations joined), comments and blanks dropped."""
-    pending = ""
-    for line in script.splitlines():
+def numbered_commands(script: str) -> Iterator[tuple[int, str]]:
+    """A script's logical lines (continuations joined), each with the number of its first
+    physical line; comments and blanks dropped."""
+    pending, first = "", 0
+    for number, line in enumerate(script.splitlines(), start=1):
+        first = first or number
         if line.rstrip().endswith("\\"):
             pending += line.rstrip()[:-1] + " "
             continue
         command = (pending + line).strip()
-        pending = ""
+        pending, start, first = "", first, 0
         if command and not command.startswith("#"):
-            yield command
+            yield start, command
+
+
+def commands(script: str) -> Iterator[str]:
+    """A script's logical lines (`numbered_commands` without their numbers)."""
+    return (command for _, command in numbered_commands(script))
+
+
+def script_notes(script: str, shown: str) -> list[str]:
+    """What a check run cannot do of a benchmark's own script (SWE-bench Pro's
+    run_script.sh), line by line, for the import's report: each line that fetches over the
+    network or needs root, named by `shown` (its file) and line number. Reported, not
+    refused: such a script often guards the line (`npm ci || true`) or needs it only where
+    the image lacks what it fetches; the gate shows a row whose checks fail without it."""
+    notes = []
+    for number, line in numbered_commands(script):
+        need = "the network" if needs_network(line) else "root" if needs_root(line) else ""
+        if need:
+            notes.append(f"{shown}:{number}: {line!r} needs {need}, which a check run has not (no network, an "
+                         "unprivileged uid on a read-only root): it fails there")
+    return notes
