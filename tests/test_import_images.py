@@ -65,6 +65,13 @@ def toml(out: Path, instance_id: str, name: str = "instance.toml") -> dict:
     return tomllib.loads((out / "instances" / instance_id / name).read_text())
 
 
+def user_specs(path: Path, repo: str, language: str, test_command: str, more: str = "") -> Path:
+    """A `--specs` file giving one repository, read with SWE-bench's pytest parser."""
+    path.write_text(f'[swebench.repos."{repo}"]\nlanguage = "{language}"\nlog_parser = "parse_log_pytest"\n'
+                    f'test_command = "{test_command}"\n{more}', encoding="utf-8")
+    return path
+
+
 def left_behind(out: Path) -> list[str]:
     """Anything of a failed row: a staging area, a half-written instance."""
     return sorted(p.relative_to(out).as_posix() for p in out.glob(".staging/**/*"))
@@ -190,9 +197,7 @@ def test_each_repository_gets_swebench_command_and_parser(tmp_path, repo, versio
 
 
 def test_rows_whose_log_or_language_cannot_be_kept_are_refused_with_the_reason(tmp_path):
-    specs = tmp_path / "specs.toml"
-    specs.write_text('[swebench.repos."acme/cobol"]\nlanguage = "COBOL"\nlog_parser = "parse_log_pytest"\n'
-                     'test_command = "make test"\n', encoding="utf-8")
+    specs = user_specs(tmp_path / "specs.toml", "acme/cobol", "COBOL", "make test")
     rows = write_rows(tmp_path / "rows.jsonl", [
         swebench_row("jekyll/jekyll", "8761", "jekyll__jekyll-8761", "features/post_data.feature"),
         swebench_row("immutable-js/immutable-js", "2005", "immutable-js__immutable-js-2005", "__tests__/OrderedMap.ts"),
@@ -676,9 +681,8 @@ def test_a_row_whose_checks_fetch_over_the_network_is_refused_naming_file_and_li
     """carbon 2813's build runs `composer update`, a user's spec `pip install -e .`: a check run
     has no network, so each row is refused with the specs file (the user's --specs file for its
     entry), the field and the line. Control: another carbon version imports."""
-    specs = tmp_path / "specs.toml"
-    specs.write_text('[swebench.repos."acme/tool"]\nlanguage = "python"\nlog_parser = "parse_log_pytest"\n'
-                     'test_command = "pytest -rA"\neval_commands = ["pip install -e ."]\n', encoding="utf-8")
+    specs = user_specs(tmp_path / "specs.toml", "acme/tool", "python", "pytest -rA",
+                       'eval_commands = ["pip install -e ."]\n')
     rows = write_rows(tmp_path / "rows.jsonl", [
         swebench_row("briannesbitt/carbon", "2813", "briannesbitt__carbon-2813", "tests/Factory/FactoryTest.php"),
         swebench_row("acme/tool", "1.0", "acme__tool-1", "tests/test_x.py"),
