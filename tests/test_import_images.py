@@ -30,7 +30,7 @@ from testprism.tasks.importing.image_names import (
     swebench_image,
 )
 from testprism.tasks.importing.image_route import ImageRoute, import_image_rows
-from testprism.tasks.importing.image_specs import ImageSpecs, SpecsError
+from testprism.tasks.importing.image_specs import ImageSpecs, SpecsError, check_script
 from testprism.tasks.importing.language import name_language
 from testprism.tasks.importing.suite_import import import_suites
 from testprism.tasks.model.benchmark import load_benchmark
@@ -64,6 +64,13 @@ def route(specs: Path | None = None, images: Path | None = None, scripts: Path |
 
 def toml(out: Path, instance_id: str, name: str = "instance.toml") -> dict:
     return tomllib.loads((out / "instances" / instance_id / name).read_text())
+
+
+def user_specs(path: Path, repo: str, language: str, test_command: str, more: str = "") -> Path:
+    """A `--specs` file giving one repository, read with SWE-bench's pytest parser."""
+    path.write_text(f'[swebench.repos."{repo}"]\nlanguage = "{language}"\nlog_parser = "parse_log_pytest"\n'
+                    f'test_command = "{test_command}"\n{more}', encoding="utf-8")
+    return path
 
 
 def left_behind(out: Path) -> list[str]:
@@ -191,9 +198,7 @@ def test_each_repository_gets_swebench_command_and_parser(tmp_path, repo, versio
 
 
 def test_rows_whose_log_or_language_cannot_be_kept_are_refused_with_the_reason(tmp_path):
-    specs = tmp_path / "specs.toml"
-    specs.write_text('[swebench.repos."acme/cobol"]\nlanguage = "COBOL"\nlog_parser = "parse_log_pytest"\n'
-                     'test_command = "make test"\n', encoding="utf-8")
+    specs = user_specs(tmp_path / "specs.toml", "acme/cobol", "COBOL", "make test")
     rows = write_rows(tmp_path / "rows.jsonl", [
         swebench_row("jekyll/jekyll", "8761", "jekyll__jekyll-8761", "features/post_data.feature"),
         swebench_row("immutable-js/immutable-js", "2005", "immutable-js__immutable-js-2005", "__tests__/OrderedMap.ts"),
@@ -250,7 +255,7 @@ def test_multilingual_row_through_the_users_specs_and_names(tmp_path):
     assert report.imported == ["acme__greet-7"] and not report.issues
     spec = toml(out, "acme__greet-7")
     assert spec["language"] == "go"
-    assert spec["checks"]["command"] == "go test -v ./..." and spec["checks"]["parser"] == "go_test"
+    assert spec["checks"]["command"] == "set -uo pipefail\ngo test -v ./..." and spec["checks"]["parser"] == "go_test"
     # the mapping file wins over swebench/sweb.eval.x86_64.acme_1776_greet-7:latest, and says so
     assert spec["environment"]["image"] == "testprism-example/greet:pr-7"
     origin = toml(out, "acme__greet-7", "origin.toml")
@@ -370,6 +375,26 @@ def test_pro_rows_without_their_scripts_or_tag(tmp_path):
     # no --pro-scripts at all: the row cannot be tested, and says how to fix it
     none = import_image_rows(EXAMPLES / "pro.jsonl", tmp_path / "other", route())
     assert [i.field for i in none.failed] == ["run_script.sh"] and "--pro-scripts" in none.failed[0].message
+
+
+def test_pro_run_script_lines_a_check_run_cannot_do_are_named_by_file_and_line(tmp_path):
+    """Pro's upstream run_script.sh may install over the network or write the system's
+    folders: each such line is a caveat naming the script and its line (a check run has no
+    network and an unprivileged uid on a read-only root). Control: the example's script, which
+    does neither, has none (test_pro_row_keeps_its_image_scripts_and_instruction)."""
+    scripts = tmp_path / "run_scripts"
+    shutil.copytree(EXAMPLES / "run_scripts" / PRO_ID, scripts / PRO_ID)
+    script = scripts / PRO_ID / "run_script.sh"
+    script.write_text("#!/bin/bash\nset -e\nnpm ci \\\n  --no-audit\necho ok > /etc/motd\n" + script.read_text()
+                      .removeprefix("#!/bin/bash\nset -e\n"))
+    report = import_image_rows(EXAMPLES / "pro.jsonl", tmp_path / "bench", route(scripts=scripts))
+    assert report.imported == [PRO_ID]
+    notes = [i.message for i in report.issues if i.field == "run_script.sh"]
+    assert notes == [f"{script}:3: 'npm ci    --no-audit' needs the network, which a check run has not (no network, an "
+                     "unprivileged uid on a read-only root): it fails there",
+                     f"{script}:5: 'echo ok > /etc/motd' needs root, which a check run has not (no network, an "
+                     "unprivileged uid on a read-only root): it fails there"]
+    assert all(not i.fatal for i in report.issues)
 
 
 # -- Multi-SWE-bench ---------------------------------------------------------------------------
@@ -601,7 +626,76 @@ def test_a_maven_repository_imports_with_its_tests_run_traced(tmp_path):
     assert report.imported == ["apache__druid-13704"], report.issues
     written = toml(tmp_path / "bench", "apache__druid-13704")
     assert written["language"] == "java" and written["checks"]["parser"] == "maven"
-    assert written["checks"]["command"].startswith("set -x; mvnd test -B -pl processing -Dtest=")
+    assert written["checks"]["command"].startswith("set -uxo pipefail\nmvnd test -B -pl processing -Dtest=")
+
+
+# -- the checks run as SWE-bench's eval script runs them (issue 40 item 4) ---------------------
+
+
+def run_bash(script: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+
+
+def test_set_up_lines_run_one_by_one_as_swebench_eval_script_runs_them():
+    """SWE-bench's eval.sh is `set -uxo pipefail` and one line per command, no `-e`: a set-up
+    line that fails does not stop the tests, and the script's status is its last line's.
+    Control: the same lines `&&`-joined (the old form) never reach the test command."""
+    lines = ["false", "export MARK=set", 'echo "tests ran with $MARK"', "exit 3"]
+    done = run_bash(check_script(lines, traced=False))
+    assert done.stdout == "tests ran with set\n" and done.returncode == 3
+    assert "+ false" not in done.stderr  # untraced unless the parser reads the trace
+    joined = run_bash(" && ".join(lines))
+    assert joined.stdout == "" and joined.returncode == 1
+    traced = run_bash(check_script(["true", "echo x"], traced=True))
+    assert "+ echo x" in traced.stderr
+    # `-u` as SWE-bench's: an unset variable stops the line that names it
+    assert run_bash(check_script(['echo "$NOT_SET_ANYWHERE"', "echo after"], traced=False)).stdout == ""
+
+
+def test_a_set_up_line_that_needs_root_is_left_to_the_image_build_and_reported(tmp_path):
+    """django 3.x's `sed -i … /etc/locale.gen && locale-gen` cannot run in a check run
+    (unprivileged, read-only root): it is left out of the command and named in the report with
+    the specs file and field, SWE-bench's image having made the locale at its build; the
+    version's other lines run, each on its own line, before the tests."""
+    rows = write_rows(tmp_path / "rows.jsonl", [swebench_row("django/django", "3.0", "django__django-1",
+                                                             "tests/admin_views/tests.py")])
+    report = import_image_rows(rows, tmp_path / "bench", route())
+    assert report.imported == ["django__django-1"]
+    command = toml(tmp_path / "bench", "django__django-1")["checks"]["command"]
+    assert "locale-gen" not in command
+    assert command.splitlines()[0] == "set -uo pipefail"
+    assert command.splitlines()[2:6] == ["export LANG=en_US.UTF-8", "export LANGUAGE=en_US:en",
+                                         "export LC_ALL=en_US.UTF-8",
+                                         "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 "
+                                         "admin_views.tests"]
+    [caveat] = report.issues
+    assert not caveat.fatal and caveat.field == "version"
+    assert 'swebench.toml: field repos."django/django".versions."3.0".eval_commands[0]' in caveat.message
+    assert "needs root" in caveat.message
+    # control: a version without such a line imports without a caveat
+    rows = write_rows(tmp_path / "older.jsonl", [swebench_row("django/django", "2.2", "django__django-2",
+                                                              "tests/admin_views/tests.py")])
+    assert not import_image_rows(rows, tmp_path / "bench", route()).issues
+
+
+def test_a_row_whose_checks_fetch_over_the_network_is_refused_naming_file_and_line(tmp_path):
+    """carbon 2813's build runs `composer update`, a user's spec `pip install -e .`: a check run
+    has no network, so each row is refused with the specs file (the user's --specs file for its
+    entry), the field and the line. Control: another carbon version imports."""
+    specs = user_specs(tmp_path / "specs.toml", "acme/tool", "python", "pytest -rA",
+                       'eval_commands = ["pip install -e ."]\n')
+    rows = write_rows(tmp_path / "rows.jsonl", [
+        swebench_row("briannesbitt/carbon", "2813", "briannesbitt__carbon-2813", "tests/Factory/FactoryTest.php"),
+        swebench_row("acme/tool", "1.0", "acme__tool-1", "tests/test_x.py"),
+        swebench_row("briannesbitt/carbon", "3103", "briannesbitt__carbon-3103", "tests/Factory/FactoryTest.php"),
+    ])
+    report = import_image_rows(rows, tmp_path / "bench", route(specs))
+    assert report.imported == ["briannesbitt__carbon-3103"]
+    issues = {i.instance_id: str(i) for i in report.failed}
+    assert issues["briannesbitt__carbon-2813"].startswith("rows.jsonl:1 (briannesbitt__carbon-2813): field version: ")
+    assert ('swebench.toml: field repos."briannesbitt/carbon".versions."2813".build[0]: \'composer update\' fetches '
+            "over the network") in issues["briannesbitt__carbon-2813"]
+    assert f'{specs}: field repos."acme/tool".eval_commands[0]' in issues["acme__tool-1"]
 
 
 @pytest.mark.parametrize(("repo", "language"), [
