@@ -12,7 +12,7 @@ or `testprism agent`.
 The contract (the harness writes `tmp/.task/`, the agent leaves the rest of `tmp/`):
 `instruction.md` (the issue), `language.json` (the instance's language and its test
 convention: where the test file goes, how that one file runs, the suite's command, what
-an assertion's failure looks like; tasks/model/syntax.py's `TestConvention`, so no test
+an assertion's failure looks like; tasks/model/syntax/record.py's `TestConvention`, so no test
 framework is built in here), `reference.diff` (TestPrism mode only), `strategy.json`
 (`Strategy`), `feedback.md` (a feedback round). The agent writes the test file the
 convention names, `tmp/run_tests.sh` and `tmp/.task/usage.json`; with `repair: true` it
@@ -70,7 +70,7 @@ SYSTEM = ("You are a careful software engineer who writes regression tests. You 
 
 class Convention:
     """language.json: the instance's language and how a test of it is written and run
-    (tasks/model/syntax.py's `TestConvention`, which documents each field)."""
+    (tasks/model/syntax/record.py's `TestConvention`, which documents each field)."""
 
     FIELDS = ("framework", "fence", "path", "run", "shown", "suite", "assertion", "guidance")
 
@@ -82,7 +82,7 @@ class Convention:
         convention = values.get("convention")
         if not isinstance(convention, dict):
             raise TaskError("language.json: the provided agent writes no {} test (no test convention for it in "
-                            "tasks/model/syntax.py)".format(self.language or "unnamed language's"))
+                            "tasks/model/syntax/languages.py)".format(self.language or "unnamed language's"))
         missing = [name for name in self.FIELDS if not convention.get(name)]
         if missing:
             raise TaskError("language.json: convention: missing {}".format(", ".join(missing)))
