@@ -9,6 +9,14 @@ there, and that interpreter may be old. So this file is standard library only an
 channel replaces). The same file runs on the host as `python -m testprism.tasks.generate.agent`
 or `testprism agent`.
 
+Why one file of over 600 lines, where the house keeps modules under 600 (issue 42): it is the
+one module shipped into the sandbox, copied alone into the task folder
+(tasks/generate/task_folder.py `AGENT_FILE`) and run there as `python3 tmp/.task/agent.py`
+by an interpreter that has no testprism on its path. Split, its parts would travel as a
+package copied beside it and found through the script's folder: more files for the harness
+to copy and for tests/test_agent.py to hold to the standard library and Python 3.8, for one
+program that is read top to bottom anyway.
+
 The contract (the harness writes `tmp/.task/`, the agent leaves the rest of `tmp/`):
 `instruction.md` (the issue), `language.json` (the instance's language and its test
 convention: where the test file goes, how that one file runs, the suite's command, what
