@@ -24,7 +24,8 @@ from testprism.tasks.execution.verdict import ResultsDisagree, Unreadable, class
 from testprism.tasks.importing.harbor import (
     TaskConfig, import_harbor, reward_format, run_time_fetches, task_language)
 from testprism.tasks.importing.rows import RowError
-from testprism.tasks.model.benchmark import BenchmarkError, RewardSpec, load_benchmark, load_instance
+from testprism.tasks.model.benchmark import BenchmarkError, load_benchmark, load_instance
+from testprism.tasks.model.benchmark_format import RewardSpec
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.model.workdir import WorkPaths

@@ -31,7 +31,7 @@ from testprism.tasks.execution import logs
 from testprism.tasks.execution.junit import NAME_CHARS, select
 from testprism.tasks.execution.logs import LOG_MAX_BYTES, PARSERS, parse_log
 from testprism.tasks.execution.logs.results import MAX_TESTS
-from testprism.tasks.model.benchmark import LOG_PARSERS, ChecksSpec
+from testprism.tasks.model.benchmark_format import ChecksSpec, LOG_PARSERS
 from testprism.tasks.model.outcome import TestResult as Case
 
 DATA = Path(__file__).parent / "data" / "runner_logs"

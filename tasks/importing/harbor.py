@@ -113,7 +113,7 @@ from testprism.tasks.importing.rows import ImportReport, Issue, RowError
 from testprism.tasks.importing.setup_lines import commands, needs_network
 from testprism.tasks.importing.uvx import UV_INSTALLER, UVX_ROOT, UvxCall, install_step, parse_uvx
 from testprism.tasks.importing.staging import staged
-from testprism.tasks.model.benchmark import REWARD_CHECK, EnvironmentSpec, LimitsSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec, LimitsSpec, REWARD_CHECK
 from testprism.tasks.model.patches import parse_field
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 from testprism.tasks.sandbox.base import Limits, Mount, RunRequest, SandboxBackend, backend_class

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from testprism.tasks.model.benchmark import NAME
+from testprism.tasks.model.benchmark_format import NAME
 from testprism.tasks.model.patches import DiffError
 from testprism.tasks.sandbox.base import SandboxError, SuiteNotInstalled
 from testprism.tasks.sandbox.environment import EnvironmentBuildError

@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path, PurePosixPath
 
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.sandbox import cgroup, layer
 from testprism.tasks.sandbox.environment import build_environment
 from testprism.tasks.sandbox.image.binding import (

@@ -17,7 +17,8 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from testprism.tasks.model.benchmark import Benchmark, EnvironmentSpec, Instance
+from testprism.tasks.model.benchmark import Benchmark, Instance
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.workdir import WorkPaths, build_once, locked
 from testprism.tasks.sandbox.base import SandboxError
