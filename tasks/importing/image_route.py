@@ -70,7 +70,7 @@ from testprism.tasks.importing.setup_lines import script_notes
 from testprism.tasks.importing.staging import staged
 from testprism.tasks.model import toml_writer
 from testprism.tasks.model.benchmark import BenchmarkError, load_instance
-from testprism.tasks.model.benchmark_format import EnvironmentSpec, NAME
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.patches import parse_field, with_final_newline
 
 log = logging.getLogger(__name__)
