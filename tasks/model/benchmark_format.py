@@ -293,7 +293,8 @@ class RewardSpec(_Model):
 #: one's reader is tasks/execution/logs PARSERS (tests/test_log_parsers.py holds them equal)
 LOG_PARSERS = ("pytest", "django", "sympy", "go_test", "go_test_json", "cargo", "maven", "surefire", "ctest", "jest",
                "mocha", "vitest", "phpunit", "rspec", "rspec_json", "minitest", "ruby_unit", "rspec_transformed_json",
-               "script")
+               "script", "redis", "jq", "micropython", "doctest", "ant", "gradle_custom", "karma", "tap", "jest_json",
+               "cucumber")
 
 
 class ChecksSpec(_Model):
