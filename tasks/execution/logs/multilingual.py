@@ -132,8 +132,11 @@ def ant(log: str, results: Results) -> None:
 
 
 #: Gradle's test logging (SWE-bench's images set `events "passed", "failed"`): `Class > method PASSED`;
-#: `SKIPPED` (when skipped events are logged too) is a skip here, a test SWE-bench leaves out
+#: `SKIPPED` (when skipped events are logged too) is a skip here, a test SWE-bench leaves out.
+#: Gradle names every test `Class > method`: a line ending in a status without ` > ` in its name
+#: (cargo's `test x ... FAILED`) is no test of Gradle's, where SWE-bench's pattern would read it
 _GRADLE = re.compile(r"^([^>].+)\s+(PASSED|FAILED|SKIPPED)$")
+_GRADLE_SEPARATOR = re.compile(r"\S\s+>\s+\S")
 _GRADLE_NAME = re.compile(r"^([^>]\S*\s+>\s+\S+)$")
 _GRADLE_STATUS = re.compile(r"^(PASSED|FAILED|SKIPPED)$")
 
@@ -145,7 +148,8 @@ def gradle_custom(log: str, results: Results) -> None:
     for line in lines(log):
         stripped = line.strip()
         if match := _GRADLE.match(stripped):
-            _add(results, match[1], match[2].lower())
+            if _GRADLE_SEPARATOR.search(match[1]):
+                _add(results, match[1], match[2].lower())
             pending = None
         elif match := _GRADLE_NAME.match(stripped):
             pending = match[1]
@@ -225,13 +229,15 @@ def jest_json(log: str, results: Results) -> None:
 #: a scenario's line under jekyll's cucumber set-up: its features/support/formatter.rb prints
 #: `file:line  Scenario: name `, the progress formatter a mark per step, then the time
 _CUCUMBER = re.compile(r"^(.*) \.+(\.|F)")
+_SCENARIO = "Scenario: "
 
 
 def cucumber(log: str, results: Results) -> None:
     """`--format progress` as jekyll runs it: a scenario is named by its whole line up to its
     steps' marks, passed when they end in a pass (`.`), failed at a failure (`F`). A scenario
     whose first step failed (`F--`) or of one step has no second mark to be read by, and is
-    missing, as in SWE-bench."""
+    missing, as in SWE-bench. A line without jekyll's `Scenario: ` is no scenario's (cargo's
+    `test x ... ok` is one SWE-bench's pattern alone would read)."""
     for line in lines(log):
-        if match := _CUCUMBER.match(line.strip()):
+        if (match := _CUCUMBER.match(line.strip())) and _SCENARIO in match[1]:
             _add(results, match[1], "passed" if match[2] == "." else "failed")

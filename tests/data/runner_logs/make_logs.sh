@@ -8,7 +8,7 @@
 #   tests/data/runner_logs/make_logs.sh [RUNNER...]    default: every runner
 #
 # Needs: python3.11 with venv (pytest, django, sympy from PyPI), go, cargo (and Debian's), node + npm
-# (jest, mocha, vitest from the npm registry), mvn (Maven Central), php-cli + phpunit,
+# (jest, mocha, vitest, qunit, karma from the npm registry; jq; chromium for karma), mvn (Maven Central), php-cli + phpunit,
 # ruby + ruby-rspec + ruby-minitest (Debian; .ci/setup installs them). SWE-bench Pro's
 # parser.py is read from a checkout given as PRO_PARSER=path/to/parser.py (not committed:
 # it is the benchmark's code) and run under bubblewrap, never on the host.
@@ -105,6 +105,48 @@ run_node() {  # $1: jest | mocha | vitest; the rest: the runner's command line
     version "$runner" "$runner $(node -p "require('$runner/package.json').version"), node $(node --version)"
 }
 
+run_tap() {  # SWE-bench's axios command: mocha's TAP reporter (`npx mocha … -R tap`), on mocha's project
+    copy mocha
+    npm install -q --no-audit --no-fund >/dev/null 2>&1
+    record tap env CI=true NO_COLOR=1 npx mocha -R tap test.js
+    version tap "mocha $(node -p "require('mocha/package.json').version") (-R tap), node $(node --version)"
+}
+
+run_qunit() {  # SWE-bench's three.js command, `npx qunit file`: QUnit's default reporter is TAP
+    copy qunit
+    npm install -q --no-audit --no-fund >/dev/null 2>&1
+    record tap_qunit env CI=true NO_COLOR=1 npx qunit test.js
+    version qunit "qunit $(node -p "require('qunit/package.json').version"), node $(node --version)"
+}
+
+# SWE-bench's JEST_JSON_JQ_TRANSFORM (swebench/harness/constants/javascript.py, immutable-js 2005)
+JEST_JSON_JQ='.testResults[].assertionResults[] | "[" + (.status | ascii_upcase) + "] " + ((.ancestorTitles | join(" > ")) + (if .ancestorTitles | length > 0 then " > " else "" end) + .title)'
+
+run_jest_json() {  # `npx jest --silent --json | jq -r …` on jest's project, as SWE-bench's command runs it
+    copy jest
+    npm install -q --no-audit --no-fund >/dev/null 2>&1
+    record jest_json bash -c "CI=true NO_COLOR=1 npx jest --silent --json | jq -r '$JEST_JSON_JQ'"
+    version jest_json "jest $(node -p "require('jest/package.json').version") (--silent --json), $(jq --version), node $(node --version)"
+}
+
+run_karma() {  # preact's form: karma with karma-mocha-reporter, in the system's Chromium, headless
+    copy karma
+    npm install -q --no-audit --no-fund >/dev/null 2>&1
+    record karma env CHROME_BIN="${CHROME_BIN:-$(command -v chromium)}" NO_COLOR=1 npx karma start karma.conf.js --single-run --no-colors
+    version karma "karma $(node -p "require('karma/package.json').version"), karma-mocha-reporter $(node -p "require('karma-mocha-reporter/package.json').version"), mocha $(node -p "require('mocha/package.json').version"), $("${CHROME_BIN:-chromium}" --version 2>/dev/null), node $(node --version)"
+}
+
+run_redis() {  # redis's own test helper, as SWE-bench's redis and valkey commands run it (`TERM=dumb ./runtest
+    # --durable --single unit/…`), on a unit of our own, in a built redis checkout given as REDIS_SRC
+    # (not committed: `make MALLOC=libc` in a redis/redis checkout); its [skip] and [ignore] made
+    # by --skiptest and --tags
+    [ -n "${REDIS_SRC:-}" ] || { echo "redis: set REDIS_SRC=path/to/a/built/redis/checkout" >&2; return 1; }
+    cp "$PROJECTS/redis/testprism_sample.tcl" "$REDIS_SRC/tests/unit/"
+    cd "$REDIS_SRC" && rm -rf tests/tmp/*
+    record redis env TERM=dumb ./runtest --durable --single unit/testprism_sample --skiptest "skipped one" --tags -slow
+    version redis "$(src/redis-server --version) (redis/redis ${REDIS_COMMIT:-checkout}, make MALLOC=libc), $(echo 'puts [info patchlevel]' | tclsh)"
+}
+
 run_maven() {  # SWE-bench's form (parse_log_maven): one `mvn test -Dtest=` per test, traced
     copy maven
     record maven bash -xc 'mvn -B -ntp test -Dtest="sample.SampleTest#passes"; mvn -B -ntp test -Dtest="sample.SampleTest#fails"; mvn -B -ntp test -Dtest="sample.SampleTest#errors"; mvn -B -ntp test -Dtest="sample.SampleTest#ünïcode"'
@@ -143,7 +185,7 @@ run_script() {  # SWE-bench Pro's parser.py over the pytest log, under bubblewra
 }
 
 RUNNERS=("$@")
-((${#RUNNERS[@]})) || RUNNERS=(pytest django sympy go cargo libtest_junit jest mocha vitest maven phpunit ruby script)
+((${#RUNNERS[@]})) || RUNNERS=(pytest django sympy go cargo libtest_junit jest mocha vitest maven phpunit ruby script tap qunit jest_json karma)
 : >"$HERE/versions.new"
 for runner in "${RUNNERS[@]}"; do
     case $runner in
