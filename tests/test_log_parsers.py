@@ -388,3 +388,22 @@ def test_the_parser_field_names_a_known_parser() -> None:
     assert ChecksSpec(command="pytest", fail_to_pass=("t",)).parser is None
     with pytest.raises(ValueError, match="(?s)parser.*not a log parser"):
         ChecksSpec(command="x", fail_to_pass=("t",), parser="nose")
+
+
+def test_doctest_reads_its_xml_bounded_and_a_throw_fails() -> None:
+    """doctest's report is the suite's XML: an entity, elements past junit's bounds,
+    a report never closed are unreadable (None), never results. A SubCase whose test threw (an
+    Exception beside successful Expressions) failed. Control: the same report without the
+    throw passes."""
+    def report(body: str, head: str = "") -> bytes:
+        return (f"{head}<doctest binary=\"t\"><TestSuite><TestCase name=\"c\"><SubCase name=\"s\">{body}"
+                "</SubCase></TestCase></TestSuite></doctest>").encode()
+
+    passing = '<Expression success="true" type="CHECK"/>'
+    assert outcomes("doctest", report(passing)) == {"c > s": P}
+    assert outcomes("doctest", report(passing + '<Exception crash="false">boom</Exception>')) == {"c > s": F}
+    # the report is read from `<doctest` on, so a DTD printed before it is not part of it: its entity is undefined
+    assert parse_log("doctest", report('<x a="&e;"/>', '<!DOCTYPE doctest [<!ENTITY e "e">]>')) is None
+    assert parse_log("doctest", report("<x>" * 300 + "</x>" * 300)) is None
+    assert parse_log("doctest", report("<x/>" * 200_001)) is None
+    assert parse_log("doctest", report(passing)[:-len("</doctest>")]) is None
