@@ -198,7 +198,9 @@ def test_each_repository_gets_swebench_command_and_parser(tmp_path, repo, versio
 
 
 def test_rows_whose_log_or_language_cannot_be_kept_are_refused_with_the_reason(tmp_path):
-    specs = user_specs(tmp_path / "specs.toml", "acme/cobol", "COBOL", "make test")
+    specs = user_specs(tmp_path / "specs.toml", "acme/cobol", "COBOL", "make test",
+                       '[swebench.repos."acme/nolog"]\nlanguage = "c"\nlog_parser = "parse_log_nonesuch"\n'
+                       'test_command = "make test"\n')
     rows = write_rows(tmp_path / "rows.jsonl", [
         swebench_row("jekyll/jekyll", "8761", "jekyll__jekyll-8761", "features/post_data.feature"),
         swebench_row("immutable-js/immutable-js", "2005", "immutable-js__immutable-js-2005", "__tests__/OrderedMap.ts"),
@@ -207,25 +209,28 @@ def test_rows_whose_log_or_language_cannot_be_kept_are_refused_with_the_reason(t
         swebench_row("gin-gonic/gin", "9999", "gin-gonic__gin-9999", "gin_test.go"),
         swebench_row("sympy/sympy", "1.11", "sympy__sympy-1", "sympy/tests/test_x.py"),
         swebench_row("acme/cobol", "1.0", "acme__cobol-1", "tests/x.cbl"),
+        swebench_row("acme/nolog", "1.0", "acme__nolog-1", "tests/x.c"),
     ])
     report = import_image_rows(rows, tmp_path / "bench", route(specs))
-    # a Rust repository of Multilingual imports with its language (issue 28 item 5)
-    assert report.imported == ["tokio-rs__tokio-6724", "sympy__sympy-1"]
+    # a Rust repository of Multilingual imports with its language (issue 28 item 5); a pull request
+    # whose version names its own parser gets that one (parse_log_jekyll reads 8761's log with
+    # parse_log_cucumber, parse_log_immutable_js 2005's with parse_log_jest_json)
+    assert report.imported == ["jekyll__jekyll-8761", "immutable-js__immutable-js-2005", "tokio-rs__tokio-6724",
+                               "sympy__sympy-1"]
     assert toml(tmp_path / "bench", "tokio-rs__tokio-6724")["language"] == "rust"
+    assert toml(tmp_path / "bench", "jekyll__jekyll-8761")["checks"]["parser"] == "cucumber"
+    assert toml(tmp_path / "bench", "immutable-js__immutable-js-2005")["checks"]["parser"] == "jest_json"
     issues = {i.instance_id: i for i in report.issues}
     assert all(i.fatal for i in issues.values())
     assert {i.instance_id: i.field for i in issues.values()} == {
-        "jekyll__jekyll-8761": "repo", "immutable-js__immutable-js-2005": "repo", "acme__unknown-1": "repo",
-        "acme__cobol-1": "repo",
+        "acme__unknown-1": "repo", "acme__cobol-1": "repo", "acme__nolog-1": "repo",
         "gin-gonic__gin-9999": "version"}  # SWE-bench has no spec for that pull request either
-    # parse_log_jekyll reads this pull request's log with parse_log_cucumber (the version's own)
-    assert "parse_log_cucumber" in issues["jekyll__jekyll-8761"].message
-    assert "parse_log_jest_json" in issues["immutable-js__immutable-js-2005"].message
+    assert "parse_log_nonesuch, which no testprism parser reads" in issues["acme__nolog-1"].message
     assert "acme/cobol is 'COBOL', not a language testprism knows" in issues["acme__cobol-1"].message
     assert "not in the SWE-bench specs table" in issues["acme__unknown-1"].message
     assert str(issues["acme__unknown-1"]).startswith("rows.jsonl:4 (acme__unknown-1): field repo: ")
     assert sorted(p.name for p in (tmp_path / "bench" / "instances").iterdir()) == [
-        "sympy__sympy-1", "tokio-rs__tokio-6724"]
+        "immutable-js__immutable-js-2005", "jekyll__jekyll-8761", "sympy__sympy-1", "tokio-rs__tokio-6724"]
 
 
 def test_a_row_that_names_its_image_keeps_it(tmp_path):
