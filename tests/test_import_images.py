@@ -183,6 +183,12 @@ def swebench_row(repo: str, version: str, instance_id: str, test_file: str) -> d
      'bundle exec ruby -I test test/test_filters.rb -v -n "/where_exp filter/"'),
     # parse_log_immutable_js reads 2006's log with parse_log_jest (the row of real/immutable-js-2006-*.log)
     ("immutable-js/immutable-js", "2006", "__tests__/Range.ts", "jest", "npx jest __tests__/Range.ts --verbose"),
+    # SWE-bench Multilingual's other parsers, ported (logs/multilingual.py; nlohmann/json 4237 is
+    # the row of real/json-4237-doctest-*.log)
+    ("nlohmann/json", "4237", "tests/src/unit-udt.cpp", "doctest", "./build/tests/test-udt_cpp11 -s -r=xml"),
+    ("redis/redis", "13338", "tests/unit/type/stream-cgroups.tcl", "redis", "./runtest --durable --single unit/type/stream-cgroups"),
+    ("projectlombok/lombok", "3602", "test/transform/resource/before/X.java", "ant", "ant test.instance"),
+    ("axios/axios", "5316", "test/unit/adapters/http.js", "tap", "-R tap -g 'FormData'"),
 ])
 def test_each_repository_gets_swebench_command_and_parser(tmp_path, repo, version, test_file, parser, tail):
     instance_id = repo.replace("/", "__") + "-1"

@@ -9,7 +9,9 @@ outcome. Comparing the parsers' raw names instead once kept CI green while 7 of 
 Two kinds of log: each runner's own output on its small project (projects/, written by
 make_logs.sh, versions.txt), and logs of real upstream projects run here on a real row's
 buggy and fixed states (real/, README.md there says the repository, commit and command).
-pytest's is also made again here, so a change in pytest's output shows as a failure, not as a
+Five of SWE-bench Multilingual's runners could not be run here: their logs are written by hand in
+the runner's printed form (handwritten/, README.md there says why and from what), which tests the
+port against SWE-bench's patterns, not against the runner. pytest's is also made again here, so a change in pytest's output shows as a failure, not as a
 stale fixture. Unreadable logs (garbage, a parser that breaks, a log past a bound) must come
 back as None (the run's `E`/parse_failed), never as results.
 """
