@@ -147,6 +147,17 @@ run_redis() {  # redis's own test helper, as SWE-bench's redis and valkey comman
     version redis "$(src/redis-server --version) (redis/redis ${REDIS_COMMIT:-checkout}, make MALLOC=libc), $(echo 'puts [info patchlevel]' | tclsh)"
 }
 
+run_micropython() {  # tests/run-tests.py as SWE-bench's micropython command runs it (`-i string_format`), with
+    # two tests of our own, in a micropython checkout given as MICROPY_SRC (not committed) whose unix
+    # port is built: `make -C ports/unix VARIANT=minimal` (the standard variant needs submodules)
+    [ -n "${MICROPY_SRC:-}" ] || { echo "micropython: set MICROPY_SRC=path/to/a/micropython/checkout" >&2; return 1; }
+    cp "$PROJECTS"/micropython/*.py "$MICROPY_SRC/tests/basics/"
+    cd "$MICROPY_SRC/tests"
+    record micropython env MICROPY_CPYTHON3="$PYTHON" MICROPY_MICROPYTHON=../ports/unix/build-minimal/micropython \
+        ./run-tests.py -i string_format
+    version micropython "$(../ports/unix/build-minimal/micropython -c 'import sys; print(sys.version)') (micropython/micropython ${MICROPY_COMMIT:-checkout}, unix port VARIANT=minimal), tests/run-tests.py, $("$PYTHON" --version)"
+}
+
 run_maven() {  # SWE-bench's form (parse_log_maven): one `mvn test -Dtest=` per test, traced
     copy maven
     record maven bash -xc 'mvn -B -ntp test -Dtest="sample.SampleTest#passes"; mvn -B -ntp test -Dtest="sample.SampleTest#fails"; mvn -B -ntp test -Dtest="sample.SampleTest#errors"; mvn -B -ntp test -Dtest="sample.SampleTest#ünïcode"'
