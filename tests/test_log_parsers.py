@@ -9,7 +9,7 @@ outcome. Comparing the parsers' raw names instead once kept CI green while 7 of 
 Two kinds of log: each runner's own output on its small project (projects/, written by
 make_logs.sh, versions.txt), and logs of real upstream projects run here on a real row's
 buggy and fixed states (real/, README.md there says the repository, commit and command).
-Four of SWE-bench Multilingual's runners could not be run here: their logs are written by hand in
+Three of SWE-bench Multilingual's runners could not be run here: their logs are written by hand in
 the runner's printed form (handwritten/, README.md there says why and from what), which tests the
 port against SWE-bench's patterns, not against the runner. pytest's is also made again here, so a change in pytest's output shows as a failure, not as a
 stale fixture. Unreadable logs (garbage, a parser that breaks, a log past a bound) must come
@@ -186,9 +186,10 @@ LOGS += [Log("rspec", "rspec.log", RSPEC, 8), Log("rspec_json", "rspec_json.log"
 #: SWE-bench Multilingual's other parsers (logs/multilingual.py), ids in the form their SWE-bench
 #: parser gives. Run here on the runner itself: nlohmann/json's doctest binary on the row's two
 #: states (real/), Mocha's and QUnit's TAP, Jest's JSON through SWE-bench's jq program, Karma
-#: with karma-mocha-reporter, redis's own test helper, micropython's run-tests.py (make_logs.sh).
-#: Written by hand in the runner's printed form, its runner not run here (handwritten/README.md
-#: says why and from what): jq's `make check`, lombok's Ant, Gradle, jekyll's cucumber.
+#: with karma-mocha-reporter, redis's own test helper, micropython's run-tests.py, Ant's <junit>
+#: task with a formatter of lombok's form (make_logs.sh). Written by hand in the runner's printed
+#: form, its runner not run here (handwritten/README.md says why and from what): jq's `make check`,
+#: Gradle, jekyll's cucumber.
 UDT = "different basic_json types conversions"
 UDT_PASSING = ("basic usage > conversion from json via free-functions", "basic usage > implicit conversions",
                "adl_serializer specialization > to_json", "Non-copyable types > from_json", f"{UDT} > get<custom_json>")
@@ -235,11 +236,11 @@ LOGS += [
     Log("micropython", "micropython.log", {
         "basics/string_format.py": P, "basics/string_format_modulo.py": S, "basics/string_format_testprism_same.py": P,
         "basics/string_format_testprism_differs.py": F}, 11),
-    Log("ant", "handwritten/ant.log", {
-        "BuilderSimple.java(lombok.transform.TestWithDelombok)": P,
-        "JacksonizedBuilderComplex.java(lombok.transform.TestWithDelombok)": F,
-        "JacksonizedBuilderComplex.java(lombok.transform.TestWithEcj)": F,
-        "JacksonizedBuilderSimple.java(lombok.transform.TestWithEcj)": P}, 6),
+    # Ant's <junit> task with a formatter of lombok's form: JUnit's `method(Class)`, an ERR an error;
+    # an @Ignore'd test is not reported (missing)
+    Log("ant", "ant.log", {"passes(sample.SampleTest)": P, "fails(sample.SampleTest)": F,
+                           "errors(sample.SampleTest)": F, "prints(sample.SampleTest)": P,
+                           "ignored(sample.SampleTest)": "missing"}, 4),
     # a test's name and its status split by other output (SWE-bench's race case): testStaleState
     Log("gradle_custom", "handwritten/gradle_custom.log", {
         f"{FACETS} > testBasicSingleValued": P, f"{FACETS} > testMissingSegment": F, f"{FACETS} > testStaleState": P,
@@ -273,7 +274,7 @@ def test_every_parser_has_a_real_log_and_a_version() -> None:
     assert {c.parser for c in LOGS} == set(PARSERS) == set(LOG_PARSERS)
     versions = dict(line.split("\t", 1) for line in (DATA / "versions.txt").read_text().splitlines())
     assert {"pytest", "django", "sympy", "go", "cargo", "maven", "jest", "mocha", "vitest", "phpunit", "rspec",
-            "minitest", "ruby_unit", "script", "tap", "qunit", "jest_json", "karma", "redis", "micropython"} <= set(versions)
+            "minitest", "ruby_unit", "script", "tap", "qunit", "jest_json", "karma", "redis", "micropython", "ant"} <= set(versions)
     for folder in (REAL, DATA / "handwritten"):
         readme = (folder / "README.md").read_text(encoding="utf-8")
         assert {p.name for p in folder.glob("*.log")} <= set(re.findall(r"`([^`]+\.log)`", readme))

@@ -158,6 +158,19 @@ run_micropython() {  # tests/run-tests.py as SWE-bench's micropython command run
     version micropython "$(../ports/unix/build-minimal/micropython -c 'import sys; print(sys.version)') (micropython/micropython ${MICROPY_COMMIT:-checkout}, unix port VARIANT=minimal), tests/run-tests.py, $("$PYTHON" --version)"
 }
 
+run_ant() {  # Ant's <junit> task with a formatter printing lombok's form (lombok's `ant test.instance`);
+    # Ant and JUnit 4 from Maven Central into a cached ANT_HOME
+    local home=$CACHE/ant artifact
+    mkdir -p "$home/lib"
+    for artifact in org.apache.ant:ant:1.10.15 org.apache.ant:ant-launcher:1.10.15 org.apache.ant:ant-junit:1.10.15 \
+        org.apache.ant:ant-junit4:1.10.15 junit:junit:4.13.2 org.hamcrest:hamcrest-core:1.3; do
+        mvn -B -q -ntp dependency:copy -Dartifact="$artifact" -DoutputDirectory="$home/lib" >/dev/null
+    done
+    copy ant
+    record ant java -cp "$home/lib/ant-launcher-1.10.15.jar" -Dant.home="$home" org.apache.tools.ant.launch.Launcher -noinput test
+    version ant "Apache Ant 1.10.15 (ant-junit4), junit 4.13.2, lombok-form formatter (projects/ant), $(java -version 2>&1 | head -1)"
+}
+
 run_maven() {  # SWE-bench's form (parse_log_maven): one `mvn test -Dtest=` per test, traced
     copy maven
     record maven bash -xc 'mvn -B -ntp test -Dtest="sample.SampleTest#passes"; mvn -B -ntp test -Dtest="sample.SampleTest#fails"; mvn -B -ntp test -Dtest="sample.SampleTest#errors"; mvn -B -ntp test -Dtest="sample.SampleTest#ünïcode"'
@@ -196,7 +209,7 @@ run_script() {  # SWE-bench Pro's parser.py over the pytest log, under bubblewra
 }
 
 RUNNERS=("$@")
-((${#RUNNERS[@]})) || RUNNERS=(pytest django sympy go cargo libtest_junit jest mocha vitest maven phpunit ruby script tap qunit jest_json karma)
+((${#RUNNERS[@]})) || RUNNERS=(pytest django sympy go cargo libtest_junit jest mocha vitest maven phpunit ruby script tap qunit jest_json karma ant)
 : >"$HERE/versions.new"
 for runner in "${RUNNERS[@]}"; do
     case $runner in
