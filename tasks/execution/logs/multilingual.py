@@ -131,8 +131,8 @@ def ant(log: str, results: Results) -> None:
             _add(results, match[2], _ANT_OUTCOME[match[1]])
 
 
-#: Gradle's test logging (SWE-bench's images set `events "passed", "failed"`): `Class > method PASSED`;
-#: `SKIPPED` (when skipped events are logged too) is a skip here, a test SWE-bench leaves out.
+#: Gradle's test logging as SWE-bench's pre-install scripts set it (passed, failed and skipped events,
+#: the tests' standard output): `Class > method PASSED`; `SKIPPED` is a skip here, a test SWE-bench leaves out.
 #: Gradle names every test `Class > method`: a line ending in a status without ` > ` in its name
 #: (cargo's `test x ... FAILED`) is no test of Gradle's, where SWE-bench's pattern would read it
 _GRADLE = re.compile(r"^([^>].+)\s+(PASSED|FAILED|SKIPPED)$")

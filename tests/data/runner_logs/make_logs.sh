@@ -171,6 +171,18 @@ run_ant() {  # Ant's <junit> task with a formatter printing lombok's form (lombo
     version ant "Apache Ant 1.10.15 (ant-junit4), junit 4.13.2, lombok-form formatter (projects/ant), $(java -version 2>&1 | head -1)"
 }
 
+run_jq() {  # jq's `make check` (SWE-bench's jq command; automake's test driver) in a built jq release given
+    # as JQ_SRC (not committed: the release tarball deps/jq-1.8.2.tar.gz of PyPI's sdist jq==1.13.0,
+    # `./configure --with-oniguruma=builtin && make`), one failing case of ours appended to tests/base64.test
+    [ -n "${JQ_SRC:-}" ] || { echo "jq: set JQ_SRC=path/to/a/built/jq/release" >&2; return 1; }
+    cd "$JQ_SRC"
+    cp tests/base64.test "$WORK/base64.test.orig"
+    cat "$PROJECTS/jq/base64.test" >>tests/base64.test
+    record jq make check
+    cp "$WORK/base64.test.orig" tests/base64.test
+    version jq "$(./jq --version) release tarball (PyPI jq==1.13.0's deps/), make check, $(make --version | head -1)"
+}
+
 run_maven() {  # SWE-bench's form (parse_log_maven): one `mvn test -Dtest=` per test, traced
     copy maven
     record maven bash -xc 'mvn -B -ntp test -Dtest="sample.SampleTest#passes"; mvn -B -ntp test -Dtest="sample.SampleTest#fails"; mvn -B -ntp test -Dtest="sample.SampleTest#errors"; mvn -B -ntp test -Dtest="sample.SampleTest#ünïcode"'
