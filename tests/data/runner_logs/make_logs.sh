@@ -2,16 +2,19 @@
 # Regenerate the runner logs the log parsers are tested on (tests/test_log_parsers.py):
 # each runner is run for real on its small project under projects/ (passing, failing,
 # erroring and skipped tests, awkward names), its output written whole to <parser>.log and
-# its version to versions.txt. Nothing here is written by hand. real/ holds logs of real upstream
-# projects on real rows, made as real/README.md says (not by this script).
+# its version to versions.txt. Nothing here is written by hand (handwritten/ is, and says so).
+# real/ holds logs of real upstream projects on real rows, made as real/README.md says (not by
+# this script).
 #
-#   tests/data/runner_logs/make_logs.sh [RUNNER...]    default: every runner
+#   tests/data/runner_logs/make_logs.sh [RUNNER...]    default: every runner but redis, micropython, jq
 #
 # Needs: python3.11 with venv (pytest, django, sympy from PyPI), go, cargo (and Debian's), node + npm
 # (jest, mocha, vitest, qunit, karma from the npm registry; jq; chromium for karma), mvn (Maven Central), php-cli + phpunit,
 # ruby + ruby-rspec + ruby-minitest (Debian; .ci/setup installs them). SWE-bench Pro's
 # parser.py is read from a checkout given as PRO_PARSER=path/to/parser.py (not committed:
-# it is the benchmark's code) and run under bubblewrap, never on the host.
+# it is the benchmark's code) and run under bubblewrap, never on the host. redis, micropython
+# and jq run their project's own test runner in a built checkout of it (not committed), given as
+# REDIS_SRC, MICROPY_SRC, JQ_SRC; they run only when named.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 PROJECTS=$HERE/projects
