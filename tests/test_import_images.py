@@ -188,7 +188,8 @@ def swebench_row(repo: str, version: str, instance_id: str, test_file: str) -> d
     ("nlohmann/json", "4237", "tests/src/unit-udt.cpp", "doctest", "./build/tests/test-udt_cpp11 -s -r=xml"),
     ("redis/redis", "13338", "tests/unit/type/stream-cgroups.tcl", "redis", "./runtest --durable --single unit/type/stream-cgroups"),
     ("projectlombok/lombok", "3602", "test/transform/resource/before/X.java", "ant", "ant test.instance"),
-    ("axios/axios", "4731", "test/unit/adapters/http.js", "tap", "-R tap test/unit/adapters/http.js -g 'body length'"),
+    ("axios/axios", "4731", "test/unit/adapters/http.js", "tap",
+     "-R tap test/unit/adapters/http.js -g 'body length'"),
 ])
 def test_each_repository_gets_swebench_command_and_parser(tmp_path, repo, version, test_file, parser, tail):
     instance_id = repo.replace("/", "__") + "-1"

@@ -10,9 +10,10 @@ Two kinds of log: each runner's own output on its small project (projects/, writ
 make_logs.sh, versions.txt), and logs of real upstream projects run here on a real row's
 buggy and fixed states (real/, README.md there says the repository, commit and command).
 Two of SWE-bench Multilingual's runners could not be run here: their logs are written by hand in
-the runner's printed form (and one of jq's, for outcomes its real run did not print) (handwritten/, README.md there says why and from what), which tests the
-port against SWE-bench's patterns, not against the runner. pytest's is also made again here, so a change in pytest's output shows as a failure, not as a
-stale fixture. Unreadable logs (garbage, a parser that breaks, a log past a bound) must come
+the runner's printed form, and one of jq's for outcomes its real run did not print (handwritten/,
+README.md there says why and from what), which tests the port against SWE-bench's patterns, not
+against the runner. pytest's is also made again here, so a change in pytest's output shows as a
+failure, not as a stale fixture. Unreadable logs (garbage, a parser that breaks, a log past a bound) must come
 back as None (the run's `E`/parse_failed), never as results.
 """
 
