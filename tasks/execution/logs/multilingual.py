@@ -12,9 +12,14 @@ Each names a test exactly as SWE-bench's parser does, since a row's FAIL_TO_PASS
 PASS_TO_PASS are those names; the name goes through junit.py's `junit_id`, as the benchmark's
 id does in `select`, so the two meet in one form. Where SWE-bench's parser reads a pass and a
 failure and leaves a runner's other outcomes out (its test is then missing), a port may read
-them too, but only as outcomes that are no pass (a skip, an error): what passes is what
-passes for SWE-bench. SWE-bench lets a name reported twice keep its last outcome; `Results`
-keeps the worse, so a test cannot pass by printing a second line of its own.
+them too, but only as outcomes that are no pass (a skip, an error). So what passes here passes
+for SWE-bench; the reverse fails only where SWE-bench's reading passes a test that did not
+pass (TAP's `# SKIP`, a doctest SubCase that threw) or takes a line of another runner's for a
+test (gradle_custom and cucumber read no line without Gradle's ` > `, jekyll's `Scenario: `).
+SWE-bench lets a name reported twice keep its last outcome; `Results` keeps the worse, so a
+test cannot pass by printing a second line of its own. None of these runners has a closing
+summary in summary.py's PARSER_FAMILY yet (one is added only from a real row's log): the
+per-test lines are a run's one witness.
 """
 
 from __future__ import annotations
