@@ -261,6 +261,20 @@ def test_which_touched_files_run_as_tests(path, runs):
     assert is_test_file(path) is runs
 
 
+@pytest.mark.parametrize(("language", "path", "runs"), [
+    # real rows (issue 40): immutable-js (JavaScript) keeps its Jest tests in TypeScript; vuejs/core
+    # keeps specs under __tests__/helpers/
+    ("javascript", "__tests__/Range.ts", True), ("javascript", "src/Range.ts", False),
+    ("typescript", "packages/runtime-core/__tests__/helpers/renderList.spec.ts", True),
+    ("typescript", "packages/runtime-core/__tests__/helpers/utils.ts", False),
+    ("typescript", "__tests__/Range.js", False),
+    ("javascript", "test/fixtures/app.js", False), ("javascript", "test/support/env.js", False),
+    ("javascript", "test/app.router.js", True),
+])
+def test_which_touched_files_run_as_tests_in_javascript(language, path, runs):
+    assert is_test_file(path, language) is runs
+
+
 def test_selected_tests_count_removed_lines_too(tmp_path):
     program = tmp_path / "program"
     (program / "tests").mkdir(parents=True)

@@ -12,8 +12,10 @@ tool's `fetch`, which leaves one under /work/.mirror/<owner>+<name>/repo):
   rebuild     a row in the published shape rebuilt from a repository's squash commit of
               the pull request (base = its parent; fix_patch = what it changes outside test
               paths, test_patch = inside them, as Multi-SWE-bench splits a pull request) and
-              the tests of a report.json whose run the benchmark marked valid. Only for
-              when the dataset row itself cannot be had: the result says it was rebuilt.
+              the tests of a report.json whose run the benchmark marked valid, or (--tests)
+              the tests named by running the suite before and after the fix here, where no
+              official report can be had (SWE-bench Multilingual's rows). Only for when the
+              dataset row itself cannot be had: the result says it was rebuilt, and from what.
 
 The rows of fmtlib/fmt, FasterXML/jackson-core and BurntSushi/ripgrep are kept for an
 independent check and never written.
@@ -22,6 +24,8 @@ independent check and never written.
         --commit HEAD --language c++ --split verified
     python bench/realrows/fetch.py rebuild --git-dir /work/.mirror/catchorg+Catch2/repo --commit cd60a030 \\
         --org catchorg --repo Catch2 --number 2723 --report /work/realrows/reports/catchorg__Catch2-2723.json
+    python bench/realrows/fetch.py rebuild --git-dir /work/.mirror/vuejs+core/repo --commit ced59ab8f \
+        --org vuejs --repo core --number 11870 --tests /work/realrows/reports/vuejs__core-11870.tests.json
 """
 
 from __future__ import annotations
@@ -132,17 +136,36 @@ def is_test_path(path: str) -> bool:
     return any("test" in part.lower() for part in PurePosixPath(path).parts[:-1]) or "test" in path.rsplit("/", 1)[-1].lower()
 
 
-def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, report: Path, out: Path) -> None:
-    """A row in the published shape from the pull request's squash commit and a valid report."""
+def named_tests(path: Path) -> dict:
+    """`--tests`: the deciding and kept tests named by running the row's test command before
+    and after the fix here ({"f2p_tests": {id: {"test": "FAIL", "fix": "PASS"}}, "p2p_tests":
+    {...}, "how": "the command and the runner"}), for a row whose benchmark publishes no report
+    that can be had. `how` must say how they were named: the row carries it."""
+    named = json.loads(path.read_text(encoding="utf-8"))
+    if not named.get("f2p_tests") or not str(named.get("how", "")).strip():
+        sys.exit(f"{path}: field f2p_tests or how: a tests file names its deciding tests and how they were named")
+    return named
+
+
+def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, report: Path | None, out: Path,
+            named: Path | None = None) -> None:
+    """A row in the published shape from the pull request's squash commit and a valid report
+    (or, without one, the tests named by runs here: `named_tests`)."""
     if held_out(org, repo):
         sys.exit(f"{org}/{repo} is held out for an independent check")
     base = git(git_dir, "rev-parse", f"{commit}^").strip()
     changed = git(git_dir, "diff", "--name-only", base, commit).splitlines()
     tests = [p for p in changed if is_test_path(p)]
     fixes = [p for p in changed if not is_test_path(p)]
-    official = json.loads(report.read_text(encoding="utf-8"))
-    if not official.get("valid"):
-        sys.exit(f"{report}: the benchmark did not mark this run valid; its tests do not describe the row")
+    if report is not None:
+        official = json.loads(report.read_text(encoding="utf-8"))
+        if not official.get("valid"):
+            sys.exit(f"{report}: the benchmark did not mark this run valid; its tests do not describe the row")
+        source = {"report": str(report)}
+    else:
+        assert named is not None
+        official = named_tests(named)
+        source = {"tests": str(named), "named_by": official["how"]}
     row = {
         "org": org, "repo": repo, "number": number, "base": {"sha": base},
         "title": git(git_dir, "log", "-1", "--format=%s", commit).strip(),
@@ -150,7 +173,7 @@ def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, report
         "fix_patch": git(git_dir, "diff", "--full-index", base, commit, "--", *fixes) if fixes else "",
         "test_patch": git(git_dir, "diff", "--full-index", base, commit, "--", *tests) if tests else "",
         **{key: official.get(key, {}) for key in ("f2p_tests", "p2p_tests", "s2p_tests", "n2p_tests")},
-        "rebuilt_from": {"commit": commit, "report": str(report)},
+        "rebuilt_from": {"commit": commit, **source},
     }
     out.mkdir(parents=True, exist_ok=True)
     target = out / f"{org}__{repo}_rebuilt.jsonl"
@@ -177,14 +200,16 @@ def main() -> None:
     b.add_argument("--org", required=True)
     b.add_argument("--repo", required=True)
     b.add_argument("--number", type=int, required=True)
-    b.add_argument("--report", type=Path, required=True)
+    official = b.add_mutually_exclusive_group(required=True)
+    official.add_argument("--report", type=Path, help="the benchmark's report.json of a valid run")
+    official.add_argument("--tests", type=Path, help="tests named by runs before and after the fix here (named_tests)")
     args = parser.parse_args()
     if args.command == "rows":
         rows(args.datasets, args.out / "rows")
     elif args.command == "candidates":
         candidates(args.git_dir, args.commit, args.language, args.split, args.out / "candidates")
     else:
-        rebuild(args.git_dir, args.commit, args.org, args.repo, args.number, args.report, args.out / "rows")
+        rebuild(args.git_dir, args.commit, args.org, args.repo, args.number, args.report, args.out / "rows", args.tests)
 
 
 if __name__ == "__main__":
