@@ -148,15 +148,20 @@ def named_tests(path: Path) -> dict:
 
 
 def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, report: Path | None, out: Path,
-            named: Path | None = None) -> None:
+            named: Path | None = None, test_prefixes: list[str] | None = None) -> None:
     """A row in the published shape from the pull request's squash commit and a valid report
-    (or, without one, the tests named by runs here: `named_tests`)."""
+    (or, without one, the tests named by runs here: `named_tests`). `test_prefixes`: the
+    folders that hold the tests, where every path has a `test` segment (test-unit's
+    lib/test/unit/)."""
     if held_out(org, repo):
         sys.exit(f"{org}/{repo} is held out for an independent check")
     base = git(git_dir, "rev-parse", f"{commit}^").strip()
     changed = git(git_dir, "diff", "--name-only", base, commit).splitlines()
-    tests = [p for p in changed if is_test_path(p)]
-    fixes = [p for p in changed if not is_test_path(p)]
+    def in_tests(path: str) -> bool:
+        return path.startswith(tuple(test_prefixes)) if test_prefixes else is_test_path(path)
+
+    tests = [p for p in changed if in_tests(p)]
+    fixes = [p for p in changed if not in_tests(p)]
     if report is not None:
         official = json.loads(report.read_text(encoding="utf-8"))
         if not official.get("valid"):
@@ -203,13 +208,15 @@ def main() -> None:
     official = b.add_mutually_exclusive_group(required=True)
     official.add_argument("--report", type=Path, help="the benchmark's report.json of a valid run")
     official.add_argument("--tests", type=Path, help="tests named by runs before and after the fix here (named_tests)")
+    b.add_argument("--test-prefix", action="append", help="a folder of the tests (instead of the `test` segment rule)")
     args = parser.parse_args()
     if args.command == "rows":
         rows(args.datasets, args.out / "rows")
     elif args.command == "candidates":
         candidates(args.git_dir, args.commit, args.language, args.split, args.out / "candidates")
     else:
-        rebuild(args.git_dir, args.commit, args.org, args.repo, args.number, args.report, args.out / "rows", args.tests)
+        rebuild(args.git_dir, args.commit, args.org, args.repo, args.number, args.report, args.out / "rows", args.tests,
+                args.test_prefix)
 
 
 if __name__ == "__main__":
