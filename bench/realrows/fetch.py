@@ -24,8 +24,8 @@ independent check and never written.
         --commit HEAD --language c++ --split verified
     python bench/realrows/fetch.py rebuild --git-dir /work/.mirror/catchorg+Catch2/repo --commit cd60a030 \\
         --org catchorg --repo Catch2 --number 2723 --report /work/realrows/reports/catchorg__Catch2-2723.json
-    python bench/realrows/fetch.py rebuild --git-dir /work/.mirror/vuejs+core/repo --commit ced59ab8f \
-        --org vuejs --repo core --number 11870 --tests /work/realrows/reports/vuejs__core-11870.tests.json
+    python bench/realrows/fetch.py named        # the rows of bench/realrows/named/ (JavaScript, TypeScript,
+                                                 # Ruby), rebuilt from /work/.mirror's snapshots
 """
 
 from __future__ import annotations
@@ -188,6 +188,30 @@ def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, report
           f"{len(row['f2p_tests'])} f2p, {len(row['p2p_tests'])} p2p")
 
 
+#: rows rebuilt from their fix commits with tests named by runs here (`named_tests`), one file a row
+NAMED = Path(__file__).resolve().parent / "named"
+
+
+def named_rows(mirrors: Path, out: Path) -> None:
+    """Rebuild every row of bench/realrows/named/ from the repositories' snapshots under
+    `mirrors` (`<owner>+<name>/repo`, as the search tool's fetch leaves them), and link each
+    snapshot as out/repos/<owner>__<name> for the import's --repos. Each file names its fix
+    commit, its tests and how they were named; its rows file is written anew."""
+    specs = [(path, json.loads(path.read_text(encoding="utf-8"))) for path in sorted(NAMED.glob("*.json"))]
+    for _, spec in specs:
+        (out / "rows" / f"{spec['org']}__{spec['repo']}_rebuilt.jsonl").unlink(missing_ok=True)
+    (out / "repos").mkdir(parents=True, exist_ok=True)
+    for path, spec in specs:
+        git_dir = mirrors / f"{spec['org']}+{spec['repo']}" / "repo"
+        if not git_dir.is_dir():
+            sys.exit(f"{path}: field repo: no snapshot of {spec['org']}/{spec['repo']} at {git_dir}")
+        link = out / "repos" / f"{spec['org']}__{spec['repo']}"
+        if not link.exists():
+            link.symlink_to(git_dir)
+        rebuild(git_dir, spec["commit"], spec["org"], spec["repo"], int(spec["number"]), None, out / "rows",
+                path, spec.get("test_prefix"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("/work/realrows"))
@@ -209,11 +233,15 @@ def main() -> None:
     official.add_argument("--report", type=Path, help="the benchmark's report.json of a valid run")
     official.add_argument("--tests", type=Path, help="tests named by runs before and after the fix here (named_tests)")
     b.add_argument("--test-prefix", action="append", help="a folder of the tests (instead of the `test` segment rule)")
+    n = sub.add_parser("named", help="rebuild the rows of bench/realrows/named/ from local snapshots")
+    n.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
     args = parser.parse_args()
     if args.command == "rows":
         rows(args.datasets, args.out / "rows")
     elif args.command == "candidates":
         candidates(args.git_dir, args.commit, args.language, args.split, args.out / "candidates")
+    elif args.command == "named":
+        named_rows(args.mirrors, args.out)
     else:
         rebuild(args.git_dir, args.commit, args.org, args.repo, args.number, args.report, args.out / "rows", args.tests,
                 args.test_prefix)
