@@ -44,6 +44,7 @@ from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.sandbox import cgroup, layer
 from testprism.tasks.sandbox.environment import build_environment
 from testprism.tasks.sandbox.image.binding import ImageRun, image_run, prepare_dockerfile, prepare_image
+from testprism.tasks.sandbox.image.program import images_root
 from testprism.tasks.sandbox.base import (
     ExecResult,
     Limits,
@@ -226,7 +227,7 @@ class LocalBackend(SandboxBackend):
         environment = request.environment
         image = image_run(environment)
         if image is not None:  # the image's root instead of the host's, the program where the image has it
-            root = list(_image_mounts(image))
+            root = list(_image_mounts(image, _loopback_hosts(self.work)))
             shown: list[str] = []
             placed = (["--bind", str(ws / "program"), image.program] if image.program else []) + [
                 "--chdir", str(image.workdir)]
@@ -454,14 +455,36 @@ def _system_mounts() -> tuple[str, ...]:
     return tuple(args)
 
 
+#: what Docker writes into every container's /etc/hosts (its loopback lines), which an image
+#: itself holds empty: the engine mounts its own at run time
+LOOPBACK_HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+
+
+def _loopback_hosts(work: WorkPaths) -> Path:
+    """The work area's copy of LOOPBACK_HOSTS, written once (renamed into place, so a
+    concurrent run never reads half of it)."""
+    target = images_root(work) / "hosts"
+    if not target.is_file() or target.read_text() != LOOPBACK_HOSTS:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".hosts.")
+        with os.fdopen(handle, "w") as stream:
+            stream.write(LOOPBACK_HOSTS)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, target)
+    return target
+
+
 @cache
-def _image_mounts(image: ImageRun) -> tuple[str, ...]:
+def _image_mounts(image: ImageRun, hosts: Path) -> tuple[str, ...]:
     """bwrap arguments that show the image's exported root filesystem as the sandbox's
     root, read-only, entry by entry on bwrap's own tmpfs root (so the mount points a run
     needs, /workspace among them, can be made there whatever the image holds): a folder
     bound, a link recreated as the link it is (it resolves inside the sandbox), a file
     bound; the program's top folder is bound too, the state's tree then over the program.
-    /proc, /dev, /tmp and the rest of a run's own mounts go over these as for any run."""
+    /proc, /dev, /tmp and the rest of a run's own mounts go over these as for any run.
+    An empty /etc/hosts (Docker's placeholder) gets `hosts`, the loopback names Docker gives
+    a container: without them `localhost` resolves to nothing (Vite's dev server, which
+    Vitest starts, looks it up and stops)."""
     root = Path(image.root)
     args: list[str] = []
     for entry in sorted(root.iterdir()):
@@ -472,6 +495,10 @@ def _image_mounts(image: ImageRun) -> tuple[str, ...]:
             args += ["--symlink", os.readlink(entry), inside]
         elif entry.is_dir() or entry.is_file():
             args += ["--ro-bind", str(entry), inside]
+    placeholder = root / "etc" / "hosts"
+    if (root / "etc").is_dir() and not (root / "etc").is_symlink() and placeholder.is_file() \
+            and not placeholder.is_symlink() and placeholder.stat().st_size == 0:
+        args += ["--ro-bind", str(hosts), "/etc/hosts"]
     return tuple(args)
 
 
