@@ -244,18 +244,18 @@ def test_exported_root_runs_the_image_python_under_bubblewrap(api, swebench_imag
 
 def test_an_image_root_resolves_localhost_under_bubblewrap(api, hostile_image, work, require):
     """An image holds /etc/hosts empty (the engine mounts its own in a container): the local
-    backend gives the run Docker's loopback lines, or `localhost` resolves to nothing (Vitest's
-    Vite server looked it up and stopped on vuejs/core's real row, issue 40). Control: the root's
-    own mounts alone, and the name does not resolve."""
+    backend gives the run Docker's loopback lines (tasks/sandbox/hosts.py), or `localhost`
+    resolves to nothing. Control: the root's own mounts alone, and the name does not resolve."""
     from testprism.tasks.sandbox.image import exported_root, resolve_image
     from testprism.tasks.sandbox.image.binding import ImageRun
-    from testprism.tasks.sandbox.local import _image_mounts, _loopback_hosts
+    from testprism.tasks.sandbox.hosts import loopback_hosts
+    from testprism.tasks.sandbox.local import _image_mounts
 
     require("sandbox")
     image = resolve_image(api, HOSTILE)
     root = exported_root(api, image, work)
     assert (root / "etc" / "hosts").stat().st_size == 0
-    mounts = _image_mounts(ImageRun(image=image, program="", root=str(root)), _loopback_hosts(work))
+    mounts = _image_mounts(ImageRun(image=image, program="", root=str(root)), loopback_hosts(work))
     without = [a for i, a in enumerate(mounts) if "/etc/hosts" not in mounts[i:i + 3]]
 
     def lookup(args) -> subprocess.CompletedProcess:

@@ -6,7 +6,8 @@ only, nothing reachable), and a root of its own that holds only what a run needs
 /bin, /sbin, /lib* links or folders), the environment read-only (and the prefix of its
 interpreter when that lies outside them), the run's workspace writable at `/workspace`,
 a private /tmp, /var/tmp, /dev and /proc, and, for a run given a model channel, its socket
-(tasks/sandbox/model_access.py). Nothing else of the host: not the benchmark, the
+(tasks/sandbox/model_access.py); on an image's root, its /etc/hosts holds the loopback names
+(tasks/sandbox/hosts.py). Nothing else of the host: not the benchmark, the
 store, the work area's other states and runs, nor home folders. The sandbox dies with its
 parent. Limits: the run's processes together in a cgroup of the run's own
 (tasks/sandbox/cgroup.py: memory, tmpfs pages included, and processes; equal CPU weight),
@@ -44,7 +45,7 @@ from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.sandbox import cgroup, layer
 from testprism.tasks.sandbox.environment import build_environment
 from testprism.tasks.sandbox.image.binding import ImageRun, image_run, prepare_dockerfile, prepare_image
-from testprism.tasks.sandbox.image.program import images_root
+from testprism.tasks.sandbox.hosts import loopback_hosts
 from testprism.tasks.sandbox.base import (
     ExecResult,
     Limits,
@@ -227,7 +228,7 @@ class LocalBackend(SandboxBackend):
         environment = request.environment
         image = image_run(environment)
         if image is not None:  # the image's root instead of the host's, the program where the image has it
-            root = list(_image_mounts(image, _loopback_hosts(self.work)))
+            root = list(_image_mounts(image, loopback_hosts(self.work)))
             shown: list[str] = []
             placed = (["--bind", str(ws / "program"), image.program] if image.program else []) + [
                 "--chdir", str(image.workdir)]
@@ -455,25 +456,6 @@ def _system_mounts() -> tuple[str, ...]:
     return tuple(args)
 
 
-#: what Docker writes into every container's /etc/hosts (its loopback lines), which an image
-#: itself holds empty: the engine mounts its own at run time
-LOOPBACK_HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
-
-
-def _loopback_hosts(work: WorkPaths) -> Path:
-    """The work area's copy of LOOPBACK_HOSTS, written once (renamed into place, so a
-    concurrent run never reads half of it)."""
-    target = images_root(work) / "hosts"
-    if not target.is_file() or target.read_text() != LOOPBACK_HOSTS:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".hosts.")
-        with os.fdopen(handle, "w") as stream:
-            stream.write(LOOPBACK_HOSTS)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, target)
-    return target
-
-
 @cache
 def _image_mounts(image: ImageRun, hosts: Path) -> tuple[str, ...]:
     """bwrap arguments that show the image's exported root filesystem as the sandbox's
@@ -482,9 +464,8 @@ def _image_mounts(image: ImageRun, hosts: Path) -> tuple[str, ...]:
     bound, a link recreated as the link it is (it resolves inside the sandbox), a file
     bound; the program's top folder is bound too, the state's tree then over the program.
     /proc, /dev, /tmp and the rest of a run's own mounts go over these as for any run.
-    An empty /etc/hosts (Docker's placeholder) gets `hosts`, the loopback names Docker gives
-    a container: without them `localhost` resolves to nothing (Vite's dev server, which
-    Vitest starts, looks it up and stops)."""
+    The image's /etc/hosts gets `hosts` over it, as the engine mounts its own over it in a
+    container (tasks/sandbox/hosts.py)."""
     root = Path(image.root)
     args: list[str] = []
     for entry in sorted(root.iterdir()):
@@ -495,9 +476,8 @@ def _image_mounts(image: ImageRun, hosts: Path) -> tuple[str, ...]:
             args += ["--symlink", os.readlink(entry), inside]
         elif entry.is_dir() or entry.is_file():
             args += ["--ro-bind", str(entry), inside]
-    placeholder = root / "etc" / "hosts"
-    if (root / "etc").is_dir() and not (root / "etc").is_symlink() and placeholder.is_file() \
-            and not placeholder.is_symlink() and placeholder.stat().st_size == 0:
+    etc = root / "etc"
+    if etc.is_dir() and not etc.is_symlink() and (etc / "hosts").is_file() and not (etc / "hosts").is_symlink():
         args += ["--ro-bind", str(hosts), "/etc/hosts"]
     return tuple(args)
 
