@@ -245,6 +245,32 @@ def test_exported_root_runs_the_image_python_under_bubblewrap(api, swebench_imag
     assert done.stdout.split() == ["1.10", "False"], done.stderr
 
 
+def test_an_image_root_resolves_localhost_under_bubblewrap(api, hostile_image, work, require):
+    """An image holds /etc/hosts empty (the engine mounts its own in a container): the local
+    backend gives the run Docker's loopback lines (tasks/sandbox/hosts.py), or `localhost`
+    resolves to nothing. Control: the root's own mounts alone, and the name does not resolve."""
+    from testprism.tasks.sandbox.image import exported_root, resolve_image
+    from testprism.tasks.sandbox.image.binding import ImageRun
+    from testprism.tasks.sandbox.hosts import loopback_hosts
+    from testprism.tasks.sandbox.local import _image_mounts
+
+    require("sandbox")
+    image = resolve_image(api, HOSTILE)
+    root = exported_root(api, image, work)
+    assert (root / "etc" / "hosts").stat().st_size == 0
+    mounts = _image_mounts(ImageRun(image=image, program="", root=str(root)), loopback_hosts(work))
+    without = [a for i, a in enumerate(mounts) if "/etc/hosts" not in mounts[i:i + 3]]
+
+    def lookup(args) -> subprocess.CompletedProcess:
+        return subprocess.run([shutil.which("bwrap"), *args, "--proc", "/proc", "--dev", "/dev", "--unshare-all",
+                               "--die-with-parent", "getent", "hosts", "localhost"], capture_output=True, text=True,
+                              timeout=60)
+
+    found = lookup(mounts)
+    assert found.returncode == 0 and found.stdout.split()[0] in ("127.0.0.1", "::1"), found.stderr
+    assert lookup(without).returncode == 2 and len(without) == len(mounts) - 3
+
+
 # --- a missing image -------------------------------------------------------------------
 
 

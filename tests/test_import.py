@@ -261,6 +261,20 @@ def test_which_touched_files_run_as_tests(path, runs):
     assert is_test_file(path) is runs
 
 
+@pytest.mark.parametrize(("language", "path", "runs"), [
+    # real rows (issue 40): immutable-js (JavaScript) keeps its Jest tests in TypeScript; vuejs/core
+    # keeps specs under __tests__/helpers/
+    ("javascript", "__tests__/Range.ts", True), ("javascript", "src/Range.ts", False),
+    ("typescript", "packages/runtime-core/__tests__/helpers/renderList.spec.ts", True),
+    ("typescript", "packages/runtime-core/__tests__/helpers/utils.ts", False),
+    ("typescript", "__tests__/Range.js", False),
+    ("javascript", "test/fixtures/app.js", False), ("javascript", "test/support/env.js", False),
+    ("javascript", "test/app.router.js", True),
+])
+def test_which_touched_files_run_as_tests_in_javascript(language, path, runs):
+    assert is_test_file(path, language) is runs
+
+
 def test_selected_tests_count_removed_lines_too(tmp_path):
     program = tmp_path / "program"
     (program / "tests").mkdir(parents=True)
@@ -472,6 +486,8 @@ def test_multilingual_rows_without_their_recipe_are_refused(tmp_path):
      'variables = { TESTPRISM_JUNIT = "x" }\n', "recipe.0.variables"),
     ('[[recipe]]\nrepo = "a/b"\nlanguage = "go"\ntest_command = "go test -run {tests}"\nbuild = { timeout_s = 5 }\n',
      "recipe.0.build.command"),
+    ('[[recipe]]\nrepo = "a/b"\nlanguage = "ruby"\nparser = "testunit"\ntest_command = "ruby t.rb -n /{tests}/"\n',
+     "recipe.0.parser"),
 ])
 def test_multilingual_recipe_errors_name_file_and_field(tmp_path, text, field):
     path = tmp_path / "bad.toml"
@@ -503,6 +519,31 @@ def test_bundled_multilingual_recipes_load():
     for recipe, path in ((gin, gin_file), (express, express_file)):
         dockerfile = recipe.dockerfile_path(path)
         assert dockerfile is not None and dockerfile.read_text().count("FROM ${BASE}") == 1
+
+
+def test_bundled_real_row_recipes_name_their_languages_and_parsers():
+    # the recipes of the real rows of docs/real-benchmarks.md (issue 40): TypeScript named TypeScript,
+    # and test-unit, which writes no JUnit, read by its log parser
+    recipes = Path(__file__).resolve().parents[1] / "examples" / "recipes"
+    book = load_recipes([recipes / "immutable-js.toml", recipes / "vue-core.toml", recipes / "test-unit.toml"])
+    found = {repo: book.find(repo, "")[0] for repo in ("immutable-js/immutable-js", "vuejs/core", "test-unit/test-unit")}
+    assert {repo: (r.language, r.parser) for repo, r in found.items()} == {
+        "immutable-js/immutable-js": ("javascript", None), "vuejs/core": ("typescript", None),
+        "test-unit/test-unit": ("ruby", "ruby_unit")}
+    assert all("$TESTPRISM_JUNIT" in r.test_command for r in found.values() if r.parser is None)
+
+
+def test_a_recipes_parser_becomes_the_instances_checks_parser(tmp_path):
+    lx = build_multilingual_fixture(tmp_path / "fixture", "javascript")
+    assert load_benchmark(_imported(lx, tmp_path / "junit")).instances[lx.row["instance_id"]].spec.checks.parser is None
+    lx.recipes.write_text(lx.recipes.read_text().replace("test_command =", 'parser = "mocha"\ntest_command =', 1))
+    spec = load_benchmark(_imported(lx, tmp_path / "parsed")).instances[lx.row["instance_id"]].spec
+    assert spec.checks.parser == "mocha"
+
+
+def _imported(lx: LanguageFixture, out: Path) -> Path:
+    assert import_language(lx, out).imported == [lx.row["instance_id"]]
+    return out
 
 
 @pytest.mark.slow

@@ -69,6 +69,13 @@ def run(backend, env, tree, script: str, **limits):
     return backend.run(request)
 
 
+def test_localhost_resolves_without_a_network(backend, env, tree):
+    # Docker's containers made with networking disabled get no /etc/hosts from the engine (the
+    # image's is empty): Vitest's Vite server stopped on `getaddrinfo EAI_AGAIN localhost` (issue 40)
+    result = run(backend, env, tree, "getent hosts localhost")
+    assert result.exit_code == 0 and result.output_tail.split()[0] in ("127.0.0.1", "::1"), result.output_tail
+
+
 def survivors(marker: str, wait_s: float = 10.0) -> list[int]:
     """Host processes whose command line holds `marker`, once those being killed are gone:
     a sandbox's processes are the host's too (nested pid namespaces), so none may outlive

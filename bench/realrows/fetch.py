@@ -12,8 +12,10 @@ tool's `fetch`, which leaves one under /work/.mirror/<owner>+<name>/repo):
   rebuild     a row in the published shape rebuilt from a repository's squash commit of
               the pull request (base = its parent; fix_patch = what it changes outside test
               paths, test_patch = inside them, as Multi-SWE-bench splits a pull request) and
-              the tests of a report.json whose run the benchmark marked valid. Only for
-              when the dataset row itself cannot be had: the result says it was rebuilt.
+              the tests of a report.json whose run the benchmark marked valid, or (--tests)
+              the tests named by running the suite before and after the fix here, where no
+              official report can be had (SWE-bench Multilingual's rows). Only for when the
+              dataset row itself cannot be had: the result says it was rebuilt, and from what.
 
 The rows of fmtlib/fmt, FasterXML/jackson-core and BurntSushi/ripgrep are kept for an
 independent check and never written.
@@ -22,6 +24,8 @@ independent check and never written.
         --commit HEAD --language c++ --split verified
     python bench/realrows/fetch.py rebuild --git-dir /work/.mirror/catchorg+Catch2/repo --commit cd60a030 \\
         --org catchorg --repo Catch2 --number 2723 --report /work/realrows/reports/catchorg__Catch2-2723.json
+    python bench/realrows/fetch.py named        # the rows of bench/realrows/named/ (JavaScript, TypeScript,
+                                                 # Ruby), rebuilt from /work/.mirror's snapshots
 """
 
 from __future__ import annotations
@@ -132,17 +136,41 @@ def is_test_path(path: str) -> bool:
     return any("test" in part.lower() for part in PurePosixPath(path).parts[:-1]) or "test" in path.rsplit("/", 1)[-1].lower()
 
 
-def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, report: Path, out: Path) -> None:
-    """A row in the published shape from the pull request's squash commit and a valid report."""
+def named_tests(path: Path) -> dict:
+    """`--tests`: the deciding and kept tests named by running the row's test command before
+    and after the fix here ({"f2p_tests": {id: {"test": "FAIL", "fix": "PASS"}}, "p2p_tests":
+    {...}, "how": "the command and the runner"}), for a row whose benchmark publishes no report
+    that can be had. `how` must say how they were named: the row carries it."""
+    named = json.loads(path.read_text(encoding="utf-8"))
+    if not named.get("f2p_tests") or not str(named.get("how", "")).strip():
+        sys.exit(f"{path}: field f2p_tests or how: a tests file names its deciding tests and how they were named")
+    return named
+
+
+def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, report: Path | None, out: Path,
+            named: Path | None = None, test_prefixes: list[str] | None = None) -> None:
+    """A row in the published shape from the pull request's squash commit and a valid report
+    (or, without one, the tests named by runs here: `named_tests`). `test_prefixes`: the
+    folders that hold the tests, where every path has a `test` segment (test-unit's
+    lib/test/unit/)."""
     if held_out(org, repo):
         sys.exit(f"{org}/{repo} is held out for an independent check")
     base = git(git_dir, "rev-parse", f"{commit}^").strip()
     changed = git(git_dir, "diff", "--name-only", base, commit).splitlines()
-    tests = [p for p in changed if is_test_path(p)]
-    fixes = [p for p in changed if not is_test_path(p)]
-    official = json.loads(report.read_text(encoding="utf-8"))
-    if not official.get("valid"):
-        sys.exit(f"{report}: the benchmark did not mark this run valid; its tests do not describe the row")
+    def in_tests(path: str) -> bool:
+        return path.startswith(tuple(test_prefixes)) if test_prefixes else is_test_path(path)
+
+    tests = [p for p in changed if in_tests(p)]
+    fixes = [p for p in changed if not in_tests(p)]
+    if report is not None:
+        official = json.loads(report.read_text(encoding="utf-8"))
+        if not official.get("valid"):
+            sys.exit(f"{report}: the benchmark did not mark this run valid; its tests do not describe the row")
+        source = {"report": str(report)}
+    else:
+        assert named is not None
+        official = named_tests(named)
+        source = {"tests": str(named), "named_by": official["how"]}
     row = {
         "org": org, "repo": repo, "number": number, "base": {"sha": base},
         "title": git(git_dir, "log", "-1", "--format=%s", commit).strip(),
@@ -150,7 +178,7 @@ def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, report
         "fix_patch": git(git_dir, "diff", "--full-index", base, commit, "--", *fixes) if fixes else "",
         "test_patch": git(git_dir, "diff", "--full-index", base, commit, "--", *tests) if tests else "",
         **{key: official.get(key, {}) for key in ("f2p_tests", "p2p_tests", "s2p_tests", "n2p_tests")},
-        "rebuilt_from": {"commit": commit, "report": str(report)},
+        "rebuilt_from": {"commit": commit, **source},
     }
     out.mkdir(parents=True, exist_ok=True)
     target = out / f"{org}__{repo}_rebuilt.jsonl"
@@ -158,6 +186,30 @@ def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, report
         sink.write(json.dumps(row) + "\n")
     print(f"{target}: {org}/{repo}#{number} base {base[:12]}, {len(fixes)} fix files, {len(tests)} test files, "
           f"{len(row['f2p_tests'])} f2p, {len(row['p2p_tests'])} p2p")
+
+
+#: rows rebuilt from their fix commits with tests named by runs here (`named_tests`), one file a row
+NAMED = Path(__file__).resolve().parent / "named"
+
+
+def named_rows(mirrors: Path, out: Path) -> None:
+    """Rebuild every row of bench/realrows/named/ from the repositories' snapshots under
+    `mirrors` (`<owner>+<name>/repo`, as the search tool's fetch leaves them), and link each
+    snapshot as out/repos/<owner>__<name> for the import's --repos. Each file names its fix
+    commit, its tests and how they were named; its rows file is written anew."""
+    specs = [(path, json.loads(path.read_text(encoding="utf-8"))) for path in sorted(NAMED.glob("*.json"))]
+    for _, spec in specs:
+        (out / "rows" / f"{spec['org']}__{spec['repo']}_rebuilt.jsonl").unlink(missing_ok=True)
+    (out / "repos").mkdir(parents=True, exist_ok=True)
+    for path, spec in specs:
+        git_dir = mirrors / f"{spec['org']}+{spec['repo']}" / "repo"
+        if not git_dir.is_dir():
+            sys.exit(f"{path}: field repo: no snapshot of {spec['org']}/{spec['repo']} at {git_dir}")
+        link = out / "repos" / f"{spec['org']}__{spec['repo']}"
+        if not link.exists():
+            link.symlink_to(git_dir)
+        rebuild(git_dir, spec["commit"], spec["org"], spec["repo"], int(spec["number"]), None, out / "rows",
+                path, spec.get("test_prefix"))
 
 
 def main() -> None:
@@ -177,14 +229,22 @@ def main() -> None:
     b.add_argument("--org", required=True)
     b.add_argument("--repo", required=True)
     b.add_argument("--number", type=int, required=True)
-    b.add_argument("--report", type=Path, required=True)
+    official = b.add_mutually_exclusive_group(required=True)
+    official.add_argument("--report", type=Path, help="the benchmark's report.json of a valid run")
+    official.add_argument("--tests", type=Path, help="tests named by runs before and after the fix here (named_tests)")
+    b.add_argument("--test-prefix", action="append", help="a folder of the tests (instead of the `test` segment rule)")
+    n = sub.add_parser("named", help="rebuild the rows of bench/realrows/named/ from local snapshots")
+    n.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
     args = parser.parse_args()
     if args.command == "rows":
         rows(args.datasets, args.out / "rows")
     elif args.command == "candidates":
         candidates(args.git_dir, args.commit, args.language, args.split, args.out / "candidates")
+    elif args.command == "named":
+        named_rows(args.mirrors, args.out)
     else:
-        rebuild(args.git_dir, args.commit, args.org, args.repo, args.number, args.report, args.out / "rows")
+        rebuild(args.git_dir, args.commit, args.org, args.repo, args.number, args.report, args.out / "rows", args.tests,
+                args.test_prefix)
 
 
 if __name__ == "__main__":

@@ -129,6 +129,8 @@ def instance_toml(row: SweBenchRow, source: str, recipe: Recipe, checks: Checks,
         "fail_to_pass": list(checks.fail_to_pass),
         "pass_to_pass": list(checks.pass_to_pass),
     }
+    if recipe.parser is not None:
+        document["checks"]["parser"] = recipe.parser
     return toml_writer.dumps(document, comments)
 
 

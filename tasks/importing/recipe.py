@@ -13,6 +13,7 @@ python = "3.11"                       # interpreter of the environment (TESTPRIS
 packages = ["mpmath==1.3.0", "pytest>=8,<10"]
 setup = []                            # shell commands run from the program root before the tests
 test_command = "python -m pytest -p no:cacheprovider -rA {test_files} {deselect} --junitxml=$TESTPRISM_JUNIT"
+# parser = "ruby_unit"                # a log parser reading the command's output, when it writes no JUnit
 deselect = []                         # tests never run (pytest node ids) or never deciding (others)
 [recipe.env]                          # variables folded into the commands as VAR=value prefixes
 PYTHONWARNINGS = "ignore::UserWarning"
@@ -43,6 +44,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from testprism.tasks.model.benchmark_format import (
+    LOG_PARSERS,
     NAME,
     BuildSpec,
     EnvironmentSpec,
@@ -89,6 +91,9 @@ class Recipe(BaseModel):
     test_command: str
     deselect: tuple[str, ...] = ()
     env: dict[str, str] = {}
+    #: the log parser that reads the command's output (the instance's `[checks] parser`), for a
+    #: runner that writes no JUnit (Ruby's test-unit); None: the command writes $TESTPRISM_JUNIT
+    parser: str | None = None
 
     _known_language = field_validator("language")(known_language)
     _command_names = field_validator("toolchains")(command_names)
@@ -100,6 +105,13 @@ class Recipe(BaseModel):
             SpecifierSet(value)
         except InvalidSpecifier as exc:
             raise ValueError(f"not a version range (PEP 440 specifiers such as '>=1.6,<1.12'): {exc}") from exc
+        return value
+
+    @field_validator("parser")
+    @classmethod
+    def _known_parser(cls, value: str | None) -> str | None:
+        if value is not None and value not in LOG_PARSERS:
+            raise ValueError(f"{value!r} is not a log parser testprism knows; one of {', '.join(LOG_PARSERS)}")
         return value
 
     @field_validator("env", "variables")

@@ -274,17 +274,21 @@ def is_test_file(path: str, language: str = "python") -> bool:
     folder; helpers a test patch also edits (sympy's `testing/quality_unicode.py`, a
     conftest.py) are not run as tests. Another language: a file of its extensions that its
     syntax record's test rule accepts (Go's `*_test.go`) and that is named as a test
-    (`*.test.js`, `*.spec.ts`, `FooTest.java`) or lies in a test folder outside fixtures."""
+    (`*.test.js`, `*.spec.ts`, `FooTest.java`), wherever it lies (vuejs/core keeps specs under
+    `__tests__/helpers/`), or lies in a test folder outside fixtures. A JavaScript repository's
+    tests may be TypeScript, which Jest and Vitest transform (immutable-js's `__tests__/Range.ts`)."""
     name = PurePosixPath(path)
     if language != "python":
         record = named(language)
-        if name.suffix not in record.extensions or not record.test_file(path):
-            return False
-        if any(part in NOT_TEST_FOLDERS for part in name.parts[:-1]):
+        extensions = record.extensions + (named("typescript").extensions if language == "javascript" else ())
+        if name.suffix not in extensions or not record.test_file(path):
             return False
         stem = name.name.split(".")[0]
-        marked = ".test." in name.name or ".spec." in name.name or stem.endswith(("_test", "Test", "Tests"))
-        return marked or any(part in ("test", "tests", "__tests__", "spec") for part in name.parts[:-1])
+        if ".test." in name.name or ".spec." in name.name or stem.endswith(("_test", "Test", "Tests")):
+            return True
+        if any(part in NOT_TEST_FOLDERS for part in name.parts[:-1]):
+            return False
+        return any(part in ("test", "tests", "__tests__", "spec") for part in name.parts[:-1])
     if name.suffix != ".py" or name.name in ("conftest.py", "__init__.py"):
         return False
     if name.name.startswith("test_") or name.stem.endswith("_test") or name.name == "tests.py":

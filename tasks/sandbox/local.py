@@ -6,7 +6,8 @@ only, nothing reachable), and a root of its own that holds only what a run needs
 /bin, /sbin, /lib* links or folders), the environment read-only (and the prefix of its
 interpreter when that lies outside them), the run's workspace writable at `/workspace`,
 a private /tmp, /var/tmp, /dev and /proc, and, for a run given a model channel, its socket
-(tasks/sandbox/model_access.py). Nothing else of the host: not the benchmark, the
+(tasks/sandbox/model_access.py); on an image's root, its /etc/hosts holds the loopback names
+(tasks/sandbox/hosts.py). Nothing else of the host: not the benchmark, the
 store, the work area's other states and runs, nor home folders. The sandbox dies with its
 parent. Limits: the run's processes together in a cgroup of the run's own
 (tasks/sandbox/cgroup.py: memory, tmpfs pages included, and processes; equal CPU weight),
@@ -50,6 +51,7 @@ from testprism.tasks.sandbox.image.binding import (
     prepare_dockerfile,
     prepare_image,
 )
+from testprism.tasks.sandbox.hosts import loopback_hosts
 from testprism.tasks.sandbox.base import (
     ExecResult,
     Limits,
@@ -232,7 +234,7 @@ class LocalBackend(SandboxBackend):
         environment = request.environment
         image = image_run(environment)
         if image is not None:  # the image's root instead of the host's, the program where the image has it
-            root = list(_image_mounts(image))
+            root = list(_image_mounts(image, loopback_hosts(self.work)))
             shown: list[str] = []
             placed = (["--bind", str(ws / "program"), image.program] if image.program else []) + [
                 "--chdir", str(image.workdir), *_image_user(image)]
@@ -472,13 +474,15 @@ def _image_user(image: ImageRun) -> list[str]:
 
 
 @cache
-def _image_mounts(image: ImageRun) -> tuple[str, ...]:
+def _image_mounts(image: ImageRun, hosts: Path) -> tuple[str, ...]:
     """bwrap arguments that show the image's exported root filesystem as the sandbox's
     root, read-only, entry by entry on bwrap's own tmpfs root (so the mount points a run
     needs, /workspace among them, can be made there whatever the image holds): a folder
     bound, a link recreated as the link it is (it resolves inside the sandbox), a file
     bound; the program's top folder is bound too, the state's tree then over the program.
-    /proc, /dev, /tmp and the rest of a run's own mounts go over these as for any run."""
+    /proc, /dev, /tmp and the rest of a run's own mounts go over these as for any run.
+    The image's /etc/hosts gets `hosts` over it, as the engine mounts its own over it in a
+    container (tasks/sandbox/hosts.py)."""
     root = Path(image.root)
     args: list[str] = []
     for entry in sorted(root.iterdir()):
@@ -489,6 +493,9 @@ def _image_mounts(image: ImageRun) -> tuple[str, ...]:
             args += ["--symlink", os.readlink(entry), inside]
         elif entry.is_dir() or entry.is_file():
             args += ["--ro-bind", str(entry), inside]
+    etc = root / "etc"
+    if etc.is_dir() and not etc.is_symlink() and (etc / "hosts").is_file() and not (etc / "hosts").is_symlink():
+        args += ["--ro-bind", str(hosts), "/etc/hosts"]
     return tuple(args)
 
 

@@ -20,6 +20,7 @@ from testprism.tasks.model.workdir import WorkPaths, workspace_prefix
 from testprism.tasks.sandbox.base import RunRequest
 from testprism.tasks.sandbox.docker.archive import WORKSPACE
 from testprism.tasks.sandbox.docker.engine import LABEL, OWNER_LABEL, RUN_LABEL, SESSION_LABEL, _errors, _sdk
+from testprism.tasks.sandbox.hosts import loopback_hosts
 from testprism.tasks.sandbox.model_access import SANDBOX_SOCKET, channel_env
 
 if TYPE_CHECKING:
@@ -109,6 +110,8 @@ class _RunContainers:
         binds = {}
         if ws is not None:
             binds[str(ws)] = {"bind": str(WORKSPACE), "mode": "rw", **({"propagation": "rslave"} if shared else {})}
+        if ws is not None:  # the engine is on this host: the loopback names it would have mounted
+            binds[str(loopback_hosts(self.work))] = {"bind": "/etc/hosts", "mode": "ro"}
         if ws is not None and program_at is not None:
             binds[str(ws / "program")] = {"bind": program_at, "mode": "rw"}
         if control is not None:
