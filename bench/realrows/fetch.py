@@ -12,8 +12,11 @@ tool's `fetch`, which leaves one under /work/.mirror/<owner>+<name>/repo):
   rebuild     a row in the published shape rebuilt from a repository's squash commit of
               the pull request (base = its parent; fix_patch = what it changes outside test
               paths, test_patch = inside them, as Multi-SWE-bench splits a pull request) and
-              the tests of a report.json whose run the benchmark marked valid. Only for
-              when the dataset row itself cannot be had: the result says it was rebuilt.
+              the tests of a report.json whose run the benchmark marked valid, or of the
+              `report:` line of a SWE-bench-java run_instance.log (its FAIL_TO_PASS and
+              PASS_TO_PASS, whatever that run's outcome); `--base` when the pull request's
+              base is not the squash's parent. Only for when the dataset row itself cannot be
+              had: the result says it was rebuilt.
 
 The rows of fmtlib/fmt, FasterXML/jackson-core and BurntSushi/ripgrep are kept for an
 independent check and never written.
@@ -22,14 +25,19 @@ independent check and never written.
         --commit HEAD --language c++ --split verified
     python bench/realrows/fetch.py rebuild --git-dir /work/.mirror/catchorg+Catch2/repo --commit cd60a030 \\
         --org catchorg --repo Catch2 --number 2723 --report /work/realrows/reports/catchorg__Catch2-2723.json
+    python bench/realrows/fetch.py rebuild --git-dir /work/.mirror/google+gson/repo --commit 46b97bf15 \\
+        --base 0e90771e45 --org google --repo gson --number 1555 --swebench-java-log run_instance.log
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path, PurePosixPath
 
 HELD_OUT = {"fmtlib/fmt", "fasterxml/jackson-core", "burntsushi/ripgrep"}
@@ -132,32 +140,73 @@ def is_test_path(path: str) -> bool:
     return any("test" in part.lower() for part in PurePosixPath(path).parts[:-1]) or "test" in path.rsplit("/", 1)[-1].lower()
 
 
-def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, report: Path, out: Path) -> None:
-    """A row in the published shape from the pull request's squash commit and a valid report."""
+def swebench_java_tests(log: Path) -> dict[str, dict[str, str]]:
+    """The tests of a SWE-bench-java row, read back from one of its evaluation logs: the
+    harness prints `report: {...}` (a Python dict) whose `tests_status` lists every
+    FAIL_TO_PASS and PASS_TO_PASS test of the row under `success` or `failure`, whatever
+    the patch did. The ids are kept as SWE-bench-java writes them (`gson:com.google.gson.FooTest`:
+    the Maven module, then the class)."""
+    for line in log.read_text(encoding="utf-8").splitlines():
+        if " - INFO - report: " in line:
+            report = ast.literal_eval(line.split(" - INFO - report: ", 1)[1])
+            status = next(iter(report.values()))["tests_status"]
+            return {key: {test: {"test": before, "fix": "PASS"}
+                          for test in status[name]["success"] + status[name]["failure"]}
+                    for key, name, before in (("f2p_tests", "FAIL_TO_PASS", "FAIL"),
+                                              ("p2p_tests", "PASS_TO_PASS", "PASS"))}
+    sys.exit(f"{log}: no `report:` line (the run did not finish grading)")
+
+
+def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, tests: dict[str, dict], source: Path,
+            out: Path, base: str | None = None) -> None:
+    """A row in the published shape from the pull request's squash commit and its official tests.
+    The pull request's change is the squash's own (its parent to it); `base`, when given, is
+    the commit it is applied to (the pull request's base, older than the squash's parent), and
+    must take it: a rebuilt row whose patches do not apply would fail for a reason of ours."""
     if held_out(org, repo):
         sys.exit(f"{org}/{repo} is held out for an independent check")
-    base = git(git_dir, "rev-parse", f"{commit}^").strip()
-    changed = git(git_dir, "diff", "--name-only", base, commit).splitlines()
-    tests = [p for p in changed if is_test_path(p)]
+    parent = git(git_dir, "rev-parse", f"{commit}^").strip()
+    base = git(git_dir, "rev-parse", base).strip() if base else parent
+    changed = git(git_dir, "diff", "--name-only", parent, commit).splitlines()
+    tests_changed = [p for p in changed if is_test_path(p)]
     fixes = [p for p in changed if not is_test_path(p)]
-    official = json.loads(report.read_text(encoding="utf-8"))
-    if not official.get("valid"):
-        sys.exit(f"{report}: the benchmark did not mark this run valid; its tests do not describe the row")
+    fix_patch = git(git_dir, "diff", "--full-index", parent, commit, "--", *fixes) if fixes else ""
+    test_patch = git(git_dir, "diff", "--full-index", parent, commit, "--", *tests_changed) if tests_changed else ""
+    if base != parent:
+        applies(git_dir, base, fix_patch + test_patch)
     row = {
         "org": org, "repo": repo, "number": number, "base": {"sha": base},
         "title": git(git_dir, "log", "-1", "--format=%s", commit).strip(),
         "body": git(git_dir, "log", "-1", "--format=%b", commit).strip(),
-        "fix_patch": git(git_dir, "diff", "--full-index", base, commit, "--", *fixes) if fixes else "",
-        "test_patch": git(git_dir, "diff", "--full-index", base, commit, "--", *tests) if tests else "",
-        **{key: official.get(key, {}) for key in ("f2p_tests", "p2p_tests", "s2p_tests", "n2p_tests")},
-        "rebuilt_from": {"commit": commit, "report": str(report)},
+        "fix_patch": fix_patch, "test_patch": test_patch,
+        **{key: tests.get(key, {}) for key in ("f2p_tests", "p2p_tests", "s2p_tests", "n2p_tests")},
+        "rebuilt_from": {"commit": commit, "tests": str(source), **({"base": base} if base != parent else {})},
     }
     out.mkdir(parents=True, exist_ok=True)
     target = out / f"{org}__{repo}_rebuilt.jsonl"
     with target.open("a", encoding="utf-8") as sink:
         sink.write(json.dumps(row) + "\n")
-    print(f"{target}: {org}/{repo}#{number} base {base[:12]}, {len(fixes)} fix files, {len(tests)} test files, "
+    print(f"{target}: {org}/{repo}#{number} base {base[:12]}, {len(fixes)} fix files, {len(tests_changed)} test files, "
           f"{len(row['f2p_tests'])} f2p, {len(row['p2p_tests'])} p2p")
+
+
+def applies(git_dir: Path, base: str, patch: str) -> None:
+    """Exit unless `patch` applies to the tree of `base` (checked in a scratch index)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        subprocess.run(["git", f"--git-dir={git_dir}", "read-tree", base], env=env, check=True)
+        done = subprocess.run(["git", f"--git-dir={git_dir}", "apply", "--cached", "--check", "-"], env=env,
+                              input=patch, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"the pull request's change does not apply to {base[:12]}: {done.stderr.strip()}")
+
+
+def report_tests(report: Path) -> dict[str, dict]:
+    """The tests of a Multi-SWE-bench report.json, which must be a run the benchmark marked valid."""
+    official = json.loads(report.read_text(encoding="utf-8"))
+    if not official.get("valid"):
+        sys.exit(f"{report}: the benchmark did not mark this run valid; its tests do not describe the row")
+    return {key: official.get(key, {}) for key in ("f2p_tests", "p2p_tests", "s2p_tests", "n2p_tests")}
 
 
 def main() -> None:
@@ -177,14 +226,20 @@ def main() -> None:
     b.add_argument("--org", required=True)
     b.add_argument("--repo", required=True)
     b.add_argument("--number", type=int, required=True)
-    b.add_argument("--report", type=Path, required=True)
+    b.add_argument("--base", help="the pull request's base, when it is not the squash's parent")
+    tests = b.add_mutually_exclusive_group(required=True)
+    tests.add_argument("--report", type=Path, help="a Multi-SWE-bench report.json the benchmark marked valid")
+    tests.add_argument("--swebench-java-log", type=Path, help="a SWE-bench-java run_instance.log of the row")
     args = parser.parse_args()
     if args.command == "rows":
         rows(args.datasets, args.out / "rows")
     elif args.command == "candidates":
         candidates(args.git_dir, args.commit, args.language, args.split, args.out / "candidates")
     else:
-        rebuild(args.git_dir, args.commit, args.org, args.repo, args.number, args.report, args.out / "rows")
+        source = args.report or args.swebench_java_log
+        tests = report_tests(source) if args.report else swebench_java_tests(source)
+        rebuild(args.git_dir, args.commit, args.org, args.repo, args.number, tests, source, args.out / "rows",
+                args.base)
 
 
 if __name__ == "__main__":
