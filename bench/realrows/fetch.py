@@ -48,10 +48,13 @@ def held_out(org: str, repo: str) -> bool:
 
 
 def git(git_dir: Path, *args: str) -> str:
-    done = subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True)
+    """Git's output as it printed it: decoded without newline translation, so that a diff of a
+    file with CRLF line endings keeps them (text mode would turn them into LF, and the patch
+    would then not apply to the file)."""
+    done = subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True)
     if done.returncode != 0:
-        sys.exit(f"git {' '.join(args)} in {git_dir}: {done.stderr.strip()}")
-    return done.stdout
+        sys.exit(f"git {' '.join(args)} in {git_dir}: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout.decode("utf-8", errors="replace")
 
 
 def rows(datasets: list[Path], out: Path) -> None:
