@@ -15,7 +15,8 @@ tool's `fetch`, which leaves one under /work/.mirror/<owner>+<name>/repo):
               the tests of a report.json whose run the benchmark marked valid, or of the
               `report:` line of a SWE-bench-java run_instance.log (its FAIL_TO_PASS and
               PASS_TO_PASS, whatever that run's outcome); `--base` when the pull request's
-              base is not the squash's parent. Only for when the dataset row itself cannot be
+              base is not the squash's parent (the change merged onto it by git's three-way
+              merge when it does not apply as it is). Only for when the dataset row itself cannot be
               had: the result says it was rebuilt.
 
 The rows of fmtlib/fmt, FasterXML/jackson-core and BurntSushi/ripgrep are kept for an
@@ -164,8 +165,8 @@ def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, tests:
             out: Path, base: str | None = None) -> None:
     """A row in the published shape from the pull request's squash commit and its official tests.
     The pull request's change is the squash's own (its parent to it); `base`, when given, is
-    the commit it is applied to (the pull request's base, older than the squash's parent), and
-    must take it: a rebuilt row whose patches do not apply would fail for a reason of ours."""
+    the commit it is applied to (the pull request's base, older than the squash's parent),
+    directly or by a three-way merge without conflict (on_base)."""
     if held_out(org, repo):
         sys.exit(f"{org}/{repo} is held out for an independent check")
     parent = git(git_dir, "rev-parse", f"{commit}^").strip()
@@ -176,7 +177,7 @@ def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, tests:
     fix_patch = git(git_dir, "diff", "--full-index", parent, commit, "--", *fixes) if fixes else ""
     test_patch = git(git_dir, "diff", "--full-index", parent, commit, "--", *tests_changed) if tests_changed else ""
     if base != parent:
-        applies(git_dir, base, fix_patch + test_patch)
+        fix_patch, test_patch = on_base(git_dir, base, fix_patch + test_patch, fixes, tests_changed)
     row = {
         "org": org, "repo": repo, "number": number, "base": {"sha": base},
         "title": git(git_dir, "log", "-1", "--format=%s", commit).strip(),
@@ -193,15 +194,32 @@ def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, tests:
           f"{len(row['f2p_tests'])} f2p, {len(row['p2p_tests'])} p2p")
 
 
-def applies(git_dir: Path, base: str, patch: str) -> None:
-    """Exit unless `patch` applies to the tree of `base` (checked in a scratch index)."""
+def on_base(git_dir: Path, base: str, patch: str, fixes: list[str], tests: list[str]) -> tuple[str, str]:
+    """The pull request's change (fix and test parts) as it applies to `base`: itself when it
+    applies there, else git's three-way merge of it onto `base` (the squash's pre-images are in
+    the repository) when that merge has no conflict; exits otherwise. A rebuilt row whose
+    patches do not apply would fail for a reason of ours."""
     with tempfile.TemporaryDirectory() as scratch:
+        tree = Path(scratch) / "tree"
+        tree.mkdir()
         env = {**os.environ, "GIT_INDEX_FILE": str(Path(scratch) / "index")}
-        subprocess.run(["git", f"--git-dir={git_dir}", "read-tree", base], env=env, check=True)
-        done = subprocess.run(["git", f"--git-dir={git_dir}", "apply", "--cached", "--check", "-"], env=env,
-                              input=patch, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"the pull request's change does not apply to {base[:12]}: {done.stderr.strip()}")
+        command = ["git", f"--git-dir={git_dir}", f"--work-tree={tree}"]
+        subprocess.run([*command, "read-tree", base], env=env, check=True)
+        subprocess.run([*command, "checkout-index", "-a", "-u"], env=env, check=True)
+        done = subprocess.run([*command, "apply", "--3way", "-"], env=env, cwd=tree, input=patch.encode(),
+                              capture_output=True)
+        if done.returncode != 0:
+            sys.exit(f"the pull request's change does not apply to {base[:12]}, nor merge there without conflict: "
+                     f"{done.stderr.decode(errors='replace').strip()}")
+
+        def part(paths: list[str]) -> str:
+            if not paths:
+                return ""
+            diff = subprocess.run([*command, "diff", "--full-index", base, "--", *paths], env=env, cwd=tree,
+                                  capture_output=True, check=True)
+            return diff.stdout.decode("utf-8", errors="replace")
+
+        return part(fixes), part(tests)
 
 
 def report_tests(report: Path) -> dict[str, dict]:
