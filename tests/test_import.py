@@ -494,7 +494,19 @@ def test_a_recipes_context_folder_goes_beside_its_dockerfile(tmp_path):
     assert without.imported and not (tmp_path / "without" / "environments" / "go" / "maven-seed").exists()
     lx.recipes.write_text(lx.recipes.read_text().replace('dockerfile = ', 'context = "go-context"\ndockerfile = '))
     out = tmp_path / "bench"
-    assert import_language(lx, out).imported == [lx.row["instance_id"]]
+
+    class Seen:
+        """A verifier that records what the staged instance's environment folder holds: --verify
+        builds the environment from there, before the instance is in place."""
+
+        def problems(self, instance) -> list[str]:
+            self.files = sorted(p.name for p in instance.spec.environment.context.iterdir())
+            return []
+
+    seen = Seen()
+    assert import_rows(lx.rows, out, load_recipes([lx.recipes]), ProgramSources.from_options(lx.repos, None),
+                       source="swe-bench-multilingual", verifier=seen).imported == [lx.row["instance_id"]]
+    assert seen.files == ["Dockerfile", "maven-seed"]
     environment = load_benchmark(out).instances[lx.row["instance_id"]].spec.environment
     assert (environment.context / "maven-seed" / "pom.xml").read_text() == "<project/>\n"
     assert (environment.context / "Dockerfile").read_bytes() == lx.dockerfile.read_bytes()

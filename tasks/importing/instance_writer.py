@@ -166,12 +166,10 @@ def write_instance(folder: Path, row: SweBenchRow, fitted: tuple[str, str], *, s
                    dockerfile: Dockerfile | None = None) -> None:
     """Write the instance beside its program in `folder`: each diff as it applies to the
     program (`fitted`: reference, checks), the published text kept beside one that had to be
-    rewritten, the issue, instance.toml and origin.toml; and the Dockerfile where the
-    instance finds it (`folder` is `<root>/instances/<id>` in the staging area too)."""
-    if dockerfile is not None:
-        staged_copy = folder.parent.parent / dockerfile.rel
-        staged_copy.parent.mkdir(parents=True, exist_ok=True)
-        staged_copy.write_bytes(dockerfile.content)
+    rewritten, the issue, instance.toml and origin.toml; and the Dockerfile, with its context's
+    files, where the instance finds it (`folder` is `<root>/instances/<id>` in the staging area too)."""
+    if dockerfile is not None:  # with its context: --verify builds the environment from there
+        publish_dockerfile(folder.parent.parent, dockerfile)
     rewritten: list[str] = []
     for name, published, text in (("reference", row.patch, fitted[0]), ("checks", row.test_patch, fitted[1])):
         (folder / f"{name}.diff").write_text(text, encoding="utf-8", errors="surrogateescape")

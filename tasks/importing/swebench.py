@@ -86,9 +86,6 @@ def import_row(record: Record, out: Path, recipes: RecipeBook, sources: ProgramS
                              fuzz)
         write_instance(folder, row, fitted, source=source, recipe=recipe, recipe_file=recipe_file, checks=checks,
                        origin=origin, record=record.label, dockerfile=dockerfile)
-        if dockerfile is not None:
-            # before --verify builds the environment, which reads its folder (a Maven seed there)
-            publish_dockerfile(out, dockerfile)
         try:
             instance = load_instance(folder)
         except BenchmarkError as exc:
@@ -98,6 +95,8 @@ def import_row(record: Record, out: Path, recipes: RecipeBook, sources: ProgramS
             if problems:
                 raise RowError("FAIL_TO_PASS/PASS_TO_PASS", "the checks do not reproduce on "
                                f"{origin.describe(row)}: " + "; ".join(problems[:5]))
+        if dockerfile is not None:
+            publish_dockerfile(out, dockerfile)
     log.info("imported %s from %s", row.instance_id, origin.describe(row))
     return "imported"
 
