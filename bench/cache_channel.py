@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox.base import Limits, RunRequest
 from testprism.tasks.sandbox.local import LocalBackend

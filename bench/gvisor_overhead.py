@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import testprism.tasks.sandbox  # noqa: F401 - the package first: its imports are ordered there
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox.base import Limits, RunRequest
 from testprism.tasks.sandbox.docker.backend import DockerBackend

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from testprism.tasks.execution.verdict import classify
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox import cgroup
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend

@@ -127,7 +127,8 @@ from rich.table import Table
 
 from testprism.tasks.execution.batch import Environments
 from testprism.tasks.execution.build import BUILD_RECORD, state_tree
-from testprism.tasks.model.benchmark import Benchmark, EnvironmentSpec, load_benchmark
+from testprism.tasks.model.benchmark import Benchmark, load_benchmark
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.sandbox.base import Limits, RunRequest
 from testprism.tasks.sandbox.docker.backend import DockerBackend
 from testprism.tasks.sandbox.docker.engine import api_client

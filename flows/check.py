@@ -103,7 +103,7 @@ def check_flow(
     stored, ran = verify(planned, options, target, place) if planned else ({}, 0)
     verdicts = [gate_verdict(instance, [stored[s.key] for s in gold[iid]], [stored[s.key] for s in empty[iid]])
                 for iid, instance in sorted(bench.instances.items())]
-    verdicts = sorted([*verdicts, *rows.unloadable], key=lambda v: v.instance_id)
+    verdicts = sorted([*verdicts, *rows.unloadable, *rows.refused], key=lambda v: v.instance_id)
 
     checked_at = datetime.now(UTC)
     gate_run = f"{checked_at:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"

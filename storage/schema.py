@@ -428,7 +428,7 @@ SEARCHES = pa.schema(
         pa.field("cumulative_tokens", pa.int64(), nullable=False),  # this round and every earlier one
         pa.field("run_tokens_cap", pa.int64(), nullable=False),  # the round's per-run token cap (lowered when cut)
         pa.field("search_tokens_cap", pa.int64(), nullable=False),  # Caps.search_tokens: the whole search
-        pa.field("proposer_tokens", pa.int64(), nullable=False),  # the LLM proposer's own, outside the cap
+        pa.field("proposer_tokens", pa.int64(), nullable=False),  # the LLM proposer's own, within cumulative_tokens
         pa.field("started_at", pa.timestamp("us", tz="UTC"), nullable=False),
         pa.field("status", pa.string(), nullable=False),  # done | cut | stopped (tasks/generate/search.py)
         pa.field("note", pa.string()),  # why cut, stopped or fallen back

@@ -67,6 +67,11 @@ def respond(marker: str, seen: int, messages: list[dict] = ()) -> tuple[int, dic
         return 200, body, 0.0
     if marker == "strategy-text":  # rsi's llm proposer rewriting the instructions (tests/test_rsi.py)
         return 200, answer(json.dumps({"rounds": 2, "instructions": STRATEGY_TEXT})), 0.0
+    if marker == "suite":  # a generator asking its model for the suite (tests/test_pipeline_config.py)
+        return 200, answer(SUITE_SCRIPT, usage=(3, 2)), 0.0
+    if marker in ("explore", "stuck"):  # rsi's scripted proposers (tests/test_rsi.py): 5 tokens a reply
+        text = explore(messages) if marker == "explore" else "[[script:stuck]]"
+        return 200, answer(json.dumps({"instructions": text}), usage=PROPOSER_USAGE), 0.0
     if marker == "malformed":
         return 200, answer("These tests look fine to me."), 0.0
     if marker == "out-of-range":
@@ -93,6 +98,28 @@ def respond(marker: str, seen: int, messages: list[dict] = ()) -> tuple[int, dic
 #: the instructions the scripted proposer writes: the designed generator of tests/test_rsi.py
 #: writes its strong suite when told to check that impl.txt starts with "fixed"
 STRATEGY_TEXT = "Assert the fixed behaviour itself: check that impl.txt starts with `fixed`, not only that the bug is gone."
+#: the suite the scripted model writes for tests/synthbench.py's instances: the strong one
+SUITE_SCRIPT = "grep -q '^fixed' impl.txt\n"
+#: the words the exploring proposer tries in its instructions, in this order; which of them
+#: matter, and how, it does not know (tests/test_rsi.py's generator decides)
+EXPLORE_WORDS = ("smoke", "boundary", "style", "exact", "docs", "reject", "fast")
+#: (prompt, completion) tokens of a scripted proposer's reply
+PROPOSER_USAGE = (4, 1)
+
+
+def explore(messages: list[dict]) -> str:
+    """A scripted proposer that explores by coordinate ascent on its words: from the best
+    round so far (highest JSF, earliest of a tie), toggle the first word whose result no round
+    has tried; once every neighbour is tried, propose the best again. It reads the history the
+    harness shows it (tasks/generate/proposers.py `messages`), one JSON object per round."""
+    rounds = [json.loads(line) for m in messages for line in m["content"].splitlines() if line.startswith('{"round"')]
+    words = lambda r: frozenset(w for w in r["strategy"]["instructions"].split() if w in EXPLORE_WORDS)  # noqa: E731
+    tried = {words(r) for r in rounds}
+    best = words(max(rounds, key=lambda r: (r["jsf"], -r["round"])))
+    step = next((best ^ {w} for w in EXPLORE_WORDS if best ^ {w} not in tried), best)
+    return " ".join(["[[script:explore]]", *(w for w in EXPLORE_WORDS if w in step)])
+
+
 #: the reviewer's rationale per marker (tests/test_crossval.py's designed example)
 REVIEWS = {
     "review-overturn": "The instruction asks that impl.txt read exactly `fixed`; this test checks exactly that, "

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from testprism.flows.cli import app
 from testprism.tasks.generate.task_folder import language_json
 from testprism.tasks.model import syntax
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.sandbox.base import ExecResult, Limits, RunRequest
 from testprism.tasks.sandbox.channel import Budget, ModelChannel
 from tests.chatserver import AGENT_FIX, AGENT_PROGRAM, FAILING_TEST, PASSING_TEST

@@ -29,7 +29,7 @@ import httpx
 import pytest
 
 import testprism.tasks.sandbox as sandbox_module
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend, SandboxUnavailable
 from testprism.tasks.sandbox.channel import Budget, ModelChannel, Usage
 from testprism.tasks.sandbox.model_access import RELAY_PORT, SANDBOX_SOCKET

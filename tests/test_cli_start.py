@@ -17,7 +17,8 @@ from testprism.flows.errors import USER_ERRORS, user_error_status
 HEAVY = ("prefect", "scipy", "polars", "pyarrow", "dask", "distributed")
 #: testprism's own modules a `--help` must not pay for: the sandbox's interface and the
 #: benchmark model behind it (a third of the import once), the tree-sitter grammars
-OWN_HEAVY = ("testprism.tasks.sandbox.base", "testprism.tasks.model.benchmark", "testprism.tasks.model.syntax")
+OWN_HEAVY = ("testprism.tasks.sandbox.base", "testprism.tasks.model.benchmark", "testprism.tasks.model.benchmark_format",
+             "testprism.tasks.model.syntax")
 
 
 def _loaded_after(statement: str, modules: tuple[str, ...]) -> set[str]:

@@ -27,7 +27,7 @@ from testprism.tasks.collect.candidate import (
     set_aside_duplicates,
     set_aside_near_duplicates,
 )
-from testprism.tasks.collect.label import GOLD_POLICY, LABEL_POLICY, gold_plan, gold_verdict, label_of
+from testprism.tasks.collect.label import GOLD_POLICY, GOLD_REPEATS, LABEL_POLICY, gold_plan, gold_verdict, label_of
 from testprism.tasks.collect.settings import CollectSettings
 from testprism.tasks.collect.verification import candidate_states, check_ids, execute, plan, stored_keys, stored_rows
 from testprism.tasks.collect.panel import (
@@ -368,6 +368,50 @@ def test_candidates_are_labelled_by_the_official_checks(labelled_bench, tmp_path
     # keyed by content: a second pass runs nothing
     again, ran_again = label_all(instance, tmp_path / "store", work_root)
     assert ran_again == 0 and again == labels
+
+
+def test_the_collect_funnel_runs_without_prefect_or_a_sandbox(tmp_path, work_root):
+    """tasks/collect/collection.py is plain functions: given how verifications run (here rows
+    made up as the official checks would report them), the gate's say and the panel choice,
+    it runs the whole funnel with no flow and no sandbox, gold policy before the labels'.
+    The control: a gate that fails the instance leaves nothing to label and no panel."""
+    from testprism.tasks.collect.collection import collect
+    from testprism.tasks.execution.junit import junit_id
+
+    bench = load_benchmark(make_benchmark(tmp_path / "bench", {}))
+    instance = bench.instances["mini__median-even"]
+    ids = check_ids(instance)
+    failing = {"buggy": {"tests/test_official.py::test_even_length"},
+               "candidate:sorts-in-place": {"tests/test_official.py::test_input_untouched"}}
+    policies = []
+
+    def verify(specs, options):
+        policies.append(options.policy)
+        rows = {s.key: {"state": s.state.name, "repeat": s.repeat, "reason": None, "stdout_tail": "", "restored": (),
+                        "tests": [{"name": junit_id(i), "message": "",
+                                   "outcome": "failed" if i in failing.get(s.state.name, ()) else "passed"} for i in ids]}
+                for s in specs}
+        return rows, len(rows)
+
+    def run(gate):
+        policies.clear()
+        chosen = []
+        collection = collect(bench, [], [], CollectSettings(), options_for(tmp_path / "store", work_root), 0, "run-1",
+                             verify=verify, gate=gate,
+                             choose_panels=lambda validated, pool, mode, rule: chosen.extend(validated) or [])
+        return collection, chosen
+
+    collection, chosen = run(lambda verdicts: verdicts)
+    assert [s.name for s in collection.funnel.stages] == ["ingest", "exact_dedup", "gold_validation", "verification",
+                                                           "near_dedup", "panel_testprism"]
+    assert {c.candidate_id: c.label for c in collection.pool} == {"stdlib": "valid", "sorts-in-place": "invalid"}
+    assert chosen == [instance] and collection.executed == 2 * GOLD_REPEATS + 2 and collection.reused == 0
+    assert [p.confirm_failures for p in policies] == [GOLD_POLICY.confirm_failures, LABEL_POLICY.confirm_failures]
+    assert all(p.patch_fuzz == 0 for p in policies)
+
+    failed = run(lambda verdicts: [replace(v, reason=Reason.FAILED_GATE) for v in verdicts])  # the CONTROL
+    assert failed[1] == [] and {c.label for c in failed[0].pool} == {None}
+    assert {c.reason for c in failed[0].pool} == {Reason.INSTANCE_QUARANTINED}
 
 
 @pytest.mark.slow

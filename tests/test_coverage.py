@@ -15,7 +15,8 @@ import polars as pl
 import pytest
 from scipy.stats import pearsonr, spearmanr
 
-from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
+from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.score.coverage import probe
 from testprism.tasks.score.coverage.probe import measure_coverage
 from testprism.tasks.score.coverage.summary import coverage_summary

@@ -1,4 +1,4 @@
-"""ΔC beyond Python (tasks/score/coverage/toolchains.py): Go cover profiles and V8 coverage
+"""ΔC beyond Python (tasks/score/coverage/toolchains/): Go cover profiles and V8 coverage
 made on this host by gotestsum and `node --test`, gcov's, JaCoCo's, llvm-cov's, PCOV's, Ruby's
 and Vitest's (V8 through source maps) on the bundled instances, read back against lines known
 to have run or not; the helper scripts of each toolchain run as the sandbox would run them; a
@@ -22,19 +22,15 @@ from testprism.tasks.model.state import apply_patch
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.score.coverage.probe import measure_coverage
 from testprism.tasks.score.coverage.reports import parse_gcov_report, parse_go_profile, parse_jacoco_report, parse_lcov_report, parse_mapped_v8_report, parse_pcov_report, parse_ruby_report, parse_v8_report, score_changes, v8_executed
-from testprism.tasks.score.coverage.toolchains import (
-    GccToolchain,
-    GoToolchain,
-    JavaToolchain,
-    JavaScriptToolchain,
-    PhpToolchain,
-    RubyToolchain,
-    RustToolchain,
-    Toolchain,
-    TypeScriptToolchain,
-    go_modules,
-    toolchain_for,
-)
+from testprism.tasks.score.coverage.toolchains import Toolchain, toolchain_for
+from testprism.tasks.score.coverage.toolchains.gcc import GccToolchain
+from testprism.tasks.score.coverage.toolchains.go import GoToolchain, go_modules
+from testprism.tasks.score.coverage.toolchains.java import JavaToolchain
+from testprism.tasks.score.coverage.toolchains.javascript import JavaScriptToolchain
+from testprism.tasks.score.coverage.toolchains.php import PhpToolchain
+from testprism.tasks.score.coverage.toolchains.ruby import RubyToolchain
+from testprism.tasks.score.coverage.toolchains.rust import RustToolchain
+from testprism.tasks.score.coverage.toolchains.typescript import TypeScriptToolchain
 from tests.benchfixture import CHECKS, diff, make_benchmark
 from tests.coveragefixture import run_helpers as run_suite_helpers
 from tests.langfixture import GO_RUN, JS_RUN, make_language_benchmark
@@ -224,7 +220,7 @@ def test_go_helpers_measure_the_suites_own_gotestsum(tmp_path):
     reference = diff("calc/calc.go", CALC_GO_BEFORE, CALC_GO) + diff("calc/calc_test.go", "", GO_TESTS["calc/calc_test.go"])
     toolchain = GoToolchain()
     changes = toolchain.analyse(program, reference.encode())
-    # not the test file; a closing brace alone is no code line (tree-sitter: tasks/model/syntax.py)
+    # not the test file; a closing brace alone is no code line (tree-sitter: tasks/model/syntax/)
     assert [(c.path, sorted(c.lines)) for c in changes] == [("calc/calc.go", [5, 6])]
     suite = suite_of(tmp_path, 'gotestsum --junitfile "$TESTPRISM_JUNIT" -- ./...\n')
     done, report = run_helpers(program, toolchain, suite, changes, tmp_path)

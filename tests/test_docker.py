@@ -20,7 +20,8 @@ import pytest
 from testprism.storage import Store
 from testprism.tasks.replay.settings import ReplaySettings
 from testprism.tasks.model.bundled import BUNDLED
-from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
+from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.sandbox.environment import EnvironmentBuildError
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxUnavailable
 from testprism.tasks.sandbox.docker.backend import DockerBackend  # registers "docker"

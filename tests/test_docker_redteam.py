@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from testprism.tasks.sandbox.base import Limits, RunRequest
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.execution.verdict import classify

@@ -73,6 +73,39 @@ def _ids(value: object) -> list[str]:
     return value
 
 
+# SWT-bench's grading, as its src/grading.py has it (logic-star-ai/swt-bench at 330a649):
+# get_eval_report classes each test by its status before and after (None: missing or neither
+# PASSED nor FAILED), get_resolution_success decides `resolved` and `added_f2p`; and
+# src/log_parsers.py parse_log_reproduction_script makes a script's exit status one test.
+
+
+def swt_eval_report(pre: dict[str, str], post: dict[str, str]) -> dict[str, list[str]]:
+    """get_eval_report: x→P with F→P, x→F with F→F, P→x with P→F, F→x and x→x UNMATCHED."""
+    found: dict[tuple, list[str]] = {}
+    for test in sorted(pre.keys() | post.keys()):
+        key = tuple(side.get(test) if side.get(test) in ("PASSED", "FAILED") else None for side in (pre, post))
+        found.setdefault(key, []).append(test)
+    at = lambda *keys: sorted(t for k in keys for t in found.get(k, []))  # noqa: E731
+    return {"FAIL_TO_PASS": at((None, "PASSED"), ("FAILED", "PASSED")), "PASS_TO_PASS": at(("PASSED", "PASSED")),
+            "FAIL_TO_FAIL": at(("FAILED", "FAILED"), (None, "FAILED")),
+            "PASS_TO_FAIL": at(("PASSED", "FAILED"), ("PASSED", None)),
+            "UNMATCHED": at(("FAILED", None), (None, None))}
+
+
+def swt_resolution(pred: dict[str, list[str]], base: dict[str, list[str]]) -> tuple[bool, int]:
+    """get_resolution_success: (resolved, added_f2p)."""
+    base_f2p, pred_f2p = set(base["FAIL_TO_PASS"]), set(pred["FAIL_TO_PASS"])
+    added = pred_f2p.issuperset(base_f2p) and len(pred_f2p.difference(base_f2p)) > 0
+    not_added_x2f = (len(set(pred["PASS_TO_FAIL"]).difference(base["PASS_TO_FAIL"])) == 0
+                     and len(set(pred["FAIL_TO_FAIL"]).difference(base["FAIL_TO_FAIL"])) == 0)
+    return added and not_added_x2f, len(pred_f2p.difference(base_f2p))
+
+
+def swt_reproduction_script(exit_code: int) -> dict[str, str]:
+    """parse_log_reproduction_script: one `reproduction_script` test, PASSED on exit 0."""
+    return {"reproduction_script": "PASSED" if exit_code == 0 else "FAILED"}
+
+
 def read_swt_bench(folder: Path, model: str, run_id: str) -> dict[str, dict]:
     """SWT-bench's run report (`<model>.<run_id>.json`, make_run_report) and every instance's
     `<model>/<instance>/report.json` (grading.py get_pred_report), checked field by field;
@@ -104,12 +137,7 @@ def read_swt_bench(folder: Path, model: str, run_id: str) -> dict[str, dict]:
             for tests in ("tests_base", "tests_pred"):
                 assert set(entry[tests]) == {*TRANSITIONS, "UNMATCHED"}
                 assert all(isinstance(name, str) for names in entry[tests].values() for name in names)
-            # SWT-bench's rule (get_resolution_success): new F→P tests over the base, and no new X→F
-            pred, base = entry["tests_pred"], entry["tests_base"]
-            f2p_added = set(pred["FAIL_TO_PASS"]) > set(base["FAIL_TO_PASS"])
-            no_new_fail = not (set(pred["PASS_TO_FAIL"]) - set(base["PASS_TO_FAIL"])) and not (
-                set(pred["FAIL_TO_FAIL"]) - set(base["FAIL_TO_FAIL"]))
-            assert entry["resolved"] == (f2p_added and no_new_fail)
+            assert (entry["resolved"], entry["added_f2p"]) == swt_resolution(entry["tests_pred"], entry["tests_base"])
         assert entry["resolved"] == (report.parent.name in lists["resolved_ids"])
         entries[report.parent.name] = entry
     assert set(entries) == set(lists["completed_ids"]) | set(lists["error_ids"])
@@ -165,6 +193,81 @@ def test_swt_bench_export_reads_back_as_swt_bench_reports(tmp_path):
     assert entries["i4"]["patch_is_None"] and not entries["i4"]["patch_exists"]
     summary = json.loads((tmp_path / "swt" / "gen.testprism.json").read_text())
     assert summary["error_ids"] == ["i3", "i4"] and summary["total_instances"] == 4
+
+
+def runs_store(root: Path, runs: dict[str, dict[str, tuple[str, list[dict]]]]) -> Store:
+    """One configuration, `gen`: per instance, each state's (outcome, tests) on a panel of
+    buggy, reference, one valid (`v`) and one invalid (`x`) candidate; scored."""
+    store = Store(root)
+    panels, suites, rows = [], [], []
+    for iid, states in runs.items():
+        suites.append({"configuration": "gen", "instance_id": iid, "suite_hash": "h", "present": True})
+        for state, (outcome, tests) in states.items():
+            kind, cid, label = ("candidate", state, "valid" if state == "v" else "invalid") if state in "vx" else (
+                state, None, None)
+            panels.append({"instance_id": iid, "source": "s", "state": kind, "candidate_id": cid, "label": label,
+                           "state_hash": f"{iid}-{state}"})
+            rows.append({
+                "run_key": f"{iid}-{state}", "instance_id": iid, "source": "s", "configuration": "gen",
+                "state": kind, "candidate_id": cid, "label": label, "outcome": outcome, "reason": None,
+                "exit_code": 0 if outcome == "P" else 1, "duration_s": 0.1, "attempts": 1, "stdout_tail": "",
+                "started_at": datetime(2026, 1, 1, tzinfo=UTC), "suite_hash": "h", "state_hash": "h",
+                "environment_hash": "h", "policy_hash": "h", "backend": "local", "isolation": "bubblewrap",
+                "tests": tests})
+    for name, table in (("panels", panels), ("suites", suites), ("runs", rows)):
+        store.append(name, pa.Table.from_pylist(table, schema=SCHEMAS[name]))
+    score(store)
+    return store
+
+
+def test_swt_bench_export_grades_an_exit_status_suite_as_swt_bench_s_reproduction_script(tmp_path):
+    """A suite that reports by exit status alone (no test named on any run) is graded as
+    SWT-bench grades a reproduction script: its exit status is one test. Each entry's tests
+    and verdict are recomputed here from the runs' exit codes with SWT-bench's own functions.
+    Control: the entry the export wrote before (resolved with `added_f2p` 0, the suite's f)
+    is what SWT-bench's rule rejects."""
+    runs = {"fixes": {"buggy": ("F", []), "reference": ("P", []), "v": ("P", []), "x": ("F", [])},
+            "passes-on-buggy": {"buggy": ("P", []), "reference": ("P", []), "v": ("P", []), "x": ("P", [])},
+            "fails-on-fix": {"buggy": ("F", []), "reference": ("F", []), "v": ("F", []), "x": ("F", [])}}
+    store = runs_store(tmp_path / "store", runs)
+    result = CliRunner().invoke(app, ["export", str(tmp_path / "store"), "--format", "swt-bench",
+                                      "--out", str(tmp_path / "swt")])
+    assert result.exit_code == 0, result.output
+    entries = read_swt_bench(tmp_path / "swt", "gen", "testprism")  # resolved == get_resolution_success
+    empty = swt_eval_report({}, {})
+    for iid, states in runs.items():
+        codes = [0 if states[side][0] == "P" else 1 for side in ("buggy", "reference")]
+        pred = swt_eval_report(*(swt_reproduction_script(code) for code in codes))
+        assert entries[iid]["tests_pred"] == pred and entries[iid]["tests_base"] == empty
+        assert (entries[iid]["resolved"], entries[iid]["added_f2p"]) == swt_resolution(pred, empty)
+    assert {iid for iid, e in entries.items() if e["resolved"]} == {"fixes"}
+    assert entries["fixes"]["added_f2p"] == 1 and entries["passes-on-buggy"]["added_f2p"] == 0
+    # control: the old entry, the suite's f as `resolved` beside no test at all
+    f = {r["instance_id"]: r["f"] for r in store.read_table("instance_scores").iter_rows(named=True)}
+    assert f["fixes"] == 1.0
+    assert swt_resolution(empty, empty) == (False, 0) != (f["fixes"] == 1.0, 0)
+
+
+def test_swt_bench_export_classes_a_test_missing_after_the_fix_as_swt_bench_does(tmp_path):
+    """A test failing on the buggy program and missing on the fix is UNMATCHED in SWT-bench
+    (get_eval_report's F→x), not FAIL_TO_FAIL, so it does not unresolve the suite. Control:
+    a test missing before and failing after (x→F) is FAIL_TO_FAIL and does."""
+    failed, passed = (lambda name: case(name, "failed")), (lambda name: case(name, "passed"))
+    runs = {"gone-after": {"buggy": ("F", [failed("t::a"), failed("t::gone")]), "reference": ("P", [passed("t::a")]),
+                           "v": ("P", [passed("t::a")]), "x": ("F", [failed("t::a")])},
+            "new-failing": {"buggy": ("F", [failed("t::a")]),
+                            "reference": ("P", [passed("t::a"), failed("t::new")]),
+                            "v": ("P", [passed("t::a")]), "x": ("F", [failed("t::a")])}}
+    runs_store(tmp_path / "store", runs)
+    assert CliRunner().invoke(app, ["export", str(tmp_path / "store"), "--format", "swt-bench",
+                                    "--out", str(tmp_path / "swt")]).exit_code == 0
+    entries = read_swt_bench(tmp_path / "swt", "gen", "testprism")
+    for iid, states in runs.items():
+        status = [{t["name"]: t["outcome"].upper() for t in states[side][1]} for side in ("buggy", "reference")]
+        assert entries[iid]["tests_pred"] == swt_eval_report(*status)
+    assert entries["gone-after"]["tests_pred"]["UNMATCHED"] == ["t::gone"] and entries["gone-after"]["resolved"]
+    assert entries["new-failing"]["tests_pred"]["FAIL_TO_FAIL"] == ["t::new"]
+    assert not entries["new-failing"]["resolved"]
 
 
 def test_swe_bench_export_reads_back_and_resolved_is_the_joint_success(tmp_path):

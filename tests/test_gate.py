@@ -125,6 +125,59 @@ def test_a_row_that_does_not_load_gets_its_verdict_and_the_others_load(tmp_path)
     assert "instance.toml" in bad.detail and "checks.fail_to_pass" in bad.detail
 
 
+def test_rows_an_import_refused_are_rows_of_the_gate_with_their_reason(tmp_path):
+    """An imported file's refused rows leave no instance folder; refused.json keeps them, and
+    the gate gives each the verdict `refused` with its row, field and reason, so the table
+    over the file shows every row of it. A row imported later drops its refusal; refusals of
+    another file stay. Control: the rows that imported are instances, not refusals."""
+    import json
+
+    from testprism.tasks.importing.image_route import ImageRoute, import_image_rows
+    from testprism.tasks.importing.image_specs import ImageSpecs
+
+    def swebench_row(repo: str, version: str, instance_id: str, test_file: str) -> dict:
+        change = f"--- a/{test_file}\n+++ b/{test_file}\n@@ -1 +1,2 @@\n x = 1\n+y = 2\n"
+        return {"repo": repo, "instance_id": instance_id, "base_commit": "a" * 40, "patch": change,
+                "test_patch": change, "problem_statement": "it breaks", "version": version,
+                "FAIL_TO_PASS": '["test_it (x.tests.T)"]', "PASS_TO_PASS": "[]"}
+
+    def write_rows(path: Path, items: list) -> Path:
+        path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in items))
+        return path
+
+    bench = tmp_path / "bench"
+    rows = write_rows(tmp_path / "rows.jsonl", [
+        swebench_row("django/django", "3.0", "django__django-1", "tests/admin_views/tests.py"),
+        {**swebench_row("acme/unknown", "1.0", "acme__unknown-1", "tests/test_x.py"), "language": "Python"},
+        swebench_row("briannesbitt/carbon", "2813", "briannesbitt__carbon-2813", "tests/Factory/FactoryTest.php"),
+        "{not json",
+    ])
+    report = import_image_rows(rows, bench, ImageRoute(ImageSpecs.load()), source="multilingual")
+    assert report.imported == ["django__django-1"]
+    loaded = load_rows(bench)
+    assert list(loaded.instances) == ["django__django-1"] and not loaded.unloadable
+    refused = {v.instance_id: v for v in loaded.refused}
+    assert sorted(refused) == ["acme__unknown-1", "briannesbitt__carbon-2813", "rows.jsonl:4"]
+    assert all(v.verdict is GateVerdict.REFUSED and v.source == "multilingual" for v in refused.values())
+    assert refused["acme__unknown-1"].language == "python"  # as the row declares it
+    assert refused["acme__unknown-1"].detail.startswith("rows.jsonl:2: field repo: acme/unknown is not in the ")
+    assert "fetches over the network at check time" in refused["briannesbitt__carbon-2813"].detail
+    assert refused["rows.jsonl:4"].detail.startswith("rows.jsonl:4: field (row): not JSON")
+    frame = pl.DataFrame([{"source": v.source, "language": v.language, "verdict": v.verdict.value}
+                          for v in [*loaded.refused]] + [{"source": "multilingual", "language": "python",
+                                                          "verdict": "ok"}])
+    assert gate_store.gate_table(frame).filter(pl.col("language") == "python").row(0, named=True) == {
+        "source": "multilingual", "language": "python", "rows": 2, "ok": 1, "refused": 1}
+    # the repository given later (--specs): its row imports and its refusal goes; the others stay
+    specs = tmp_path / "specs.toml"
+    specs.write_text('[swebench.repos."acme/unknown"]\nlanguage = "python"\nlog_parser = "parse_log_pytest"\n'
+                     'test_command = "pytest -rA"\n', encoding="utf-8")
+    again = write_rows(tmp_path / "again.jsonl", [swebench_row("acme/unknown", "1.0", "acme__unknown-1",
+                                                               "tests/test_x.py")])
+    import_image_rows(again, bench, ImageRoute(ImageSpecs.load(specs)))
+    assert sorted(v.instance_id for v in load_rows(bench).refused) == ["briannesbitt__carbon-2813", "rows.jsonl:4"]
+
+
 def run_row(state: str, repeat: int, passed: set[str], reason: str | None = None) -> dict:
     """A stored verification row, by hand: the fixture's three checks, `passed` passing."""
     names = ("tests/test_official.py::test_even_length", "tests/test_official.py::test_odd_length",

@@ -24,7 +24,8 @@ from testprism.tasks.execution.verdict import ResultsDisagree, Unreadable, class
 from testprism.tasks.importing.harbor import (
     TaskConfig, import_harbor, reward_format, run_time_fetches, task_language)
 from testprism.tasks.importing.rows import RowError
-from testprism.tasks.model.benchmark import BenchmarkError, RewardSpec, load_benchmark, load_instance
+from testprism.tasks.model.benchmark import BenchmarkError, load_benchmark, load_instance
+from testprism.tasks.model.benchmark_format import RewardSpec
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.model.workdir import WorkPaths
@@ -208,6 +209,93 @@ def test_tasks_refused_before_the_sandbox_is_asked(tmp_path):
                                      "WORKDIR: the program is made when the image is built, and there is no folder "
                                      "to read it out of")
     assert not report.imported and not (tmp_path / "bench" / "instances").exists()
+
+
+def test_task_toml_fields_a_run_cannot_honour_refuse_the_task_naming_them(tmp_path):
+    """Checks that need the network at check time, a value Harbor resolves from the host's
+    environment (a secret), a GPU: each task refused before the sandbox is asked, naming the
+    field. Control: the same fields in forms a run honours (no network, literal values) are
+    not refused by task.toml (the sandbox is then asked, which NoSandbox refuses)."""
+    tasks = tmp_path / "tasks"
+    for name, toml in (("online", '[verifier]\nnetwork_mode = "public"\n'),
+                       ("allowlist", '[verifier]\nallowed_hosts = ["api.openai.com"]\n'),
+                       ("secret", '[verifier.env]\nOPENAI_API_KEY = "${OPENAI_API_KEY}"\n'),
+                       ("secret-solve", '[solution.env]\nTOKEN = "${TOKEN:-x}"\n'),
+                       ("gpu", "[environment]\ngpus = 1\n"),
+                       ("offline", '[verifier]\nnetwork_mode = "no-network"\n[verifier.env]\nMODE = "strict"\n'
+                                   '[environment]\nallow_internet = false\n')):
+        harbor_task(tasks, name, {"task.toml": toml})
+    with pytest.raises(AssertionError, match="the sandbox was asked for"):  # the control reaches it
+        import_harbor(tasks, tmp_path / "bench", source="h", backend=NoSandbox(WorkPaths(tmp_path / "work")))
+    (tasks / "offline").rename(tmp_path / "offline")
+    found = issues_of(import_harbor(tasks, tmp_path / "bench", source="h",
+                                    backend=NoSandbox(WorkPaths(tmp_path / "work"))))
+    assert {name: field for name, (field, _) in found.items()} == {
+        "online": "task.toml: verifier.network_mode", "allowlist": "task.toml: verifier.network_mode",
+        "secret": "task.toml: verifier.env.OPENAI_API_KEY", "secret-solve": "task.toml: solution.env.TOKEN",
+        "gpu": "task.toml: environment.gpus"}
+    assert "the checks need the network at check time" in found["online"][1]
+    assert "resolved from the host's environment" in found["secret"][1]
+
+
+def test_every_task_toml_field_is_honoured_or_named():
+    """What a run cannot do as Harbor does is a caveat naming the field, and so is a field
+    Harbor does not define; `[verifier] env` is set for test.sh, `[environment] env` for every
+    run. Control: the greeting task's task.toml, all of whose fields are honoured, has none."""
+    from testprism.tasks.importing.harbor import Task, environment_table, verifier_run
+    from testprism.tasks.importing.harbor_config import config_notes
+
+    config = TaskConfig.model_validate(tomllib.loads(
+        'flavour = "x"\n[verifier]\nuser = "tester"\nretries = 2\n[agent]\nnetwork_mode = "public"\n'
+        '[environment]\nallow_internet = true\nbuild_timeout_sec = 1200\ndocker_image = "org/img:1"\n'
+        'skills_dir = "/skills"\n[environment.env]\nLANG = "C.UTF-8"\n[solution.env]\nSEED = "7"\n'))
+    notes = dict(config_notes(config))
+    assert sorted(notes) == ["agent.network_mode", "environment.allow_internet", "environment.build_timeout_sec",
+                             "environment.docker_image", "environment.skills_dir", "flavour", "verifier.retries",
+                             "verifier.user"]
+    assert "not a field of Harbor's task.toml" in notes["flavour"] and "not honoured" in notes["verifier.user"]
+    assert "runs here have no network" in notes["environment.allow_internet"]
+    assert not config_notes(TaskConfig.model_validate(tomllib.loads(TASK_TOML)))
+    command = verifier_run({"MODE": "strict mode", "A": "1"})
+    assert command == "A=1 MODE='strict mode' bash /tests/test.sh"
+    shown = subprocess.run(["bash", "-c", command.replace("bash /tests/test.sh", 'bash -c \'echo "$MODE"\'')],
+                           capture_output=True, text=True, timeout=30)
+    assert shown.stdout == "strict mode\n"
+    task = Task(folder=Path("t"), instruction="", config=config, program={}, solution=[], checks_files={},
+                tests_at="tests", fetches=run_time_fetches(""), workdir="/app")
+    assert environment_table(task)["variables"] == {"LANG": "C.UTF-8"}
+
+
+def test_what_solve_sh_writes_outside_the_program_is_named(tmp_path, work, require):
+    """solve.sh runs in the sandbox, whose root is read-only: what it writes outside the
+    program lands in the scratch folders and cannot be in the reference (a diff of the
+    program), so the files are named for the report; `[solution] env` reaches it. One
+    sandboxed run under `local` on the host's system folders (no image). Control: a
+    solve.sh that writes only the program names nothing."""
+    from testprism.tasks.importing.harbor import Solver, read_task
+    from tests.conftest import open_backend
+
+    require("sandbox")
+    environment = work.root / "no-environment"  # reachable by the sandbox's uid, as an environment is
+    environment.mkdir(mode=0o755, exist_ok=True)
+    backend = open_backend("local", work)
+    try:
+        found = {}
+        for name, extra in (("outside", 'echo "$SEED" > /tmp/cache.txt\nmkdir -p /var/tmp/x && echo y > /var/tmp/x/y\n'),
+                            ("inside", "")):
+            task = read_task(harbor_task(tmp_path / "tasks", name, {
+                "task.toml": TASK_TOML + '\n[solution.env]\nSEED = "7"\n',
+                "solution/solve.sh": "#!/bin/bash\n" + FIXED + extra}))
+            program = tmp_path / name / "program"
+            program.mkdir(parents=True)
+            (program / "greet.py").write_text(GREET)
+            found[name] = Solver(backend).reference(task, program, environment)
+    finally:
+        backend.close()
+    diff, outside = found["outside"]
+    assert "+    return f\"Hello, {name or 'World'}!\"" in diff
+    assert sorted(outside) == ["/tmp/cache.txt", "/var/tmp/x/y"]
+    assert found["inside"] == (diff, [])
 
 
 def test_run_time_fetches_are_found_line_by_line():

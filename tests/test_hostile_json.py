@@ -34,7 +34,7 @@ from testprism.tasks.execution.reward import REWARD_MAX_BYTES, VERIFIER_LOGS, re
 from testprism.tasks.execution.verdict import Unreadable
 from testprism.tasks.generate.generation import _reported_usage
 from testprism.tasks.model import bounded_json
-from testprism.tasks.model.benchmark import RewardSpec
+from testprism.tasks.model.benchmark_format import RewardSpec
 from testprism.tasks.sandbox.base import ExecResult
 from testprism.tasks.sandbox.channel import _ask_stream_usage
 from testprism.tasks.sandbox.outputs import RunOutputs

@@ -34,7 +34,10 @@ FROM ${BASE}
 RUN cp /bin/true /usr/local/bin/rooted && chmod u+s,g+s /usr/local/bin/rooted \\
     && mknod /opt/memory c 1 1 && mkfifo /opt/pipe \\
     && mkdir /app && echo 'x = 1' > /app/module.py \\
-    && ln -s /app /linked && echo data > /afile
+    && ln -s /app /linked && echo data > /afile \\
+    && useradd -u 1234 -U -M tester && mkdir /app/sub && echo 'y = 2' > /app/sub/other.py
+USER tester
+WORKDIR /app/sub
 """
 ALIAS = "testprism-test/sympy-alias:copy"
 
@@ -350,3 +353,70 @@ def test_a_replay_with_a_missing_image_goes_on_and_says_how_to_provide_it(api, w
     assert "testprism-test/nowhere:1" in message and "docker load" in message and str(toml) in message
     fine = runs.filter(runs["instance_id"] == "synth__0000")
     assert set(fine["outcome"]) == {"P", "F"} and fine["reason"].null_count() == fine.height
+
+
+# --- the image's USER (issue 40 item 4) -------------------------------------------------------
+
+PASSWD = b"root:x:0:0:root:/root:/bin/bash\nnode:x:1000:1000::/home/node:/bin/sh\nweird:x:10:abc::/:/bin/sh\n"
+GROUP = b"root:x:0:\nstaff:x:50:\nnode:x:1000:\n"
+
+
+@pytest.mark.parametrize(("user", "ids"), [
+    ("", (0, 0)), ("root", (0, 0)), ("node", (1000, 1000)), ("1000", (1000, 1000)), ("4242", (4242, 0)),
+    ("node:staff", (1000, 50)), ("node:77", (1000, 77)), ("ghost", None), ("node:nogroup", None), ("weird", None),
+])
+def test_the_image_user_is_read_as_docker_reads_it(user, ids):
+    from testprism.tasks.sandbox.image.binding import user_ids
+
+    assert user_ids(user, PASSWD, GROUP) == ids
+
+
+def test_the_image_user_is_looked_up_without_following_a_link(tmp_path):
+    """The exported root is the image's: its /etc/passwd as a link (to a host file) is not
+    read, and the USER's name is then found nowhere. Control: the same file as a file is."""
+    from testprism.tasks.sandbox.image.binding import image_user_ids
+
+    host = tmp_path / "host-passwd"
+    host.write_bytes(b"node:x:1000:1000::/:/bin/sh\n")
+    for name, as_link in (("linked", True), ("plain", False)):
+        etc = tmp_path / name / "etc"
+        etc.mkdir(parents=True)
+        if as_link:
+            (etc / "passwd").symlink_to(host)
+        else:
+            shutil.copy(host, etc / "passwd")
+    assert image_user_ids(str(tmp_path / "linked"), "node") is None
+    assert image_user_ids(str(tmp_path / "plain"), "node") == (1000, 1000)
+
+
+def test_local_runs_as_the_image_user_in_its_workdir(api, hostile_image, work, tmp_path, require, monkeypatch):
+    """Under `local`, a run of an image instance starts in the image's WORKDIR and is its
+    USER inside the run's user namespace (`id`, the workspace's owner), with no capability:
+    the root stays read-only. Control: without the mapping, the same run is the sandbox's
+    own uid. One sandboxed run each way, on the hostile image's root (exported once for the
+    session by the tests above)."""
+    from testprism.tasks.sandbox import local
+    from testprism.tasks.sandbox.base import Limits, RunRequest
+    from testprism.tasks.sandbox.image import bind_image
+    from tests.conftest import open_backend
+
+    require("sandbox")
+    instance = bind_image(load_instance(_instance(tmp_path / "user-1", f'image = "{HOSTILE}"\n'
+                                                                       'program_in_image = "/app"')), work, api)
+    backend = open_backend("local", work)
+    try:
+        handle = backend.prepare(instance.spec.environment)
+        request = RunRequest(tree=instance.program_tree, suite_folder=None, suite_files=(),
+                             command="id -u; id -g; id -un; pwd; stat -c %u /app; grep CapEff /proc/self/status; "
+                                     "touch /etc/x 2>/dev/null || echo read-only",
+                             environment=handle, limits=Limits(timeout_s=60))
+        honoured = backend.run(request)
+        assert honoured.exit_code == 0, honoured.output_tail
+        assert honoured.output_tail.split() == ["1234", "1234", "tester", "/app/sub", "1234", "CapEff:",
+                                                "0000000000000000", "read-only"]
+        monkeypatch.setattr(local, "_image_user", lambda image: [])  # the control: no mapping
+        plain = backend.run(request)
+        uid = plain.output_tail.split()[0]
+        assert uid not in ("1234", "0") and int(uid) >= local.UID_BASE, plain.output_tail
+    finally:
+        backend.close()

@@ -30,7 +30,8 @@ from testprism.tasks.importing.image_names import (
     swebench_image,
 )
 from testprism.tasks.importing.image_route import ImageRoute, import_image_rows
-from testprism.tasks.importing.image_specs import ImageSpecs, SpecsError
+from testprism.tasks.importing.image_specs import ImageSpecs, SpecsError, check_script
+from testprism.tasks.importing.language import name_language
 from testprism.tasks.importing.suite_import import import_suites
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.state import apply_patch
@@ -63,6 +64,13 @@ def route(specs: Path | None = None, images: Path | None = None, scripts: Path |
 
 def toml(out: Path, instance_id: str, name: str = "instance.toml") -> dict:
     return tomllib.loads((out / "instances" / instance_id / name).read_text())
+
+
+def user_specs(path: Path, repo: str, language: str, test_command: str, more: str = "") -> Path:
+    """A `--specs` file giving one repository, read with SWE-bench's pytest parser."""
+    path.write_text(f'[swebench.repos."{repo}"]\nlanguage = "{language}"\nlog_parser = "parse_log_pytest"\n'
+                    f'test_command = "{test_command}"\n{more}', encoding="utf-8")
+    return path
 
 
 def left_behind(out: Path) -> list[str]:
@@ -175,6 +183,13 @@ def swebench_row(repo: str, version: str, instance_id: str, test_file: str) -> d
      'bundle exec ruby -I test test/test_filters.rb -v -n "/where_exp filter/"'),
     # parse_log_immutable_js reads 2006's log with parse_log_jest (the row of real/immutable-js-2006-*.log)
     ("immutable-js/immutable-js", "2006", "__tests__/Range.ts", "jest", "npx jest __tests__/Range.ts --verbose"),
+    # SWE-bench Multilingual's other parsers, ported (logs/multilingual.py; nlohmann/json 4237 is
+    # the row of real/json-4237-doctest-*.log)
+    ("nlohmann/json", "4237", "tests/src/unit-udt.cpp", "doctest", "./build/tests/test-udt_cpp11 -s -r=xml"),
+    ("redis/redis", "13338", "tests/unit/type/stream-cgroups.tcl", "redis", "./runtest --durable --single unit/type/stream-cgroups"),
+    ("projectlombok/lombok", "3602", "test/transform/resource/before/X.java", "ant", "ant test.instance"),
+    ("axios/axios", "4731", "test/unit/adapters/http.js", "tap",
+     "-R tap test/unit/adapters/http.js -g 'body length'"),
 ])
 def test_each_repository_gets_swebench_command_and_parser(tmp_path, repo, version, test_file, parser, tail):
     instance_id = repo.replace("/", "__") + "-1"
@@ -190,9 +205,9 @@ def test_each_repository_gets_swebench_command_and_parser(tmp_path, repo, versio
 
 
 def test_rows_whose_log_or_language_cannot_be_kept_are_refused_with_the_reason(tmp_path):
-    specs = tmp_path / "specs.toml"
-    specs.write_text('[swebench.repos."acme/cobol"]\nlanguage = "COBOL"\nlog_parser = "parse_log_pytest"\n'
-                     'test_command = "make test"\n', encoding="utf-8")
+    specs = user_specs(tmp_path / "specs.toml", "acme/cobol", "COBOL", "make test",
+                       '[swebench.repos."acme/nolog"]\nlanguage = "c"\nlog_parser = "parse_log_nonesuch"\n'
+                       'test_command = "make test"\n')
     rows = write_rows(tmp_path / "rows.jsonl", [
         swebench_row("jekyll/jekyll", "8761", "jekyll__jekyll-8761", "features/post_data.feature"),
         swebench_row("immutable-js/immutable-js", "2005", "immutable-js__immutable-js-2005", "__tests__/OrderedMap.ts"),
@@ -201,25 +216,28 @@ def test_rows_whose_log_or_language_cannot_be_kept_are_refused_with_the_reason(t
         swebench_row("gin-gonic/gin", "9999", "gin-gonic__gin-9999", "gin_test.go"),
         swebench_row("sympy/sympy", "1.11", "sympy__sympy-1", "sympy/tests/test_x.py"),
         swebench_row("acme/cobol", "1.0", "acme__cobol-1", "tests/x.cbl"),
+        swebench_row("acme/nolog", "1.0", "acme__nolog-1", "tests/x.c"),
     ])
     report = import_image_rows(rows, tmp_path / "bench", route(specs))
-    # a Rust repository of Multilingual imports with its language (issue 28 item 5)
-    assert report.imported == ["tokio-rs__tokio-6724", "sympy__sympy-1"]
+    # a Rust repository of Multilingual imports with its language (issue 28 item 5); a pull request
+    # whose version names its own parser gets that one (parse_log_jekyll reads 8761's log with
+    # parse_log_cucumber, parse_log_immutable_js 2005's with parse_log_jest_json)
+    assert report.imported == ["jekyll__jekyll-8761", "immutable-js__immutable-js-2005", "tokio-rs__tokio-6724",
+                               "sympy__sympy-1"]
     assert toml(tmp_path / "bench", "tokio-rs__tokio-6724")["language"] == "rust"
+    assert toml(tmp_path / "bench", "jekyll__jekyll-8761")["checks"]["parser"] == "cucumber"
+    assert toml(tmp_path / "bench", "immutable-js__immutable-js-2005")["checks"]["parser"] == "jest_json"
     issues = {i.instance_id: i for i in report.issues}
     assert all(i.fatal for i in issues.values())
     assert {i.instance_id: i.field for i in issues.values()} == {
-        "jekyll__jekyll-8761": "repo", "immutable-js__immutable-js-2005": "repo", "acme__unknown-1": "repo",
-        "acme__cobol-1": "repo",
+        "acme__unknown-1": "repo", "acme__cobol-1": "repo", "acme__nolog-1": "repo",
         "gin-gonic__gin-9999": "version"}  # SWE-bench has no spec for that pull request either
-    # parse_log_jekyll reads this pull request's log with parse_log_cucumber (the version's own)
-    assert "parse_log_cucumber" in issues["jekyll__jekyll-8761"].message
-    assert "parse_log_jest_json" in issues["immutable-js__immutable-js-2005"].message
+    assert "parse_log_nonesuch, which no testprism parser reads" in issues["acme__nolog-1"].message
     assert "acme/cobol is 'COBOL', not a language testprism knows" in issues["acme__cobol-1"].message
     assert "not in the SWE-bench specs table" in issues["acme__unknown-1"].message
     assert str(issues["acme__unknown-1"]).startswith("rows.jsonl:4 (acme__unknown-1): field repo: ")
     assert sorted(p.name for p in (tmp_path / "bench" / "instances").iterdir()) == [
-        "sympy__sympy-1", "tokio-rs__tokio-6724"]
+        "immutable-js__immutable-js-2005", "jekyll__jekyll-8761", "sympy__sympy-1", "tokio-rs__tokio-6724"]
 
 
 def test_a_row_that_names_its_image_keeps_it(tmp_path):
@@ -249,7 +267,7 @@ def test_multilingual_row_through_the_users_specs_and_names(tmp_path):
     assert report.imported == ["acme__greet-7"] and not report.issues
     spec = toml(out, "acme__greet-7")
     assert spec["language"] == "go"
-    assert spec["checks"]["command"] == "go test -v ./..." and spec["checks"]["parser"] == "go_test"
+    assert spec["checks"]["command"] == "set -uo pipefail\ngo test -v ./..." and spec["checks"]["parser"] == "go_test"
     # the mapping file wins over swebench/sweb.eval.x86_64.acme_1776_greet-7:latest, and says so
     assert spec["environment"]["image"] == "testprism-example/greet:pr-7"
     origin = toml(out, "acme__greet-7", "origin.toml")
@@ -369,6 +387,26 @@ def test_pro_rows_without_their_scripts_or_tag(tmp_path):
     # no --pro-scripts at all: the row cannot be tested, and says how to fix it
     none = import_image_rows(EXAMPLES / "pro.jsonl", tmp_path / "other", route())
     assert [i.field for i in none.failed] == ["run_script.sh"] and "--pro-scripts" in none.failed[0].message
+
+
+def test_pro_run_script_lines_a_check_run_cannot_do_are_named_by_file_and_line(tmp_path):
+    """Pro's upstream run_script.sh may install over the network or write the system's
+    folders: each such line is a caveat naming the script and its line (a check run has no
+    network and an unprivileged uid on a read-only root). Control: the example's script, which
+    does neither, has none (test_pro_row_keeps_its_image_scripts_and_instruction)."""
+    scripts = tmp_path / "run_scripts"
+    shutil.copytree(EXAMPLES / "run_scripts" / PRO_ID, scripts / PRO_ID)
+    script = scripts / PRO_ID / "run_script.sh"
+    script.write_text("#!/bin/bash\nset -e\nnpm ci \\\n  --no-audit\necho ok > /etc/motd\n" + script.read_text()
+                      .removeprefix("#!/bin/bash\nset -e\n"))
+    report = import_image_rows(EXAMPLES / "pro.jsonl", tmp_path / "bench", route(scripts=scripts))
+    assert report.imported == [PRO_ID]
+    notes = [i.message for i in report.issues if i.field == "run_script.sh"]
+    assert notes == [f"{script}:3: 'npm ci    --no-audit' needs the network, which a check run has not (no network, an "
+                     "unprivileged uid on a read-only root): it fails there",
+                     f"{script}:5: 'echo ok > /etc/motd' needs root, which a check run has not (no network, an "
+                     "unprivileged uid on a read-only root): it fails there"]
+    assert all(not i.fatal for i in report.issues)
 
 
 # -- Multi-SWE-bench ---------------------------------------------------------------------------
@@ -600,4 +638,83 @@ def test_a_maven_repository_imports_with_its_tests_run_traced(tmp_path):
     assert report.imported == ["apache__druid-13704"], report.issues
     written = toml(tmp_path / "bench", "apache__druid-13704")
     assert written["language"] == "java" and written["checks"]["parser"] == "maven"
-    assert written["checks"]["command"].startswith("set -x; mvnd test -B -pl processing -Dtest=")
+    assert written["checks"]["command"].startswith("set -uxo pipefail\nmvnd test -B -pl processing -Dtest=")
+
+
+# -- the checks run as SWE-bench's eval script runs them (issue 40 item 4) ---------------------
+
+
+def run_bash(script: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+
+
+def test_set_up_lines_run_one_by_one_as_swebench_eval_script_runs_them():
+    """SWE-bench's eval.sh is `set -uxo pipefail` and one line per command, no `-e`: a set-up
+    line that fails does not stop the tests, and the script's status is its last line's.
+    Control: the same lines `&&`-joined (the old form) never reach the test command."""
+    lines = ["false", "export MARK=set", 'echo "tests ran with $MARK"', "exit 3"]
+    done = run_bash(check_script(lines, traced=False))
+    assert done.stdout == "tests ran with set\n" and done.returncode == 3
+    assert "+ false" not in done.stderr  # untraced unless the parser reads the trace
+    joined = run_bash(" && ".join(lines))
+    assert joined.stdout == "" and joined.returncode == 1
+    traced = run_bash(check_script(["true", "echo x"], traced=True))
+    assert "+ echo x" in traced.stderr
+    # `-u` as SWE-bench's: an unset variable stops the line that names it
+    assert run_bash(check_script(['echo "$NOT_SET_ANYWHERE"', "echo after"], traced=False)).stdout == ""
+
+
+def test_a_set_up_line_that_needs_root_is_left_to_the_image_build_and_reported(tmp_path):
+    """django 3.x's `sed -i … /etc/locale.gen && locale-gen` cannot run in a check run
+    (unprivileged, read-only root): it is left out of the command and named in the report with
+    the specs file and field, SWE-bench's image having made the locale at its build; the
+    version's other lines run, each on its own line, before the tests."""
+    rows = write_rows(tmp_path / "rows.jsonl", [swebench_row("django/django", "3.0", "django__django-1",
+                                                             "tests/admin_views/tests.py")])
+    report = import_image_rows(rows, tmp_path / "bench", route())
+    assert report.imported == ["django__django-1"]
+    command = toml(tmp_path / "bench", "django__django-1")["checks"]["command"]
+    assert "locale-gen" not in command
+    assert command.splitlines()[0] == "set -uo pipefail"
+    assert command.splitlines()[2:6] == ["export LANG=en_US.UTF-8", "export LANGUAGE=en_US:en",
+                                         "export LC_ALL=en_US.UTF-8",
+                                         "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 "
+                                         "admin_views.tests"]
+    [caveat] = report.issues
+    assert not caveat.fatal and caveat.field == "version"
+    assert 'swebench.toml: field repos."django/django".versions."3.0".eval_commands[0]' in caveat.message
+    assert "needs root" in caveat.message
+    # control: a version without such a line imports without a caveat
+    rows = write_rows(tmp_path / "older.jsonl", [swebench_row("django/django", "2.2", "django__django-2",
+                                                              "tests/admin_views/tests.py")])
+    assert not import_image_rows(rows, tmp_path / "bench", route()).issues
+
+
+def test_a_row_whose_checks_fetch_over_the_network_is_refused_naming_file_and_line(tmp_path):
+    """carbon 2813's build runs `composer update`, a user's spec `pip install -e .`: a check run
+    has no network, so each row is refused with the specs file (the user's --specs file for its
+    entry), the field and the line. Control: another carbon version imports."""
+    specs = user_specs(tmp_path / "specs.toml", "acme/tool", "python", "pytest -rA",
+                       'eval_commands = ["pip install -e ."]\n')
+    rows = write_rows(tmp_path / "rows.jsonl", [
+        swebench_row("briannesbitt/carbon", "2813", "briannesbitt__carbon-2813", "tests/Factory/FactoryTest.php"),
+        swebench_row("acme/tool", "1.0", "acme__tool-1", "tests/test_x.py"),
+        swebench_row("briannesbitt/carbon", "3103", "briannesbitt__carbon-3103", "tests/Factory/FactoryTest.php"),
+    ])
+    report = import_image_rows(rows, tmp_path / "bench", route(specs))
+    assert report.imported == ["briannesbitt__carbon-3103"]
+    issues = {i.instance_id: str(i) for i in report.failed}
+    assert issues["briannesbitt__carbon-2813"].startswith("rows.jsonl:1 (briannesbitt__carbon-2813): field version: ")
+    assert ('swebench.toml: field repos."briannesbitt/carbon".versions."2813".build[0]: \'composer update\' fetches '
+            "over the network") in issues["briannesbitt__carbon-2813"]
+    assert f'{specs}: field repos."acme/tool".eval_commands[0]' in issues["acme__tool-1"]
+
+
+@pytest.mark.parametrize(("repo", "language"), [
+    ("vuejs/core", "typescript"), ("facebook/docusaurus", "typescript"), ("babel/babel", "typescript"),
+    ("nlohmann/json", "cpp"), ("jqlang/jq", "c"), ("axios/axios", "javascript")])
+def test_multilingual_repositories_are_named_in_their_own_language(repo, language):
+    """TypeScript repositories are `typescript` and C++ ones `cpp` (issue 40: they were
+    `javascript` and `c`), whatever their rows' parsers can read."""
+    specs = ImageSpecs.load().swebench
+    assert name_language(specs.repos[repo].language, "repo", repo) == language

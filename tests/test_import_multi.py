@@ -136,6 +136,29 @@ def test_swebench_fields_refuse_with_row_errors():
     assert caught.value.field == "repo" and str(caught.value).startswith("Multi-SWE-bench row:")
 
 
+def test_encoded_lists_are_decoded_by_one_rule_in_every_row_layout():
+    """SWE-bench's FAIL_TO_PASS and Multi-SWE-bench's f2p_tests, JSON-encoded as published
+    copies hold them, are read by one decoder (rows.json_encoded): the same tests come out,
+    and a string that is not JSON is refused in the same words, naming each field."""
+    from pydantic import ValidationError
+
+    from testprism.tasks.importing.multi_swe_bench import MultiRow
+    from testprism.tasks.importing.rows import SweBenchRow
+
+    base = {"instance_id": "a__b-1", "repo": "a/b", "base_commit": "a" * 40, "patch": "", "test_patch": "",
+            "PASS_TO_PASS": "[]", "problem_statement": "x"}
+    multi = {"org": "a", "repo": "b", "number": 1, "base": {"sha": "a" * 40}, "fix_patch": "", "test_patch": "",
+             "p2p_tests": {}}
+    assert SweBenchRow.model_validate({**base, "FAIL_TO_PASS": '["t1", "t2"]'}).FAIL_TO_PASS == ("t1", "t2")
+    assert list(MultiRow.model_validate({**multi, "f2p_tests": '["t1", "t2"]'}).f2p_tests) == ["t1", "t2"]
+    for model, data, field in ((SweBenchRow, {**base, "FAIL_TO_PASS": "[t1"}, "FAIL_TO_PASS"),
+                               (MultiRow, {**multi, "f2p_tests": "[t1"}, "f2p_tests")):
+        with pytest.raises(ValidationError) as caught:
+            model.model_validate(data)
+        first = caught.value.errors()[0]
+        assert first["loc"] == (field,) and "nor a JSON-encoded one: Expecting value" in first["msg"]
+
+
 def test_the_image_route_refuses_a_language_without_a_parser_naming_the_source_and_the_way_on():
     # The image route reads the same row model; a C++ row has no log parser there yet.
     from testprism.tasks.importing.image_route import multi_task

@@ -201,5 +201,5 @@ def test_c_and_cpp_syntax_records():
     cpp = syntax.parse(syntax.CPP, source)
     assert [u.name for u in syntax.units(syntax.CPP, cpp)] == [
         "lru.Cache.get", "lru.Cache.put", "LruCache.GetRefreshes", "Fixture.Works"]
-    assert list(syntax.CPP.tests(cpp)) == [("LruCache.GetRefreshes", 5, 5), ("Fixture.Works", 6, 8)]
+    assert list(syntax.CPP.tests(syntax.CPP, cpp)) == [("LruCache.GetRefreshes", 5, 5), ("Fixture.Works", 6, 8)]
     assert syntax.named("cpp") is syntax.CPP and syntax.language_of("tests/lru_cache_test.cpp") is syntax.CPP

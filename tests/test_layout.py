@@ -173,3 +173,35 @@ def test_pyproject_lists_every_package_a_wheel_must_hold() -> None:
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {"testprism", *(module_of(init) for floor in FLOORS for init in (ROOT / floor).rglob("__init__.py"))}
     assert listed == found
+
+
+#: the most lines a module holds unless its docstring says why it is longer (issue 42)
+MODULE_LINES = 600
+#: modules over the bound whose docstring does not say why yet, each with the work that ends it
+OVER_FOR_NOW = {"flows/cli.py": "issue 42: one CLI module per command group"}
+
+
+def modules_over(root: Path, limit: int) -> list[str]:
+    """The modules under `root`'s floors longer than `limit` lines whose docstring does not
+    say why (naming the house's bound: "over 600 lines")."""
+    found = []
+    for floor in FLOORS:
+        for path in sorted((root / floor).rglob("*.py")):
+            text = path.read_text()
+            if text.count("\n") > limit and f"over {limit} lines" not in (ast.get_docstring(ast.parse(text)) or ""):
+                found.append(path.relative_to(root).as_posix())
+    return found
+
+
+def test_no_module_is_over_600_lines_unless_it_says_why(tmp_path):
+    """A module past the bound is one doing several jobs (the coverage toolchains were every
+    language in one file, while execution/logs/ has one per runner); one that must stay whole
+    says why in its docstring (tasks/generate/agent.py: the one file shipped into the sandbox).
+    The control: a long module is reported until its docstring gives the reason."""
+    assert sorted(set(modules_over(ROOT, MODULE_LINES)) - set(OVER_FOR_NOW)) == []
+    (tmp_path / "tasks").mkdir()
+    long = tmp_path / "tasks" / "long.py"
+    long.write_text('"""One job."""\n' + "x = 1\n" * MODULE_LINES)
+    assert modules_over(tmp_path, MODULE_LINES) == ["tasks/long.py"]
+    long.write_text('"""Whole: over 600 lines, because it is shipped alone."""\n' + "x = 1\n" * MODULE_LINES)
+    assert modules_over(tmp_path, MODULE_LINES) == []

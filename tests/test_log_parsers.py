@@ -9,8 +9,11 @@ outcome. Comparing the parsers' raw names instead once kept CI green while 7 of 
 Two kinds of log: each runner's own output on its small project (projects/, written by
 make_logs.sh, versions.txt), and logs of real upstream projects run here on a real row's
 buggy and fixed states (real/, README.md there says the repository, commit and command).
-pytest's is also made again here, so a change in pytest's output shows as a failure, not as a
-stale fixture. Unreadable logs (garbage, a parser that breaks, a log past a bound) must come
+Two of SWE-bench Multilingual's runners could not be run here: their logs are written by hand in
+the runner's printed form, and one of jq's for outcomes its real run did not print (handwritten/,
+README.md there says why and from what), which tests the port against SWE-bench's patterns, not
+against the runner. pytest's is also made again here, so a change in pytest's output shows as a
+failure, not as a stale fixture. Unreadable logs (garbage, a parser that breaks, a log past a bound) must come
 back as None (the run's `E`/parse_failed), never as results.
 """
 
@@ -31,7 +34,7 @@ from testprism.tasks.execution import logs
 from testprism.tasks.execution.junit import NAME_CHARS, select
 from testprism.tasks.execution.logs import LOG_MAX_BYTES, PARSERS, parse_log
 from testprism.tasks.execution.logs.results import MAX_TESTS
-from testprism.tasks.model.benchmark import LOG_PARSERS, ChecksSpec
+from testprism.tasks.model.benchmark_format import ChecksSpec, LOG_PARSERS
 from testprism.tasks.model.outcome import TestResult as Case
 
 DATA = Path(__file__).parent / "data" / "runner_logs"
@@ -184,6 +187,79 @@ LOGS += [Log("rspec", "rspec.log", RSPEC, 8), Log("rspec_json", "rspec_json.log"
              f"{N}::test_params[a b]": "missing"}, 12),
          ]
 
+#: SWE-bench Multilingual's other parsers (logs/multilingual.py), ids in the form their SWE-bench
+#: parser gives. Run here on the runner itself: nlohmann/json's doctest binary on the row's two
+#: states (real/), Mocha's and QUnit's TAP, Jest's JSON through SWE-bench's jq program, Karma
+#: with karma-mocha-reporter, redis's own test helper, micropython's run-tests.py, Ant's <junit>
+#: task with a formatter of lombok's form, jq's `make check` (make_logs.sh). Written by hand in the
+#: runner's printed form (handwritten/README.md says why and from what): Gradle, jekyll's cucumber,
+#: and automake's SKIP and ERROR lines for jq.
+UDT = "different basic_json types conversions"
+UDT_PASSING = ("basic usage > conversion from json via free-functions", "basic usage > implicit conversions",
+               "adl_serializer specialization > to_json", "Non-copyable types > from_json", f"{UDT} > get<custom_json>")
+FACETS = "org.apache.lucene.facet.TestStringValueFacetCounts"
+LOGS += [
+    # SWE-bench Multilingual nlohmann__json-4237: its command, `test-udt_cpp11 -s -r=xml`
+    Log("doctest", "real/json-4237-doctest-buggy.log", {"basic usage > conversion to json via free-functions": F,
+                                                        "basic usage": F} | dict.fromkeys(UDT_PASSING, P), 22),
+    Log("doctest", "real/json-4237-doctest-gold.log", {"basic usage > conversion to json via free-functions": P,
+                                                       "basic usage": P} | dict.fromkeys(UDT_PASSING, P), 22),
+    # axios's `npx mocha … -R tap`: Mocha's fullTitle() after the number; a pending test keeps
+    # its directive in its id (SWE-bench reads it as a pass; it did not run: skipped)
+    Log("tap", "tap.log", {
+        "top level": P, "math adds": P, "math fails: oddly named": F, "math skipped one # SKIP -": S,
+        "math each ünï": F, "math nested throws": F, "math nested ✓ looks like a pass": P,
+        'math hooks "before all" hook for "never runs"': F}, 10),
+    # three.js's `npx qunit file`: module and test joined by ` > `, a directive before them
+    Log("tap", "tap_qunit.log", {
+        "Math > adds": P, "Math > fails: oddly named": F, "# SKIP Math > skipped one": S, "# TODO Math > todo one": F,
+        "Math > each a b": P, "Math > each ünï": F, "Math > nested > throws": F,
+        "Math > nested > ok 99 looks like a pass": P, "top level": P}, 9),
+    # immutable-js 2005's jq lines: describe blocks and title joined by ` > `; a file that failed
+    # to load prints none (its test is missing)
+    Log("jest_json", "jest_json.log", {
+        "math > adds": P, "math > fails › oddly named": F, "math > skipped one": S, "math > todo one": S,
+        "math > each a b": P, "math > each ünï": F, "math > nested > throws": F, "top level ✓ name": P,
+        "never runs": "missing"}, 8),
+    # preact's Karma: SWE-bench's brittle reading kept, since its ids are the row's: a skipped test
+    # is printed with ✖ (failed), and a block after a deeper one is not opened, so hydrate()'s
+    # test is named under render()
+    Log("karma", "karma.log", {
+        "render() > adds": P, "render() > fails: oddly named": F, "render() > skipped one (skipped)": F,
+        "render() > after nested": P, "render() > nested > adds": P, "render() > nested > throws": F,
+        "render() > nested > ✔ looks like a pass": P, "render() > ünï": P, "hydrate() > ünï": "missing"}, 8),
+    # redis's and valkey's test helper: a failure's ` in <file>` left out of its id; --skiptest's
+    # [skip] and a denied tag's [ignore] (named with the reason, as SWE-bench names it) are skips
+    Log("redis", "redis.log", {
+        "SET and GET - passes": P, "INCR fails: oddly named (on purpose)": F, "skipped one": S,
+        "ignored by its tag: Tag: slow denied": S, "ünï [brackets] in a name": P, "raises an error": F,
+        "after the error": P}, 7),
+    # jq's `make check` (jq 1.8.2's release): the vendored oniguruma's suites print their lines too
+    Log("jq", "jq.log", {"tests/jqtest": P, "tests/base64test": F, "tests/onigtest": P, "test_utf8": P,
+                         "callback_each_match": P}, 30),
+    # the driver's SKIP and ERROR lines, which that run printed none of
+    Log("jq", "handwritten/jq.log", {"tests/mantest": P, "tests/jqtest": F, "tests/onigtest": S, "tests/utf8test": F,
+                                     "tests/shtest": P}, 7),
+    # micropython's run-tests.py, SWE-bench's `-i string_format`, with two tests of our own
+    Log("micropython", "micropython.log", {
+        "basics/string_format.py": P, "basics/string_format_modulo.py": S, "basics/string_format_testprism_same.py": P,
+        "basics/string_format_testprism_differs.py": F}, 11),
+    # Ant's <junit> task with a formatter of lombok's form: JUnit's `method(Class)`, an ERR an error;
+    # an @Ignore'd test is not reported (missing)
+    Log("ant", "ant.log", {"passes(sample.SampleTest)": P, "fails(sample.SampleTest)": F,
+                           "errors(sample.SampleTest)": F, "prints(sample.SampleTest)": P,
+                           "ignored(sample.SampleTest)": "missing"}, 4),
+    # a test's name and its status split by other output (SWE-bench's race case): testStaleState
+    Log("gradle_custom", "handwritten/gradle_custom.log", {
+        f"{FACETS} > testBasicSingleValued": P, f"{FACETS} > testMissingSegment": F, f"{FACETS} > testStaleState": P,
+        f"{FACETS} > testSparseMultiSegmentCase": S, FACETS: F}, 6),
+    # a scenario whose first step failed (`F-----`) has no id SWE-bench reads: missing, never a pass
+    Log("cucumber", "handwritten/cucumber.log", {
+        "features/post_data.feature:6  Scenario: Use post.title variable": P,
+        "features/post_data.feature:30  Scenario: Use post.name variable": F,
+        "features/post_data.feature:44  Scenario: Use post.date variable": "missing"}, 2),
+]
+
 
 def outcomes(parser: str, log: bytes) -> dict[str, str]:
     results = parse_log(parser, log)
@@ -206,9 +282,10 @@ def test_every_parser_has_a_real_log_and_a_version() -> None:
     assert {c.parser for c in LOGS} == set(PARSERS) == set(LOG_PARSERS)
     versions = dict(line.split("\t", 1) for line in (DATA / "versions.txt").read_text().splitlines())
     assert {"pytest", "django", "sympy", "go", "cargo", "maven", "jest", "mocha", "vitest", "phpunit", "rspec",
-            "minitest", "ruby_unit", "script"} <= set(versions)
-    readme = (REAL / "README.md").read_text(encoding="utf-8")
-    assert {p.name for p in REAL.glob("*.log")} <= set(re.findall(r"`([^`]+\.log)`", readme))
+            "minitest", "ruby_unit", "script", "tap", "qunit", "jest_json", "karma", "redis", "micropython", "ant", "jq"} <= set(versions)
+    for folder in (REAL, DATA / "handwritten"):
+        readme = (folder / "README.md").read_text(encoding="utf-8")
+        assert {p.name for p in folder.glob("*.log")} <= set(re.findall(r"`([^`]+\.log)`", readme))
 
 
 def test_jest_and_vitest_name_cases_as_junit_id_names_ids() -> None:
@@ -335,3 +412,22 @@ def test_the_parser_field_names_a_known_parser() -> None:
     assert ChecksSpec(command="pytest", fail_to_pass=("t",)).parser is None
     with pytest.raises(ValueError, match="(?s)parser.*not a log parser"):
         ChecksSpec(command="x", fail_to_pass=("t",), parser="nose")
+
+
+def test_doctest_reads_its_xml_bounded_and_a_throw_fails() -> None:
+    """doctest's report is the suite's XML: an entity, elements past junit's bounds,
+    a report never closed are unreadable (None), never results. A SubCase whose test threw (an
+    Exception beside successful Expressions) failed. Control: the same report without the
+    throw passes."""
+    def report(body: str, head: str = "") -> bytes:
+        return (f"{head}<doctest binary=\"t\"><TestSuite><TestCase name=\"c\"><SubCase name=\"s\">{body}"
+                "</SubCase></TestCase></TestSuite></doctest>").encode()
+
+    passing = '<Expression success="true" type="CHECK"/>'
+    assert outcomes("doctest", report(passing)) == {"c > s": P}
+    assert outcomes("doctest", report(passing + '<Exception crash="false">boom</Exception>')) == {"c > s": F}
+    # the report is read from `<doctest` on, so a DTD printed before it is not part of it: its entity is undefined
+    assert parse_log("doctest", report('<x a="&e;"/>', '<!DOCTYPE doctest [<!ENTITY e "e">]>')) is None
+    assert parse_log("doctest", report("<x>" * 300 + "</x>" * 300)) is None
+    assert parse_log("doctest", report("<x/>" * 200_001)) is None
+    assert parse_log("doctest", report(passing)[:-len("</doctest>")]) is None

@@ -1,6 +1,6 @@
-"""`testprism pipeline CONFIG`: the stages of one config run in order, and a rerun redoes
-nothing the store holds; the bundled example config is valid and replays the bundled
-benchmark."""
+"""`testprism pipeline CONFIG`: the stages of one config run in order (a generate stage
+included), and a rerun redoes nothing the store holds; the bundled example config is valid
+and replays the bundled benchmark."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from testprism.flows.cli import app
 from testprism.storage import Store
 from testprism.tasks.model.bundled import BUNDLED
 from testprism.tasks.pipeline.config import PipelineConfigError, load_pipeline
+from tests.chatserver import SUITE_SCRIPT
 from tests.synthbench import make_synthetic
 
 
@@ -24,18 +25,45 @@ def test_the_example_config_replays_the_bundled_benchmark_into_a_store_beside_it
     assert config.curate is None and config.collect is None
 
 
+#: a generate stage's agent: asks its model for the suite once, through the channel, and
+#: writes what it answers (tests/chatserver.py's `suite` marker: the strong suite)
+ASKING_AGENT = r"""
+import json, os, pathlib, urllib.request
+body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "[[script:suite]] write run_tests.sh"}]})
+request = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", body.encode(),
+                                 {"Content-Type": "application/json"})
+reply = json.loads(urllib.request.urlopen(request, timeout=30).read())
+pathlib.Path("tmp/run_tests.sh").write_text(reply["choices"][0]["message"]["content"])
+"""
+
+
 @pytest.mark.slow
 @pytest.mark.requires("sandbox")
-def test_the_pipeline_runs_every_stage_and_a_rerun_redoes_nothing(tmp_path, work_root):
+def test_the_pipeline_runs_every_stage_and_a_rerun_redoes_nothing(tmp_path, work_root, endpoint):
+    """generate → replay → score → report from one config (issue 43, item 5): the agent of
+    [generate] runs in the sandbox and asks the scripted model on loopback for its suite;
+    replay runs the generated configuration with the benchmark's own, and score ranks it."""
+    url, script = endpoint
     make_synthetic(tmp_path / "bench", 2)
+    (tmp_path / "agent.py").write_text(ASKING_AGENT)
     config = tmp_path / "pipeline.toml"
-    config.write_text(f'store = "store"\nwork = "{work_root}"\n[replay]\nbenchmark = "bench"\n[score]\nreplicates = 100\n')
+    config.write_text(f'store = "store"\nwork = "{work_root}"\n'
+                      '[generate]\nbenchmark = "bench"\nconfiguration = "asked"\n'
+                      'command = "python3 tmp/.task/tools/agent.py"\ntools = ["agent.py"]\n'
+                      f'model_url = "{url}"\n[replay]\nbenchmark = "bench"\n[score]\nreplicates = 100\n')
     store = Store(tmp_path / "store")
-    for _ in range(2):  # the rerun appends no run: every key is in the store
+    for _ in range(2):  # the rerun appends no run and asks no model: every key is in the store
         result = CliRunner().invoke(app, ["pipeline", str(config)])
         assert result.exit_code == 0, result.output
-        assert store.scan("runs").select(pl.len()).collect().item() == 44  # 2 instances x 2 suites x 11 states
-    assert sorted(store.read_table("leaderboard")["configuration"].to_list()) == ["good", "lax"]
+        assert store.scan("runs").select(pl.len()).collect().item() == 66  # 2 instances x 3 suites x 11 states
+        assert script.requests["suite"] == 2
+    generated = store.scan("generations").collect()
+    assert generated["configuration"].to_list() == ["asked"] * 2 and generated["reason"].to_list() == [None] * 2
+    assert generated["total_tokens"].to_list() == [5, 5]  # the channel counted each reply
+    for iid in ("synth__0000", "synth__0001"):  # generate wrote into its benchmark, where replay read it
+        assert (tmp_path / "bench" / "suites" / "asked" / iid / "run_tests.sh").read_text() == SUITE_SCRIPT
+    board = {r["configuration"]: r["jvr"] for r in store.read_table("leaderboard").iter_rows(named=True)}
+    assert board == {"asked": 1.0, "good": 1.0, "lax": 0.0}
     assert (tmp_path / "store" / "report.html").is_file()
 
 

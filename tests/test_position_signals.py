@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.sandbox import cgroup, layer
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxBackend
 from testprism.tasks.sandbox.docker import containers

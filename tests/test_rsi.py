@@ -17,8 +17,9 @@ from testprism.flows.cli import app
 from testprism.storage import Store
 from testprism.tasks.generate.generation import Endpoint
 from testprism.tasks.generate.proposers import propose_llm, propose_tpe
-from testprism.tasks.generate.search import RoundStatus, SearchRound, round_budget
+from testprism.tasks.generate.search import RoundStatus, SearchRound, best, round_budget
 from testprism.tasks.generate.strategy import Bound, Caps, Strategy, StrategySpace, load_strategy
+from tests.chatserver import PROPOSER_USAGE
 from tests.synthbench import make_synthetic
 from tests.test_generate import GREEDY
 
@@ -171,7 +172,8 @@ def test_the_llm_proposer_rewrites_the_instructions_and_raises_jsf_within_the_ca
     assert strategies[0]["instructions"] == "Write a regression test. [[script:strategy-text]]"
     assert strategies[1]["instructions"] == STRATEGY_TEXT and strategies[1]["rounds"] == 2  # the history keeps each
     spent = Store(tmp_path / "store").scan("generations").collect()["total_tokens"].sum()
-    assert spent == rows["cumulative_tokens"][-1] == 8 <= 60  # 2 rounds × 2 runs × one 2-token reply
+    assert spent == 8  # 2 rounds × 2 runs × one 2-token reply
+    assert rows["proposer_tokens"].to_list() == [0, 2] and rows["cumulative_tokens"][-1] == 10 <= 60  # and the proposer's
     proposer_prompt = next(p for p in script.prompts if "## History" in p)
     assert "## What each round's suites did" in proposer_prompt  # the execution feedback it read
     assert "synth__0000: the suite fails on the buggy program" not in proposer_prompt  # the lax suite passes there
@@ -190,3 +192,122 @@ def test_the_proposers_text_is_cut_to_the_space_bound_and_ignored_when_text_is_n
     with pytest.raises(ValueError, match="instructions"):
         clamp(StrategySpace(), {"instructions": 7})
     assert Strategy().key != Strategy(instructions="x").key
+
+
+# -- the search improves a strategy it must discover, and its controls ---------------------------------
+
+#: the stand-in generator's hidden scoring: instance → the word its instructions must hold for
+#: the strong suite; a text holding POISON gets the lax suite everywhere (a smoke test only)
+HIDDEN = {"synth__0000": "boundary", "synth__0001": "exact", "synth__0002": "reject"}
+POISON = "smoke"
+#: tokens each stand-in generation run spends (under its cap of RUN_CAP)
+RUN_SPEND, RUN_CAP, REPLY_CAP = 4, 5, 5
+
+
+def strong_suite(instructions: str, instance_id: str) -> bool:
+    """The hidden function of the strategy's text the search must discover."""
+    words = set(instructions.split())
+    return HIDDEN[instance_id] in words and POISON not in words
+
+
+def standin_search(tmp_path: Path, url: str, proposer_marker: str, reads_strategy: bool, rounds: int,
+                   search_tokens: int = 10_000) -> list:
+    """rsi's search loop (tasks/generate/search_rounds.py run_search) with the llm proposer
+    asking the scripted one at `url`, over a stand-in generation and replay in the harness
+    (no sandbox): each instance's suite is strong (rejects the invalid candidate) when
+    `strong_suite` says so of the round's instructions, else lax (passes everywhere);
+    `reads_strategy` False: the generator ignores its strategy (always the start's text)."""
+    from testprism.tasks.generate.search_rounds import SearchPlacing, SearchSetup, run_search
+    from testprism.tasks.generate.task_folder import Mode
+    from testprism.tasks.model.benchmark import load_benchmark
+    import pyarrow as pa
+    from testprism.storage import SCHEMAS
+
+    bench = load_benchmark(make_synthetic(tmp_path / "bench", 3, valid=1, invalid=1), announce=False)
+    store = Store(tmp_path / "store")
+    states = [(iid, kind, c.id if c else None, c.label if c else None) for iid, inst in bench.instances.items()
+              for kind, c in [("buggy", None), ("reference", None), *(("candidate", c) for c in inst.candidates)]]
+    store.append("panels", pa.Table.from_pylist(
+        [{"instance_id": i, "source": "s", "state": k, "candidate_id": c, "label": lab, "state_hash": f"{i}{k}{c}"}
+         for i, k, c, lab in states], schema=SCHEMAS["panels"]))
+    start = f"[[script:{proposer_marker}]]"
+    space = StrategySpace(strategy=Strategy(instructions=start), caps=Caps(
+        run_tokens=RUN_CAP, reply_tokens=REPLY_CAP, search_tokens=search_tokens))
+    strong: dict[tuple[str, str], bool] = {}
+    now = datetime.now(UTC)
+
+    def generate(name: str, strategy_file: Path, caps: Caps) -> None:
+        text = load_strategy(strategy_file).instructions if reads_strategy else start
+        rows = []
+        for iid in bench.instances:
+            strong[name, iid] = strong_suite(text, iid)
+            rows.append({"generation_key": f"{name}/{iid}", "configuration": name, "instance_id": iid, "source": "s",
+                         "mode": "plain", "round": 0, "command": "stand-in", "strategy": strategy_file.read_text(),
+                         "strategy_hash": "h", "started_at": now, "requests": 1, "total_tokens": min(RUN_SPEND, caps.run_tokens),
+                         "suite_hash": str(strong[name, iid])})
+        store.append("generations", pa.Table.from_pylist(rows, schema=SCHEMAS["generations"]))
+        store.append("suites", pa.Table.from_pylist(
+            [{"configuration": name, "instance_id": iid, "suite_hash": "h", "present": True} for iid in bench.instances],
+            schema=SCHEMAS["suites"]))
+
+    def replay(name: str) -> None:
+        rows = []
+        for iid, kind, cid, label in states:
+            rejects = kind == "buggy" or label == "invalid"  # what the strong suite fails; the lax fails nothing
+            rows.append({"run_key": f"{name}/{iid}/{kind}/{cid}", "instance_id": iid, "source": "s",
+                         "configuration": name, "state": kind, "candidate_id": cid, "label": label,
+                         "outcome": "F" if strong[name, iid] and rejects else "P", "started_at": now})
+        store.append("runs", pa.Table.from_pylist(rows, schema=SCHEMAS["runs"]))
+
+    setup = SearchSetup("search", space, "stand-in", Mode.PLAIN, (), proposer="llm", endpoint=Endpoint(url, None),
+                        proposer_model="m")
+    past, _ = run_search(store, tmp_path / "strategies", bench, setup, rounds, SearchPlacing(generate, replay))
+    return past
+
+
+@pytest.mark.parametrize(("proposer", "reads_strategy", "found"), [
+    ("explore", True, True),  # the search: an exploring proposer, a generator its text shapes
+    ("explore", False, False),  # control: the generator ignores its strategy
+    ("stuck", True, False),  # control: the proposer cannot vary (always the start's text)
+])
+def test_the_search_discovers_what_the_generator_rewards_and_its_controls_find_nothing(
+        tmp_path, endpoint, proposer, reads_strategy, found):
+    """The generator's suite quality is a hidden function of its instructions' words (one
+    word per instance, one word that spoils all); the proposer is handed no word that
+    matters, only seven to try, and explores from the best round so far. 12 rounds: the
+    search reaches JSF 1 from the start's 0 (through worse rounds: it explores, it is not
+    told); with a generator that ignores its strategy, or a proposer that cannot vary, the
+    same 12 rounds end where they began."""
+    url, script = endpoint
+    past = standin_search(tmp_path, url, proposer, reads_strategy, rounds=12)
+    jsf = [r.jsf for r in past]
+    assert len(past) == 12 and jsf[0] == 0.0
+    assert [r.proposer for r in past] == ["start"] + ["llm"] * 11  # every answer used: no TPE fallback
+    top = best(past)
+    if found:
+        assert top.jsf == 1.0 and top.round > 2
+        assert set(HIDDEN.values()) <= set(top.strategy.instructions.split()) and POISON not in top.strategy.instructions
+        assert any(j < max(jsf[:n]) for n, j in enumerate(jsf) if n)  # it tried worse strategies too
+    else:
+        assert jsf == [0.0] * 12 and top.round == 1
+    assert (len({r.strategy.instructions for r in past}) == 1) == (proposer == "stuck")
+    assert script.requests[proposer] == 11  # one proposal a round after the start
+
+
+def test_the_proposer_s_tokens_count_against_the_search_cap(tmp_path, endpoint):
+    """A round costs its 3 runs (4 tokens each) and, from round 2, the proposer's reply (5).
+    Under a cap of 66 the search runs rounds of 12, 17 and 17 tokens (46) and stops at round
+    4, which would need 5 for the proposer and 3 × (5 + 5) for its runs: 46 + 5 + 30 > 66.
+    Control: without the proposer's 10 tokens the runs alone (36 + 30 ≤ 66) would have run it."""
+    url, script = endpoint
+    past = standin_search(tmp_path, url, "explore", True, rounds=6, search_tokens=66)
+    proposer_tokens = [r.proposer_tokens for r in past]
+    assert [r.status.value for r in past] == ["done", "done", "done", "stopped"]
+    assert proposer_tokens == [0, sum(PROPOSER_USAGE), sum(PROPOSER_USAGE), 0]
+    assert [r.tokens for r in past] == [12, 12, 12, 0]
+    assert [r.cumulative_tokens for r in past] == [12, 29, 46, 46] and past[-1].cumulative_tokens <= 66
+    assert script.requests["explore"] == 2  # the stopped round asked nothing: no headroom for the proposer
+    assert "kept for the proposer's reply" in past[-1].note
+    runs_only = sum(r.tokens for r in past)
+    caps = Caps(run_tokens=RUN_CAP, reply_tokens=REPLY_CAP, search_tokens=66)
+    assert round_budget(caps, runs_only, 3).status is RoundStatus.DONE  # the control

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from testprism.tasks.execution.verdict import classify
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.model.workdir import WorkPaths, workspace_prefix
 from testprism.tasks.model import removal

@@ -12,7 +12,11 @@ sees (tasks/execution/batch.py `Schedule`, tasks/replay/runs.py `run_order`).
 Each attack runs twice on a real replay, `local` and `docker`: with the defence off (the
 control: the plan's order, confirmations at once), where the suite's guesses are right
 with an exact binomial p < 0.01; and on, over three fixed secrets pooled, where they are no
-better than chance (p >= 0.01). Concurrency 1, so that the count is clean.
+better than chance (p >= 0.01). Concurrency 1, so that the count is clean. Under `local`
+the channel is probed on the host first (`page_cache_channel`): one CI host of 2026-12-07
+showed every counter file cached to the suite after every eviction (36 of 36, three replays
+running), where the attack has no channel and its control cannot pass; such a host skips the
+local tests with that reason.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import logging
 import mmap
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import polars as pl
@@ -52,31 +57,22 @@ VALID, INVALID = 10, 10
 #: local, 40 of 87
 SECRETS = tuple(f"test_run_order: a fixed secret {i}".encode() for i in range(3))
 
-#: The counting suite. `MODE` "label": guesses its state from its place (first buggy,
-#: second reference, then VALID valid candidates, the rest invalid) and exits 0 where it
-#: guessed reference or valid. `MODE` "confirm": tests honestly (impl.txt must say fixed),
-#: but where the run just before it failed it takes itself for a confirmation and passes,
-#: to turn the confirmed `F` into `E`/unstable; it marks its own failures for the next run.
-SUITE = r'''
-import glob, os, sys, time
+#: How a run tells whether a file's first page is cached (the suite's probe, and the host's
+#: check that the channel exists here: `page_cache_channel`). It reads the file's first
+#: byte, which caches its page; whether it was cached before: by RWF_NOWAIT where the file
+#: system takes it (ext4: local), else by the read's time (overlayfs refuses RWF_NOWAIT:
+#: docker).
+PROBE = r'''
+import os, time
 
-MODE, VALID, FOLDER = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-FILES = sorted(glob.glob(f"{FOLDER}/**/*.py", recursive=True))
 one = bytearray(1)
 
 
 def was_cached(path):
-    # Read the file's first byte, which caches its page; whether it was cached before: by
-    # RWF_NOWAIT where the file system takes it (ext4: local), else by the read's time
-    # (overlayfs refuses RWF_NOWAIT: docker). A NOWAIT read that succeeded is timed too:
-    # where the device answers at once, the kernel's readahead fills the page inside the
-    # NOWAIT read itself (a host where every file looked cached, 2026-12-07), slower than a
-    # read from the cache by far.
     fd = os.open(path, os.O_RDONLY)
-    start = time.perf_counter_ns()
     try:
         os.preadv(fd, [one], 0, os.RWF_NOWAIT)
-        return time.perf_counter_ns() - start < NOWAIT_LIMIT
+        return True
     except BlockingIOError:
         os.pread(fd, 1, 0)
         return False
@@ -86,23 +82,18 @@ def was_cached(path):
         return time.perf_counter_ns() - start < 20_000
     finally:
         os.close(fd)
+'''
 
+#: The counting suite. `MODE` "label": guesses its state from its place (first buggy,
+#: second reference, then VALID valid candidates, the rest invalid) and exits 0 where it
+#: guessed reference or valid. `MODE` "confirm": tests honestly (impl.txt must say fixed),
+#: but where the run just before it failed it takes itself for a confirmation and passes,
+#: to turn the confirmed `F` into `E`/unstable; it marks its own failures for the next run.
+SUITE = PROBE + r'''
+import glob, sys
 
-def cached_read_time():
-    # the fastest of a few 1-byte reads of a file in the cache: this script, just read
-    fd = os.open(__file__, os.O_RDONLY)
-    try:
-        times = []
-        for _ in range(20):
-            start = time.perf_counter_ns()
-            os.preadv(fd, [one], 0)
-            times.append(time.perf_counter_ns() - start)
-        return min(times)
-    finally:
-        os.close(fd)
-
-
-NOWAIT_LIMIT = max(5_000, 8 * cached_read_time())
+MODE, VALID, FOLDER = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+FILES = sorted(glob.glob(f"{FOLDER}/**/*.py", recursive=True))
 half = len(FILES) // 2
 count = 0
 while count < half and was_cached(FILES[count]):  # runs before this one: a file each; the first not cached is ours
@@ -187,15 +178,40 @@ def halves(backend: str) -> tuple[list[str], list[str]]:
             [p for p, r in zip(paths, relative) if r not in first])
 
 
+def drop(path: str) -> None:
+    """Drop a file's pages from the page cache (as root)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def evict(backend: str) -> None:
-    """Drop the counter files' pages from the page cache (as root), so that the suite
-    counts from 0."""
+    """Drop the counter files' pages from the page cache, so that the suite counts from 0."""
     for path in layer_files(backend):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+        drop(path)
+
+
+def page_cache_channel() -> None:
+    """The attack needs a channel: a run must tell a counter file read before from one not
+    read since its eviction. Probed here as a `local` run probes (the same files, the same
+    code), on the last six counter files (the suite's marks reach them last): each dropped,
+    then probed twice (not cached, then cached). A host whose page cache tells a run nothing
+    (a /usr whose reads cost the same cached or not, or whose pages cannot be dropped) has
+    nothing to defend against: the test is skipped, saying so, rather than its control
+    failing."""
+    probe: dict = {}
+    exec(PROBE, probe)
+    files = sorted(counter_files(COUNTER))[-6:]
+    right = 0
+    for path in files:
+        drop(path)
+        right += (not probe["was_cached"](path)) + probe["was_cached"](path)
+    if right < 2 * len(files) - 2:
+        fs = subprocess.run(["stat", "-f", "-c", "%T", COUNTER], capture_output=True, text=True).stdout.strip()
+        pytest.skip(f"this host's page cache gives a run no channel to count by ({COUNTER} on {fs}: "
+                    f"{right} of {2 * len(files)} probes right): the defence has nothing to show here")
 
 
 def replay(bench: Path, configuration: str, backend: str, work_root: Path,
@@ -280,6 +296,8 @@ def confirmation_guesses(rows: pl.DataFrame) -> tuple[int, int]:
 
 def _needs(backend: str, request: pytest.FixtureRequest) -> None:
     request.getfixturevalue("require")("docker" if backend == "docker" else "sandbox")
+    if backend == "local":
+        page_cache_channel()
 
 
 @pytest.mark.slow
@@ -344,3 +362,14 @@ def test_the_drawn_order_keeps_a_suite_s_runs_together_and_differs_by_secret(cou
     cut = batches(one, 5, group_of, b"one")
     assert sorted(s.run_key for b in cut for s in b.specs) == sorted(s.run_key for s in specs)
     assert secret_order(range(20), b"one", str) != secret_order(range(20), b"other", str)
+
+
+def test_the_channel_probe_finds_none_where_pages_cannot_be_dropped(monkeypatch):
+    """The probe that lets the local attack tests skip is not a skip for all weathers: where
+    a dropped page stays cached (drop made a no-op), every first probe finds its file cached,
+    and the probe says there is no channel."""
+    for path in sorted(counter_files(COUNTER))[-6:]:
+        Path(path).read_bytes()  # cached
+    monkeypatch.setattr(f"{__name__}.drop", lambda path: None)
+    with pytest.raises(pytest.skip.Exception, match="no channel to count by"):
+        page_cache_channel()

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from testprism.tasks.model.benchmark import EnvironmentSpec, load_benchmark
+from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.replay.runs import plan, unrunnable_rows
 from testprism.tasks.execution.batch import ExecutionOptions

@@ -1,4 +1,4 @@
-"""Code structure per language (tasks/model/syntax.py): AST distance of panels, tokens of
+"""Code structure per language (tasks/model/syntax/): AST distance of panels, tokens of
 near duplicates, changed functions for coverage and test discovery, for Python (whose
 numbers must not move) and the tree-sitter languages."""
 

@@ -2,8 +2,8 @@
 reference (it makes the fail-to-pass transition, stably) and about each candidate
 (SWE-bench's resolved rule: every official check passes).
 
-Plain functions on rows, no sandbox: tasks/collect/verification.py ran them; flows/collect.py
-wires both into the collect flow.
+Plain functions on rows, no sandbox: tasks/collect/verification.py ran them; collection.py
+wires both into one collect.
 """
 
 from __future__ import annotations

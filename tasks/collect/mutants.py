@@ -10,7 +10,7 @@ equivalent (`equivalent_mutant`), since nothing says it is wrong.
 
 Operators (the classic mutation-testing set, as in PIT and mutmut). Python is read and
 rewritten with libcst (the bundled benchmark's panels depend on exactly these mutants); every
-language whose syntax record has `MutationSyntax` (tasks/model/syntax.py: Go, JavaScript,
+language whose syntax record has `MutationSyntax` (tasks/model/syntax/: Go, JavaScript,
 TypeScript, Java) through one engine on its tree-sitter tree, each mutant one node's bytes
 replaced as the record's tables say. Either way the rest of the file keeps its layout byte
 for byte:
@@ -365,7 +365,7 @@ def generate(instance: Instance, work: WorkPaths, limit: int, seed: int = SEED) 
     language = syntax.named(instance.spec.language)
     if language is not syntax.PYTHON and language.mutation is None:
         return Generated(instance.id, (), f"not generated: no mutation operators for {language.name} "
-                                          "(tasks/model/syntax.py)")
+                                          "(tasks/model/syntax/languages.py)")
 
     def mutable(path: str) -> bool:
         """A Python instance's Python files (as ever); another's files of any language with operators."""

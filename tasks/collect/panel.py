@@ -11,7 +11,7 @@ AST distance of two candidates: each becomes one tree, `patch â†’ file:<path> â†
 the units are the functions (methods, or module-level statements outside any function)
 that the patch changes, taken from the file *after* the patch, as Python ASTs (node labels:
 the node type, plus the name, attribute or constant it holds; load/store contexts dropped),
-or for Go, JavaScript, TypeScript and Java as tree-sitter trees (tasks/model/syntax.py:
+or for Go, JavaScript, TypeScript and Java as tree-sitter trees (tasks/model/syntax/:
 named nodes labelled by type, plus the identifier or literal a leaf holds or the operator an
 expression applies; comments dropped). A file of another language, or one that does not
 parse, contributes a flat list of its added lines' tokens instead. The distance is the tree edit distance (APTED, unit costs) divided by the

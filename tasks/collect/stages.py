@@ -1,7 +1,7 @@
 """The collect funnel: what each stage kept and set aside (TestPrism's Table 5, with the
 why of every exclusion), and the rows collect leaves in the store.
 
-The flow (flows/collect.py) calls these in order; they are plain functions of the pool,
+One collect (collection.py) calls these in order; they are plain functions of the pool,
 so the funnel is the same whichever executor ran the verifications.
 """
 

@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from testprism.tasks.curate.judge import JudgeConfig, JudgeConfigError
 from testprism.tasks.curate.selection import SourceRule, SplitRule
-from testprism.tasks.model.benchmark import NAME, BenchmarkError
+from testprism.tasks.model.benchmark import BenchmarkError
+from testprism.tasks.model.benchmark_format import NAME
 from testprism.tasks.model.config_file import read_config
 from testprism.tasks.model.hashing import digest
 

@@ -7,7 +7,7 @@
   each test file as the checks patch leaves it (Python: pytest's rule, `test*` functions at
   module level and `test*` methods of `Test*` classes or `unittest.TestCase` subclasses;
   Go, JavaScript, TypeScript, Java: their test rule on the tree-sitter tree,
-  tasks/model/syntax.py); for other languages a documented pattern per file extension
+  tasks/model/syntax/); for other languages a documented pattern per file extension
   (`TEST_PATTERNS`);
 - **test density**: tests / max(1, files the reference modifies).
 

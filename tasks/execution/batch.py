@@ -39,7 +39,7 @@ import pyarrow as pa
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.execution.parcel import Parcel
 from testprism.tasks.execution.verdict import Policy, Reader, failed, judge, logged_limits
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason, Verdict
 from testprism.tasks.model.workdir import WorkPaths, default_work_root

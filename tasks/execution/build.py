@@ -25,7 +25,8 @@ from pathlib import Path
 
 from testprism.tasks.execution.batch import Environments
 from testprism.tasks.execution.verdict import MESSAGE_TAIL, failed
-from testprism.tasks.model.benchmark import EnvironmentSpec, Instance
+from testprism.tasks.model.benchmark import Instance
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason, Verdict
 from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
@@ -56,7 +57,7 @@ def state_tree(instance: Instance, state: State, environments: Environments, wor
     environment cannot be had. A patch that did not apply is returned as it is: the caller
     records that (`patch_failed`). `environment` builds it in another environment than the
     instance's: the coverage pass's instrumented one, where coverage is compiled in (gcc's
-    `--coverage`: tasks/score/coverage/toolchains.py); a built tree of its own."""
+    `--coverage`: tasks/score/coverage/toolchains/gcc.py); a built tree of its own."""
     missing = unbound_image(instance, environments)
     if missing is not None:
         return missing

@@ -30,7 +30,7 @@ import re
 
 from testprism.tasks.execution.verdict import ResultsDisagree, Unreadable
 from testprism.tasks.model import bounded_json
-from testprism.tasks.model.benchmark import REWARD_CHECK, RewardSpec
+from testprism.tasks.model.benchmark_format import REWARD_CHECK, RewardSpec
 from testprism.tasks.model.outcome import TestResult
 
 #: Harbor's logs folder, inside the run: an empty writable folder of the run's own

@@ -102,35 +102,59 @@ def test_results(result: ExecResult, parser: str | None = None,
     return parse_junit(result.junit_xml) if result.junit_xml else None
 
 
-def classify(result: ExecResult, selected: tuple[str, ...] = (), parser: str | None = None,
-             read: Reader | None = None) -> tuple[Outcome, Reason | None]:
-    """One attempt's outcome, before confirmation. With `selected` tests and readable
-    results, only those tests decide; otherwise the exit status and any failing case. A
-    run whose log `parser` or `read` cannot read is `E`/parse_failed: never a pass or a
-    failure."""
-    if result.timed_out:
-        return Outcome.ERROR, Reason.TIMEOUT
-    if result.output_exceeded:
-        return Outcome.ERROR, Reason.OUTPUT_LIMIT
-    if result.limit is not None:  # a run-wide limit: what the suite saw says nothing of the state
-        return Outcome.ERROR, Reason(result.limit)
+@dataclass(frozen=True)
+class Reading:
+    """What one attempt handed back, read once: its outcome before confirmation (and why,
+    where it is `E`), its per-test results (None where there are none or they cannot be
+    read), and the note that heads its verdict's tail (why its results could not be read,
+    or how its witnesses disagree)."""
+
+    outcome: Outcome
+    reason: Reason | None
+    tests: tuple[TestResult, ...] | None
+    note: str | None = None
+
+
+def read_attempt(result: ExecResult, selected: tuple[str, ...] = (), parser: str | None = None,
+                 read: Reader | None = None) -> Reading:
+    """One attempt's reading. With `selected` tests and readable results, only those tests
+    decide; otherwise the exit status and any failing case. A run whose log `parser` or
+    `read` cannot read is `E`/parse_failed, one whose witnesses disagree (crosscheck.py)
+    `E`/results_disagree: never a pass or a failure. The results are read even where a
+    limit decides the outcome, so that its verdict keeps what the run reported."""
+    reason: Reason | None = None
+    note: str | None = None
     try:
         tests = test_results(result, parser, read)
     except Unreadable as exc:
-        return Outcome.ERROR, exc.reason
-    except ReportUnreadable:
-        return Outcome.ERROR, Reason.REPORT_UNREADABLE
-    if parser is not None and tests is None:
-        return Outcome.ERROR, Reason.PARSE_FAILED
-    if read is None and disagreement(result, tests, parser) is not None:
-        return Outcome.ERROR, Reason.RESULTS_DISAGREE
+        tests, reason, note = None, exc.reason, str(exc)
+    except ReportUnreadable as exc:
+        tests, reason, note = None, Reason.REPORT_UNREADABLE, str(exc)
+    else:
+        if parser is not None and tests is None:
+            reason = Reason.PARSE_FAILED
+        elif read is None and (note := disagreement(result, tests, parser)) is not None:
+            reason = Reason.RESULTS_DISAGREE
+    if result.timed_out:
+        return Reading(Outcome.ERROR, Reason.TIMEOUT, tests, note)
+    if result.output_exceeded:
+        return Reading(Outcome.ERROR, Reason.OUTPUT_LIMIT, tests, note)
+    if result.limit is not None:  # a run-wide limit: what the suite saw says nothing of the state
+        return Reading(Outcome.ERROR, Reason(result.limit), tests, note)
+    if reason is not None:
+        return Reading(Outcome.ERROR, reason, tests, note)
     if selected and tests is not None:
         passed = all(o == "passed" for o in select(tests, selected).values())
-        return (Outcome.PASS, None) if passed else (Outcome.FAIL, None)
+        return Reading(Outcome.PASS if passed else Outcome.FAIL, None, tests)
     failing = any(t.outcome in ("failed", "error") for t in tests or ())
-    if result.exit_code == 0 and not failing:
-        return Outcome.PASS, None
-    return Outcome.FAIL, None
+    return Reading(Outcome.PASS if result.exit_code == 0 and not failing else Outcome.FAIL, None, tests)
+
+
+def classify(result: ExecResult, selected: tuple[str, ...] = (), parser: str | None = None,
+             read: Reader | None = None) -> tuple[Outcome, Reason | None]:
+    """One attempt's outcome and reason (`read_attempt`)."""
+    reading = read_attempt(result, selected, parser, read)
+    return reading.outcome, reading.reason
 
 
 @dataclass(frozen=True)
@@ -199,7 +223,8 @@ def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str
             return failed(Reason.SUITE_NOT_INSTALLED, str(exc), runs.count)
         except SandboxError as exc:
             return failed(Reason.SANDBOX_ERROR, str(exc), runs.count)
-        outcome, reason = classify(last, selected, parser, read)
+        reading = read_attempt(last, selected, parser, read)
+        outcome, reason = reading.outcome, reading.reason
         seen.append(outcome)
         if outcome is Outcome.FAIL and len(seen) <= confirmations:
             if pace is not None:
@@ -209,12 +234,7 @@ def judge(attempt: Callable[[], ExecResult], policy: Policy, selected: tuple[str
             outcome, reason = Outcome.ERROR, Reason.UNSTABLE
         replayed = (len(seen) > 1) if seen[0] is Outcome.FAIL else None
         tail = last.output_tail[-Limits.tail_bytes:] if parser is not None else last.output_tail
-        try:
-            tests = test_results(last, parser, read)
-        except (Unreadable, ReportUnreadable) as exc:
-            tests, tail = None, f"{exc}\n{tail}"
-        why = disagreement(last, tests, parser) if read is None else None
-        if why is not None:
-            tail = f"{why}\n{tail}"
-        return Verdict(outcome, reason, last.exit_code, last.duration_s, runs.count, tail, tests or (),
+        if reading.note is not None:
+            tail = f"{reading.note}\n{tail}"
+        return Verdict(outcome, reason, last.exit_code, last.duration_s, runs.count, tail, reading.tests or (),
                        last.suite_patch_method, replayed)

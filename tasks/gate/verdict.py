@@ -14,14 +14,16 @@ same batch executor into the same `verifications` rows (so a `check` followed by
   buggy runs (`empty_plan`); were a key ever to differ, the flow runs it like any other.
   It "resolves" by SWE-bench's rule (`label_of`: every official check passes);
 - a row that does not load is a verdict of its own (`load_failed`, with the file and field),
-  not an error that stops the others.
+  not an error that stops the others; so is a row an import refused (`refused`, with its
+  rows file and line, field and reason: tasks/importing/refusals.py), though it has no
+  instance folder, so that the gate's table over an imported file shows every row of it.
 """
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from testprism.tasks.collect.label import GOLD_REPEATS, gold_verdict, label_of
 from testprism.tasks.collect.verification import Verification, candidate_states, plan
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.junit import select
+from testprism.tasks.importing.refusals import read_refusals
 from testprism.tasks.model.benchmark import BenchmarkError, Instance, load_instance
 from testprism.tasks.model.outcome import Reason, TestResult
 
@@ -53,6 +56,7 @@ class GateVerdict(StrEnum):
     EMPTY_RESOLVES = "empty_resolves"  #: every check passes on the buggy program: the empty patch resolves it
     F2P_PASSES_BEFORE = "fail_to_pass_passes_before"  #: some FAIL_TO_PASS checks pass on buggy (ids)
     P2P_FAILS_BEFORE = "pass_to_pass_fails_before"  #: some PASS_TO_PASS checks fail on buggy (ids)
+    REFUSED = "refused"  #: the importer refused the row (its row, field and reason in the detail)
 
 
 @dataclass(frozen=True)
@@ -66,10 +70,12 @@ class RowVerdict:
 
 @dataclass(frozen=True)
 class Rows:
-    """A benchmark's instance folders: those that load, and a verdict for each that does not."""
+    """A benchmark's instance folders: those that load, and a verdict for each that does not;
+    and a verdict for each row its imports refused (tasks/importing/refusals.py)."""
 
     instances: dict[str, Instance]
     unloadable: list[RowVerdict]
+    refused: list[RowVerdict] = field(default_factory=list)
 
 
 def _declared(folder: Path) -> tuple[str, str]:
@@ -95,7 +101,12 @@ def load_rows(root: Path) -> Rows:
             instances[inst.name] = load_instance(inst)
         except BenchmarkError as exc:
             unloadable.append(RowVerdict(inst.name, *_declared(inst), GateVerdict.LOAD_FAILED, str(exc)))
-    return Rows(instances, unloadable)
+    refusals = read_refusals(root)
+    refused = [RowVerdict(key, entry.get("source", "?"), entry.get("language", "?"), GateVerdict.REFUSED,
+                          f"{entry.get('row', key)}: field {entry.get('field', '?')}: {entry.get('reason', '')}")
+               for key, entry in sorted(refusals.items()) if key not in instances
+               and key not in {v.instance_id for v in unloadable}]
+    return Rows(instances, unloadable, refused)
 
 
 def empty_plan(instance: Instance, options: ExecutionOptions) -> list[Verification]:

@@ -9,10 +9,18 @@ there, and that interpreter may be old. So this file is standard library only an
 channel replaces). The same file runs on the host as `python -m testprism.tasks.generate.agent`
 or `testprism agent`.
 
+Why one file of over 600 lines, where the house keeps modules under 600 (issue 42): it is the
+one module shipped into the sandbox, copied alone into the task folder
+(tasks/generate/task_folder.py `AGENT_FILE`) and run there as `python3 tmp/.task/agent.py`
+by an interpreter that has no testprism on its path. Split, its parts would travel as a
+package copied beside it and found through the script's folder: more files for the harness
+to copy and for tests/test_agent.py to hold to the standard library and Python 3.8, for one
+program that is read top to bottom anyway.
+
 The contract (the harness writes `tmp/.task/`, the agent leaves the rest of `tmp/`):
 `instruction.md` (the issue), `language.json` (the instance's language and its test
 convention: where the test file goes, how that one file runs, the suite's command, what
-an assertion's failure looks like; tasks/model/syntax.py's `TestConvention`, so no test
+an assertion's failure looks like; tasks/model/syntax/record.py's `TestConvention`, so no test
 framework is built in here), `reference.diff` (TestPrism mode only), `strategy.json`
 (`Strategy`), `feedback.md` (a feedback round). The agent writes the test file the
 convention names, `tmp/run_tests.sh` and `tmp/.task/usage.json`; with `repair: true` it
@@ -70,7 +78,7 @@ SYSTEM = ("You are a careful software engineer who writes regression tests. You 
 
 class Convention:
     """language.json: the instance's language and how a test of it is written and run
-    (tasks/model/syntax.py's `TestConvention`, which documents each field)."""
+    (tasks/model/syntax/record.py's `TestConvention`, which documents each field)."""
 
     FIELDS = ("framework", "fence", "path", "run", "shown", "suite", "assertion", "guidance")
 
@@ -82,7 +90,7 @@ class Convention:
         convention = values.get("convention")
         if not isinstance(convention, dict):
             raise TaskError("language.json: the provided agent writes no {} test (no test convention for it in "
-                            "tasks/model/syntax.py)".format(self.language or "unnamed language's"))
+                            "tasks/model/syntax/languages.py)".format(self.language or "unnamed language's"))
         missing = [name for name in self.FIELDS if not convention.get(name)]
         if missing:
             raise TaskError("language.json: convention: missing {}".format(", ".join(missing)))

@@ -11,8 +11,9 @@ Both are functions of the stored history, so a rerun proposes what the first run
 have: TPE's study is rebuilt in memory from the history every round and seeded with the
 search's seed plus the round (a sampler's RNG carried across rounds would differ after a
 resume); the model is asked again (its answer may differ; what it answered is stored).
-The model is called by the harness, never from a sandbox; its tokens are recorded apart
-(`proposer_tokens`): the search's cap is the generation runs' budget.
+The model is called by the harness, never from a sandbox; its tokens are recorded
+(`proposer_tokens`) and count against the search's cap with the runs' (tasks/generate/
+search_rounds.py), so a model proposer buys no JSF with tokens the cap does not see.
 """
 
 from __future__ import annotations

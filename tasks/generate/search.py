@@ -141,11 +141,18 @@ def round_jsf(store: Store, configuration: str) -> float:
     return float(rows["s"].mean()) if rows.height else 0.0
 
 
-def round_feedback(store: Store, configuration: str) -> str:
-    """What a round's suites did per instance, in words a proposer reads: whether each
+def round_feedback(store: Store, configurations: Sequence[str]) -> dict[str, str]:
+    """What each round's suites did per instance, in words a proposer reads: whether each
     failed the buggy program and passed the reference, and how many valid (invalid)
-    candidates it accepted (rejected)."""
-    rows = instance_scores(store).filter(pl.col("configuration") == configuration).sort("instance_id")
+    candidates it accepted (rejected). The store is scored once for all the rounds asked
+    (a proposer is shown every earlier round, so once per round would grow with its square)."""
+    scores = instance_scores(store).filter(pl.col("configuration").is_in(list(configurations)))
+    return {configuration: _feedback(scores.filter(pl.col("configuration") == configuration).sort("instance_id"))
+            for configuration in configurations}
+
+
+def _feedback(rows: pl.DataFrame) -> str:
+    """One round's lines of `round_feedback`, from its instance scores."""
     lines = []
     for r in rows.iter_rows(named=True):
         said = ["fails on the buggy program and passes the reference" if r["f"] == 1.0

@@ -58,7 +58,9 @@ def proposal(setup: SearchSetup, store: Store, past: list[SearchRound], round_: 
     if round_ == 1:
         return Proposal(setup.space.strategy, "start")
     if setup.proposer == "llm":
-        feedback = {r.round: round_feedback(store, r.configuration) for r in past if r.jsf is not None}
+        ran = [r for r in past if r.jsf is not None]
+        said = round_feedback(store, [r.configuration for r in ran])
+        feedback = {r.round: said[r.configuration] for r in ran}
         return propose_llm(setup.space, past, round_, setup.seed, setup.endpoint,
                            setup.proposer_model or setup.space.strategy.model, feedback=feedback)
     return Proposal(propose_tpe(setup.space, past, round_, setup.seed), "tpe")
@@ -77,13 +79,22 @@ def run_search(store: Store, strategies: Path, bench: Benchmark, setup: SearchSe
         round_ = past[-1].round + 1 if past else 1
         name, started = configuration_of(setup.search, round_), datetime.now(UTC)
         used = past[-1].cumulative_tokens if past else 0
-        allowed = round_budget(chosen.caps, used, len(bench.instances))
-        if allowed.caps is None:
+        # the model proposer's reply counts against the cap as a run's does: admitted with
+        # one reply of headroom for it, charged what it spent, then the runs admitted after it
+        asks = round_ > 1 and setup.proposer == "llm"
+        allowed = round_budget(chosen.caps, used + (chosen.caps.reply_tokens if asks else 0), len(bench.instances))
+        proposed = proposal(setup, store, past, round_) if allowed.caps is not None else None
+        if proposed is not None:
+            used += proposed.tokens
+            allowed = round_budget(chosen.caps, used, len(bench.instances))
+        if allowed.caps is None or proposed is None:
             done = SearchRound(setup.search, round_, name, "none", chosen.strategy, None, len(bench.instances), 0, 0,
-                               used, 0, chosen.caps.search_tokens, 0, started, allowed.status, allowed.note, ())
+                               used, 0, chosen.caps.search_tokens, proposed.tokens if proposed else 0, started,
+                               RoundStatus.STOPPED,
+                               f"{allowed.note} (after {chosen.caps.reply_tokens} tokens kept for the proposer's reply)"
+                               if asks and proposed is None else allowed.note, ())
             log.warning("rsi round %d: stopped: %s", round_, allowed.note)
         else:
-            proposed = proposal(setup, store, past, round_)
             strategy_file = strategies / f"{name}.json"
             strategy_file.parent.mkdir(parents=True, exist_ok=True)
             strategy_file.write_text(proposed.strategy.as_json())

@@ -25,7 +25,8 @@ from testprism.tasks.importing.recipe import fill_test_files
 from testprism.tasks.importing.rows import ImportReport, RowError
 from testprism.tasks.importing.suite_import import find_test_functions
 from testprism.tasks.model import toml_writer
-from testprism.tasks.model.benchmark import NAME, BenchmarkError, Instance, load_instance
+from testprism.tasks.model.benchmark import BenchmarkError, Instance, load_instance
+from testprism.tasks.model.benchmark_format import NAME
 from testprism.tasks.model.patches import with_final_newline
 from testprism.tasks.model.state import apply_patch
 

@@ -38,7 +38,9 @@ immediate subfolder of TASKS is one task (hidden folders are passed over), and b
   read-only at `/solution` (where Harbor uploads them); a git snapshot taken before it and
   `git diff --binary` after it come back through the one file a backend returns,
   `$TESTPRISM_JUNIT` (the image needs `git`). A task whose solution fails (non-zero exit,
-  timeout, too much output) or changes nothing is skipped with an issue.
+  timeout, too much output) or changes nothing is skipped with an issue. What solve.sh
+  writes outside the program (the root is read-only, so the scratch folders: /tmp,
+  /var/tmp, /dev/shm) cannot be in a diff of the program: the files are named in a caveat.
 - **checks**: `tests/test.sh`, run as Harbor runs it (`bash /tests/test.sh`), is the
   official check (`[checks.reward]`, tasks/execution/reward.py): the files of `tests/`,
   added by the checks patch under `tests/` of the program (or `tests/harbor/` when the
@@ -54,8 +56,16 @@ immediate subfolder of TASKS is one task (hidden folders are passed over), and b
   memory_mb` (2048) and `storage_mb` (10240) (or the older `memory`/`storage` sizes, "2G")
   the runs' memory and disk, and `cpus` their CPU quota (`[limits]`: a run cgroup's
   `cpu.max` under local, the container's CPU quota under docker).
+- **the rest of task.toml** (tasks/importing/harbor_config.py): every field of Harbor's
+  schema is honoured (`[verifier] env` set for test.sh, `[environment] env` for every run,
+  `[solution] env` for solve.sh), refuses the task (checks that need the network at check
+  time, a value Harbor resolves from the host's environment, GPUs), or is a caveat naming
+  it (`allow_internet = true`, `build_timeout_sec`, `docker_image`, a phase's `user`, ...);
+  so is a field Harbor does not define. Nothing is dropped without a word.
 - **run-time fetches**: test.sh lines that fetch tools over the network (`curl … | sh`,
-  `wget … | sh`, `pip install`, `uv pip install`, `apt-get update/install`) cannot work in a
+  `wget … | sh`, `pip install`, `uv pip install`, `apt-get update/install`, `npm`/`pnpm`/
+  `yarn install`, `composer install`, `bundle`/`gem install`: tasks/importing/setup_lines.py,
+  which the image route's SWE-bench set-up lines are read with too) cannot work in a
   run, which has no network: they are appended to the instance's Dockerfile as `RUN` steps,
   so the environment's build (the only networked step) installs what they install and the
   same lines at run time find it in place; the report says so, line by line (a caveat).
@@ -74,6 +84,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
+import shlex
 import shutil
 import tempfile
 import tomllib
@@ -81,9 +92,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from testprism.tasks.importing.folders import (
     Authored,
@@ -94,13 +104,16 @@ from testprism.tasks.importing.folders import (
     regular_files,
     write_authored,
 )
+from testprism.tasks.importing.harbor_config import TaskConfig, check_config, config_notes
 from testprism.tasks.importing.harbor_limits import SOLVE_TIMEOUT_S
 from testprism.tasks.importing.instance_writer import summary_line
 from testprism.tasks.importing.language import detect_language, language_named
+from testprism.tasks.importing.refusals import record_refusals
 from testprism.tasks.importing.rows import ImportReport, Issue, RowError
+from testprism.tasks.importing.setup_lines import commands, needs_network
 from testprism.tasks.importing.uvx import UV_INSTALLER, UVX_ROOT, UvxCall, install_step, parse_uvx
 from testprism.tasks.importing.staging import staged
-from testprism.tasks.model.benchmark import REWARD_CHECK, EnvironmentSpec, LimitsSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec, LimitsSpec, REWARD_CHECK
 from testprism.tasks.model.patches import parse_field
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 from testprism.tasks.sandbox.base import Limits, Mount, RunRequest, SandboxBackend, backend_class
@@ -127,6 +140,10 @@ DOCKERFILE = f"{ENVIRONMENT_DIR}/Dockerfile"
 SOLUTION_AT = "/solution"
 #: the verifier, as Harbor runs it
 VERIFIER_COMMAND = "bash /tests/test.sh"
+#: how SOLVE_COMMAND names a file solve.sh wrote outside the program, a line each (the
+#: first OUTSIDE_SHOWN): the root is read-only, so only the scratch folders can hold one
+OUTSIDE = "testprism: solve.sh wrote outside the program: "
+OUTSIDE_SHOWN = 20
 
 #: Runs in the sandbox from the program root: snapshot, solve.sh, the diff to $TESTPRISM_JUNIT.
 #: The snapshot's repository lies outside the program, in the sandbox's private /tmp, so the
@@ -141,69 +158,17 @@ keep() {{ git --git-dir="$snapshot" --work-tree="$root" -c user.name=testprism -
 record() {{ keep add --all --force -- .; }}
 keep init -q && record && keep commit -q --no-verify --allow-empty -m program \\
   || {{ echo "testprism: the program could not be snapshotted with git" >&2; exit 97; }}
+marker="$(mktemp)"
 bash {SOLUTION_AT}/solve.sh || exit $?
-cd "$root" && record && keep diff --cached --binary --no-renames --no-color --no-ext-diff > "$TESTPRISM_JUNIT"
+cd "$root" && record && keep diff --cached --binary --no-renames --no-color --no-ext-diff > "$TESTPRISM_JUNIT" \\
+  || exit $?
+find /tmp /var/tmp /dev/shm \\( -path "$snapshot" -o -path "$marker" -o -path "$root" \\) -prune \\
+  -o ! -type d -cnewer "$marker" -print 2>/dev/null | head -n {OUTSIDE_SHOWN} | sed 's|^|{OUTSIDE}|'
+exit 0
 """
 
-#: test.sh lines that fetch over the network, which a run cannot: moved to the image's build
-FETCHES = re.compile(r"\b(?:curl|wget)\b.*\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b"
-                     r"|\b(?:pip3?|python3?(?:\.\d+)?\s+-m\s+pip|uv\s+pip)\s+install\b"
-                     r"|\bapt(?:-get)?\s+(?:-\S+\s+)*(?:update|install)\b")
 #: test.sh lines that fetch on every call: nothing to install ahead
 REFETCHES = re.compile(r"(?:^|[\s;&|(])uvx\s")
-
-
-class _Verifier(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    timeout_sec: float = Field(600.0, gt=0)
-
-
-class _Agent(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    timeout_sec: float | None = Field(None, gt=0)
-
-
-class _Environment(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    cpus: int | None = Field(None, gt=0)
-    memory_mb: int = Field(2048, gt=0)
-    storage_mb: int = Field(10240, gt=0)
-    #: Harbor's older size strings ("2G", "512M"), which its loader maps onto the _mb fields
-    memory: str | None = Field(None, pattern=r"^\s*\d+(\.\d+)?\s*[GgMmKk]\s*$")
-    storage: str | None = Field(None, pattern=r"^\s*\d+(\.\d+)?\s*[GgMmKk]\s*$")
-
-
-class TaskConfig(BaseModel):
-    """The parts of task.toml testprism honours, with Harbor's defaults (harbor
-    src/harbor/models/task/config.py: VerifierConfig, AgentConfig, EnvironmentConfig)."""
-
-    model_config = ConfigDict(extra="ignore")
-    verifier: _Verifier = _Verifier()
-    agent: _Agent = _Agent()
-    environment: _Environment = _Environment()
-    #: free-form (Harbor's `metadata: dict[str, Any]`): a `language` or language `tags` are read
-    metadata: dict[str, Any] = {}
-
-    def limits(self) -> dict[str, object]:
-        """`[limits]` of the instance."""
-        env = self.environment
-        table: dict[str, object] = {
-            "timeout_s": self.verifier.timeout_sec,
-            "memory_mb": _megabytes(env.memory) if env.memory else env.memory_mb,
-            "disk_mb": _megabytes(env.storage) if env.storage else env.storage_mb,
-        }
-        if self.agent.timeout_sec is not None:
-            table["agent_timeout_s"] = self.agent.timeout_sec
-        if env.cpus is not None:
-            table["cpus"] = env.cpus
-        return table
-
-
-def _megabytes(size: str) -> int:
-    """Harbor's `_parse_size_to_mb`: "2G" → 2048, "512M" → 512, "2048K" → 2."""
-    text = size.strip().upper()
-    scale = {"G": 1024.0, "M": 1.0, "K": 1 / 1024}[text[-1]]
-    return max(1, int(float(text[:-1]) * scale))
 
 
 @dataclass(frozen=True)
@@ -244,19 +209,6 @@ def _workdir(dockerfile: str) -> str:
     return found[-1] if found else ""
 
 
-def _commands(script: str) -> Iterator[str]:
-    """The script's logical lines (continuations joined), comments and blanks dropped."""
-    pending = ""
-    for line in script.splitlines():
-        if line.rstrip().endswith("\\"):
-            pending += line.rstrip()[:-1] + " "
-            continue
-        command = (pending + line).strip()
-        pending = ""
-        if command and not command.startswith("#"):
-            yield command
-
-
 @dataclass(frozen=True)
 class Fetches:
     """test.sh's lines that fetch over the network at run time, and what the build does
@@ -280,7 +232,7 @@ def run_time_fetches(script: str) -> Fetches:
     """test.sh's lines that fetch over the network (Fetches); RowError naming a uvx line
     that cannot be read as a call of a tool."""
     moved, uvx = [], []
-    for command in _commands(script):
+    for command in commands(script):
         if REFETCHES.search(command):
             try:
                 call = parse_uvx(command)
@@ -289,7 +241,7 @@ def run_time_fetches(script: str) -> Fetches:
             if call is not None:
                 uvx.append((command, call))
                 continue
-        if FETCHES.search(command):
+        if needs_network(command):  # moved to the image's build
             moved.append(command)
     skipped = tuple(c for c in moved if UV_INSTALLER.search(c)) if uvx else ()
     return Fetches(tuple(c for c in moved if c not in skipped), tuple(uvx), skipped)
@@ -307,6 +259,7 @@ def read_task(folder: Path) -> Task:
     except ValidationError as exc:
         first = exc.errors()[0]
         raise RowError(f"task.toml: {'.'.join(str(p) for p in first['loc'])}", first["msg"]) from exc
+    check_config(config)
     environment = folder / "environment"
     compose = [name for name in COMPOSE_FILES if (environment / name).exists()]
     if compose:
@@ -369,8 +322,7 @@ class Solver:
     def environment(self, task: Task, dockerfile: Path) -> Path:
         """The backend's handle of the task's environment (its Dockerfile at `dockerfile`),
         built once; RowError naming the FROM image when the engine has no such image."""
-        spec = EnvironmentSpec(python=None, packages=(), dockerfile=DOCKERFILE,
-                               program_in_image=task.program_at).bound(dockerfile)
+        spec = EnvironmentSpec.model_validate(environment_table(task)).bound(dockerfile)
         try:
             return self.backend.prepare(spec)
         except EnvironmentBuildError as exc:
@@ -390,17 +342,22 @@ class Solver:
             tree = program_tree(api, run.image, task.program_at, self.backend.work)
         shutil.copytree(tree, program, symlinks=True, dirs_exist_ok=True)
 
-    def reference(self, task: Task, program: Path, environment: Path) -> str:
+    def reference(self, task: Task, program: Path, environment: Path) -> tuple[str, list[str]]:
         """What solve.sh does to `program`, run in the task's `environment` (Solver.environment)
-        with the task's memory and disk and its agent's time."""
+        with the task's memory and disk, its agent's time and `[solution] env`; and the files
+        it wrote outside the program (the scratch folders: the root is read-only), which a
+        diff of the program cannot keep."""
         limits = LimitsSpec.model_validate(task.config.limits()).over(self.limits)
         limits = replace(limits, timeout_s=task.config.agent.timeout_sec or self.limits.timeout_s)
-        with tempfile.TemporaryDirectory(prefix="testprism-harbor-") as scratch:
+        # in the work area, open to the sandbox's uid (a private /tmp folder is not: under
+        # local, bubblewrap could not bind it)
+        with tempfile.TemporaryDirectory(prefix="testprism-harbor-", dir=self.backend.work.root) as scratch:
+            Path(scratch).chmod(0o755)
             solution = Path(scratch) / "solution"
             copy_files(task.folder / "solution", {rel: rel for rel in task.solution}, solution)
             result = self.backend.run(RunRequest(
                 tree=program, suite_folder=None, suite_files=(), command=SOLVE_COMMAND, environment=environment,
-                limits=limits, mounts=(Mount(SOLUTION_AT, solution),),
+                limits=limits, mounts=(Mount(SOLUTION_AT, solution),), env=task.config.solution.env,
             ))
         if result.timed_out:
             problem = f"timed out after {limits.timeout_s:g} s"
@@ -415,7 +372,9 @@ class Solver:
         else:
             text = result.junit_xml.decode("utf-8", errors="surrogateescape")
             parse_field(text, "solution/solve.sh")
-            return text
+            outside = [line.removeprefix(OUTSIDE) for line in result.output_tail.splitlines()
+                       if line.startswith(OUTSIDE)]
+            return text, outside
         raise RowError("solution/solve.sh", problem)
 
 
@@ -496,6 +455,22 @@ def caveats(task: Task) -> list[str]:
     return notes
 
 
+def environment_table(task: Task) -> dict[str, object]:
+    """`[environment]` of the task's instance: its Dockerfile, where its image keeps the
+    program, `[environment] env` as the variables of every run (and of the build)."""
+    table: dict[str, object] = {"python": None, "packages": (), "dockerfile": DOCKERFILE}
+    if task.program_at:
+        table["program_in_image"] = task.program_at
+    if task.config.environment.env:
+        table["variables"] = dict(task.config.environment.env)
+    return table
+
+
+def verifier_run(env: dict[str, str]) -> str:
+    """The checks' command: test.sh as Harbor runs it, with `[verifier] env` set for it."""
+    return " ".join([*(f"{name}={shlex.quote(value)}" for name, value in sorted(env.items())), VERIFIER_COMMAND])
+
+
 def import_task(folder: Path, out: Path, solver: Solver, source: str, notes: list[Issue], *, overwrite: bool) -> str:
     """Import one task folder; returns `imported` or `exists`. Raises RowError naming the
     file. What it changed or could not keep is added to `notes`."""
@@ -514,16 +489,16 @@ def import_task(folder: Path, out: Path, solver: Solver, source: str, notes: lis
         language, why, language_notes = task_language(
             task.config, program, "environment/" if task.program else f"the image's {task.program_at}/")
         log.info("%s: language %s (%s)", instance_id, language, why)
-        reference = solver.reference(task, program, environment)
+        reference, outside = solver.reference(task, program, environment)
         checks_diff = edit_diff(program, {to: (folder / "tests" / rel).read_bytes()
                                           for to, rel in task.checks_files.items()})
         reward_file, reward_note = reward_format(folder / "tests", task.checks_files.values())
         write_authored(staging, Authored(
             instance_id=instance_id, source=source, summary=summary_line(task.instruction),
             instruction=task.instruction, reference=reference, checks_diff=checks_diff,
-            checks={"command": VERIFIER_COMMAND, "fail_to_pass": [REWARD_CHECK], "pass_to_pass": [],
-                    "reward": {"tests": task.tests_at, "format": reward_file}},
-            environment={"dockerfile": DOCKERFILE} | ({"program_in_image": task.program_at} if task.program_at else {}),
+            checks={"command": verifier_run(task.config.verifier.env), "fail_to_pass": [REWARD_CHECK],
+                    "pass_to_pass": [], "reward": {"tests": task.tests_at, "format": reward_file}},
+            environment={k: v for k, v in environment_table(task).items() if k not in ("python", "packages")},
             limits=task.config.limits(),
             origin={"adapter": "harbor", "task": str(folder.resolve())},
             made_by="testprism import harbor",
@@ -533,6 +508,12 @@ def import_task(folder: Path, out: Path, solver: Solver, source: str, notes: lis
               for note in caveats(task)]
     notes += [Issue(instance_id, instance_id, "language", note, fatal=False) for note in language_notes]
     notes += [Issue(instance_id, instance_id, "tests/", reward_note, fatal=False)] if reward_note else []
+    notes += [Issue(instance_id, instance_id, f"task.toml: {field}", why, fatal=False)
+              for field, why in config_notes(task.config)]
+    if outside:
+        notes.append(Issue(instance_id, instance_id, "solution/solve.sh", (
+            f"wrote {len(outside)}{'+' if len(outside) >= OUTSIDE_SHOWN else ''} files outside the program "
+            f"({', '.join(outside[:5])}): not in the reference, which is a diff of the program"), fatal=False))
     log.info("imported %s from %s", instance_id, folder)
     return "imported"
 
@@ -559,4 +540,5 @@ def import_harbor(tasks_root: Path, out: Path, *, source: str, overwrite: bool =
         if own:
             solver.backend.close()
     report.issues += notes
+    record_refusals(out, report, source)
     return report

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 
 SWEBENCH_NAMESPACE = "swebench"
 SWEBENCH_PROGRAM = "/testbed"

@@ -30,7 +30,6 @@ renamed into place only when whole.
 from __future__ import annotations
 
 import ast
-import json
 import logging
 import shlex
 import tempfile
@@ -39,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from testprism.tasks.importing.folders import edit_diff
 from testprism.tasks.importing.image_names import (
@@ -55,19 +54,23 @@ from testprism.tasks.importing.image_specs import ImageSpecs, multi_swe_bench_pa
 from testprism.tasks.importing.instance_writer import summary_line
 from testprism.tasks.importing.language import name_language
 from testprism.tasks.importing.multi_swe_bench import fail_to_pass, multi_instruction, multi_row, row_id, row_kind
+from testprism.tasks.importing.refusals import declared_language, record_refusals
 from testprism.tasks.importing.rows import (
     ImportReport,
     Issue,
+    PublishedRow,
     Record,
     RowError,
     SweBenchRow,
-    own_folder,
+    json_encoded,
     read_records,
     validation_field,
 )
+from testprism.tasks.importing.setup_lines import script_notes
 from testprism.tasks.importing.staging import staged
 from testprism.tasks.model import toml_writer
-from testprism.tasks.model.benchmark import NAME, BenchmarkError, EnvironmentSpec, load_instance
+from testprism.tasks.model.benchmark import BenchmarkError, load_instance
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.patches import parse_field, with_final_newline
 
 log = logging.getLogger(__name__)
@@ -108,11 +111,9 @@ class ImageTask:
 
 def _list_literal(value: Any) -> Any:
     """A list given as a list, a JSON string (SWE-bench) or a Python literal (Pro's `eval`)."""
-    if not isinstance(value, str):
-        return value
     try:
-        return json.loads(value)
-    except json.JSONDecodeError:
+        return json_encoded(value, "a list")
+    except ValueError:
         pass
     try:
         return ast.literal_eval(value)
@@ -127,16 +128,9 @@ class SweBenchImageRow(SweBenchRow):
     docker_image: str = ""
 
 
-class ProRow(BaseModel):
+class ProRow(PublishedRow):
     """The fields of a SWE-bench Pro row this route uses (ScaleAI/SWE-bench_Pro's columns)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    instance_id: str = Field(pattern=NAME)
-    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-    base_commit: str = Field(pattern=r"^[0-9a-fA-F]{7,40}$")
-    patch: str
-    test_patch: str
     problem_statement: str = Field(min_length=1)
     requirements: str = ""
     interface: str = ""
@@ -146,8 +140,6 @@ class ProRow(BaseModel):
     selected_test_files_to_run: tuple[str, ...] = Field(min_length=1)
     dockerhub_tag: str = ""
     repo_language: str = ""
-
-    _own_folder = field_validator("instance_id")(own_folder)
 
     @field_validator("fail_to_pass", "pass_to_pass", "selected_test_files_to_run", mode="before")
     @classmethod
@@ -168,7 +160,8 @@ def swebench_task(data: dict[str, Any], specs: ImageSpecs) -> ImageTask:
     row: SweBenchImageRow = _validated(SweBenchImageRow, data)
     parse_field(row.patch, "patch")
     touched = [patched.path for patched in parse_field(row.test_patch, "test_patch")]
-    checks = swebench_command(specs.swebench, row.repo, row.version, touched)
+    where = specs.swebench_file(row.repo)
+    checks = swebench_command(specs.swebench, row.repo, row.version, touched, where)
     image = row.docker_image or swebench_image(row.instance_id)
     return ImageTask(
         instance_id=row.instance_id, kind="swe-bench", language=checks.language,
@@ -181,6 +174,10 @@ def swebench_task(data: dict[str, Any], specs: ImageSpecs) -> ImageTask:
         image_from="the row's docker_image" if row.docker_image else
         "SWE-bench's naming (swebench/image_builder/image_spec.py)",
         image_field="docker_image" if row.docker_image else "instance_id",
+        caveats=tuple(("version", f"{where}: field {field}: {line!r} needs root, which a check run has not (an "
+                                  "unprivileged uid on a read-only root): left out of the checks' command; the "
+                                  "image's build must have done it, as SWE-bench's environment images do "
+                                  "(pre_install)") for field, line in checks.left_out),
     )
 
 
@@ -234,7 +231,10 @@ def pro_task(data: dict[str, Any], scripts: Path | None) -> ImageTask:
         raise RowError("run_script.sh", "a SWE-bench Pro row is tested by its run_script.sh and parser.py: give "
                                         "--pro-scripts (the run_scripts/ folder of scaleapi/SWE-bench_Pro-os)")
     checks_patch = with_final_newline(row.test_patch) + pro_scripts_diff(scripts, row.instance_id)
-    caveats: list[tuple[str, str]] = []
+    run_script = scripts / row.instance_id / "run_script.sh"  # a file, not a link (pro_scripts_diff)
+    caveats: list[tuple[str, str]] = [
+        ("run_script.sh", note) for note in script_notes(run_script.read_text(encoding="utf-8", errors="replace"),
+                                                         str(run_script))]
     tag = row.dockerhub_tag
     if not tag:
         tag = pro_tag(row.instance_id, row.repo)
@@ -383,14 +383,17 @@ def import_image_rows(rows: Path, out: Path, route: ImageRoute, *, source: str =
                       overwrite: bool = False) -> ImportReport:
     """Import every row of a rows file as image instances into the benchmark at `out`. A bad
     row is an issue naming the file, the row and the field, and the others go on; what a
-    row's benchmark ships that its instance does not keep is a caveat of that row."""
+    row's benchmark ships that its instance does not keep is a caveat of that row. The
+    refused rows are kept in `out`/refused.json for the gate (tasks/importing/refusals.py)."""
     report = ImportReport()
     seen: set[str] = set()
+    languages: dict[str, str] = {}
     for record in read_records(rows):
         if record.data is None:
             report.issues.append(Issue(record.label, "", "(row)", record.error))
             continue
         instance_id = row_id(record.data)
+        languages[instance_id or record.label] = declared_language(record.data)
         if instance_id and instance_id in seen:
             report.issues.append(Issue(record.label, instance_id, "instance_id", "appears twice in the file; kept the first"))
             continue
@@ -401,6 +404,7 @@ def import_image_rows(rows: Path, out: Path, route: ImageRoute, *, source: str =
 
         report.attempt(record.label, instance_id, lambda r=record, c=caveat: import_image_row(
             r, out, route, source, overwrite=overwrite, caveat=c))
+    record_refusals(out, report, source, languages)
     unused = sorted(set(route.images.names) - seen)
     if unused:
         log.warning("%s names images of instances that are not rows of %s: %s", route.images.path, rows.name,

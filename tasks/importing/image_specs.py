@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from testprism.tasks.execution.logs import PARSERS
 from testprism.tasks.importing.language import language_named, name_language
 from testprism.tasks.importing.rows import RowError
+from testprism.tasks.importing.setup_lines import needs_network, needs_root
 
 SPECS = Path(__file__).parent / "image_specs"
 #: SWE-bench's NON_TEST_EXTS (swebench/harness/constants): files of a test patch that are no test
@@ -138,6 +139,13 @@ class ImageSpecs:
 
     swebench: SweBenchSpecs
     multi: MultiSweBenchSpecs
+    #: the `--specs` file, and the SWE-bench repositories it gives
+    extra: Path | None = None
+    extra_repos: frozenset[str] = frozenset()
+
+    def swebench_file(self, repo: str) -> str:
+        """The specs file a SWE-bench repository's table comes from, as refusals name it."""
+        return str(self.extra if repo in self.extra_repos else SPECS / "swebench.toml")
 
     @classmethod
     def load(cls, extra: Path | None = None) -> ImageSpecs:
@@ -154,7 +162,8 @@ class ImageSpecs:
                 first = exc.errors()[0]
                 where = extra if key in given else path
                 raise SpecsError(f"{where}: field {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from exc
-        return cls(found["swebench"], found["multi_swe_bench"])
+        return cls(found["swebench"], found["multi_swe_bench"], extra,
+                   frozenset(given.get("swebench", {}).get("repos", {})))
 
 
 @dataclass(frozen=True)
@@ -169,11 +178,54 @@ class SweBenchCommand:
     #: files (origin.toml `test_command`); None where SWE-bench's command names the
     #: instance's tests itself (the other languages) or its files as modules (django)
     template: str | None = None
+    #: set-up lines left out of the command, as (the spec's field, the line): they need root
+    #: (`set_up_lines`), and the image's build does them
+    left_out: tuple[tuple[str, str], ...] = ()
 
 
-def swebench_command(specs: SweBenchSpecs, repo: str, version: str, test_files: list[str]) -> SweBenchCommand:
-    """The row's checks command as SWE-bench's eval script runs it (swebench.toml header):
-    RowError naming `repo` or `version` when the table has no entry or no parser for it."""
+def check_script(lines: list[str], *, traced: bool) -> str:
+    """Lines run as SWE-bench's eval.sh runs them (swebench/harness/test_spec/test_spec.py
+    `eval_script`: `set -uxo pipefail`, then one line per command): each its own command, the
+    next run whatever the last one's status (no `-e`: a set-up line that fails does not stop
+    the tests, as it does not stop SWE-bench's), the script's status that of its last line,
+    the test command. The trace (`-x`) only where the parser reads it (`[traced] parsers`):
+    elsewhere it is noise in the log the parser reads, and conda's activate script alone
+    traces hundreds of lines."""
+    return "\n".join([f"set -u{'x' if traced else ''}o pipefail", *lines])
+
+
+def set_up_lines(lines: tuple[str, ...], field: str, where: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """A version's set-up lines (`eval_commands`, `build`) as a check run can run them: a line
+    that fetches over the network refuses the row (RowError naming `where`, the field and the
+    line: a run has no network, and no build step here can run it first); one that needs root
+    (django 3.x's `locale-gen`) is left out, with its field, for the import's report: runs are
+    unprivileged on a read-only root, and SWE-bench's images do it at their build (the
+    environment's `pre_install`)."""
+    kept: list[str] = []
+    left_out: list[tuple[str, str]] = []
+    for index, line in enumerate(lines):
+        if needs_network(line):
+            raise RowError("version", f"{where}: field {field}[{index}]: {line!r} fetches over the network at check "
+                                      "time, which a check run cannot (it has no network); give the row an image "
+                                      "whose build did it and a spec without the line (--specs)")
+        if needs_root(line):
+            left_out.append((f"{field}[{index}]", line))
+        else:
+            kept.append(line)
+    return kept, left_out
+
+
+def _field(repo: str, version: str, of_version: bool, name: str) -> str:
+    """Where in swebench.toml a spec's field is: the repository's table, or its version's."""
+    return f'repos."{repo}"' + (f'.versions."{version}"' if of_version else "") + f".{name}"
+
+
+def swebench_command(specs: SweBenchSpecs, repo: str, version: str, test_files: list[str],
+                     where: str = str(SPECS / "swebench.toml")) -> SweBenchCommand:
+    """The row's checks command as SWE-bench's eval script runs it (swebench.toml header),
+    line by line (`check_script`): RowError naming `repo` or `version` when the table has no
+    entry or no parser for it, or when its lines need the network at check time (`where`:
+    the specs file that gives the repository)."""
     spec = specs.repos.get(repo)
     if spec is None:
         raise RowError("repo", f"{repo} is not in the SWE-bench specs table ({SPECS / 'swebench.toml'}); add it "
@@ -189,24 +241,27 @@ def swebench_command(specs: SweBenchSpecs, repo: str, version: str, test_files: 
                                "reads (swebench.toml [parsers]): its per-test results cannot be kept")
     language = name_language(spec.language, "repo", repo)
     test = override.test_command or spec.test_command
+    set_up_lines((test,), _field(repo, version, override.test_command is not None, "test_command"), where)
+    traced = parser in specs.traced.parsers  # its parser reads the trace, as of SWE-bench's `set -x`
     if language == "python":
         files = [f for f in test_files if not f.endswith(NON_TEST_EXTS)]
         if spec.directives == "django":
             files = [f.removesuffix(".py").removeprefix("tests/").replace("/", ".") for f in files]
-        eval_commands = override.eval_commands if override.eval_commands is not None else spec.eval_commands
-        steps = [specs.python.activate, *eval_commands]
-        command = " && ".join([*steps, " ".join([test, *map(shlex.quote, files)])])
+        own = override.eval_commands is not None
+        steps, left_out = set_up_lines(override.eval_commands if override.eval_commands is not None else
+                                       spec.eval_commands, _field(repo, version, own, "eval_commands"), where)
+        steps = [specs.python.activate, *steps]
+        command = check_script([*steps, " ".join([test, *map(shlex.quote, files)])], traced=traced)
         template = None
         if spec.directives == "files":
             # a suite's verdict comes from JUnit (docs/benchmark-format.md, Suites): pytest writes it
             junit = ' --junitxml="$TESTPRISM_JUNIT"' if parser == "pytest" else ""
-            template = " && ".join([*steps, f"{test} {{test_files}}{junit}"])
-        return SweBenchCommand(language, command, parser, log_parser, template)
-    build = override.build if override.build is not None else spec.build
-    command = " && ".join([*build, test])
-    if parser in specs.traced.parsers:  # its parser reads the trace, as of SWE-bench's `set -x`
-        command = f"set -x; {command}"
-    return SweBenchCommand(language, command, parser, log_parser)
+            template = check_script([*steps, f"{test} {{test_files}}{junit}"], traced=traced)
+        return SweBenchCommand(language, command, parser, log_parser, template, tuple(left_out))
+    build, left_out = set_up_lines(override.build if override.build is not None else spec.build,
+                                   _field(repo, version, override.build is not None, "build"), where)
+    return SweBenchCommand(language, check_script([*build, test], traced=traced), parser, log_parser,
+                           left_out=tuple(left_out))
 
 
 def multi_swe_bench_parser(specs: MultiSweBenchSpecs, org: str, repo: str, lang: str) -> tuple[str, str]:

@@ -2,7 +2,7 @@
 
 Benchmarks spell languages their own way (SWE-bench Pro's `js`, Multi-SWE-bench's `golang`
 and `cpp`, `C++`, `TypeScript`): `[names]` of `languages.toml` maps every spelling to one of
-testprism's languages (the records of tasks/model/syntax.py), and every importer names a
+testprism's languages (the records of tasks/model/syntax/languages.py), and every importer names a
 row's language through it (`name_language`), so a language is added or a spelling corrected
 by editing data. Where a row names none (a Harbor task, a folder), the program tree does
 (`detect_language`): manifest files first (Cargo.toml, go.mod, package.json...), else the
@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from testprism.tasks.importing.rows import RowError
-from testprism.tasks.model.benchmark import known_language
+from testprism.tasks.model.benchmark_format import known_language
 from testprism.tasks.model.syntax import LANGUAGES
 
 log = logging.getLogger(__name__)
@@ -165,7 +165,7 @@ class _Seen:
 
 
 def _extension_languages(table: LanguageTable) -> dict[str, str]:
-    """Each source extension of syntax.py's records → the language it counts for."""
+    """Each source extension of syntax/languages.py's records → the language it counts for."""
     found = {}
     for record in LANGUAGES.values():
         language = table.spellings.get(record.name, record.name)

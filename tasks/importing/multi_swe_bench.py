@@ -20,12 +20,11 @@ a test of a new accessor) is failing there, as the benchmark counts it.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from testprism.tasks.importing.rows import RowError, own_folder, validation_field
+from testprism.tasks.importing.rows import RowError, json_encoded, own_folder, validation_field
 
 SOURCE = "Multi-SWE-bench"
 #: where a refused row's reader looks for what the fields must hold
@@ -82,11 +81,7 @@ class MultiRow(BaseModel):
     def _test_names(cls, value: Any) -> Any:
         # Published as mappings keyed by test name; some copies encode them as JSON strings
         # or keep only the names as a list.
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"neither a mapping keyed by test name nor a JSON-encoded one: {exc}") from exc
+        value = json_encoded(value, "a mapping keyed by test name")
         if isinstance(value, list) and all(isinstance(name, str) for name in value):
             return dict.fromkeys(value, {})
         return value

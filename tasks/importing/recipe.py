@@ -43,7 +43,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from testprism.tasks.model.benchmark import (
+from testprism.tasks.model.benchmark_format import (
     NAME,
     BuildSpec,
     EnvironmentSpec,

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from testprism.tasks.model.benchmark import NAME
+from testprism.tasks.model.benchmark_format import NAME
 from testprism.tasks.model.patches import DiffError
 from testprism.tasks.sandbox.base import SandboxError, SuiteNotInstalled
 from testprism.tasks.sandbox.environment import EnvironmentBuildError
@@ -122,6 +122,18 @@ def validation_field(exc: ValidationError) -> tuple[str, str]:
     return ".".join(str(p) for p in first["loc"]) or "(row)", first["msg"]
 
 
+def json_encoded(value: Any, what: str) -> Any:
+    """A field as published: published rows hold lists and mappings as JSON-encoded strings
+    (SWE-bench's FAIL_TO_PASS, some copies of Multi-SWE-bench's f2p_tests), so a string is
+    decoded; ValueError saying the field is neither `what` nor a JSON-encoded one."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"neither {what} nor a JSON-encoded one: {exc}") from exc
+
+
 def own_folder(value: str) -> str:
     """An instance id names the instance's folder (and SWE-bench Pro's run_scripts/<id>/):
     NAME's characters (the field's pattern), and never `.` or `..`, which name no folder of
@@ -131,8 +143,9 @@ def own_folder(value: str) -> str:
     return value
 
 
-class SweBenchRow(BaseModel):
-    """The fields of a SWE-bench row this importer uses; others are ignored."""
+class PublishedRow(BaseModel):
+    """The fields SWE-bench's layout and SWE-bench Pro's share (the image route's ProRow):
+    the instance, its repository and commit, the reference and the checks; others ignored."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -141,6 +154,13 @@ class SweBenchRow(BaseModel):
     base_commit: str = Field(pattern=r"^[0-9a-fA-F]{7,40}$")
     patch: str
     test_patch: str
+
+    _own_folder = field_validator("instance_id")(own_folder)
+
+
+class SweBenchRow(PublishedRow):
+    """The fields of a SWE-bench row this importer uses; others are ignored."""
+
     FAIL_TO_PASS: tuple[str, ...] = Field(min_length=1)
     PASS_TO_PASS: tuple[str, ...]
     version: str = ""
@@ -148,18 +168,10 @@ class SweBenchRow(BaseModel):
     language: str = ""
     problem_statement: str = Field(min_length=1)  # hints_text is left out: comments often hold the fix
 
-    _own_folder = field_validator("instance_id")(own_folder)
-
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod
     def _json_list(cls, value: Any) -> Any:
-        # Published SWE-bench files hold these lists as JSON-encoded strings.
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"neither a list nor a JSON-encoded list: {exc}") from exc
-        return value
+        return json_encoded(value, "a list")
 
     @field_validator("version", mode="before")
     @classmethod

@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from testprism.tasks.model import patches, toml_writer
 from testprism.tasks.model.pytest_ids import find_test_functions
-from testprism.tasks.model.benchmark import CONFIGURATION, NAME, BenchmarkError, Instance, load_instance
+from testprism.tasks.model.benchmark import BenchmarkError, CONFIGURATION, Instance, load_instance
+from testprism.tasks.model.benchmark_format import NAME
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.importing.recipe import fill_test_files
 from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ

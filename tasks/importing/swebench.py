@@ -25,6 +25,7 @@ from testprism.tasks.importing.instance_writer import checks_of, dockerfile_of, 
 from testprism.tasks.importing.language import name_language
 from testprism.tasks.importing.multi_swe_bench import row_id, row_kind
 from testprism.tasks.importing.recipe import NoRecipe, RecipeBook
+from testprism.tasks.importing.refusals import declared_language, record_refusals
 from testprism.tasks.importing.rows import ImportReport, Issue, Record, RowError, SweBenchRow, read_records, validation_field
 from testprism.tasks.importing.sources import ProgramSources
 from testprism.tasks.importing.staging import staged
@@ -104,11 +105,14 @@ def import_row(record: Record, out: Path, recipes: RecipeBook, sources: ProgramS
 def import_rows(rows: Path, out: Path, recipes: RecipeBook, sources: ProgramSources, *, source: str = "swe-bench-lite",
                 overwrite: bool = False, fuzz: int = DEFAULT_FUZZ, verifier: Verifier | None = None) -> ImportReport:
     """Import every row of a SWE-bench file into the benchmark at `out`. A bad row becomes an
-    issue and the others go on; nothing is half-written."""
+    issue and the others go on; nothing is half-written. The refused rows are kept in
+    `out`/refused.json for the gate (tasks/importing/refusals.py)."""
     report = ImportReport()
     seen: set[str] = set()
+    languages: dict[str, str] = {}
     for record in read_records(rows):
         instance_id = row_id(record.data or {})
+        languages[instance_id or record.label] = declared_language(record.data)
         if record.data is None:
             report.issues.append(Issue(record.label, "", "(row)", record.error))
             continue
@@ -118,4 +122,5 @@ def import_rows(rows: Path, out: Path, recipes: RecipeBook, sources: ProgramSour
         seen.add(instance_id)
         report.attempt(record.label, instance_id, partial(import_row, record, out, recipes, sources, source,
                                                           overwrite=overwrite, fuzz=fuzz, verifier=verifier))
+    record_refusals(out, report, source, languages)
     return report

@@ -15,13 +15,13 @@ file's syntax tree (ast), so it does not depend on what the run managed to repor
   line of its body ran.
 
 Go, JavaScript, TypeScript and Java files are read the same way from their tree-sitter
-trees (tasks/model/syntax.py): a code line is one holding a token that is not a comment,
+trees (tasks/model/syntax/): a code line is one holding a token that is not a comment,
 its statement the smallest one holding it (a compound statement's header up to its first
 inner statement), its function the innermost named function or method (`Type.method`,
 `Class.method`). Shared by the stages that ask which lines a fix touched: coverage
 (tasks/score/coverage/, how much of it a run executed) and mutants (tasks/collect/mutants.py,
 where to seed them), so it sits below both. Which files count is the coverage toolchain's choice (`keep`:
-tasks/score/coverage/toolchains.py): coverage.py reports Python files, `go test` a module's
+tasks/score/coverage/toolchains/): coverage.py reports Python files, `go test` a module's
 non-test .go files, V8 the .js files Node ran; the others are left out of ΔC and EC, not
 measured, never counted as missed.
 """

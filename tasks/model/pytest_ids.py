@@ -1,7 +1,7 @@
 """The test functions of a test file, read from its syntax tree: the one reader of which
 tests a file holds (suite import's selected tests, curation's test count, the adapters'
 fail-to-pass ids). Python follows pytest's default collection rule (with `ast`); other
-languages follow their record's test rule in tasks/model/syntax.py (tree-sitter)."""
+languages follow their record's test rule in tasks/model/syntax/discovery.py (tree-sitter)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def find_test_functions(source: str, language: str = "python") -> list[tuple[str
     root = syntax.parse(record, source)
     if root.has_error:
         raise SyntaxError(f"{language} source does not parse")
-    return list(record.tests(root))
+    return list(record.tests(record, root))
 
 
 def _python_tests(source: str) -> list[tuple[str, int, int]]:

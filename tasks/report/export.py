@@ -8,8 +8,12 @@ around those benchmarks' leaderboards reads testprism's results as it reads thei
   resolved, coverage_pred, coverage_gold, coverage_base, coverage_delta_pred,
   coverage_delta_gold, added_f2p, tests_base, tests_pred, tests_gold}}`, and the run's
   summary `<configuration>.testprism.json` (total/completed/resolved/unresolved/error
-  counts and ids, "Mean coverage", "Mean coverage delta"). `resolved` is SWT-bench's: the
-  suite fails on the buggy program and passes on the reference fix (testprism's `f`).
+  counts and ids, "Mean coverage", "Mean coverage delta"). `resolved` and `added_f2p` are
+  SWT-bench's (src/grading.py get_resolution_success) on the classes the entry reports, so a
+  harness that re-derives them agrees. A suite whose runs name no test (it reports by exit
+  status alone) is graded as SWT-bench's `reproduction_script` mode grades one: a single test
+  `reproduction_script`, passed when the run passed (src/log_parsers.py
+  parse_log_reproduction_script).
 - `swe-bench` (SWE-bench's harness): `<configuration>/<instance_id>/report.json` holding
   `{instance_id: {patch_is_None, patch_exists, patch_successfully_applied, resolved,
   tests_status: {FAIL_TO_PASS, PASS_TO_PASS, FAIL_TO_FAIL, PASS_TO_FAIL: {success,
@@ -50,6 +54,9 @@ log = logging.getLogger(__name__)
 RUN_ID = "testprism"
 #: the transitions both harnesses report, in their order
 TRANSITIONS = ("FAIL_TO_PASS", "PASS_TO_PASS", "FAIL_TO_FAIL", "PASS_TO_FAIL")
+#: the one test SWT-bench's reproduction_script mode makes of a script's exit status
+#: (src/log_parsers.py parse_log_reproduction_script): what an exit-status-only suite exports as
+EXIT_STATUS_TEST = "reproduction_script"
 
 
 # -- per instance: what the suite did on the buggy program and the reference fix -----------------
@@ -58,7 +65,7 @@ TRANSITIONS = ("FAIL_TO_PASS", "PASS_TO_PASS", "FAIL_TO_FAIL", "PASS_TO_FAIL")
 def suite_outcomes(store: Store) -> pl.DataFrame:
     """One row per (configuration, instance) the store owes a suite for: `present`, the
     newest buggy and reference runs' outcome and tests (null without a run), the joint
-    indicators f and s (`scores/instance_scores`) and ΔC (`scores/coverage`, null when not
+    indicator s (`scores/instance_scores`) and ΔC (`scores/coverage`, null when not
     measured). Newest: the run the leaderboard scored (storage/readers.py, latest_runs)."""
     keys = ["configuration", "instance_id"]
     suites = store.scan("suites").select(*keys, "present").unique(keys, keep="last").collect()
@@ -70,7 +77,7 @@ def suite_outcomes(store: Store) -> pl.DataFrame:
         side = runs.filter(pl.col("state") == state).select(
             *keys, pl.col("outcome").alias(f"{state}_outcome"), pl.col("tests").alias(f"{state}_tests"))
         wide = wide.join(side, on=keys, how="left")
-    scores = store.read_table("instance_scores").select(*keys, "f", "s")
+    scores = store.read_table("instance_scores").select(*keys, "s")
     wide = wide.join(scores, on=keys, how="left")
     coverage = (store.read_table("coverage").select(*keys, "delta_c") if store.paths.score_table("coverage").is_file()
                 else pl.DataFrame(schema={"configuration": pl.String, "instance_id": pl.String, "delta_c": pl.Float64}))
@@ -91,14 +98,32 @@ def _statuses(tests: list[dict] | None) -> dict[str, str]:
 
 def transitions(pre: list[dict] | None, post: list[dict] | None) -> dict[str, list[str]]:
     """Each test by its status on the buggy program (pre) and the reference fix (post), in
-    SWT-bench's classes: a test missing on one side counts as failing there, as SWT-bench's
-    grading counts it (x→P with F→P, x→x, x→F and F→x with F→F, P→x with P→F)."""
+    SWT-bench's classes (src/grading.py get_eval_report): x→P with F→P, x→F with F→F, P→x
+    with P→F, and F→x in UNMATCHED (x: the test is missing on that side)."""
     before, after = _statuses(pre), _statuses(post)
-    found: dict[str, list[str]] = {name: [] for name in TRANSITIONS}
+    found: dict[str, list[str]] = {name: [] for name in (*TRANSITIONS, "UNMATCHED")}
     for name in sorted(before.keys() | after.keys()):
-        was, now = before.get(name) == "PASSED", after.get(name) == "PASSED"
-        found[("PASS_TO_" if was else "FAIL_TO_") + ("PASS" if now else "FAIL")].append(name)
+        was, now = before.get(name), after.get(name)
+        if was == "FAILED" and now is None:
+            found["UNMATCHED"].append(name)
+        else:
+            found[("PASS_TO_" if was == "PASSED" else "FAIL_TO_") + ("PASS" if now == "PASSED" else "FAIL")].append(name)
     return found
+
+
+def _as_script(outcome: str) -> list[dict]:
+    """A run that names no test as SWT-bench's reproduction_script test: passed on exit 0."""
+    return [{"name": EXIT_STATUS_TEST, "outcome": "passed" if outcome == "P" else "failed"}]
+
+
+def resolution(pred: dict[str, list[str]], base: dict[str, list[str]]) -> tuple[bool, int]:
+    """SWT-bench's resolved and added_f2p (src/grading.py get_resolution_success): the
+    suite adds a F→P test over the base, keeps the base's, and adds no P→F or F→F one."""
+    pred_f2p, base_f2p = set(pred["FAIL_TO_PASS"]), set(base["FAIL_TO_PASS"])
+    added = pred_f2p >= base_f2p and bool(pred_f2p - base_f2p)
+    no_new_failure = not (set(pred["PASS_TO_FAIL"]) - set(base["PASS_TO_FAIL"])) and not (
+        set(pred["FAIL_TO_FAIL"]) - set(base["FAIL_TO_FAIL"]))
+    return added and no_new_failure, len(pred_f2p - base_f2p)
 
 
 def _settled(row: dict[str, Any]) -> bool:
@@ -118,13 +143,15 @@ def swt_instance(row: dict[str, Any]) -> dict[str, Any]:
     }
     if not (row["present"] and _settled(row)):
         return entry
-    tests = transitions(row["buggy_tests"], row["reference_tests"])
+    pre, post = row["buggy_tests"], row["reference_tests"]
+    if not pre and not post:  # reported by exit status alone
+        pre, post = _as_script(row["buggy_outcome"]), _as_script(row["reference_outcome"])
+    tests = transitions(pre, post)
+    base = transitions(None, None)  # testprism's base has no test (the module's docstring)
+    resolved, added_f2p = resolution(tests, base)
     coverage = row["delta_c"]
-    entry.update(
-        patch_successfully_applied=True, resolved=row["f"] == 1.0, added_f2p=len(tests["FAIL_TO_PASS"]),
-        tests_base={**{name: [] for name in TRANSITIONS}, "UNMATCHED": []},
-        tests_pred={**tests, "UNMATCHED": []}, tests_gold=None,
-    )
+    entry.update(patch_successfully_applied=True, resolved=resolved, added_f2p=added_f2p,
+                 tests_base=base, tests_pred=tests, tests_gold=None)
     if coverage is not None:
         entry.update(coverage_pred=coverage, coverage_base=0.0, coverage_delta_pred=coverage)
     return entry
@@ -161,7 +188,7 @@ def swe_instance(row: dict[str, Any]) -> dict[str, Any]:
         return entry
     moved = transitions(row["buggy_tests"], row["reference_tests"])
     status = {
-        "FAIL_TO_PASS": {"success": moved["FAIL_TO_PASS"], "failure": moved["FAIL_TO_FAIL"]},
+        "FAIL_TO_PASS": {"success": moved["FAIL_TO_PASS"], "failure": sorted(moved["FAIL_TO_FAIL"] + moved["UNMATCHED"])},
         "PASS_TO_PASS": {"success": moved["PASS_TO_PASS"], "failure": moved["PASS_TO_FAIL"]},
         "FAIL_TO_FAIL": {"success": [], "failure": []},
         "PASS_TO_FAIL": {"success": [], "failure": []},

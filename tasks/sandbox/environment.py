@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.workdir import WorkPaths, build_once
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ DEBIAN_PACKAGES = {"go": "golang-go", "gotestsum": "gotestsum", "node": "nodejs"
                    "cmake": "cmake", "ctest": "cmake", "make": "make", "cc": "gcc", "gcc": "gcc", "gcov": "gcc", "c++": "g++", "g++": "g++"}
 #: npm's Vitest has no Debian package: .ci/setup installs it (examples/environments/typescript)
 DEBIAN_PACKAGES["vitest"] = "npm, then run .ci/setup"
-#: the Rust coverage pass's profile tools (tasks/score/coverage/toolchains.py RustToolchain)
+#: the Rust coverage pass's profile tools (tasks/score/coverage/toolchains/rust.py)
 DEBIAN_PACKAGES |= {"llvm-profdata-14": "llvm-14 libclang-rt-14-dev", "llvm-cov-14": "llvm-14 libclang-rt-14-dev"}
 DEBIAN_PACKAGES |= {"php": "php-cli", "phpunit": "phpunit", "ruby": "ruby",
                     "rspec": "ruby-rspec ruby-rspec-junit-formatter"}

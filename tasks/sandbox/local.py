@@ -40,10 +40,16 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path, PurePosixPath
 
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.sandbox import cgroup, layer
 from testprism.tasks.sandbox.environment import build_environment
-from testprism.tasks.sandbox.image.binding import ImageRun, image_run, prepare_dockerfile, prepare_image
+from testprism.tasks.sandbox.image.binding import (
+    ImageRun,
+    image_run,
+    image_user_ids,
+    prepare_dockerfile,
+    prepare_image,
+)
 from testprism.tasks.sandbox.base import (
     ExecResult,
     Limits,
@@ -229,7 +235,7 @@ class LocalBackend(SandboxBackend):
             root = list(_image_mounts(image))
             shown: list[str] = []
             placed = (["--bind", str(ws / "program"), image.program] if image.program else []) + [
-                "--chdir", str(image.workdir)]
+                "--chdir", str(image.workdir), *_image_user(image)]
         else:
             root = list(_system_mounts())
             shown = [*(a for ro in _interpreter_prefix(environment) for a in ("--ro-bind", ro, ro)),
@@ -452,6 +458,17 @@ def _system_mounts() -> tuple[str, ...]:
         elif path.is_dir():
             args += ["--ro-bind", name, name]
     return tuple(args)
+
+
+def _image_user(image: ImageRun) -> list[str]:
+    """bwrap arguments that run as the image's `USER` (root when it sets none, as `docker
+    run` does) inside the run's user namespace: the sandbox's unprivileged uid mapped to it,
+    so `id`, the workspace's owner and the image's own /etc/passwd agree as under the
+    benchmark's harness, while outside it stays that uid, and bubblewrap keeps no capability
+    (uid 0 inside is no privilege: the root stays read-only, the host's files foreign).
+    Nothing when the USER names no user of the image (`image_user_ids` logs it)."""
+    ids = image_user_ids(image.root, image.image.user)
+    return [] if ids is None else ["--unshare-user", "--uid", str(ids[0]), "--gid", str(ids[1])]
 
 
 @cache

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from testprism.tasks.execution.logs import ctest, go, java, javascript, php, python, ruby, rust, script
+from testprism.tasks.execution.logs import ctest, go, java, javascript, multilingual, php, python, ruby, rust, script
 from testprism.tasks.execution.logs.results import Results, plain
 from testprism.tasks.model.outcome import TestResult
 
@@ -51,6 +51,17 @@ PARSERS: dict[str, Callable[[str, Results], None]] = {
     "ruby_unit": ruby.ruby_unit,
     "rspec_transformed_json": ruby.rspec_transformed_json,
     "script": script.script,
+    # SWE-bench Multilingual's other runners (multilingual.py: ported from SWE-bench's parsers)
+    "redis": multilingual.redis,
+    "jq": multilingual.jq,
+    "micropython": multilingual.micropython,
+    "doctest": multilingual.doctest,
+    "ant": multilingual.ant,
+    "gradle_custom": multilingual.gradle_custom,
+    "karma": multilingual.karma,
+    "tap": multilingual.tap,
+    "jest_json": multilingual.jest_json,
+    "cucumber": multilingual.cucumber,
 }
 
 

@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.workdir import WorkPaths, locked, orphaned_workspaces
 from testprism.tasks.sandbox import layer
 from testprism.tasks.sandbox.base import (

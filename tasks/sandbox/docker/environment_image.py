@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.hashing import digest
 from testprism.storage.owner import start_time
 from testprism.tasks.sandbox.base import SandboxError

@@ -17,7 +17,8 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from testprism.tasks.model.benchmark import Benchmark, EnvironmentSpec, Instance
+from testprism.tasks.model.benchmark import Benchmark, Instance
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.workdir import WorkPaths, build_once, locked
 from testprism.tasks.sandbox.base import SandboxError
@@ -34,6 +35,7 @@ from testprism.tasks.sandbox.environment import EnvironmentBuildError
 from testprism.tasks.sandbox.image.program import bind_image, images_root
 from testprism.tasks.sandbox.image.resolve import ImageConfig
 from testprism.tasks.sandbox.image.rootfs import exported_root
+from testprism.tasks.sandbox.nofollow import read_file
 
 if TYPE_CHECKING:
     from docker import APIClient
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BINDING = "binding.json"
+#: bytes of an image's /etc/passwd or /etc/group read to find its USER
+USER_FILE_BYTES = 1024 * 1024
 #: where every run's program is, but an image instance's (the backends' WORKSPACE/program)
 WORKSPACE_PROGRAM = PurePosixPath("/workspace/program")
 #: a run's PATH where the image sets none (Docker's own default)
@@ -77,6 +81,48 @@ class ImageRun:
         merged = {**own, **harness}
         merged["PATH"] = own.get("PATH") or DEFAULT_PATH
         return merged
+
+
+def user_ids(user: str, passwd: bytes | None, group: bytes | None) -> tuple[int, int] | None:
+    """The uid and gid an image's `USER` names, by Docker's rules (runc's GetExecUser):
+    `name`, `uid`, `name:group`, `uid:gid` (or '' for root); a name looked up in the
+    image's own /etc/passwd (`passwd`) and a group in its /etc/group (`group`), a uid not
+    found there taken as it is with gid 0, a user's gid its passwd entry's. None when a
+    name is in neither file (Docker refuses to start such a container)."""
+    name, _, group_name = user.partition(":")
+    entries = [line.split(":") for line in (passwd or b"").decode("utf-8", "replace").splitlines()]
+    users = {e[0]: (e[2], e[3]) for e in entries if len(e) >= 4}
+    by_uid = {e[2]: e[3] for e in entries if len(e) >= 4}
+    if name in ("", "root"):
+        uid, gid = 0, 0
+    elif name.isdigit():
+        found = by_uid.get(name, "0")
+        uid, gid = int(name), int(found) if found.isdigit() else 0
+    elif name in users and users[name][0].isdigit() and users[name][1].isdigit():
+        uid, gid = int(users[name][0]), int(users[name][1])
+    else:
+        return None
+    if group_name.isdigit():
+        gid = int(group_name)
+    elif group_name:
+        groups = {e[0]: e[2] for e in (line.split(":") for line in
+                                      (group or b"").decode("utf-8", "replace").splitlines()) if len(e) >= 3}
+        if not groups.get(group_name, "").isdigit():
+            return None
+        gid = int(groups[group_name])
+    return uid, gid
+
+
+@lru_cache(maxsize=256)
+def image_user_ids(root: str, user: str) -> tuple[int, int] | None:
+    """`user_ids` of an exported root's `USER`, its /etc/passwd and /etc/group read without
+    following a link (the root is the image's: a link there is its own, never the host's)."""
+    files = [read_file(Path(root), ("etc", name), USER_FILE_BYTES) for name in ("passwd", "group")]
+    ids = user_ids(user, *files)
+    if ids is None:
+        log.warning("the image's USER %r names no user of its /etc/passwd and /etc/group: its runs go on as the "
+                    "sandbox's own uid", user)
+    return ids
 
 
 def image_run(handle: Path) -> ImageRun | None:
@@ -131,6 +177,10 @@ def prepare_image(spec: EnvironmentSpec, work: WorkPaths, *, export: bool) -> Pa
     with api_client() as api:
         image = image_config(api, spec)
         root = str(exported_root(api, image, work)) if export else ""
+    if not export:
+        log.info("image %s: its USER (%s) is not run as under docker: a run's uid there is the host's, so it runs as "
+                 "an unprivileged uid of its own; the local backend maps that uid to the USER in the run's user "
+                 "namespace", image.name, image.user or "root")
     run = ImageRun(image=image, program=spec.program_in_image, root=root)
     folder = images_root(work) / "bound" / digest("image run", image.id, run.program, root)
     return build_once(folder, lambda target: _write(target, run))

@@ -10,7 +10,8 @@ What the local backend binds (bubblewrap), so that a run sees the image as `dock
 workspace bound over it), `--proc /proc`, `--dev /dev`, `--tmpfs /tmp` (and `/var/tmp`,
 `/dev/shm`), the run's workspace `--bind WORKSPACE <program_in_image>`, `--chdir` the
 image's `workdir` (else program_in_image), its `env` under the harness's own variables, and
-its `user` mapped to the sandbox's unprivileged uid (no uid of the image is honoured).
+its `user` as the uid the sandbox's unprivileged uid is mapped to in the run's user
+namespace (local.py `_image_user`: no capability, so no privilege with it).
 """
 
 from __future__ import annotations

@@ -31,9 +31,9 @@ compiles), JaCoCo's agent through JAVA_TOOL_OPTIONS, gcc's --coverage and rustc'
 -C instrument-coverage in builds of their own read by gcov and llvm-cov, PCOV through a
 prepended file, Ruby's Coverage through RUBYOPT); other languages (tsx) are `not_measured`.
 
-The pass in six files: `changes` (which lines and functions of the reference count, and
+The pass in six parts: `changes` (which lines and functions of the reference count, and
 how a run's report scores them), `instrument` (the environment and helper files that put
-coverage.py in every process), `toolchains` (each language's instrumentation and report),
+coverage.py in every process), `toolchains/` (each language's instrumentation and report, one module per language),
 `probe` (plan, run through the one executor, store), `candidates` (the same pass on each
 invalid candidate a suite accepted, of the lines where it differs from the reference: the
 failure taxonomy's coverage-gap rule) and `summary` (per configuration, against S_i).

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-from testprism.tasks.model.benchmark import EnvironmentSpec, Suite
+from testprism.tasks.model.benchmark import Suite
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.workdir import WorkPaths, build_once
 from testprism.tasks.sandbox.base import Mount
@@ -205,7 +206,7 @@ def coverage_helpers(suite: Suite, changes: tuple[ChangedFile, ...], work: WorkP
 def with_helpers(helpers: dict[str, str], work: WorkPaths) -> Path:
     """The helper folder of a suite's runs: `helpers` (path in the folder → text), built once
     in the work area and mounted read-only at HELPER_AT (`placement`). Every language's
-    instrumentation travels this way (tasks/score/coverage/toolchains.py); `entry.sh`, the
+    instrumentation travels this way (tasks/score/coverage/toolchains/); `entry.sh`, the
     suite's own entry, is one of them."""
     key = digest("coverage-helpers-folder", *(part for item in sorted(helpers.items()) for part in item))
 

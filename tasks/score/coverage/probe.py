@@ -3,7 +3,7 @@ run by the one executor (tasks/execution/batch.py), stored in `scores/coverage`.
 candidate pass (tasks/score/coverage/candidates.py) is this one on other states: the same
 `CoverageSpec`, `measure_one`, `CoverageJob` and `run_pass`. How a
 run is instrumented and its report read depends on the instance's language
-(tasks/score/coverage/toolchains.py); a language without a toolchain is `not_measured`.
+(tasks/score/coverage/toolchains/); a language without a toolchain is `not_measured`.
 
 Runs that could not measure (timeout, sandbox error, a failed patch or environment) leave
 ΔC and EC null with a `reason`; a configuration without a suite for the instance executed

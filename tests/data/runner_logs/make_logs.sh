@@ -2,16 +2,19 @@
 # Regenerate the runner logs the log parsers are tested on (tests/test_log_parsers.py):
 # each runner is run for real on its small project under projects/ (passing, failing,
 # erroring and skipped tests, awkward names), its output written whole to <parser>.log and
-# its version to versions.txt. Nothing here is written by hand. real/ holds logs of real upstream
-# projects on real rows, made as real/README.md says (not by this script).
+# its version to versions.txt. Nothing here is written by hand (handwritten/ is, and says so).
+# real/ holds logs of real upstream projects on real rows, made as real/README.md says (not by
+# this script).
 #
-#   tests/data/runner_logs/make_logs.sh [RUNNER...]    default: every runner
+#   tests/data/runner_logs/make_logs.sh [RUNNER...]    default: every runner but redis, micropython, jq
 #
 # Needs: python3.11 with venv (pytest, django, sympy from PyPI), go, cargo (and Debian's), node + npm
-# (jest, mocha, vitest from the npm registry), mvn (Maven Central), php-cli + phpunit,
+# (jest, mocha, vitest, qunit, karma from the npm registry; jq; chromium for karma), mvn (Maven Central), php-cli + phpunit,
 # ruby + ruby-rspec + ruby-minitest (Debian; .ci/setup installs them). SWE-bench Pro's
 # parser.py is read from a checkout given as PRO_PARSER=path/to/parser.py (not committed:
-# it is the benchmark's code) and run under bubblewrap, never on the host.
+# it is the benchmark's code) and run under bubblewrap, never on the host. redis, micropython
+# and jq run their project's own test runner in a built checkout of it (not committed), given as
+# REDIS_SRC, MICROPY_SRC, JQ_SRC; they run only when named.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 PROJECTS=$HERE/projects
@@ -105,6 +108,84 @@ run_node() {  # $1: jest | mocha | vitest; the rest: the runner's command line
     version "$runner" "$runner $(node -p "require('$runner/package.json').version"), node $(node --version)"
 }
 
+run_tap() {  # SWE-bench's axios command: mocha's TAP reporter (`npx mocha … -R tap`), on mocha's project
+    copy mocha
+    npm install -q --no-audit --no-fund >/dev/null 2>&1
+    record tap env CI=true NO_COLOR=1 npx mocha -R tap test.js
+    version tap "mocha $(node -p "require('mocha/package.json').version") (-R tap), node $(node --version)"
+}
+
+run_qunit() {  # SWE-bench's three.js command, `npx qunit file`: QUnit's default reporter is TAP
+    copy qunit
+    npm install -q --no-audit --no-fund >/dev/null 2>&1
+    record tap_qunit env CI=true NO_COLOR=1 npx qunit test.js
+    version qunit "qunit $(node -p "require('qunit/package.json').version"), node $(node --version)"
+}
+
+# SWE-bench's JEST_JSON_JQ_TRANSFORM (swebench/harness/constants/javascript.py, immutable-js 2005)
+JEST_JSON_JQ='.testResults[].assertionResults[] | "[" + (.status | ascii_upcase) + "] " + ((.ancestorTitles | join(" > ")) + (if .ancestorTitles | length > 0 then " > " else "" end) + .title)'
+
+run_jest_json() {  # `npx jest --silent --json | jq -r …` on jest's project, as SWE-bench's command runs it
+    copy jest
+    npm install -q --no-audit --no-fund >/dev/null 2>&1
+    record jest_json bash -c "CI=true NO_COLOR=1 npx jest --silent --json | jq -r '$JEST_JSON_JQ'"
+    version jest_json "jest $(node -p "require('jest/package.json').version") (--silent --json), $(jq --version), node $(node --version)"
+}
+
+run_karma() {  # preact's form: karma with karma-mocha-reporter, in the system's Chromium, headless
+    copy karma
+    npm install -q --no-audit --no-fund >/dev/null 2>&1
+    record karma env CHROME_BIN="${CHROME_BIN:-$(command -v chromium)}" NO_COLOR=1 npx karma start karma.conf.js --single-run --no-colors
+    version karma "karma $(node -p "require('karma/package.json').version"), karma-mocha-reporter $(node -p "require('karma-mocha-reporter/package.json').version"), mocha $(node -p "require('mocha/package.json').version"), $("${CHROME_BIN:-chromium}" --version 2>/dev/null), node $(node --version)"
+}
+
+run_redis() {  # redis's own test helper, as SWE-bench's redis and valkey commands run it (`TERM=dumb ./runtest
+    # --durable --single unit/…`), on a unit of our own, in a built redis checkout given as REDIS_SRC
+    # (not committed: `make MALLOC=libc` in a redis/redis checkout); its [skip] and [ignore] made
+    # by --skiptest and --tags
+    [ -n "${REDIS_SRC:-}" ] || { echo "redis: set REDIS_SRC=path/to/a/built/redis/checkout" >&2; return 1; }
+    cp "$PROJECTS/redis/testprism_sample.tcl" "$REDIS_SRC/tests/unit/"
+    cd "$REDIS_SRC" && rm -rf tests/tmp/*
+    record redis env TERM=dumb ./runtest --durable --single unit/testprism_sample --skiptest "skipped one" --tags -slow
+    version redis "$(src/redis-server --version) (redis/redis ${REDIS_COMMIT:-checkout}, make MALLOC=libc), $(echo 'puts [info patchlevel]' | tclsh)"
+}
+
+run_micropython() {  # tests/run-tests.py as SWE-bench's micropython command runs it (`-i string_format`), with
+    # two tests of our own, in a micropython checkout given as MICROPY_SRC (not committed) whose unix
+    # port is built: `make -C ports/unix VARIANT=minimal` (the standard variant needs submodules)
+    [ -n "${MICROPY_SRC:-}" ] || { echo "micropython: set MICROPY_SRC=path/to/a/micropython/checkout" >&2; return 1; }
+    cp "$PROJECTS"/micropython/*.py "$MICROPY_SRC/tests/basics/"
+    cd "$MICROPY_SRC/tests"
+    record micropython env MICROPY_CPYTHON3="$PYTHON" MICROPY_MICROPYTHON=../ports/unix/build-minimal/micropython \
+        ./run-tests.py -i string_format
+    version micropython "$(../ports/unix/build-minimal/micropython -c 'import sys; print(sys.version)') (micropython/micropython ${MICROPY_COMMIT:-checkout}, unix port VARIANT=minimal), tests/run-tests.py, $("$PYTHON" --version)"
+}
+
+run_ant() {  # Ant's <junit> task with a formatter printing lombok's form (lombok's `ant test.instance`);
+    # Ant and JUnit 4 from Maven Central into a cached ANT_HOME
+    local home=$CACHE/ant artifact
+    mkdir -p "$home/lib"
+    for artifact in org.apache.ant:ant:1.10.15 org.apache.ant:ant-launcher:1.10.15 org.apache.ant:ant-junit:1.10.15 \
+        org.apache.ant:ant-junit4:1.10.15 junit:junit:4.13.2 org.hamcrest:hamcrest-core:1.3; do
+        mvn -B -q -ntp dependency:copy -Dartifact="$artifact" -DoutputDirectory="$home/lib" >/dev/null
+    done
+    copy ant
+    record ant java -cp "$home/lib/ant-launcher-1.10.15.jar" -Dant.home="$home" org.apache.tools.ant.launch.Launcher -noinput test
+    version ant "Apache Ant 1.10.15 (ant-junit4), junit 4.13.2, lombok-form formatter (projects/ant), $(java -version 2>&1 | head -1)"
+}
+
+run_jq() {  # jq's `make check` (SWE-bench's jq command; automake's test driver) in a built jq release given
+    # as JQ_SRC (not committed: the release tarball deps/jq-1.8.2.tar.gz of PyPI's sdist jq==1.13.0,
+    # `./configure --with-oniguruma=builtin && make`), one failing case of ours appended to tests/base64.test
+    [ -n "${JQ_SRC:-}" ] || { echo "jq: set JQ_SRC=path/to/a/built/jq/release" >&2; return 1; }
+    cd "$JQ_SRC"
+    cp tests/base64.test "$WORK/base64.test.orig"
+    cat "$PROJECTS/jq/base64.test" >>tests/base64.test
+    record jq make check
+    cp "$WORK/base64.test.orig" tests/base64.test
+    version jq "$(./jq --version) release tarball (PyPI jq==1.13.0's deps/), make check, $(make --version | head -1)"
+}
+
 run_maven() {  # SWE-bench's form (parse_log_maven): one `mvn test -Dtest=` per test, traced
     copy maven
     record maven bash -xc 'mvn -B -ntp test -Dtest="sample.SampleTest#passes"; mvn -B -ntp test -Dtest="sample.SampleTest#fails"; mvn -B -ntp test -Dtest="sample.SampleTest#errors"; mvn -B -ntp test -Dtest="sample.SampleTest#ünïcode"'
@@ -143,7 +224,7 @@ run_script() {  # SWE-bench Pro's parser.py over the pytest log, under bubblewra
 }
 
 RUNNERS=("$@")
-((${#RUNNERS[@]})) || RUNNERS=(pytest django sympy go cargo libtest_junit jest mocha vitest maven phpunit ruby script)
+((${#RUNNERS[@]})) || RUNNERS=(pytest django sympy go cargo libtest_junit jest mocha vitest maven phpunit ruby script tap qunit jest_json karma ant)
 : >"$HERE/versions.new"
 for runner in "${RUNNERS[@]}"; do
     case $runner in
