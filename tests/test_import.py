@@ -497,6 +497,47 @@ def test_multilingual_recipe_errors_name_file_and_field(tmp_path, text, field):
     assert caught.value.field == field and str(path) in str(caught.value)
 
 
+def test_a_recipes_context_folder_goes_beside_its_dockerfile(tmp_path):
+    """A Java recipe's Maven seed (`context`) reaches the benchmark's environment folder, which
+    is the build context both backends read (the local backend fills its Maven repository from
+    `maven-seed/` there): without the field the folder stays behind, and a changed seed is
+    refused as a changed Dockerfile is."""
+    lx = build_multilingual_fixture(tmp_path / "fixture", "go")
+    seed = lx.recipes.parent / "go-context" / "maven-seed"
+    seed.mkdir(parents=True)
+    (seed / "pom.xml").write_text("<project/>\n")
+    without = import_language(lx, tmp_path / "without")
+    assert without.imported and not (tmp_path / "without" / "environments" / "go" / "maven-seed").exists()
+    lx.recipes.write_text(lx.recipes.read_text().replace('dockerfile = ', 'context = "go-context"\ndockerfile = '))
+    out = tmp_path / "bench"
+
+    class Seen:
+        """A verifier that records what the staged instance's environment folder holds: --verify
+        builds the environment from there, before the instance is in place."""
+
+        def problems(self, instance) -> list[str]:
+            self.files = sorted(p.name for p in instance.spec.environment.context.iterdir())
+            return []
+
+    seen = Seen()
+    assert import_rows(lx.rows, out, load_recipes([lx.recipes]), ProgramSources.from_options(lx.repos, None),
+                       source="swe-bench-multilingual", verifier=seen).imported == [lx.row["instance_id"]]
+    assert seen.files == ["Dockerfile", "maven-seed"]
+    environment = load_benchmark(out).instances[lx.row["instance_id"]].spec.environment
+    assert (environment.context / "maven-seed" / "pom.xml").read_text() == "<project/>\n"
+    assert (environment.context / "Dockerfile").read_bytes() == lx.dockerfile.read_bytes()
+    (seed / "pom.xml").write_text("<project><modelVersion>4.0.0</modelVersion></project>\n")
+    second = lx.row | {"instance_id": lx.row["instance_id"].replace("-7", "-8")}
+    [issue] = import_language(lx, out, write_rows(tmp_path / "second.jsonl", [second])).issues
+    assert issue.field == "repo" and f"{lx.recipes}: field context: maven-seed/pom.xml differs" in issue.message
+    assert (environment.context / "maven-seed" / "pom.xml").read_text() == "<project/>\n"
+    # a context that is not a folder, or without a dockerfile to go with, names the field
+    lx.recipes.write_text(lx.recipes.read_text().replace('context = "go-context"', 'context = "nowhere"'))
+    with pytest.raises(RecipeError) as caught:
+        load_recipe_file(lx.recipes)
+    assert caught.value.field == "recipe.0.context"
+
+
 def test_two_recipes_may_not_share_an_environment_name_with_different_dockerfiles(tmp_path):
     for name, content in (("a.Dockerfile", "ARG BASE\nFROM ${BASE}\n"), ("b.Dockerfile", "ARG BASE\nFROM ${BASE}\nRUN true\n")):
         (tmp_path / name).write_text(content)

@@ -114,6 +114,9 @@ LOGS: list[Log] = [
         f"{GSON}JsonPrimitiveTest": F, f"{GSON}\x1b[1mVersionExclusionStrategyTest\x1b[m": P, f"{GSON}GsonTest": P,
         f"{GSON}functional.PrimitiveTest": P}, 118),
     Log("surefire", "real/gson-3059-gold.log", {f"{GSON}JsonPrimitiveTest": P, f"{GSON}GsonTest": P}, 118),
+    # SWE-bench-java's Java ids: the Maven module, then the class, as its run_instance.log reports them
+    Log("surefire", "real/gson-1093-buggy.log", {f"gson:{GSON}stream.JsonWriterTest": F}, 1),
+    Log("surefire", "real/gson-1093-gold.log", {f"gson:{GSON}stream.JsonWriterTest": P}, 1),
     # Multi-SWE-bench's C/C++ ids (nlohmann/json, simdjson, …): CTest's test names; a test CTest did
     # not run (its fixture, which clones from GitHub, failed offline) is never a pass
     Log("ctest", "real/json-4237-buggy.log", {"test-udt_cpp11": F, "test-algorithms_cpp11": P}, 2),
@@ -311,6 +314,18 @@ def test_a_bare_id_names_its_group_and_no_other() -> None:
         "org.x": "missing", "adds": P, "a.test.ts::group > adds": P, "a.test.ts": F, "b.test.ts": "missing",
         "test_x": "missing", "tests.test_x": "missing", "org.y.BarTest": P, "BarTest": "missing",
         "org.y.BazTest": F, "org.y.AzTest": "missing"}
+
+
+def test_a_swebench_java_id_names_its_class_whatever_the_module() -> None:
+    """SWE-bench-java names a test `module:org.x.FooTest` (the Maven module's artifactId, then the
+    class); a report names no module, so the class decides, and only a qualified class: not a
+    package, not a simple name."""
+    cases = (Case("org.x.FooTest::bar", "passed"), Case("org.x.FooTest::baz()", "failed"),
+             Case("org.x.OtherFooTest::bar", "passed"))
+    assert select(cases, ("core:org.x.FooTest", "core-lib:org.x.OtherFooTest", "core:org.x", "core:FooTest",
+                          "core:org.x.BarTest")) == {
+        "core:org.x.FooTest": F, "core-lib:org.x.OtherFooTest": P, "core:org.x": "missing", "core:FooTest": "missing",
+        "core:org.x.BarTest": "missing"}
 
 
 def test_names_with_spaces_and_parameters_are_not_cut() -> None:

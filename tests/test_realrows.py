@@ -3,7 +3,9 @@
 
 Runs only when TESTPRISM_REALROWS names that folder (`make test-realdata`): `rows/*.jsonl`
 (rows in the published shape), `repos/<owner>__<name>` (git directories of their
-repositories) and, optionally, `gate.txt`: the ids of the rows whose checks reproduced here
+repositories), optionally `recipes/` (recipes of fetched repositories kept out of the
+repository, such as gson's, whose Maven seed is built from gson's own poms; read with
+examples/recipes/) and, optionally, `gate.txt`: the ids of the rows whose checks reproduced here
 (buggy fails, reference passes), one a line, which are verified again in the sandbox.
 """
 
@@ -26,6 +28,13 @@ REALROWS = os.environ.get("TESTPRISM_REALROWS")
 RECIPES = Path(__file__).resolve().parents[1] / "examples" / "recipes"
 ROWS = sorted(Path(REALROWS, "rows").glob("*.jsonl")) if REALROWS else []
 
+
+def recipes():
+    """The bundled recipes, and those kept beside the rows (their own files, not their folder:
+    a recipe's context folder is no recipe)."""
+    kept = sorted(Path(REALROWS, "recipes").glob("*.toml")) if REALROWS else []
+    return load_recipes([RECIPES, *kept])
+
 pytestmark = [
     pytest.mark.realdata,
     pytest.mark.skipif(not REALROWS, reason="set TESTPRISM_REALROWS to the folder bench/realrows/fetch.py wrote"),
@@ -34,7 +43,7 @@ pytestmark = [
 
 @pytest.mark.parametrize("rows", ROWS, ids=[p.name for p in ROWS])
 def test_every_real_row_imports_as_published(tmp_path, rows):
-    report = import_rows(rows, tmp_path / "bench", load_recipes([RECIPES]),
+    report = import_rows(rows, tmp_path / "bench", recipes(),
                          ProgramSources.from_options(Path(REALROWS, "repos"), None), source="multi-swe-bench")
     assert not report.failed, "\n".join(map(str, report.failed))
     instances = load_benchmark(tmp_path / "bench").instances
@@ -57,7 +66,7 @@ def test_rows_that_passed_the_gate_still_pass_it(tmp_path, work):
     backend = LocalBackend(work)
     try:
         for rows in ROWS:
-            report = import_rows(rows, tmp_path / "bench", load_recipes([RECIPES]),
+            report = import_rows(rows, tmp_path / "bench", recipes(),
                                  ProgramSources.from_options(Path(REALROWS, "repos"), None), source="multi-swe-bench",
                                  verifier=Verifier(backend, work, Limits(timeout_s=3600.0)))
             accepted |= set(report.imported)

@@ -1,5 +1,7 @@
-"""bench/realrows/fetch.py's rebuild of a row from a fix commit, with the tests named by runs
-here (`--tests`, bench/realrows/named/) where no official report can be had (issue 40)."""
+"""bench/realrows/fetch.py's rebuild of a row (docs/real-benchmarks.md): the tests read from a
+SWE-bench-java evaluation log, a pull request's change carried to its own base, CRLF kept; and
+the tests named by runs here (`--tests`, bench/realrows/named/) where no official report can
+be had (issue 40)."""
 
 from __future__ import annotations
 
@@ -11,14 +13,71 @@ from pathlib import Path
 import pytest
 
 FETCH = Path(__file__).resolve().parents[1] / "bench" / "realrows" / "fetch.py"
-spec = importlib.util.spec_from_file_location("realrows_fetch", FETCH)
-assert spec is not None and spec.loader is not None
-fetch = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(fetch)
+
+
+@pytest.fixture(scope="module")
+def fetch():
+    spec = importlib.util.spec_from_file_location("realrows_fetch", FETCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def commit(repo: Path, files: dict[str, bytes], message: str) -> str:
+    for name, content in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_bytes(content)
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def test_swebench_java_log_gives_the_rows_tests_whatever_the_patch_did(fetch, tmp_path):
+    log = tmp_path / "run_instance.log"
+    log.write_text("2024-08-24 20:34:48,635 - INFO - Grading answer for google__gson-1093...\n"
+                   "2024-08-24 20:34:48,635 - INFO - report: {'google__gson-1093': {'resolved': False, 'tests_status': "
+                   "{'FAIL_TO_PASS': {'success': [], 'failure': ['gson:com.google.gson.stream.JsonWriterTest'], "
+                   "'skipped': []}, 'PASS_TO_PASS': {'success': ['gson:com.google.gson.GsonTest'], 'failure': []}}}}\n")
+    assert fetch.swebench_java_tests(log) == {
+        "f2p_tests": {"gson:com.google.gson.stream.JsonWriterTest": {"test": "FAIL", "fix": "PASS"}},
+        "p2p_tests": {"gson:com.google.gson.GsonTest": {"test": "PASS", "fix": "PASS"}}}
+    log.write_text("2024-08-24 20:34:48,635 - INFO - Container started\n")
+    with pytest.raises(SystemExit, match="no `report:` line"):
+        fetch.swebench_java_tests(log)
+
+
+def test_rebuild_carries_the_change_to_the_pull_requests_base_and_keeps_crlf(fetch, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    lines = [f"line {i}\r\n".encode() for i in range(20)]
+    base = commit(repo, {"src/A.java": b"".join(lines)}, "base")
+    # later work on main touches the file far from the fix: the squash's diff no longer applies
+    # to the base as it is, but merges onto it without conflict
+    later = lines[:]
+    later[18] = b"line 18 changed later\r\n"
+    commit(repo, {"src/A.java": b"".join(later)}, "later")
+    fixed = later[:]
+    fixed[2] = b"line 2 fixed\r\n"
+    squash = commit(repo, {"src/A.java": b"".join(fixed), "src/test/ATest.java": b"test\r\n"}, "fix (#7)")
+    tests = {"f2p_tests": {"m:org.x.ATest": {}}}
+    fetch.rebuild(repo / ".git", squash, "o", "r", 7, tests, tmp_path / "log", tmp_path / "out", base)
+    row = json.loads((tmp_path / "out" / "o__r_rebuilt.jsonl").read_text())
+    assert row["base"]["sha"] == base and row["rebuilt_from"]["base"] == base
+    assert "+line 2 fixed\r\n" in row["fix_patch"] and "line 18 changed later" not in row["fix_patch"]
+    assert "+test\r\n" in row["test_patch"] and list(row["f2p_tests"]) == ["m:org.x.ATest"]
+    # a base where the change conflicts is refused
+    conflicting = lines[:]
+    conflicting[2] = b"line 2 otherwise\r\n"
+    git(repo, "checkout", "-q", base)
+    other = commit(repo, {"src/A.java": b"".join(conflicting)}, "other")
+    with pytest.raises(SystemExit, match="nor merge there without conflict"):
+        fetch.rebuild(repo / ".git", squash, "o", "r", 7, tests, tmp_path / "log", tmp_path / "out2", other)
 
 
 @pytest.fixture
@@ -49,10 +108,10 @@ def named_file(tmp_path: Path, **over) -> Path:
     return path
 
 
-def test_a_row_rebuilt_with_named_tests_says_how_they_were_named(tmp_path, fixed):
+def test_a_row_rebuilt_with_named_tests_says_how_they_were_named(fetch, tmp_path, fixed):
     git_dir, commit = fixed
     named = named_file(tmp_path)
-    fetch.rebuild(git_dir, commit, "acme", "unit", 7, None, tmp_path / "rows", named, ["test/"])
+    fetch.rebuild_named(git_dir, commit, "acme", "unit", 7, named, tmp_path / "rows", ["test/"])
     [row] = [json.loads(line) for line in (tmp_path / "rows" / "acme__unit_rebuilt.jsonl").read_text().splitlines()]
     assert row["base"]["sha"] == git(git_dir.parent, "rev-parse", "HEAD^").strip()
     assert "lib/test/unit/case.rb" in row["fix_patch"] and "test/test-case.rb" not in row["fix_patch"]
@@ -60,20 +119,20 @@ def test_a_row_rebuilt_with_named_tests_says_how_they_were_named(tmp_path, fixed
     assert list(row["f2p_tests"]) == ["test_x"] and list(row["p2p_tests"]) == ["test_y"]
     assert row["rebuilt_from"] == {"commit": commit, "tests": str(named), "named_by": "ruby test/run.rb -v, before and after the fix"}
     # without the prefix, the `test` segment rule takes lib/test/unit/ for tests: no fix is left
-    fetch.rebuild(git_dir, commit, "acme", "unit", 8, None, tmp_path / "rule", named)
+    fetch.rebuild_named(git_dir, commit, "acme", "unit", 8, named, tmp_path / "rule")
     assert json.loads((tmp_path / "rule" / "acme__unit_rebuilt.jsonl").read_text())["fix_patch"] == ""
 
 
 @pytest.mark.parametrize("over", [{"how": ""}, {"f2p_tests": {}}])
-def test_named_tests_must_name_the_deciding_tests_and_how(tmp_path, fixed, over):
+def test_named_tests_must_name_the_deciding_tests_and_how(fetch, tmp_path, fixed, over):
     git_dir, commit = fixed
     with pytest.raises(SystemExit) as stopped:
-        fetch.rebuild(git_dir, commit, "acme", "unit", 7, None, tmp_path / "rows", named_file(tmp_path, **over))
+        fetch.rebuild_named(git_dir, commit, "acme", "unit", 7, named_file(tmp_path, **over), tmp_path / "rows")
     assert "named.json: field f2p_tests or how" in str(stopped.value)
     assert not (tmp_path / "rows").exists()
 
 
-def test_the_committed_named_rows_each_name_a_fix_commit_tests_and_how():
+def test_the_committed_named_rows_each_name_a_fix_commit_tests_and_how(fetch):
     for path in sorted(fetch.NAMED.glob("*.json")):
         spec = json.loads(path.read_text(encoding="utf-8"))
         assert len(spec["commit"]) == 40 and spec["f2p_tests"] and spec["how"].strip(), path

@@ -12,10 +12,16 @@ tool's `fetch`, which leaves one under /work/.mirror/<owner>+<name>/repo):
   rebuild     a row in the published shape rebuilt from a repository's squash commit of
               the pull request (base = its parent; fix_patch = what it changes outside test
               paths, test_patch = inside them, as Multi-SWE-bench splits a pull request) and
-              the tests of a report.json whose run the benchmark marked valid, or (--tests)
-              the tests named by running the suite before and after the fix here, where no
-              official report can be had (SWE-bench Multilingual's rows). Only for when the
-              dataset row itself cannot be had: the result says it was rebuilt, and from what.
+              the tests of a report.json whose run the benchmark marked valid, or of the
+              `report:` line of a SWE-bench-java run_instance.log (its FAIL_TO_PASS and
+              PASS_TO_PASS, whatever that run's outcome), or (--tests) the tests named by
+              running the suite before and after the fix here, where no official report can
+              be had (SWE-bench Multilingual's rows); `--base` when the pull request's base is
+              not the squash's parent (the change merged onto it by git's three-way merge when
+              it does not apply as it is). Only for when the dataset row itself cannot be had:
+              the result says it was rebuilt, and from what;
+  named       the rows of bench/realrows/named/ (tests named by runs here), rebuilt from
+              local snapshots.
 
 The rows of fmtlib/fmt, FasterXML/jackson-core and BurntSushi/ripgrep are kept for an
 independent check and never written.
@@ -24,6 +30,8 @@ independent check and never written.
         --commit HEAD --language c++ --split verified
     python bench/realrows/fetch.py rebuild --git-dir /work/.mirror/catchorg+Catch2/repo --commit cd60a030 \\
         --org catchorg --repo Catch2 --number 2723 --report /work/realrows/reports/catchorg__Catch2-2723.json
+    python bench/realrows/fetch.py rebuild --git-dir /work/.mirror/google+gson/repo --commit 46b97bf15 \\
+        --base 0e90771e45 --org google --repo gson --number 1555 --swebench-java-log run_instance.log
     python bench/realrows/fetch.py named        # the rows of bench/realrows/named/ (JavaScript, TypeScript,
                                                  # Ruby), rebuilt from /work/.mirror's snapshots
 """
@@ -31,9 +39,12 @@ independent check and never written.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path, PurePosixPath
 
 HELD_OUT = {"fmtlib/fmt", "fasterxml/jackson-core", "burntsushi/ripgrep"}
@@ -44,10 +55,13 @@ def held_out(org: str, repo: str) -> bool:
 
 
 def git(git_dir: Path, *args: str) -> str:
-    done = subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True)
+    """Git's output as it printed it: decoded without newline translation, so that a diff of a
+    file with CRLF line endings keeps them (text mode would turn them into LF, and the patch
+    would then not apply to the file)."""
+    done = subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True)
     if done.returncode != 0:
-        sys.exit(f"git {' '.join(args)} in {git_dir}: {done.stderr.strip()}")
-    return done.stdout
+        sys.exit(f"git {' '.join(args)} in {git_dir}: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout.decode("utf-8", errors="replace")
 
 
 def rows(datasets: list[Path], out: Path) -> None:
@@ -136,6 +150,91 @@ def is_test_path(path: str) -> bool:
     return any("test" in part.lower() for part in PurePosixPath(path).parts[:-1]) or "test" in path.rsplit("/", 1)[-1].lower()
 
 
+def swebench_java_tests(log: Path) -> dict[str, dict[str, str]]:
+    """The tests of a SWE-bench-java row, read back from one of its evaluation logs: the
+    harness prints `report: {...}` (a Python dict) whose `tests_status` lists every
+    FAIL_TO_PASS and PASS_TO_PASS test of the row under `success` or `failure`, whatever
+    the patch did. The ids are kept as SWE-bench-java writes them (`gson:com.google.gson.FooTest`:
+    the Maven module, then the class)."""
+    for line in log.read_text(encoding="utf-8").splitlines():
+        if " - INFO - report: " in line:
+            report = ast.literal_eval(line.split(" - INFO - report: ", 1)[1])
+            status = next(iter(report.values()))["tests_status"]
+            return {key: {test: {"test": before, "fix": "PASS"}
+                          for test in status[name]["success"] + status[name]["failure"]}
+                    for key, name, before in (("f2p_tests", "FAIL_TO_PASS", "FAIL"),
+                                              ("p2p_tests", "PASS_TO_PASS", "PASS"))}
+    sys.exit(f"{log}: no `report:` line (the run did not finish grading)")
+
+
+def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, tests: dict[str, dict], source: Path,
+            out: Path, base: str | None = None, test_prefixes: list[str] | None = None,
+            named_by: str | None = None) -> None:
+    """A row in the published shape from the pull request's squash commit and its tests (official,
+    or named by runs here: `named_by` says how, and the row carries it). The pull request's
+    change is the squash's own (its parent to it); `base`, when given, is the commit it is
+    applied to (the pull request's base, older than the squash's parent), directly or by a
+    three-way merge without conflict (on_base). `test_prefixes`: the folders that hold the
+    tests, where every path has a `test` segment (test-unit's lib/test/unit/)."""
+    if held_out(org, repo):
+        sys.exit(f"{org}/{repo} is held out for an independent check")
+    parent = git(git_dir, "rev-parse", f"{commit}^").strip()
+    base = git(git_dir, "rev-parse", base).strip() if base else parent
+    changed = git(git_dir, "diff", "--name-only", parent, commit).splitlines()
+    def in_tests(path: str) -> bool:
+        return path.startswith(tuple(test_prefixes)) if test_prefixes else is_test_path(path)
+
+    tests_changed = [p for p in changed if in_tests(p)]
+    fixes = [p for p in changed if not in_tests(p)]
+    fix_patch = git(git_dir, "diff", "--full-index", parent, commit, "--", *fixes) if fixes else ""
+    test_patch = git(git_dir, "diff", "--full-index", parent, commit, "--", *tests_changed) if tests_changed else ""
+    if base != parent:
+        fix_patch, test_patch = on_base(git_dir, base, fix_patch + test_patch, fixes, tests_changed)
+    row = {
+        "org": org, "repo": repo, "number": number, "base": {"sha": base},
+        "title": git(git_dir, "log", "-1", "--format=%s", commit).strip(),
+        "body": git(git_dir, "log", "-1", "--format=%b", commit).strip(),
+        "fix_patch": fix_patch, "test_patch": test_patch,
+        **{key: tests.get(key, {}) for key in ("f2p_tests", "p2p_tests", "s2p_tests", "n2p_tests")},
+        "rebuilt_from": {"commit": commit, "tests": str(source), **({"base": base} if base != parent else {}),
+                         **({"named_by": named_by} if named_by else {})},
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / f"{org}__{repo}_rebuilt.jsonl"
+    with target.open("a", encoding="utf-8") as sink:
+        sink.write(json.dumps(row) + "\n")
+    print(f"{target}: {org}/{repo}#{number} base {base[:12]}, {len(fixes)} fix files, {len(tests_changed)} test files, "
+          f"{len(row['f2p_tests'])} f2p, {len(row['p2p_tests'])} p2p")
+
+
+def on_base(git_dir: Path, base: str, patch: str, fixes: list[str], tests: list[str]) -> tuple[str, str]:
+    """The pull request's change (fix and test parts) as it applies to `base`: itself when it
+    applies there, else git's three-way merge of it onto `base` (the squash's pre-images are in
+    the repository) when that merge has no conflict; exits otherwise. A rebuilt row whose
+    patches do not apply would fail for a reason of ours."""
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = Path(scratch) / "tree"
+        tree.mkdir()
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        command = ["git", f"--git-dir={git_dir}", f"--work-tree={tree}"]
+        subprocess.run([*command, "read-tree", base], env=env, check=True)
+        subprocess.run([*command, "checkout-index", "-a", "-u"], env=env, check=True)
+        done = subprocess.run([*command, "apply", "--3way", "-"], env=env, cwd=tree, input=patch.encode(),
+                              capture_output=True)
+        if done.returncode != 0:
+            sys.exit(f"the pull request's change does not apply to {base[:12]}, nor merge there without conflict: "
+                     f"{done.stderr.decode(errors='replace').strip()}")
+
+        def part(paths: list[str]) -> str:
+            if not paths:
+                return ""
+            diff = subprocess.run([*command, "diff", "--full-index", base, "--", *paths], env=env, cwd=tree,
+                                  capture_output=True, check=True)
+            return diff.stdout.decode("utf-8", errors="replace")
+
+        return part(fixes), part(tests)
+
+
 def named_tests(path: Path) -> dict:
     """`--tests`: the deciding and kept tests named by running the row's test command before
     and after the fix here ({"f2p_tests": {id: {"test": "FAIL", "fix": "PASS"}}, "p2p_tests":
@@ -147,45 +246,11 @@ def named_tests(path: Path) -> dict:
     return named
 
 
-def rebuild(git_dir: Path, commit: str, org: str, repo: str, number: int, report: Path | None, out: Path,
-            named: Path | None = None, test_prefixes: list[str] | None = None) -> None:
-    """A row in the published shape from the pull request's squash commit and a valid report
-    (or, without one, the tests named by runs here: `named_tests`). `test_prefixes`: the
-    folders that hold the tests, where every path has a `test` segment (test-unit's
-    lib/test/unit/)."""
-    if held_out(org, repo):
-        sys.exit(f"{org}/{repo} is held out for an independent check")
-    base = git(git_dir, "rev-parse", f"{commit}^").strip()
-    changed = git(git_dir, "diff", "--name-only", base, commit).splitlines()
-    def in_tests(path: str) -> bool:
-        return path.startswith(tuple(test_prefixes)) if test_prefixes else is_test_path(path)
-
-    tests = [p for p in changed if in_tests(p)]
-    fixes = [p for p in changed if not in_tests(p)]
-    if report is not None:
-        official = json.loads(report.read_text(encoding="utf-8"))
-        if not official.get("valid"):
-            sys.exit(f"{report}: the benchmark did not mark this run valid; its tests do not describe the row")
-        source = {"report": str(report)}
-    else:
-        assert named is not None
-        official = named_tests(named)
-        source = {"tests": str(named), "named_by": official["how"]}
-    row = {
-        "org": org, "repo": repo, "number": number, "base": {"sha": base},
-        "title": git(git_dir, "log", "-1", "--format=%s", commit).strip(),
-        "body": git(git_dir, "log", "-1", "--format=%b", commit).strip(),
-        "fix_patch": git(git_dir, "diff", "--full-index", base, commit, "--", *fixes) if fixes else "",
-        "test_patch": git(git_dir, "diff", "--full-index", base, commit, "--", *tests) if tests else "",
-        **{key: official.get(key, {}) for key in ("f2p_tests", "p2p_tests", "s2p_tests", "n2p_tests")},
-        "rebuilt_from": {"commit": commit, **source},
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    target = out / f"{org}__{repo}_rebuilt.jsonl"
-    with target.open("a", encoding="utf-8") as sink:
-        sink.write(json.dumps(row) + "\n")
-    print(f"{target}: {org}/{repo}#{number} base {base[:12]}, {len(fixes)} fix files, {len(tests)} test files, "
-          f"{len(row['f2p_tests'])} f2p, {len(row['p2p_tests'])} p2p")
+def rebuild_named(git_dir: Path, commit: str, org: str, repo: str, number: int, named: Path, out: Path,
+                  test_prefixes: list[str] | None = None) -> None:
+    """`rebuild` with the tests of a `named_tests` file, the row saying how they were named."""
+    tests = named_tests(named)
+    rebuild(git_dir, commit, org, repo, number, tests, named, out, None, test_prefixes, tests["how"])
 
 
 #: rows rebuilt from their fix commits with tests named by runs here (`named_tests`), one file a row
@@ -208,8 +273,16 @@ def named_rows(mirrors: Path, out: Path) -> None:
         link = out / "repos" / f"{spec['org']}__{spec['repo']}"
         if not link.exists():
             link.symlink_to(git_dir)
-        rebuild(git_dir, spec["commit"], spec["org"], spec["repo"], int(spec["number"]), None, out / "rows",
-                path, spec.get("test_prefix"))
+        rebuild_named(git_dir, spec["commit"], spec["org"], spec["repo"], int(spec["number"]), path, out / "rows",
+                      spec.get("test_prefix"))
+
+
+def report_tests(report: Path) -> dict[str, dict]:
+    """The tests of a Multi-SWE-bench report.json, which must be a run the benchmark marked valid."""
+    official = json.loads(report.read_text(encoding="utf-8"))
+    if not official.get("valid"):
+        sys.exit(f"{report}: the benchmark did not mark this run valid; its tests do not describe the row")
+    return {key: official.get(key, {}) for key in ("f2p_tests", "p2p_tests", "s2p_tests", "n2p_tests")}
 
 
 def main() -> None:
@@ -229,9 +302,11 @@ def main() -> None:
     b.add_argument("--org", required=True)
     b.add_argument("--repo", required=True)
     b.add_argument("--number", type=int, required=True)
-    official = b.add_mutually_exclusive_group(required=True)
-    official.add_argument("--report", type=Path, help="the benchmark's report.json of a valid run")
-    official.add_argument("--tests", type=Path, help="tests named by runs before and after the fix here (named_tests)")
+    b.add_argument("--base", help="the pull request's base, when it is not the squash's parent")
+    tests = b.add_mutually_exclusive_group(required=True)
+    tests.add_argument("--report", type=Path, help="a Multi-SWE-bench report.json the benchmark marked valid")
+    tests.add_argument("--swebench-java-log", type=Path, help="a SWE-bench-java run_instance.log of the row")
+    tests.add_argument("--tests", type=Path, help="tests named by runs before and after the fix here (named_tests)")
     b.add_argument("--test-prefix", action="append", help="a folder of the tests (instead of the `test` segment rule)")
     n = sub.add_parser("named", help="rebuild the rows of bench/realrows/named/ from local snapshots")
     n.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
@@ -242,9 +317,16 @@ def main() -> None:
         candidates(args.git_dir, args.commit, args.language, args.split, args.out / "candidates")
     elif args.command == "named":
         named_rows(args.mirrors, args.out)
+    elif args.tests:
+        if args.base:
+            sys.exit("--base: a row whose tests are named here is rebuilt on the squash's parent, where they were named")
+        rebuild_named(args.git_dir, args.commit, args.org, args.repo, args.number, args.tests, args.out / "rows",
+                      args.test_prefix)
     else:
-        rebuild(args.git_dir, args.commit, args.org, args.repo, args.number, args.report, args.out / "rows", args.tests,
-                args.test_prefix)
+        source = args.report or args.swebench_java_log
+        tests = report_tests(source) if args.report else swebench_java_tests(source)
+        rebuild(args.git_dir, args.commit, args.org, args.repo, args.number, tests, source, args.out / "rows",
+                args.base, args.test_prefix)
 
 
 if __name__ == "__main__":

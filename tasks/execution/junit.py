@@ -200,12 +200,16 @@ def matches(case: TestResult, test_id: str) -> bool:
 #: package lower case and its own name capitalised (`Outer$Inner` nested). A simple name alone is
 #: not one: GoogleTest's suite `Cache` is no test of its own
 _JAVA_CLASS = re.compile(r"(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*")
+#: SWE-bench-java's name of a Java class: its Maven module's artifactId, a colon, the class
+#: (`gson:com.google.gson.stream.JsonWriterTest`). A report does not name the module, so the class decides
+_MODULE_CLASS = re.compile(r"[\w.-]+:((?:[a-z_$][\w$]*\.)+[A-Z][\w$]*)")
 
 
 def _in_group(case: TestResult, test_id: str, wanted: str) -> bool:
     """Whether the bare id `wanted` (junit_id's of `test_id`) names a group the case belongs to,
-    or the case by its title. A Java class (`org.x.FooTest`, _JAVA_CLASS) names every case of
-    that class, as Multi-SWE-bench and SWE-bench-java name Java tests; a script file
+    or the case by its title. A Java class (`org.x.FooTest`, _JAVA_CLASS, or with its module
+    before it, `module:org.x.FooTest`, _MODULE_CLASS) names every case of that class, as
+    Multi-SWE-bench and SWE-bench-java name Java tests; a script file
     (`test/x.test.ts`, SCRIPT_SUFFIXES) every case of that file, as Multi-SWE-bench names many
     JavaScript tests; and a JavaScript test's own title alone (`adds`: no ` > ` or ` › ` in the
     id), which is how SWE-bench's Jest parser names it (the line after `✓`, without its describe
@@ -220,6 +224,8 @@ def _in_group(case: TestResult, test_id: str, wanted: str) -> bool:
     if classname.endswith(SCRIPT_SUFFIXES):
         title = TITLE_SEPARATOR not in wanted and " \u203a " not in test_id  # a title alone, not a path
         return wanted == classname or (title and own.endswith(TITLE_SEPARATOR + wanted))
+    in_module = _MODULE_CLASS.fullmatch(wanted)
+    wanted = in_module.group(1) if in_module else wanted
     if _JAVA_CLASS.fullmatch(wanted):
         return classname == wanted or classname.startswith(wanted + "$")
     return False

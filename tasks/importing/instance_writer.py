@@ -1,6 +1,7 @@
 """The files of an imported instance (docs/benchmark-format.md): its checks under the recipe,
 instance.toml, origin.toml, the issue and the diffs as they apply to its program, and the
-recipe's Dockerfile, shared by the benchmark's instances as `environments/<name>/Dockerfile`.
+recipe's Dockerfile (with its context folder's files), shared by the benchmark's instances as
+`environments/<name>/Dockerfile`.
 
 instance.toml is what the loader reads; origin.toml is provenance (the row, the program's
 origin, the recipe, which patches were rewritten) and the test command template that
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from unidiff import PatchSet
 
-from testprism.tasks.importing.recipe import TEST_DIRS, TEST_FILES, Recipe, fill_test_files
+from testprism.tasks.importing.recipe import TEST_DIRS, TEST_FILES, Recipe, context_files, fill_test_files
 from testprism.tasks.importing.rows import RowError, SweBenchRow
 from testprism.tasks.importing.sources import ProgramOrigin
 from testprism.tasks.model import toml_writer
@@ -65,10 +66,12 @@ def checks_of(row: SweBenchRow, recipe: Recipe, test_patch: PatchSet) -> Checks:
 
 @dataclass(frozen=True)
 class Dockerfile:
-    """The recipe's Dockerfile as the benchmark holds it: `rel` under the benchmark root."""
+    """The recipe's Dockerfile as the benchmark holds it: `rel` under the benchmark root, and
+    the files of the recipe's context that go beside it (paths relative to its folder)."""
 
     rel: str
     content: bytes
+    context: tuple[tuple[str, bytes], ...] = ()
 
     @property
     def from_instance(self) -> str:
@@ -83,25 +86,34 @@ def dockerfile_of(recipe: Recipe, recipe_file: Path, out: Path) -> Dockerfile | 
     path = recipe.dockerfile_path(recipe_file)
     if path is None:
         return None
-    found = Dockerfile(f"{ENVIRONMENTS}/{recipe.environment_name(recipe_file)}/Dockerfile", path.read_bytes())
+    found = Dockerfile(f"{ENVIRONMENTS}/{recipe.environment_name(recipe_file)}/Dockerfile", path.read_bytes(),
+                       context_files(recipe, recipe_file))
     present = out / found.rel
     if present.is_file() and present.read_bytes() != found.content:
         raise RowError("repo", f"{recipe_file}: field dockerfile: {path} differs from {present}, which instances "
                                "imported before use; give the recipe another name (field name) or move the old one")
+    for name, content in found.context:
+        beside = present.parent / name
+        if present.is_file() and (not beside.is_file() or beside.read_bytes() != content):
+            raise RowError("repo", f"{recipe_file}: field context: {name} differs from {beside}, which instances "
+                                   "imported before use; give the recipe another name (field name) or move the old one")
     return found
 
 
 def publish_dockerfile(out: Path, dockerfile: Dockerfile) -> None:
-    """Put the Dockerfile in the benchmark before the instance that names it (written to a
-    temporary file and renamed, so a reader never sees half of it)."""
+    """Put the Dockerfile, its context's files first, in the benchmark before the instance that
+    names it (each written to a temporary file and renamed, so a reader never sees half of one;
+    the Dockerfile last, so that its presence says the folder is whole)."""
     target = out / dockerfile.rel
     if target.is_file():
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".Dockerfile.")
-    with os.fdopen(handle, "wb") as stream:
-        stream.write(dockerfile.content)
-    os.replace(temporary, target)
+    for name, content in (*dockerfile.context, (target.name, dockerfile.content)):
+        path = target.parent / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(content)
+        os.replace(temporary, path)
 
 
 def instance_toml(row: SweBenchRow, source: str, recipe: Recipe, checks: Checks, dockerfile: Dockerfile | None) -> str:
@@ -156,12 +168,10 @@ def write_instance(folder: Path, row: SweBenchRow, fitted: tuple[str, str], *, s
                    dockerfile: Dockerfile | None = None) -> None:
     """Write the instance beside its program in `folder`: each diff as it applies to the
     program (`fitted`: reference, checks), the published text kept beside one that had to be
-    rewritten, the issue, instance.toml and origin.toml; and the Dockerfile where the
-    instance finds it (`folder` is `<root>/instances/<id>` in the staging area too)."""
-    if dockerfile is not None:
-        staged_copy = folder.parent.parent / dockerfile.rel
-        staged_copy.parent.mkdir(parents=True, exist_ok=True)
-        staged_copy.write_bytes(dockerfile.content)
+    rewritten, the issue, instance.toml and origin.toml; and the Dockerfile, with its context's
+    files, where the instance finds it (`folder` is `<root>/instances/<id>` in the staging area too)."""
+    if dockerfile is not None:  # with its context: --verify builds the environment from there
+        publish_dockerfile(folder.parent.parent, dockerfile)
     rewritten: list[str] = []
     for name, published, text in (("reference", row.patch, fitted[0]), ("checks", row.test_patch, fitted[1])):
         (folder / f"{name}.diff").write_text(text, encoding="utf-8", errors="surrogateescape")

@@ -21,7 +21,8 @@ PYTHONWARNINGS = "ignore::UserWarning"
 
 Another language names its environment as the benchmark format does (EnvironmentSpec): a
 `dockerfile` (relative to the recipe file; the importer copies it into the benchmark as
-`environments/<name>/Dockerfile`), `toolchains` for the local backend, `variables` of the
+`environments/<name>/Dockerfile`, and a `context` folder's files beside it: a Maven seed,
+fixtures), `toolchains` for the local backend, `variables` of the
 build step and every run, and an optional `[recipe.build]` step run once per state.
 
 `{test_files}` is filled with the test files a test patch touches, of the recipe's language:
@@ -84,6 +85,9 @@ class Recipe(BaseModel):
     packages: tuple[str, ...] = ()
     #: relative to the recipe file; copied into the benchmark by the importer
     dockerfile: str | None = None
+    #: a folder relative to the recipe file whose files the importer copies beside the Dockerfile,
+    #: into the build context both backends read (a Java recipe's `maven-seed/`, fixtures)
+    context: str | None = None
     toolchains: tuple[str, ...] = ()
     variables: dict[str, str] = {}
     build: BuildSpec | None = None
@@ -161,6 +165,10 @@ class Recipe(BaseModel):
     def dockerfile_path(self, recipe_file: Path) -> Path | None:
         """The Dockerfile on this host: `dockerfile` is relative to the recipe file."""
         return None if self.dockerfile is None else recipe_file.parent / self.dockerfile
+
+    def context_path(self, recipe_file: Path) -> Path | None:
+        """The context folder on this host: `context` is relative to the recipe file."""
+        return None if self.context is None else recipe_file.parent / self.context
 
     def environment(self, dockerfile: str | None = None) -> EnvironmentSpec:
         """The instance's environment; `dockerfile` is where the instance finds the copy."""
@@ -267,6 +275,12 @@ def load_recipe_file(path: Path) -> list[Recipe]:
         if dockerfile is not None and (dockerfile.is_symlink() or not dockerfile.is_file()):
             raise RecipeError(path, f"recipe.{i}.dockerfile",
                               f"{dockerfile} is not a file (the path is relative to the recipe file)")
+        context = recipe.context_path(path)
+        if context is not None and (dockerfile is None or context.is_symlink() or not context.is_dir()
+                                    or (context / "Dockerfile").exists()):
+            raise RecipeError(path, f"recipe.{i}.context",
+                              f"{context} is not a folder to put beside a dockerfile (the path is relative to the "
+                              "recipe file; it goes with the recipe's dockerfile, and holds no Dockerfile of its own)")
         recipes.append(recipe)
     return recipes
 
@@ -299,8 +313,24 @@ def _claim_environment(claimed: dict[str, tuple[bytes, Path]], recipe: Recipe, p
     dockerfile = recipe.dockerfile_path(path)
     if dockerfile is None:
         return
-    name, content = recipe.environment_name(path), dockerfile.read_bytes()
+    name, content = recipe.environment_name(path), dockerfile.read_bytes() + repr(context_files(recipe, path)).encode()
     first = claimed.setdefault(name, (content, path))
     if first[0] != content:
-        raise RecipeError(path, f"recipe.{index}.name", f"environment {name!r} already holds another Dockerfile "
-                                                        f"(a recipe of {first[1]}): give this recipe its own name")
+        raise RecipeError(path, f"recipe.{index}.name", f"environment {name!r} already holds another Dockerfile or "
+                                                        f"context (a recipe of {first[1]}): give this recipe its own name")
+
+
+def context_files(recipe: Recipe, recipe_file: Path) -> tuple[tuple[str, bytes], ...]:
+    """The files of the recipe's context folder (paths relative to it, sorted), which go beside
+    its Dockerfile. Links are refused: what the benchmark holds must not depend on where a
+    link of the recipe's folder pointed on the importing host."""
+    folder = recipe.context_path(recipe_file)
+    if folder is None:
+        return ()
+    files: list[tuple[str, bytes]] = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink():
+            raise RecipeError(recipe_file, "context", f"{path} is a link: a context holds files and folders only")
+        if path.is_file():
+            files.append((path.relative_to(folder).as_posix(), path.read_bytes()))
+    return tuple(files)
