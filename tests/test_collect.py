@@ -4,6 +4,7 @@ label candidates by the official checks in the sandbox, choose diverse panels.""
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import tomllib
 from collections import Counter
@@ -149,6 +150,27 @@ def test_ingest_reports_bad_rows_and_keeps_the_others(tmp_path):
     assert len({c.candidate_id for c in found.candidates}) == len(found.candidates)
     assert by_origin[str(folder / INSTANCE / "pair.diff")].candidate_id == "pair"
     assert by_origin[str(bench.instances[INSTANCE].folder / "candidates" / "stdlib.diff")].official_label == "valid"
+
+
+def test_rows_of_instances_not_in_the_benchmark_are_logged_once(tmp_path, caplog):
+    """A prediction file covering more instances than the benchmark: one warning for all of
+    them (not an error per row); the other bad rows keep their error each."""
+    bench = load_benchmark(make_benchmark(tmp_path / "bench", {}))
+    good = diff("stats.py", BUGGY, SORTED_PAIR)
+    preds = tmp_path / "preds.jsonl"
+    rows = [{"instance_id": iid, "model_name_or_path": f"agent-{n}", "model_patch": good}
+            for n, iid in enumerate(["other__x-1", "other__x-1", "other__y-2", INSTANCE])]
+    rows.append({"instance_id": INSTANCE, "model_name_or_path": "agent-e", "model_patch": ""})
+    preds.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with caplog.at_level(logging.INFO, logger="testprism.tasks.collect.candidate"):
+        found = ingest(bench, [preds], [])
+    assert sum(e.kind is Reason.UNKNOWN_INSTANCE for e in found.errors) == 3  # the funnel keeps each row
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.name.endswith("collect.candidate")]
+    assert lines == [
+        ("WARNING", f"3 candidates left out (unknown_instance): their instances are not in {bench.root}: "
+                    "other__x-1 ×2, other__y-2 ×1"),
+        ("ERROR", f"candidate rejected: {preds}:5: field model_patch: the patch is empty"),
+    ]
 
 
 def test_exact_duplicates_and_copies_of_the_reference_are_set_aside(tmp_path):

@@ -224,7 +224,7 @@ def test_row_without_a_matching_recipe_names_its_version(fx, tmp_path):
 
 def test_bundled_sympy_recipe_covers_the_realdata_versions():
     book = load_recipes([Path(__file__).resolve().parents[1] / "examples" / "recipes" / "sympy.toml"])
-    for version in ("1.6", "1.9", "1.10", "1.11"):
+    for version in ("1.4", "1.6", "1.9", "1.10", "1.11"):  # 1.4: the gate of 2026-12-07 (realdata-results)
         recipe, _ = book.find("sympy/sympy", version)
         assert recipe.python == "3.11" and "mpmath==1.3.0" in recipe.packages
     with pytest.raises(NoRecipe):
