@@ -75,6 +75,8 @@ class ExecutionOptions:
     #: Opt-in early stop (`replay --early-stop`): a suite's remaining runs on an instance are
     #: not run once its joint success there is decided (tasks/replay/runs.py `decides`)
     early_stop: bool = False
+    #: Opt-in warm runs (`replay --warm`): RunRequest.warm for every run (tasks/sandbox/warm.py)
+    warm: bool = False
     #: When the replay began. A batch skips runs stored since then: when a Dask worker dies
     #: mid-batch, the scheduler gives the batch to another worker, which then redoes only
     #: what the dead one had not stored (rows carry their start time; workers of one
