@@ -434,8 +434,9 @@ class LocalBackend(SandboxBackend):
 
 def warm_env(env: dict[str, str], command: PytestCommand, environment: Path) -> dict[str, str]:
     """The variables a cold run's interpreter has (its shell's: the command's assignments, and
-    PWD, SHLVL and `_` as bash exports them), for a run forked warm."""
-    return {**env, **dict(command.assignments), "PWD": str(WORKSPACE / "program"), "SHLVL": "1",
+    PWD, OLDPWD (the launcher `cd`s from /: cgroup.Launcher), SHLVL (0: bash execs the command) and `_` as bash
+    exports them), for a run forked warm."""
+    return {**env, **dict(command.assignments), "PWD": str(WORKSPACE / "program"), "OLDPWD": "/", "SHLVL": "0",
             "_": str(environment / "bin" / "python")}
 
 

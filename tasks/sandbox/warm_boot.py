@@ -16,12 +16,13 @@ What it does, in order:
    content, and the objects its loop makes are the same at every turn;
 3. `A` enters new mount, pid, network, IPC and UTS namespaces, puts the run's workspace
    (which the harness mounted under /.warm/<token>, seen here by propagation) at
-   /workspace and its scratch folders at /tmp, /var/tmp and /dev/shm, hides /.warm under an
-   empty read-only tmpfs, brings up a loopback of the run's own, and forks `B`;
+   /workspace and its scratch folders at /tmp, /var/tmp and /dev/shm, brings up a loopback of the run's own, and forks `B`;
 4. `B` is pid 1 of the run's pid namespace (as bubblewrap's init is in a cold run): it
    mounts the run's /proc, becomes a session leader, tells the harness its pid (the kernel
    translates it: SCM_CREDENTIALS), waits until the harness has moved it into the run's
-   cgroup, drops every capability (ambient, bounding, permitted), and forks `C`, pid 2;
+   cgroup and unmounted the hand-off mount (which leaves this namespace with it), enters a
+   cgroup namespace rooted at the run's cgroup, makes its mounts private, unmounts /.warm (or,
+   where the kernel refuses, hides it under an empty read-only tmpfs), drops every capability (ambient, bounding, permitted), and forks `C`, pid 2;
 5. `C` is the run: the run's rlimits, its output pipe as stdout and stderr, /dev/null as
    stdin, no other descriptor, the program folder as its working folder, exactly the run's
    variables, and `sys.argv` as `python -m pytest` has it; then pytest's `__main__` run as
@@ -39,10 +40,11 @@ import socket
 import struct
 import sys
 
-CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
-MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 1 << 18
+MS_BIND, MS_REC, MS_PRIVATE, MS_SLAVE = 0x1000, 0x4000, 1 << 18, 1 << 19
+MNT_DETACH = 2
 PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 #: where the harness's per-run mounts appear (by propagation) inside the warm sandbox
@@ -101,9 +103,13 @@ def _enter(request, fresh_pid):
     """`A`'s part: the run's namespaces and mounts (module docstring, 3)."""
     flags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET | (CLONE_NEWPID if fresh_pid else 0)
     _ok(_libc.unshare(flags), "unshare")
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    # slave, not yet private: the harness's unmount of the hand-off mount (before `go`)
+    # reaches this namespace too, so nothing of it is left here; the run's own copy at
+    # /workspace is made private first, so that unmount does not take it
+    _mount(None, "/", None, MS_REC | MS_SLAVE)
     handed = f"{HANDOFF}/{request['token']}"
     _mount(handed, WORKSPACE, None, MS_BIND | MS_REC)
+    _mount(None, WORKSPACE, None, MS_REC | MS_PRIVATE)
     # what the sandbox shows under a scratch folder (the environment, when the work area is
     # in /tmp or /var/tmp) is held first and shown again over the run's own scratch folder,
     # at the mount point bubblewrap would have made there in a cold run
@@ -114,7 +120,6 @@ def _enter(request, fresh_pid):
         os.makedirs(path, mode=0o755, exist_ok=True)
         _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
         os.close(fd)
-    _mount("tmpfs", HANDOFF, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
     _loopback_up()
 
 
@@ -148,6 +153,10 @@ def _init(sock, request, out_fd):
     sock.sendmsg([b"pid"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
     if sock.recv(16) != b"go":
         os._exit(125)
+    _ok(_libc.unshare(CLONE_NEWCGROUP), "unshare cgroup")  # in the run's cgroup now: its root, as a cold run's
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)  # the hand-off mount is gone (the harness unmounted it)
+    if _libc.umount2(HANDOFF.encode(), MNT_DETACH) < 0:  # the hand-off folder, gone from the run's mounts
+        _mount("tmpfs", HANDOFF, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
     _drop_capabilities()
     child = os.fork()
     if child == 0:
