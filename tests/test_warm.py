@@ -23,7 +23,7 @@ import pytest
 from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.sandbox import warm
 from testprism.tasks.sandbox.base import Limits, RunRequest
-from testprism.tasks.sandbox.warm import import_order_risk, packages_of, pytest_command
+from testprism.tasks.sandbox.warm import import_order_risk, packages_of, pytest_command, script_command
 from tests.conftest import open_backend
 from tests.test_position_signals import PROBE
 
@@ -46,6 +46,18 @@ COMMAND = "python -m pytest -q -s -p no:cacheprovider tmp/test_probe.py --junitx
 
 
 # -- which runs are warm ----------------------------------------------------------------------
+
+
+def test_an_entry_script_of_one_pytest_command_is_run_warm(tmp_path):
+    def entry(text: str) -> object:
+        (tmp_path / "run_tests.sh").write_text(text)
+        return script_command(RunRequest(tree=tmp_path, suite_folder=tmp_path, suite_files=("run_tests.sh",),
+                                          command="bash tmp/run_tests.sh", environment=tmp_path, limits=Limits()))
+
+    found = entry('#!/usr/bin/env bash\nset -u\nexec python -m pytest -q tmp --junitxml="$TESTPRISM_JUNIT"\n')
+    assert found is not None and found.arguments == ("-q", "tmp", "--junitxml=\0")
+    assert entry("set -u\npip install x\npython -m pytest tmp\n") is None
+    assert entry("python -m pytest tmp || true\n") is None
 
 
 def test_only_a_plain_pytest_command_is_run_warm():
@@ -117,15 +129,23 @@ def backend(work):
     backend.close()
 
 
-def _run(backend, tree: Path, suites: Path, file: str, warm_route: bool) -> tuple[int | None, str]:
+def _run(backend, tree: Path, suites: Path, file: str, warm_route: bool, script: bool = False
+         ) -> tuple[int | None, str]:
+    """A run of the suite file `file`, by a command line or (`script`) an entry script as the
+    bundled suites have (`bash tmp/run_tests.sh`)."""
+    command = COMMAND.replace("test_probe.py", file)
+    if script:
+        quoted = command.replace("$TESTPRISM_JUNIT", '"$TESTPRISM_JUNIT"')
+        (suites / "run_tests.sh").write_text(f"#!/usr/bin/env bash\nset -u\nexec {quoted}\n")
     result = backend.run(RunRequest(
-        tree=tree, suite_folder=suites, suite_files=(file,), command=COMMAND.replace("test_probe.py", file),
+        tree=tree, suite_folder=suites, suite_files=(file, "run_tests.sh") if script else (file,),
+        command="bash tmp/run_tests.sh" if script else command,
         environment=backend.prepare(PYTEST_ENV), limits=Limits(timeout_s=120.0, tail_bytes=1 << 20), warm=warm_route))
     return result.exit_code, result.output_tail
 
 
-def _seen(backend, tree: Path, suites: Path, warm_route: bool) -> dict[str, str]:
-    code, tail = _run(backend, tree, suites, "test_probe.py", warm_route)
+def _seen(backend, tree: Path, suites: Path, warm_route: bool, script: bool = False) -> dict[str, str]:
+    code, tail = _run(backend, tree, suites, "test_probe.py", warm_route, script)
     assert code == 0, tail
     line = next(line for line in tail.splitlines() if line.startswith("PROBE "))
     return json.loads(line.removeprefix("PROBE "))
@@ -135,10 +155,11 @@ def _went_cold(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if "goes cold" in r.getMessage()]
 
 
-def test_a_warm_run_sees_what_a_cold_run_sees(backend, state, suites, caplog):
+@pytest.mark.parametrize("script", [False, True], ids=["command", "entry-script"])
+def test_a_warm_run_sees_what_a_cold_run_sees(backend, state, suites, caplog, script):
     caplog.set_level(logging.DEBUG, logger="testprism.tasks.sandbox.local")
-    cold = _seen(backend, state, suites, False)
-    warm_seen = _seen(backend, state, suites, True)
+    cold = _seen(backend, state, suites, False, script)
+    warm_seen = _seen(backend, state, suites, True, script)
     assert not _went_cold(caplog)
     for part in ("python", "env", "fds", "cwd", "pids", "host", "inodes", "cgroup"):
         if part in cold:

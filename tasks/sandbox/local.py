@@ -59,7 +59,8 @@ from testprism.tasks.sandbox.outputs import outputs_from_folder
 from testprism.tasks.sandbox.process import Unkillable, run_bounded, supervise
 from testprism.tasks.sandbox.report_pipe import ReportPipe
 from testprism.tasks.sandbox.cgroup import Launcher, RunCgroup
-from testprism.tasks.sandbox.warm import PytestCommand, WarmProcess, WarmStates, WarmUnavailable, pytest_command
+from testprism.tasks.sandbox.warm import (PytestCommand, WarmProcess, WarmStates, WarmUnavailable, pytest_command,
+                                          script_command)
 from testprism.tasks.sandbox.workspace import (
     bounds_available,
     disk_exceeded,
@@ -277,7 +278,7 @@ class LocalBackend(SandboxBackend):
         from it (tasks/sandbox/warm.py says which may), else None: the run is cold."""
         if not request.warm:
             return None
-        command = pytest_command(request.command)
+        command = pytest_command(request.command) or script_command(request)
         why = ("the command is not `python -m pytest ...`" if command is None
                else "not under bubblewrap with run cgroups and layered programs"
                if not (self.isolation.startswith("bubblewrap") and "-rlimits" not in self.isolation
@@ -323,7 +324,7 @@ class LocalBackend(SandboxBackend):
             uid = (warm[0].uid if warm is not None  # the warm process's: its program layer is idmapped to it
                    else UID_BASE + secrets.randbelow(60_000) if self.drop_privileges else None)
             installed = fill_workspace(request, ws, uid, layered=True, bounded=True)
-            if warm is not None and (why := warm[0].admits(request, ws)):
+            if warm is not None and (why := warm[0].admits(request, warm[1], ws)):
                 log.debug("local: run goes cold: %s", why)
                 warm = None
             report = ReportPipe(ws)
@@ -435,9 +436,11 @@ class LocalBackend(SandboxBackend):
 def warm_env(env: dict[str, str], command: PytestCommand, environment: Path) -> dict[str, str]:
     """The variables a cold run's interpreter has (its shell's: the command's assignments, and
     PWD, OLDPWD (the launcher `cd`s from /: cgroup.Launcher), SHLVL (0: bash execs the command) and `_` as bash
-    exports them), for a run forked warm."""
-    return {**env, **dict(command.assignments), "PWD": str(WORKSPACE / "program"), "OLDPWD": "/", "SHLVL": "0",
-            "_": str(environment / "bin" / "python")}
+    exports them (an entry script's `exec` leaves `_` out), for a run forked warm."""
+    shell = {"PWD": str(WORKSPACE / "program"), "OLDPWD": "/", "SHLVL": "0"}
+    if command.script is None:  # bash execs the command line's last command itself, and exports `_` for it
+        shell["_"] = str(environment / "bin" / "python")
+    return {**env, **dict(command.assignments), **shell}
 
 
 @cache

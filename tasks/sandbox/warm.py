@@ -14,7 +14,9 @@ are in SECURITY.md ("Warm states"); what it costs and saves in docs/performance.
 
 Which runs are warm (`admitted`), everything else runs cold as before:
 - the command is `[NAME=value ...] python -m pytest <arguments>`, nothing a shell would
-  expand but `$TESTPRISM_JUNIT` (`pytest_command`);
+  expand but `$TESTPRISM_JUNIT` (`pytest_command`), or an entry `bash tmp/<script>` whose
+  script is that one command and `set -u`/`-e` (`script_command`: the bundled suites'
+  `run_tests.sh`);
 - the environment is a virtualenv (not an image), the backend has bubblewrap, run cgroups
   and layered programs, and the run has no model channel, extra mounts or tree export;
 - the state's warm process started and imported its packages (`WarmProcess.start`), and no
@@ -83,6 +85,8 @@ class PytestCommand:
 
     assignments: tuple[tuple[str, str], ...]
     arguments: tuple[str, ...]
+    #: the entry script it came from (`script_command`), None for a command given as it is
+    script: str | None = None
 
 
 def pytest_command(command: str) -> PytestCommand | None:
@@ -113,6 +117,39 @@ def pytest_command(command: str) -> PytestCommand | None:
     if any(a == "-p" and not b.startswith("no:") for a, b in zip(arguments, arguments[1:] + [""])):
         return None
     return PytestCommand(tuple(assignments), tuple(arguments))
+
+
+#: the lines a suite's entry script may hold beside its one pytest command
+_SCRIPT_SETTINGS = {"set -u", "set -e", "set -eu", "set -ue"}
+
+
+def script_command(request: RunRequest) -> PytestCommand | None:
+    """The pytest command of an entry `bash tmp/<script>` whose script (the suite's own file,
+    as the harness has it) holds nothing but comments, `set -u`/`-e` and that one command
+    (`exec` or not): the bundled suites' `run_tests.sh`. None for any other entry."""
+    words = request.command.split()
+    if len(words) != 2 or words[0] != "bash" or not words[1].startswith("tmp/") or request.suite_folder is None:
+        return None
+    script = _script_text(request)
+    if script is None:
+        return None
+    body = [line.strip() for line in script.splitlines()]
+    body = [line for line in body if line and not line.startswith("#") and line not in _SCRIPT_SETTINGS]
+    if len(body) != 1:
+        return None
+    command = pytest_command(body[0].removeprefix("exec "))
+    return None if command is None else PytestCommand(command.assignments, command.arguments, script=words[1])
+
+
+def _script_text(request: RunRequest, program: Path | None = None) -> str | None:
+    """The entry script's text: the suite's file, or (`program`) the filled workspace's."""
+    rel = request.command.split()[1].removeprefix("tmp/")
+    if rel not in request.suite_files or request.suite_folder is None:
+        return None
+    path = program / "tmp" / rel if program is not None else request.suite_folder / rel
+    if path.is_symlink() or not path.is_file():
+        return None
+    return path.read_text(errors="replace")
 
 
 def packages_of(tree: Path) -> tuple[str, ...]:
@@ -276,8 +313,10 @@ class WarmProcess:
         self.preloaded = [(tree / f.removeprefix(program)).read_text(errors="replace")
                           for f in ready["files"] if f.startswith(program) and (tree / f.removeprefix(program)).is_file()]
 
-    def admits(self, request: RunRequest, ws: Path) -> str | None:
+    def admits(self, request: RunRequest, command: PytestCommand, ws: Path) -> str | None:
         """Why this filled run must go cold on this state, or None (module docstring)."""
+        if command.script is not None and _script_text(request, ws / "program") != _script_text(request):
+            return "the suite's test patch changed its entry script"
         return import_order_risk(suite_sources(request, ws / "program"), self.packages, self.preloaded)
 
     def run(self, ws: Path, command: PytestCommand, env: dict[str, str], group: RunCgroup,
