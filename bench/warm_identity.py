@@ -1,14 +1,15 @@
 """Warm/cold identity (issue 41): every state of the given Python instances, each suite run
 cold and warm (tasks/sandbox/warm.py) under `local`, outcome by outcome.
 
-A suite here is the instance's official checks (its test patch and command) and, with
-`--generated FILE` (the real data's generated_tests_dev.jsonl), every generated test patch
-of that instance run with the checks' command. A run's outcome is its exit code and each
+A suite here is the instance's official checks (its test patch and command), with
+`--suites` every configuration's suite package of the instance (its entry, bash
+tmp/run_tests.sh), and with `--generated FILE` (the real data's generated_tests_dev.jsonl)
+every generated test patch of that instance run with the checks' command. A run's outcome is its exit code and each
 test's JUnit result (passed, failed, error, skipped); warm and cold must be equal for
 every (instance, state, suite). Warm runs that the backend sent cold (not admitted) are
 counted apart: they are cold twice and prove nothing about the warm route.
 
-    sudo .venv/bin/python bench/warm_identity.py examples/instances/*  --only-python
+    sudo .venv/bin/python bench/warm_identity.py examples/instances/* --only-python --suites examples/suites
     sudo .venv/bin/python bench/warm_identity.py /tmp/rd-bench/instances/* \
         --generated /work/shared/realdata/generated_tests_dev.jsonl
 """
@@ -24,7 +25,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from testprism.tasks.model.benchmark import load_instance, run_limits
+from testprism.tasks.model.benchmark import load_instance, load_suite, run_limits
 from testprism.tasks.model.state import materialise, states_of
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox.base import ExecResult, Limits, RunRequest
@@ -49,6 +50,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("instances", nargs="+", type=Path)
     parser.add_argument("--generated", type=Path, help="generated test patches (SWE-bench predictions form)")
+    parser.add_argument("--suites", type=Path, help="a benchmark's suites/ folder: every configuration's suite too")
     parser.add_argument("--only-python", action="store_true", help="skip instances in other languages")
     parser.add_argument("--states", type=int, default=0, help="at most this many states per instance (0: all)")
     parser.add_argument("--work", type=Path, default=None)
@@ -73,7 +75,14 @@ def main() -> int:
                 continue
             environment = backend.prepare(instance.spec.environment)
             states = states_of(instance)[: args.states or None]
-            suites = [instance.checks_patch, *generated.get(instance.id, [])]
+            # (folder, files, entry, patch): the official checks, generated test patches, packaged suites
+            command = instance.spec.checks.command
+            suites = [(None, (), command, instance.checks_patch),
+                      *((None, (), command, patch) for patch in generated.get(instance.id, []))]
+            for configuration in sorted(args.suites.iterdir()) if args.suites else []:
+                if (configuration / instance.id).is_dir():
+                    suite = load_suite(configuration / instance.id, configuration.name, instance.id)
+                    suites.append((suite.folder, suite.files, suite.entry, suite.patch))
             limits = run_limits(instance, Limits())
             row_total = row_equal = admitted = 0
             times = {False: 0.0, True: 0.0}
@@ -81,15 +90,14 @@ def main() -> int:
                 tree = materialise(instance, state, work)
                 if not tree.patch.applied:
                     continue
-                for suite in suites:
+                for folder, files, entry, patch in suites:
                     seen = {}
                     for route in (False, True):
                         before = went_cold.count
                         start = time.monotonic()
                         result = backend.run(RunRequest(
-                            tree=tree.tree, suite_folder=None, suite_files=(), command=instance.spec.checks.command,
-                            environment=environment, limits=limits,
-                            suite_patch=suite, warm=route))
+                            tree=tree.tree, suite_folder=folder, suite_files=files, command=entry,
+                            environment=environment, limits=limits, suite_patch=patch, warm=route))
                         times[route] += time.monotonic() - start
                         admitted += route and went_cold.count == before
                         seen[route] = outcomes(result)
@@ -97,7 +105,7 @@ def main() -> int:
                     if seen[False] == seen[True]:
                         row_equal += 1
                     else:
-                        print(f"DIFFERS {instance.id} {state.name}: cold {seen[False]} warm {seen[True]}",
+                        print(f"DIFFERS {instance.id} {state.name} {entry}: cold {seen[False]} warm {seen[True]}",
                               file=sys.stderr)
             total += row_total
             equal += row_equal
