@@ -205,8 +205,8 @@ class Environments:
         if isinstance(environment, Verdict):
             return environment
         made = request(environment)
-        if parser is not None:
-            made = replace(made, limits=logged_limits(made.limits))
+        if parser is not None:  # read from its log, which a warm run's lacks the program's import output of: cold
+            made = replace(made, limits=logged_limits(made.limits), warm=False)
         return judge(lambda: self.run(spec, made), options.policy, selected, confirm, self.pace, parser, read)
 
     def run(self, spec: EnvironmentSpec, request: RunRequest) -> ExecResult:
