@@ -58,6 +58,7 @@ def test_an_entry_script_of_one_pytest_command_is_run_warm(tmp_path):
     assert found is not None and found.arguments == ("-q", "tmp", "--junitxml=\0")
     assert entry("set -u\npip install x\npython -m pytest tmp\n") is None
     assert entry("python -m pytest tmp || true\n") is None
+    assert entry("python -m pytest tmp\n") is None  # not exec'd: bash stays the parent, its variables differ
 
 
 def test_only_a_plain_pytest_command_is_run_warm():

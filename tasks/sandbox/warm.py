@@ -126,7 +126,7 @@ _SCRIPT_SETTINGS = {"set -u", "set -e", "set -eu", "set -ue"}
 def script_command(request: RunRequest) -> PytestCommand | None:
     """The pytest command of an entry `bash tmp/<script>` whose script (the suite's own file,
     as the harness has it) holds nothing but comments, `set -u`/`-e` and that one command
-    (`exec` or not): the bundled suites' `run_tests.sh`. None for any other entry."""
+    after `exec`: the bundled suites' `run_tests.sh`. None for any other entry."""
     words = request.command.split()
     if len(words) != 2 or words[0] != "bash" or not words[1].startswith("tmp/") or request.suite_folder is None:
         return None
@@ -135,7 +135,7 @@ def script_command(request: RunRequest) -> PytestCommand | None:
         return None
     body = [line.strip() for line in script.splitlines()]
     body = [line for line in body if line and not line.startswith("#") and line not in _SCRIPT_SETTINGS]
-    if len(body) != 1:
+    if len(body) != 1 or not body[0].startswith("exec "):  # bash execs it: its variables are then a command line's
         return None
     command = pytest_command(body[0].removeprefix("exec "))
     return None if command is None else PytestCommand(command.assignments, command.arguments, script=words[1])
