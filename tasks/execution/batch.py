@@ -207,7 +207,13 @@ class Environments:
         made = request(environment)
         if parser is not None:  # read from its log, which a warm run's lacks the program's import output of: cold
             made = replace(made, limits=logged_limits(made.limits), warm=False)
-        return judge(lambda: self.run(spec, made), options.policy, selected, confirm, self.pace, parser, read)
+        # A warm run's interpreter has its warm process's string-hash seed, shared by every
+        # run of the state: a failure that follows hash order would repeat in its
+        # confirmation. So only the first attempt may be warm; a confirmation (or retry)
+        # starts cold, with a seed of its own, as every run did before.
+        attempts = itertools.count()
+        return judge(lambda: self.run(spec, made if next(attempts) == 0 else replace(made, warm=False)),
+                     options.policy, selected, confirm, self.pace, parser, read)
 
     def run(self, spec: EnvironmentSpec, request: RunRequest) -> ExecResult:
         """One run in `spec`'s environment: its `variables` set under the request's own."""
