@@ -7,6 +7,7 @@ the warm process's children.
   pids, descriptors) and its tests' outcomes are a cold run's; a suite that sets what the
   program reads at import before importing it is sent cold, and comes out as cold does (the
   control: with the import-order check off, the warm run's outcome differs);
+- a unit's confirmation starts cold (a warm run's string-hash seed is its state's);
 - the hidden panel: the first and a later child of one warm process see the same
   surroundings (the control: without a pid namespace per run, the later child's pid tells
   how many came before it).
@@ -20,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from testprism.tasks.execution.batch import Environments, ExecutionOptions
 from testprism.tasks.model.benchmark import EnvironmentSpec
 from testprism.tasks.sandbox import warm
-from testprism.tasks.sandbox.base import Limits, RunRequest
+from testprism.tasks.sandbox.base import ExecResult, Limits, RunRequest
 from testprism.tasks.sandbox.warm import import_order_risk, packages_of, pytest_command, script_command
 from tests.conftest import open_backend
 from tests.test_position_signals import PROBE
@@ -207,3 +209,34 @@ def test_control_without_a_pid_namespace_per_run_the_place_shows(backend, state,
     monkeypatch.setattr(warm, "FRESH_PID_NAMESPACE", False)
     first, later = _first_and_later(backend, state, suites)
     assert json.loads(later["python"])["pid"] > json.loads(first["python"])["pid"]
+
+
+# -- confirmations -----------------------------------------------------------------------------
+
+
+class _Recording:
+    """A backend that fails every run of the test `t` and records whether each was warm."""
+
+    def __init__(self) -> None:
+        self.warm: list[bool] = []
+
+    def prepare(self, spec: EnvironmentSpec) -> Path:
+        return Path("/nonexistent-env")
+
+    def run(self, request: RunRequest) -> ExecResult:
+        self.warm.append(request.warm)
+        report = (b'<testsuites><testsuite name="s" tests="1" failures="1"><testcase classname="m" name="t">'
+                  b'<failure message="no"/></testcase></testsuite></testsuites>')
+        return ExecResult(exit_code=1, duration_s=0.0, output_tail="1 failed", junit_xml=report)
+
+
+def test_only_the_first_attempt_is_warm_its_confirmation_starts_cold():
+    """A warm run has its state's string-hash seed: a failure that follows hash order would
+    repeat in a warm confirmation, so the confirmation starts cold (a seed of its own)."""
+    backend = _Recording()
+    options = ExecutionOptions(backend="local", work_root=None, store_root=None)
+    Environments(backend).judged(PYTEST_ENV, options, ("m::t",), lambda environment: RunRequest(
+        tree=environment, suite_folder=None, suite_files=(), command="python -m pytest", environment=environment,
+        limits=Limits(), warm=True), confirm=True)
+    assert backend.warm[0] is True and len(backend.warm) >= 2
+    assert not any(backend.warm[1:])
