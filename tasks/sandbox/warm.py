@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from testprism.tasks.model.workdir import workspace_prefix
-from testprism.tasks.sandbox import layer
+from testprism.tasks.sandbox import cgroup, layer
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxError
 from testprism.tasks.sandbox.cgroup import RunCgroup
 from testprism.tasks.sandbox.layer import _MS_BIND, _MS_PRIVATE, _MS_SHARED, _mount
@@ -280,8 +280,6 @@ class WarmProcess:
         _mount(str(self.handoff), self.handoff, None, _MS_BIND, None)
         _mount(None, self.handoff, None, _MS_PRIVATE, None)
         _mount(None, self.handoff, None, _MS_SHARED, None)
-        from testprism.tasks.sandbox import cgroup
-
         self.group = cgroup.create(self.ws.name, request.limits)
         if self.group is None:
             raise WarmUnavailable("no run cgroups")
