@@ -26,6 +26,10 @@ Which runs are warm (`admitted`), everything else runs cold as before:
   state has as a conftest runs, before its first import of a preloaded package, anything
   but imports and constant assignments, except setting a `sys` attribute or an environment
   variable that no file the warm process imported mentions.
+
+Only a unit's first attempt is warm: its confirmation and retries start cold
+(tasks/execution/batch.py `Environments.judged`), since a warm run's string-hash seed is
+its warm process's, the same for every run of the state.
 """
 
 from __future__ import annotations
