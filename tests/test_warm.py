@@ -41,7 +41,8 @@ parts["python"] = json.dumps({
     "status": [l for l in read("/proc/self/status").splitlines() if l.split(":")[0] in (
         "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "SigIgn", "SigBlk")],
 })
-parts["heap"] = json.dumps({"blocks": sys.getallocatedblocks(), "objects": len(gc.get_objects()), "next_id": id(object()) % 4096})
+parts["heap"] = json.dumps({"blocks": sys.getallocatedblocks(), "objects": len(gc.get_objects()),
+                            "next_id": id(object()) % 4096})
 print("PROBE"''')
 PROBE_TEST = "def test_probe():\n    exec(compile(PROBE, 'probe', 'exec'), {})\n"
 COMMAND = "python -m pytest -q -s -p no:cacheprovider tmp/test_probe.py --junitxml=$TESTPRISM_JUNIT"

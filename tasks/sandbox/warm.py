@@ -236,7 +236,8 @@ def suite_sources(request: RunRequest, program: Path) -> dict[str, str]:
     touched, and every conftest.py of the program."""
     names = {f"tmp/{rel}" for rel in request.suite_files if rel.endswith(".py")}
     if request.suite_patch is not None:
-        names |= {m.decode(errors="replace") for m in re.findall(rb"^\+\+\+ b/(\S+\.py)\s*$", request.suite_patch, re.M)}
+        touched = re.findall(rb"^\+\+\+ b/(\S+\.py)\s*$", request.suite_patch, re.M)
+        names |= {name.decode(errors="replace") for name in touched}
     found = {}
     for name in names:
         path = program / name
@@ -309,11 +310,12 @@ class WarmProcess:
         if "error" in ready:
             raise WarmUnavailable(f"the program's import failed in the warm process: {ready['error']}")
         if ready["plugins"]:
-            raise WarmUnavailable(f"pytest plugins installed ({', '.join(ready['plugins'])}) load before the program cold")
-        program = str(Path("/workspace/program")) + "/"
-        tree = request.tree
-        self.preloaded = [(tree / f.removeprefix(program)).read_text(errors="replace")
-                          for f in ready["files"] if f.startswith(program) and (tree / f.removeprefix(program)).is_file()]
+            raise WarmUnavailable(f"pytest plugins installed ({', '.join(ready['plugins'])}) load before the "
+                                  "program in a cold run")
+        program = "/workspace/program/"
+        # the text of what it imported, read from the state's own tree (never from the sandbox)
+        files = [request.tree / f.removeprefix(program) for f in ready["files"] if f.startswith(program)]
+        self.preloaded = [f.read_text(errors="replace") for f in files if f.is_file() and not f.is_symlink()]
 
     def admits(self, request: RunRequest, command: PytestCommand, ws: Path) -> str | None:
         """Why this filled run must go cold on this state, or None (module docstring)."""

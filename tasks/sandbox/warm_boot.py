@@ -14,20 +14,24 @@ What it does, in order:
    takes the request's two descriptors (the run's handshake socket, its output pipe) and
    nothing else. The warm process itself reads nothing of a run: it never sees a request's
    content, and the objects its loop makes are the same at every turn;
-3. `A` enters new mount, pid, network, IPC and UTS namespaces, puts the run's workspace
+3. `A` enters new mount, pid, network, IPC and UTS namespaces, binds the run's workspace
    (which the harness mounted under /.warm/<token>, seen here by propagation) at
-   /workspace and its scratch folders at /tmp, /var/tmp and /dev/shm, brings up a loopback of the run's own, and forks `B`;
+   /workspace, made private, and its scratch folders at /tmp, /var/tmp and /dev/shm (the
+   environment shown again over them where it lies under them), brings up a loopback of
+   the run's own, and forks `B`;
 4. `B` is pid 1 of the run's pid namespace (as bubblewrap's init is in a cold run): it
    mounts the run's /proc, becomes a session leader, tells the harness its pid (the kernel
    translates it: SCM_CREDENTIALS), waits until the harness has moved it into the run's
    cgroup and unmounted the hand-off mount (which leaves this namespace with it), enters a
-   cgroup namespace rooted at the run's cgroup, makes its mounts private, unmounts /.warm (or,
-   where the kernel refuses, hides it under an empty read-only tmpfs), drops every capability (ambient, bounding, permitted), and forks `C`, pid 2;
+   cgroup namespace rooted at the run's cgroup, makes its mounts private, unmounts /.warm
+   (or, where the kernel refuses, hides it under an empty read-only tmpfs), drops every
+   capability (ambient, bounding, permitted), and forks `C`, pid 2;
 5. `C` is the run: the run's rlimits, its output pipe as stdout and stderr, /dev/null as
    stdin, no other descriptor, the program folder as its working folder, exactly the run's
    variables, and `sys.argv` as `python -m pytest` has it; then pytest's `__main__` run as
-   `-m` runs it (runpy), and the interpreter's normal exit (atexit handlers, flushes) as a cold run's.
-   `B` reaps the namespace and exits with `C`'s status; `A` sends that status to the harness.
+   `-m` runs it (runpy), and the interpreter's normal exit (atexit handlers, flushes) as a
+   cold run's. `B` reaps the namespace and exits with `C`'s status; `A` sends that status
+   to the harness.
 Nothing goes back from a child to the warm process: the only descriptors they share are the
 ones the request brought, which belong to that run and the harness.
 """
