@@ -313,9 +313,11 @@ class WarmProcess:
             raise WarmUnavailable(f"pytest plugins installed ({', '.join(ready['plugins'])}) load before the "
                                   "program in a cold run")
         program = "/workspace/program/"
-        # the text of what it imported, read from the state's own tree (never from the sandbox)
-        files = [request.tree / f.removeprefix(program) for f in ready["files"] if f.startswith(program)]
-        self.preloaded = [f.read_text(errors="replace") for f in files if f.is_file() and not f.is_symlink()]
+        # the text of what it imported, read from the state's own tree (never from the sandbox),
+        # and only there: the names come from a process that ran the program's code
+        tree = request.tree.resolve()
+        files = [(tree / f.removeprefix(program)).resolve() for f in ready["files"] if f.startswith(program)]
+        self.preloaded = [f.read_text(errors="replace") for f in files if f.is_relative_to(tree) and f.is_file()]
 
     def admits(self, request: RunRequest, command: PytestCommand, ws: Path) -> str | None:
         """Why this filled run must go cold on this state, or None (module docstring)."""
