@@ -56,6 +56,7 @@ from testprism.tasks.model.workdir import workspace_prefix
 from testprism.tasks.sandbox import cgroup, layer
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxError
 from testprism.tasks.sandbox.cgroup import RunCgroup
+from testprism.tasks.sandbox.nofollow import read_file
 from testprism.tasks.sandbox.layer import _MS_BIND, _MS_PRIVATE, _MS_SHARED, _mount
 from testprism.tasks.sandbox.process import Bounded, supervise
 from testprism.tasks.sandbox.workspace import SCRATCH, fill_workspace
@@ -73,6 +74,8 @@ KEEP = 8
 #: a fresh pid namespace per run (the defence of tests/test_warm.py's pid check; False is its control)
 FRESH_PID_NAMESPACE = True
 _MS_REC = 0x4000
+#: the most of one suite or conftest file the import-order check reads
+_READ_LIMIT = 4 * 1024 * 1024
 _PYTEST = re.compile(r"(?:\S*/)?python(?:3(?:\.\d+)?)?")
 _JUNIT = ("$TESTPRISM_JUNIT", "${TESTPRISM_JUNIT}")
 _SHELL = set("$`*?[]{}~;&|<>()!\\\"'#")
@@ -150,10 +153,7 @@ def _script_text(request: RunRequest, program: Path | None = None) -> str | None
     rel = request.command.split()[1].removeprefix("tmp/")
     if rel not in request.suite_files or request.suite_folder is None:
         return None
-    path = program / "tmp" / rel if program is not None else request.suite_folder / rel
-    if path.is_symlink() or not path.is_file():
-        return None
-    return path.read_text(errors="replace")
+    return _read(program / "tmp" if program is not None else request.suite_folder, rel)
 
 
 def packages_of(tree: Path) -> tuple[str, ...]:
@@ -232,21 +232,31 @@ def _global_name(target: ast.expr) -> str | None:
 
 def suite_sources(request: RunRequest, program: Path) -> dict[str, str]:
     """The Python files a run's pytest may load before its tests import the program, as the
-    harness filled them (never after the run): the suite's files, what its test patch
-    touched, and every conftest.py of the program."""
+    harness filled them (never after the run), read without following a link: the suite's
+    files, what its test patch touched, and every conftest.py of the program."""
     names = {f"tmp/{rel}" for rel in request.suite_files if rel.endswith(".py")}
     if request.suite_patch is not None:
         touched = re.findall(rb"^\+\+\+ b/(\S+\.py)\s*$", request.suite_patch, re.M)
         names |= {name.decode(errors="replace") for name in touched}
+    for folder, dirnames, filenames in os.walk(program):  # never into a linked folder
+        if "conftest.py" in filenames:
+            names.add(os.path.relpath(os.path.join(folder, "conftest.py"), program))
     found = {}
     for name in names:
-        path = program / name
-        if path.is_file() and not path.is_symlink():
-            found[name] = path.read_text(errors="replace")
-    for path in program.rglob("conftest.py"):
-        if path.is_file() and not path.is_symlink():
-            found[str(path.relative_to(program))] = path.read_text(errors="replace")
+        text = _read(program, name)
+        if text is not None:
+            found[name] = text
     return found
+
+
+def _read(root: Path, name: str) -> str | None:
+    """The text of `root/name`, never through a link (a tree or a suite may hold links
+    out of it) and never above `root`; None when it is not such a file."""
+    parts = Path(name).parts
+    if ".." in parts or Path(name).is_absolute():
+        return None
+    data = read_file(root, parts, _READ_LIMIT)
+    return None if data is None else data.decode(errors="replace")
 
 
 class WarmProcess:
