@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -241,3 +242,20 @@ def test_only_the_first_attempt_is_warm_its_confirmation_starts_cold():
         limits=Limits(), warm=True), confirm=True)
     assert backend.warm[0] is True and len(backend.warm) >= 2
     assert not any(backend.warm[1:])
+
+
+def test_an_evicted_warm_process_ends_after_its_runs_in_flight(backend, state, suites, work_root, monkeypatch,
+                                                               caplog):
+    """Past KEEP warm processes the least recently used goes, but only once the runs forked
+    from it are done: they live in its pid namespace."""
+    caplog.set_level(logging.DEBUG, logger="testprism.tasks.sandbox.local")
+    monkeypatch.setattr(warm, "KEEP", 1)
+    other = work_root / "warm" / "other" / "tree"
+    (other / "sidefx").mkdir(parents=True, exist_ok=True)
+    (other / "sidefx" / "__init__.py").write_text("MODE = 'off'\n")
+    (other.parent / ".ready").touch()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        codes = list(pool.map(lambda tree: _run(backend, tree, suites, "test_plain.py", True)[0],
+                              [state, other, state, other]))
+    assert codes == [0, 0, 0, 0]
+    assert not _went_cold(caplog)

@@ -318,8 +318,10 @@ class LocalBackend(SandboxBackend):
             env = image.variables(env)
         left: Path | None = ws  # the workspace, until removed on the run's path
         report: ReportPipe | None = None
+        held: WarmProcess | None = None  # the warm process this run holds until it is done
         try:
             warm = self._warm_route(request, env)
+            held = warm[0] if warm is not None else None
             launcher = self._launcher(env) if warm is None else None
             uid = (warm[0].uid if warm is not None  # the warm process's: its program layer is idmapped to it
                    else UID_BASE + secrets.randbelow(60_000) if self.drop_privileges else None)
@@ -351,6 +353,8 @@ class LocalBackend(SandboxBackend):
         finally:
             if report is not None:
                 report.close()
+            if held is not None:
+                held.release()
             self._discard(left, group, launcher)
 
     def _discard(self, ws: Path | None, group: RunCgroup | None, launcher: Launcher | None) -> None:

@@ -273,6 +273,11 @@ class WarmProcess:
         self.packages = packages_of(request.tree)
         self.preloaded: list[str] = []
         self._lock = threading.Lock()
+        #: runs holding it (`acquire`), and whether it goes once they are done (`retire`)
+        self._users = 0
+        self._retired = False
+        self._closed = False
+        self._users_lock = threading.Lock()
         work = backend.work.workspaces
         self.ws = Path(tempfile.mkdtemp(prefix=workspace_prefix("warm"), dir=work))
         self.handoff = Path(tempfile.mkdtemp(prefix=workspace_prefix("warm") + "handoff-", dir=work))
@@ -394,12 +399,37 @@ class WarmProcess:
         return str(next(self.environment.glob("lib/python*/site-packages/pytest/__main__.py"),
                         Path("pytest/__main__.py")))
 
+    def acquire(self) -> None:
+        """A run will fork from it: it stays until that run `release`s it."""
+        with self._users_lock:
+            self._users += 1
+
+    def release(self) -> None:
+        with self._users_lock:
+            self._users -= 1
+            done = self._retired and self._users == 0
+        if done:
+            self.close()
+
+    def retire(self) -> None:
+        """End it once no run holds it (an eviction must not kill the runs in flight: they
+        are in its pid namespace)."""
+        with self._users_lock:
+            self._retired = True
+            done = self._users == 0
+        if done:
+            self.close()
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
     def close(self) -> None:
         """End the warm process (its control socket closed: it exits; its cgroup killed),
-        then its workspace and hand-off folder."""
+        then its workspace and hand-off folder. Once: a retired one may be closed again at the end."""
+        with self._users_lock:
+            if self._closed:
+                return
+            self._closed = True
         if self.control is not None:
             self.control.close()
             self.control = None
@@ -467,33 +497,36 @@ class WarmStates:
     def get(self, request: RunRequest, env: dict[str, str], command: PytestCommand) -> WarmProcess:
         """The warm process of the run's state with the variables `env` (a cold run's, the
         command's assignments included: what the program's import may read), started on
-        first use; raises WarmUnavailable (remembered for the state) when it cannot be."""
+        first use, acquired for the run (the caller `release`s it); raises WarmUnavailable
+        (remembered for the state) when it cannot be."""
         key = (request.tree, request.environment, tuple(sorted(env.items())), request.limits)
         with self._lock:
             starting = self._starting.setdefault(key, threading.Lock())
         with starting:
-            with self._lock:
+            with self._lock:  # acquired here, where an eviction (below) could not have taken it yet
                 found = self._states.get(key)
                 if found is not None:
                     self._states.move_to_end(key)
+                    if isinstance(found, WarmProcess) and found.alive():
+                        found.acquire()
+                        return found
             if isinstance(found, str):
                 raise WarmUnavailable(found)
-            if found is not None and found.alive():
-                return found
             try:
                 process = WarmProcess(self.backend, request, env)
             except (WarmUnavailable, OSError) as exc:
                 with self._lock:
                     self._states[key] = str(exc)
                 raise WarmUnavailable(str(exc)) from exc
+            process.acquire()
             with self._lock:
                 self._states[key] = process
-                evicted = []
+                evicted = [found] if isinstance(found, WarmProcess) else []  # one that died: ended with its last run
                 while sum(isinstance(v, WarmProcess) for v in self._states.values()) > KEEP:
                     old = next(k for k, v in self._states.items() if isinstance(v, WarmProcess))
                     evicted.append(self._states.pop(old))
             for old_process in evicted:
-                old_process.close()
+                old_process.retire()
             return process
 
     def close(self) -> None:
