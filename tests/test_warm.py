@@ -9,7 +9,7 @@ the warm process's children.
   control: with the import-order check off, the warm run's outcome differs);
 - a unit's confirmation starts cold (a warm run's string-hash seed is its state's);
 - the hidden panel: the first and a later child of one warm process see the same
-  surroundings (the control: without a pid namespace per run, the later child's pid tells
+  surroundings, whatever the runs between them left (module state, variables, files) (the control: without a pid namespace per run, the later child's pid tells
   how many came before it).
 """
 
@@ -42,6 +42,8 @@ parts["python"] = json.dumps({
     "status": [l for l in read("/proc/self/status").splitlines() if l.split(":")[0] in (
         "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "SigIgn", "SigBlk")],
 })
+parts["left"] = json.dumps([os.path.exists("/tmp/left"), os.path.exists("/dev/shm/left"),
+                            getattr(sys.modules.get("sidefx"), "MODE", None), os.environ.get("LEFT")])
 parts["heap"] = json.dumps({"blocks": sys.getallocatedblocks(), "objects": len(gc.get_objects()),
                             "next_id": id(object()) % 4096})
 print("PROBE"''')
@@ -121,6 +123,10 @@ def suites(work_root) -> Path:
     (folder / "test_order.py").write_text(
         "import os\nos.environ['SIDEFX_MODE'] = 'on'\nimport sidefx\n\n"
         "def test_the_suite_set_the_mode_first():\n    assert sidefx.MODE == 'on'\n")
+    (folder / "test_leave.py").write_text(
+        "import os, sidefx\n\ndef test_leave_what_a_next_run_could_find():\n"
+        "    sidefx.MODE = 'left'\n    os.environ['LEFT'] = '1'\n"
+        "    for path in ('/tmp/left', '/dev/shm/left'):\n        open(path, 'w').write('1')\n")
     (folder / "test_plain.py").write_text(
         "import sys\nsys._plain_suite = True\nimport sidefx\n\n"
         "def test_the_program_imported():\n    assert sidefx.MODE == 'off'\n")
@@ -195,8 +201,8 @@ LATER = 5
 
 def _first_and_later(backend, state: Path, suites: Path) -> tuple[dict, dict]:
     first = _seen(backend, state, suites, True)
-    for _ in range(LATER - 2):
-        assert _run(backend, state, suites, "test_plain.py", True)[0] == 0
+    for _ in range(LATER - 2):  # runs that leave what they can: module state, variables, files
+        assert _run(backend, state, suites, "test_leave.py", True)[0] == 0
     return first, _seen(backend, state, suites, True)
 
 
