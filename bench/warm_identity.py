@@ -33,7 +33,7 @@ from pathlib import Path
 from testprism.tasks.model.benchmark import load_instance, load_suite, run_limits
 from testprism.tasks.model.state import materialise, states_of
 from testprism.tasks.model.workdir import WorkPaths
-from testprism.tasks.sandbox.base import ExecResult, Limits, RunRequest
+from testprism.tasks.sandbox.base import ExecResult, Limits, RunRequest, SuiteNotInstalled
 from testprism.tasks.sandbox.local import LocalBackend
 
 
@@ -104,10 +104,14 @@ def main() -> int:
                     for route in (False, True):
                         before = went_cold.count
                         start = time.monotonic()
-                        result = backend.run(RunRequest(
-                            tree=tree.tree, suite_folder=folder, suite_files=files, command=entry,
-                            environment=environment, limits=limits, suite_patch=patch, warm=route,
-                            env={"PYTHONHASHSEED": args.hash_seed} if args.hash_seed else {}))
+                        try:
+                            result = backend.run(RunRequest(
+                                tree=tree.tree, suite_folder=folder, suite_files=files, command=entry,
+                                environment=environment, limits=limits, suite_patch=patch, warm=route,
+                                env={"PYTHONHASHSEED": args.hash_seed} if args.hash_seed else {}))
+                        except SuiteNotInstalled as exc:  # a malformed test patch: the same either route
+                            seen[route] = (None, {"<suite>": f"not installed: {str(exc)[:80]}"})
+                            continue
                         times[route] += time.monotonic() - start
                         admitted += route and went_cold.count == before
                         seen[route] = outcomes(result)
