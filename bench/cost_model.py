@@ -15,11 +15,12 @@ times back to back, in turn, so the machine's drifting load hits them alike:
 - `local-copy`: the same with a full copy of the state's tree into the run's workspace
   (TESTPRISM_LAYERED=0, the fallback and the default before the image);
 - `local-tree`: the same with the old layer over the tree itself (TESTPRISM_LAYERED=tree);
+- `local-warm`: `local` with each run forked from the state's warm process (`replay --warm`,
+  tasks/sandbox/warm.py: the interpreter, pytest and the program imported once per state);
 - `start`: the environment's interpreter with `import pytest`, from the state's tree: the
-  cold start a warm interpreter (pytest imported once, a fork per run) would save. The
-  program under test (sympy) is not in it: it differs from state to state, so a warm
-  interpreter could not hold it; `start+program` (`import pytest, sympy`) is reported to
-  show what its own import costs;
+  part of a cold start a warm interpreter saves; `start+program` (`import pytest, sympy`)
+  is the rest of it: a warm state (one warm process per state, `local-warm`) holds the
+  program too;
 - `state`: the state's tree materialised (tasks/model/state.py `materialise`: the program
   copied and the reference applied) into a fresh work area: once per state, not per run;
 - `state-image`: the state's image built from its tree (tree_image.py `image_of`,
@@ -355,6 +356,8 @@ def main() -> None:
                                         MODE_SETTINGS["-copy"]),
             "local-tree": with_settings(backend_runner(local, subj, environment, name="local-tree"),
                                         MODE_SETTINGS["-tree"]),
+            # forked from the state's warm process (replay --warm): started by the warm-up run
+            "local-warm": backend_runner(local, subj, environment, name="local-warm", warm=True),
             "start": command_runner([python, "-c", "import pytest"], subj.tree, env),
             "start+program": command_runner([python, "-c", "import pytest, sympy"], subj.tree, env),
             "state": state_runner(instance, reference, scratch),
@@ -392,7 +395,9 @@ def main() -> None:
                         ("bare run", med["bare"]),
                         ("local run (the default: image layer)", med["local"]),
                         ("local run, copy", med["local-copy"]),
-                        ("local run, tree layer", med["local-tree"])):
+                        ("local run, tree layer", med["local-tree"]),
+                        ("local run, warm (forked from the state's warm process)", med["local-warm"]),
+                        ("warm saving (local − local-warm, paired)", paired(per_round, "local", "local-warm"))):
         components.add_row(name, f"{value:.3f}", f"{value / med['local']:.1%}")
     console.print(components)
     console.print(f"paired: local − bare {paired(per_round, 'local', 'bare'):+.3f} s, local-copy − bare "

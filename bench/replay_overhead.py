@@ -26,6 +26,9 @@ it:
   default before the image layer, and its fallback) or the state's tree itself shared under
   a writable layer of the run's own (`TESTPRISM_LAYERED=tree`, the old opt-in layer), side
   by side with the default (the state's image under that layer; tasks/sandbox/layer.py).
+- `local-warm` (only when asked for): `local` with every run forked from its state's warm
+  process (`replay --warm`, tasks/sandbox/warm.py): the interpreter, pytest and the program
+  imported once per state, not once per run. Python suites only (others run cold there).
 - `local-unbounded` (only when asked for): `local` without the run's cgroup and without
   the bounded workspace (`$TESTPRISM_RUN_CGROUP=0`, `$TESTPRISM_BOUNDED_WORKSPACE=0`): what
   the per-run bounds cost, side by side (`--against` the revision before them is the other
@@ -357,13 +360,15 @@ def report_inner(times: dict[str, list[float]]) -> None:
 
 
 def backend_runner(backend, subj: Subject, environment: Path, request_type: type = RunRequest,
-                   limits_type: type = Limits, name: str = "") -> Callable[[], int]:
+                   limits_type: type = Limits, name: str = "", warm: bool = False) -> Callable[[], int]:
     """`backend.run` on the subject, with the environment's variables as `Environments.run`
     sets them; the request and limits types are those of the backend's own code (another
     revision's, for `--against`)."""
     variables = {"env": dict(subj.environment.variables)} if subj.environment.variables else {}
     if subj.suite_patch is not None:
         variables["suite_patch"] = subj.suite_patch
+    if warm:  # forked from the state's warm process (tasks/sandbox/warm.py); absent from older revisions
+        variables["warm"] = True
     # the tree this backend built (another revision's backend runs the tree of its namesake here)
     tree = subj.trees.get(backend.name, subj.tree)
     request = request_type(tree=tree, suite_folder=subj.suite_folder, suite_files=subj.suite_files,
@@ -693,7 +698,7 @@ def _version(said: str) -> str:
 
 
 #: modes measured only when asked for, each a variant of local or docker
-EXTRA_MODES = ("local-copy", "docker-copy", "local-tree", "docker-tree", "local-tmpfs", "docker-tmpfs", "local-unbounded", "docker-1cpu")
+EXTRA_MODES = ("local-warm", "local-copy", "docker-copy", "local-tree", "docker-tree", "local-tmpfs", "docker-tmpfs", "local-unbounded", "docker-1cpu")
 
 
 def compare_languages(subjects: list[Subject], per_round: dict[str, list[float]], times: dict[str, list[float]],
@@ -861,6 +866,8 @@ def main() -> None:
         for name in ("local-copy", "local-tree", "docker-copy", "docker-tree"):  # the tree copied, or layered itself
             if name in modes:
                 extra[name] = LocalBackend(work) if name.startswith("local") else DockerBackend(work, reuse=False)
+        if "local-warm" in modes:  # each run forked from its state's warm process (replay --warm)
+            extra["local-warm"] = LocalBackend(work)
         if "local-unbounded" in modes:  # without the run's cgroup and bounded workspace
             extra["local-unbounded"] = LocalBackend(work)
         if "docker-1cpu" in modes:  # a diagnosis: `docker` with a quota of 1 CPU
@@ -903,7 +910,8 @@ def main() -> None:
                             if k in at_rev["EnvironmentSpec"].model_fields})),
                         at_rev["RunRequest"], at_rev["Limits"], name=prefix + name)
                 else:
-                    runner = backend_runner(made, subj, made.prepare(subj.environment), name=prefix + name)
+                    runner = backend_runner(made, subj, made.prepare(subj.environment), name=prefix + name,
+                                            warm=name == "local-warm")
                     settings = next((v for suffix, v in MODE_SETTINGS.items() if name.endswith(suffix)), None)
                     runners[prefix + name] = with_settings(runner, settings) if settings else runner
             if any(m.startswith("swebench") for m in modes):

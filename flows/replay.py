@@ -87,7 +87,7 @@ def replay_flow(
         backend=backend, work_root=work_root, store_root=Path(store), limits=settings.limits(),
         policy=settings.policy(patch_fuzz),
         concurrency=settings.concurrency or place.concurrency(inputs.backend.default_concurrency()),
-        trusted=trusted, unsafe=unsafe, early_stop=settings.early_stop, replay_started=datetime.now(UTC),
+        trusted=trusted, unsafe=unsafe, early_stop=settings.early_stop, warm=settings.warm, replay_started=datetime.now(UTC),
     )
     todo = replay_work(bench, target, options, settings)
     log.info(

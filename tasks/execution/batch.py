@@ -75,6 +75,8 @@ class ExecutionOptions:
     #: Opt-in early stop (`replay --early-stop`): a suite's remaining runs on an instance are
     #: not run once its joint success there is decided (tasks/replay/runs.py `decides`)
     early_stop: bool = False
+    #: Opt-in warm runs (`replay --warm`): RunRequest.warm for every run (tasks/sandbox/warm.py)
+    warm: bool = False
     #: When the replay began. A batch skips runs stored since then: when a Dask worker dies
     #: mid-batch, the scheduler gives the batch to another worker, which then redoes only
     #: what the dead one had not stored (rows carry their start time; workers of one
@@ -203,9 +205,15 @@ class Environments:
         if isinstance(environment, Verdict):
             return environment
         made = request(environment)
-        if parser is not None:
-            made = replace(made, limits=logged_limits(made.limits))
-        return judge(lambda: self.run(spec, made), options.policy, selected, confirm, self.pace, parser, read)
+        if parser is not None:  # read from its log, which a warm run's lacks the program's import output of: cold
+            made = replace(made, limits=logged_limits(made.limits), warm=False)
+        # A warm run's interpreter has its warm process's string-hash seed, shared by every
+        # run of the state: a failure that follows hash order would repeat in its
+        # confirmation. So only the first attempt may be warm; a confirmation (or retry)
+        # starts cold, with a seed of its own, as every run did before.
+        attempts = itertools.count()
+        return judge(lambda: self.run(spec, made if next(attempts) == 0 else replace(made, warm=False)),
+                     options.policy, selected, confirm, self.pace, parser, read)
 
     def run(self, spec: EnvironmentSpec, request: RunRequest) -> ExecResult:
         """One run in `spec`'s environment: its `variables` set under the request's own."""

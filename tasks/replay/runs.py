@@ -250,7 +250,7 @@ class ReplayJob(Job[RunSpec, RunResult]):
         verdict = environments.judged(unit.instance.spec.environment, options, suite.tests, lambda environment: RunRequest(
             tree=tree.tree, suite_folder=suite.folder, suite_files=suite.files, command=suite.entry,
             environment=environment, limits=run_limits(unit.instance, options.limits), suite_patch=suite.patch,
-            patch_fuzz=options.policy.patch_fuzz,
+            patch_fuzz=options.policy.patch_fuzz, warm=options.warm,
         ), confirm=options.policy.confirms(unit.state.kind, unit.content_key))
         return RunResult(verdict, tree.patch.method)
 

@@ -51,6 +51,11 @@ class ReplaySettings(BaseModel):
         False,
         description="for JVR only: stop a suite's remaining runs on an instance once its joint success there is "
                     "decided (stored as E/early_stopped; GRR, CAR and WDR then undercount)")
+    warm: bool = Field(
+        False,
+        description="fork each admitted Python run from its state's warm process (the interpreter, pytest and the "
+                    "program imported once per state, inside its sandbox) instead of starting it cold; local backend "
+                    "only, the rest run cold (SECURITY.md, Warm states)")
     include_failed_gate: bool = Field(
         False, description="also replay the rows whose newest release gate verdict (`testprism check`) is not ok")
 

@@ -83,6 +83,9 @@ class RunRequest:
     export_tree: Path | None = None
     #: folders the run sees besides its workspace (`Mount`)
     mounts: tuple[Mount, ...] = ()
+    #: fork the run from its state's warm process where the backend can and the run is
+    #: admitted (tasks/sandbox/warm.py); else, and by default, a cold run
+    warm: bool = False
 
 
 @dataclass(frozen=True)

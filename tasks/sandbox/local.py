@@ -38,6 +38,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path, PurePosixPath
 
@@ -66,6 +67,8 @@ from testprism.tasks.sandbox.outputs import outputs_from_folder
 from testprism.tasks.sandbox.process import Unkillable, run_bounded, supervise
 from testprism.tasks.sandbox.report_pipe import ReportPipe
 from testprism.tasks.sandbox.cgroup import Launcher, RunCgroup
+from testprism.tasks.sandbox.warm import (PytestCommand, WarmProcess, WarmStates, WarmUnavailable, pytest_command,
+                                          script_command)
 from testprism.tasks.sandbox.workspace import (
     bounds_available,
     disk_exceeded,
@@ -137,6 +140,7 @@ class LocalBackend(SandboxBackend):
         self._parked: list[Launcher] = []
         self._parked_lock = threading.Lock()
         self._parker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-park")
+        self._warm = WarmStates(self)
 
     @classmethod
     def default_concurrency(cls) -> int:
@@ -150,7 +154,9 @@ class LocalBackend(SandboxBackend):
         return build_environment(environment, self.work, need_world_readable=self.drop_privileges)
 
     def close(self) -> None:
-        """Let the parked launchers go; wait until every finished run's workspace is gone."""
+        """End the warm processes (they die with their batch); let the parked launchers go;
+        wait until every finished run's workspace is gone."""
+        self._warm.close()
         self._parker.shutdown(wait=True)
         with self._parked_lock:
             parked, self._parked = self._parked, []
@@ -188,10 +194,10 @@ class LocalBackend(SandboxBackend):
     def sweep(cls, work: WorkPaths) -> int:
         """Remove the workspaces of processes that are gone (a crash, a kill -9); those of
         live processes, a replay running beside, are left alone."""
-        leftovers = orphaned_workspaces(work, "run")
+        leftovers = orphaned_workspaces(work, "run") + orphaned_workspaces(work, "warm")
         for path in leftovers:
             layer.discard(path)
-        return len(leftovers) + cgroup.sweep("run")
+        return len(leftovers) + cgroup.sweep("run") + cgroup.sweep("warm")
 
     # -- one run ---------------------------------------------------------------------------
 
@@ -220,7 +226,7 @@ class LocalBackend(SandboxBackend):
         ulimit = f"ulimit {per_process}-f {limits.file_size_mb * 1024} -c 0 -n 1024 || exit {LIMITS_FAILED}"
         return ["bash", "-c", f"{ulimit}; {sandbox_command(request)}"]
 
-    def _bwrap_argv(self, ws: Path, request: RunRequest, status_fd: int) -> list[str]:
+    def _bwrap_argv(self, ws: Path, request: RunRequest, status_fd: int | None, extra: Sequence[str] = ()) -> list[str]:
         """A root of the sandbox's own (bwrap starts from an empty tmpfs) with only the
         mounts listed in the module docstring, and the model channel's socket when the run
         has one (tasks/sandbox/model_access.py). /tmp, /var/tmp and /dev/shm are the
@@ -230,7 +236,8 @@ class LocalBackend(SandboxBackend):
         scratch folder bound later hid it (every Python run then found no `python`).
         `status_fd`: where bubblewrap finds the status pipe, cgroup.STATUS_FD whatever the
         harness's number for it (cgroup.status_fd_in_run): a run reads this command line in
-        /proc/1/cmdline."""
+        /proc/1/cmdline. `extra`: arguments a warm process's sandbox adds (tasks/sandbox/warm.py);
+        it has no status pipe (`status_fd` None)."""
         environment = request.environment
         image = image_run(environment)
         if image is not None:  # the image's root instead of the host's, the program where the image has it
@@ -251,10 +258,51 @@ class LocalBackend(SandboxBackend):
                       else ["--bind", str(_mount_scratch(ws, number)), mount.inside])
         return [
             self.bwrap, *root, "--dev", "/dev", "--proc", "/proc", *scratch, *shown,
-            "--bind", str(ws), str(WORKSPACE), *placed,
+            "--bind", str(ws), str(WORKSPACE), *placed, *extra,
             "--unshare-all", "--die-with-parent", "--new-session",
-            "--json-status-fd", str(status_fd), "--",
+            *(["--json-status-fd", str(status_fd)] if status_fd is not None else []), "--",
         ]
+
+    def drop_argv(self, uid: int | None) -> list[str]:
+        """The argv prefix that drops to the sandbox's `uid` before bubblewrap (none when the
+        harness is not root). An exec'd helper rather than Popen(user=): with a uid to set,
+        Popen forks the whole Python process instead of vfork-ing, which cost 4 ms at 40 MB
+        of memory and 50 ms at 340 MB; setpriv costs ~2 ms whatever the caller's size."""
+        if uid is None:
+            return []
+        return [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+
+    def shown_paths(self, environment: Path) -> list[str]:
+        """The host paths a run's sandbox shows at the same path: the environment and its
+        interpreter's prefix (`_bwrap_argv`)."""
+        return [*_interpreter_prefix(environment), str(environment)]
+
+    def sandbox_argv(self, ws: Path, request: RunRequest, extra: Sequence[str]) -> list[str]:
+        """bubblewrap's argv for a warm process of `request`'s state over the workspace `ws`."""
+        return self._bwrap_argv(ws, request, None, extra)
+
+    def _warm_route(self, request: RunRequest, env: dict[str, str]) -> tuple[WarmProcess, PytestCommand] | None:
+        """The state's warm process and the run's pytest command when the run may be forked
+        from it (tasks/sandbox/warm.py says which may), else None: the run is cold."""
+        if not request.warm:
+            return None
+        command = pytest_command(request.command) or script_command(request)
+        why = ("the command is not `python -m pytest ...`" if command is None
+               else "not under bubblewrap with run cgroups and layered programs"
+               if not (self.isolation.startswith("bubblewrap") and "-rlimits" not in self.isolation
+                       and self.drop_privileges and cgroup.available() and layer.available())
+               else "an image or a non-virtualenv environment"
+               if image_run(request.environment) is not None or not (request.environment / "pyvenv.cfg").is_file()
+               else "a channel, extra mounts or a tree export"
+               if request.channel is not None or request.mounts or request.export_tree is not None else None)
+        if why is None:
+            assert command is not None
+            try:
+                return self._warm.get(request, warm_env(env, command, request.environment), command), command
+            except WarmUnavailable as exc:
+                why = str(exc)
+        log.debug("local: run goes cold: %s", why)
+        return None
 
     def run(self, request: RunRequest) -> ExecResult:
         if request.channel is not None and self.isolation == "none":
@@ -278,10 +326,17 @@ class LocalBackend(SandboxBackend):
             env = image.variables(env)
         left: Path | None = ws  # the workspace, until removed on the run's path
         report: ReportPipe | None = None
+        held: WarmProcess | None = None  # the warm process this run holds until it is done
         try:
-            launcher = self._launcher(env)
-            uid = UID_BASE + secrets.randbelow(60_000) if self.drop_privileges else None
+            warm = self._warm_route(request, env)
+            held = warm[0] if warm is not None else None
+            launcher = self._launcher(env) if warm is None else None
+            uid = (warm[0].uid if warm is not None  # the warm process's: its program layer is idmapped to it
+                   else UID_BASE + secrets.randbelow(60_000) if self.drop_privileges else None)
             installed = fill_workspace(request, ws, uid, layered=True, bounded=True)
+            if warm is not None and (why := warm[0].admits(request, warm[1], ws)):
+                log.debug("local: run goes cold: %s", why)
+                warm = None
             report = ReportPipe(ws)
             for number, mount in enumerate(request.mounts):
                 if mount.host is None:  # on the workspace's bound, the run's own
@@ -296,7 +351,7 @@ class LocalBackend(SandboxBackend):
                 group = cgroup.create(ws.name, request.limits)  # named as the workspace: swept alike
             if group is None and request.limits.cpus is not None:
                 _unbounded_cpus(request.limits.cpus)
-            result = self._run_in(ws, request, uid, installed, env, group, launcher, report)
+            result = self._run_in(ws, request, uid, installed, env, group, launcher, report, warm)
             if not _dropped_whole(ws):  # on the work area's disk: what the run left there may stay
                 left = None
                 remove_workspace(ws)  # SandboxError: this run's
@@ -306,6 +361,8 @@ class LocalBackend(SandboxBackend):
         finally:
             if report is not None:
                 report.close()
+            if held is not None:
+                held.release()
             self._discard(left, group, launcher)
 
     def _discard(self, ws: Path | None, group: RunCgroup | None, launcher: Launcher | None) -> None:
@@ -328,17 +385,17 @@ class LocalBackend(SandboxBackend):
             _remove(ws, group, launcher)
 
     def _run_in(self, ws: Path, request: RunRequest, uid: int | None, installed: str, env: dict[str, str],
-                group: RunCgroup | None, launcher: Launcher | None, report: ReportPipe) -> ExecResult:
-        drop: list[str] = []
-        if uid is not None:
-            # An exec'd helper rather than Popen(user=): with a uid to set, Popen forks the
-            # whole Python process instead of vfork-ing, which cost 4 ms at 40 MB of memory and
-            # 50 ms at 340 MB; setpriv costs ~2 ms whatever the caller's size.
-            drop = [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+                group: RunCgroup | None, launcher: Launcher | None, report: ReportPipe,
+                warm: tuple[WarmProcess, PytestCommand] | None = None) -> ExecResult:
+        drop = self.drop_argv(uid)
         command = self._command_argv(request, per_run=group is not None)
         limits = request.limits
         enter = group.enter() if group is not None else []  # as root, before setpriv and bwrap
-        if launcher is not None:  # in its cgroup already: hand it the run
+        if warm is not None and group is not None:  # forked from its state's warm process
+            process, pytest = warm
+            done = process.run(ws, pytest, warm_env(env, pytest, request.environment), group, limits)
+            status = json.dumps({"exit-code": done.exit_code}).encode() if done.exit_code is not None else b""
+        elif launcher is not None:  # in its cgroup already: hand it the run
             argv = drop + self._bwrap_argv(ws, request, cgroup.status_fd_in_run(launcher.status_fd)) + command
             start = time.monotonic()
             try:
@@ -386,6 +443,16 @@ class LocalBackend(SandboxBackend):
             outputs=outputs_from_folder(ws / "program", request.tree) if request.keep_outputs else None,
             limit=limit,
         )
+
+
+def warm_env(env: dict[str, str], command: PytestCommand, environment: Path) -> dict[str, str]:
+    """The variables a cold run's interpreter has (its shell's: the command's assignments, and
+    PWD, OLDPWD (the launcher `cd`s from /: cgroup.Launcher), SHLVL (0: bash execs the command) and `_` as bash
+    exports them (an entry script's `exec` leaves `_` out), for a run forked warm."""
+    shell = {"PWD": str(WORKSPACE / "program"), "OLDPWD": "/", "SHLVL": "0"}
+    if command.script is None:  # bash execs the command line's last command itself, and exports `_` for it
+        shell["_"] = str(environment / "bin" / "python")
+    return {**env, **dict(command.assignments), **shell}
 
 
 @cache
