@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from testprism.tasks.execution.batch import Environments, ExecutionOptions
-from testprism.tasks.model.benchmark import EnvironmentSpec
+from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.sandbox import warm
 from testprism.tasks.sandbox.base import ExecResult, Limits, RunRequest
 from testprism.tasks.sandbox.warm import import_order_risk, packages_of, pytest_command, script_command

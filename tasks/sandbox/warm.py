@@ -50,9 +50,10 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
-from testprism.tasks.model.workdir import workspace_prefix
+from testprism.tasks.model.workdir import WorkPaths, workspace_prefix
 from testprism.tasks.sandbox import cgroup, layer
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxError
 from testprism.tasks.sandbox.cgroup import RunCgroup
@@ -61,8 +62,19 @@ from testprism.tasks.sandbox.layer import _MS_BIND, _MS_PRIVATE, _MS_SHARED, _mo
 from testprism.tasks.sandbox.process import Bounded, supervise
 from testprism.tasks.sandbox.workspace import SCRATCH, fill_workspace
 
-if TYPE_CHECKING:
-    from testprism.tasks.sandbox.local import LocalBackend
+
+class LocalBackend(Protocol):
+    """What a warm state needs of the backend that starts it (tasks/sandbox/local.py's): its
+    work area, the paths its sandboxes show, the uid drop and bubblewrap's argv. A protocol,
+    so that warm.py does not import local.py, which imports it."""
+
+    work: WorkPaths
+
+    def shown_paths(self, environment: Path) -> list[str]: ...
+
+    def drop_argv(self, uid: int | None) -> list[str]: ...
+
+    def sandbox_argv(self, ws: Path, request: RunRequest, extra: Sequence[str]) -> list[str]: ...
 
 log = logging.getLogger(__name__)
 
