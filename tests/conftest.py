@@ -143,8 +143,8 @@ def require_fixture() -> Callable[[str], None]:
 #: opts in the tests marked polyglot (`make test-polyglot`): the replays of the bundled Rust,
 #: Java, TypeScript, C, C++, PHP and Ruby instances under both backends (each builds its
 #: toolchain's image and replays every state, 5 to 13 minutes a module cold), the agent in
-#: those languages, the labelling of Go, JavaScript, Java and Rust mutants and the scripted generators'
-#: Go suites: more than CI's 30 minutes leave
+#: those languages, the labelling of Go, JavaScript, Java and Rust mutants, the scripted generators'
+#: Go suites and Go/JavaScript under docker: more than CI's 30 minutes leave
 POLYGLOT = "TESTPRISM_POLYGLOT"
 
 

@@ -154,6 +154,8 @@ def test_a_failing_build_is_every_run_of_the_state_build_failed(tmp_path, work_r
 
 
 @pytest.mark.slow
+@pytest.mark.polyglot  # 65 s of CI's 30 minutes (2026-12-07): Go and JavaScript under docker, beside the other
+# languages' docker replays; their local replay above stays in every run
 @pytest.mark.requires("docker", "sandbox", "toolchains")
 @pytest.mark.timeout(1200)
 def test_docker_builds_the_dockerfiles_and_agrees_with_local(tmp_path, work_root):
