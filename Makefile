@@ -42,8 +42,9 @@ test: setup
 
 # The tests marked polyglot: the replays of the Rust, Java, TypeScript, C, C++, PHP and Ruby
 # instances under both backends (tests/test_lang_*.py: each module builds its toolchain's image,
-# 5 to 13 minutes cold), the agent in TypeScript, Rust and Java, and the labelling of Go and
-# JavaScript mutants: opted in here rather than in `make test`'s 30 minutes.
+# 5 to 13 minutes cold), the agent in TypeScript, Rust and Java, the labelling of Go and
+# JavaScript mutants, and Go and JavaScript under docker: opted in here rather than in `make
+# test`'s 30 minutes.
 test-polyglot: setup
 	$(REQUIRE_ALL) TESTPRISM_POLYGLOT=1 $(BIN)/python -m pytest -q -m polyglot
 
