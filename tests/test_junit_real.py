@@ -49,3 +49,19 @@ def test_an_id_the_report_does_not_hold_is_missing_not_passed() -> None:
     rl = "packages/runtime-core/__tests__/helpers/renderList.spec.ts > renderList"
     assert select(gold, (f"{rl} > should render nothing", "should render items")) == {
         f"{rl} > should render nothing": "missing", "should render items": "missing"}
+
+
+def test_swebench_java_class_ids_meet_a_real_surefire_report() -> None:
+    """SWE-bench-java names jackson-databind's tests `src:<class>` (its module is `src`): on
+    Surefire's JUnit Platform report of row fasterxml__jackson-databind-4486 the id names the
+    class's 15 cases, failed on buggy (one case fails) and passed on the fix; another class of the
+    same package, or the id without its package, is missing."""
+    buggy = parse_junit((REAL / "databind-4486-buggy.junit.xml").read_bytes())
+    gold = parse_junit((REAL / "databind-4486-gold.junit.xml").read_bytes())
+    assert buggy is not None and gold is not None and len(buggy) == len(gold) == 15
+    f2p = "src:com.fasterxml.jackson.databind.deser.enums.EnumAltIdTest"
+    assert select(buggy, (f2p,)) == {f2p: "failed"} and select(gold, (f2p,)) == {f2p: "passed"}
+    assert [c.name for c in buggy if c.outcome != "passed"] == [
+        "com.fasterxml.jackson.databind.deser.enums.EnumAltIdTest::testDefaultFromNullOverride4481"]
+    other = ("src:com.fasterxml.jackson.databind.deser.enums.EnumDefaultReadTest", "src:EnumAltIdTest")
+    assert select(gold, other) == dict.fromkeys(other, "missing")
