@@ -13,8 +13,11 @@ import pytest
 
 from testprism.flows.replay import replay_flow
 from testprism.storage import Store
+from testprism.tasks.collect.label import label_of
+from testprism.tasks.collect.verification import check_ids
 from testprism.tasks.execution.junit import parse_junit, select
 from testprism.tasks.model.benchmark import BenchmarkError, load_benchmark
+from testprism.tasks.model.outcome import Reason
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox.environment import EnvironmentBuildError, build_environment
 from tests.benchfixture import CHECKS, make_benchmark
@@ -147,8 +150,13 @@ def test_a_failing_build_is_every_run_of_the_state_build_failed(tmp_path, work_r
                           work=_fresh_work(work_root, tmp_path))
     runs = Store(tmp_path / "store").scan("runs").collect()
     invalid = runs.filter(pl.col("candidate_id") == "invalid").row(0, named=True)
-    assert (invalid["outcome"], invalid["reason"]) == ("E", "build_failed")
+    assert (invalid["outcome"], invalid["reason"], invalid["exit_code"]) == ("E", "build_failed", 3)
     assert "build step exited 3" in invalid["stdout_tail"]
+    # the benchmarks' rule: a candidate whose tree does not build resolves nothing (invalid,
+    # every check failed), and stays out of panels (its reason is kept)
+    instance = load_benchmark(bench).instances["go__clamp"]
+    label = label_of(instance, invalid)
+    assert (label.label, label.reason, label.failed_checks) == ("invalid", Reason.BUILD_FAILED, check_ids(instance))
     assert _outcomes(tmp_path / "store")[("go__clamp", "reference")] == "P"
     assert summary.builds == 4
 
@@ -170,10 +178,27 @@ def test_docker_builds_the_dockerfiles_and_agrees_with_local(tmp_path, work_root
     assert set(runs["isolation"]) == {"container"}
 
 
-def _with_build(bench, command: str) -> None:
+def _with_build(bench, command: str, timeout_s: int = 60) -> None:
     toml = bench / "instances" / "mini__median-even" / "instance.toml"
-    text = toml.read_text().replace("\n[checks]", f'\n[build]\ncommand = "{command}"\ntimeout_s = 60\n\n[checks]', 1)
+    text = toml.read_text().replace("\n[checks]", f'\n[build]\ncommand = "{command}"\ntimeout_s = {timeout_s}\n\n[checks]', 1)
     toml.write_text(text)
+
+
+@pytest.mark.requires("sandbox")
+def test_a_build_cut_short_leaves_its_candidates_unlabelled(tmp_path, work_root):
+    """A build that timed out says nothing of the patch (the host may be loaded): its runs
+    carry no exit code, and a candidate's label stays open. Control: the same row with the
+    exit code of a build that ran to its end is labelled invalid."""
+    bench = make_benchmark(tmp_path / "bench", {"strong": {"test_m.py": CHECKS}})
+    _with_build(bench, "sleep 30", timeout_s=1)
+    replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=_fresh_work(work_root, tmp_path))
+    runs = Store(tmp_path / "store").scan("runs").collect()
+    assert set(runs["reason"]) == {"build_failed"} and runs["exit_code"].is_null().all()
+    row = runs.row(0, named=True)
+    assert "timed out" in row["stdout_tail"]
+    instance = load_benchmark(bench).instances["mini__median-even"]
+    assert (label_of(instance, row).label, label_of(instance, row).reason) == (None, Reason.BUILD_FAILED)
+    assert label_of(instance, row | {"exit_code": 2}).label == "invalid"
 
 
 @pytest.mark.requires("sandbox")
