@@ -595,7 +595,7 @@ def test_audit_of_the_bundled_benchmark_shows_its_designed_disagreements(tmp_pat
     """One bundled instance replayed by `biased` and `weak`: the audit names the valid
     candidates the biased suite rejects (tuple results, no helper, not the upstream line) and the invalid ones the
     weak suite lets through, with the benchmark's notes and diffs."""
-    from testprism.flows.cli import BUNDLED
+    from testprism.tasks.model.bundled import BUNDLED
 
     instance = "calkit__merge-touching"
     bench = tmp_path / "bench"
