@@ -100,7 +100,7 @@ def check_flow(
     known = {s.key for s in planned}
     # by content the empty patch's runs are the buggy ones (tasks/gate/verdict.py); any that is not, runs
     planned += [s for group in empty.values() for s in group if s.key not in known]
-    stored, ran = verify(planned, options, target, place) if planned else ({}, 0)
+    stored, ran = verify(planned, options, target, place, settings) if planned else ({}, 0)
     verdicts = [gate_verdict(instance, [stored[s.key] for s in gold[iid]], [stored[s.key] for s in empty[iid]])
                 for iid, instance in sorted(bench.instances.items())]
     verdicts = sorted([*verdicts, *rows.unloadable, *rows.refused], key=lambda v: v.instance_id)

@@ -346,6 +346,42 @@ def report(
 
 
 @commands.command()
+def show(
+    store: Annotated[Path, typer.Argument(help="store root", file_okay=False)],
+    stage: Annotated[Optional[str], typer.Option(help="only this stage's runs (replay, verify, generate, coverage...)")] = None,
+    every: Annotated[bool, typer.Option("--all", help="every stored stage run, not only each stage's newest")] = False,
+) -> None:
+    """Print what each stage ran with (backend, limits, policy, placement, its settings, the
+    TESTPRISM_* overrides), read back from the store's `stage_runs`."""
+    import json
+
+    from rich.markup import escape
+
+    from testprism.storage import Store
+    from testprism.tasks.execution.stage_record import stage_runs
+
+    rows = stage_runs(Store.existing(store), stage)
+    if not every:
+        newest: dict[str, dict] = {}
+        for row in rows:
+            newest.setdefault(row["stage"], row)
+        rows = list(newest.values())
+    if not rows:
+        log.info("no stage run is recorded in %s%s", store, f" for {stage}" if stage else "")
+        return
+    for row in rows:
+        table = Table(title=escape(f"{row['stage']} {row['started_at']:%Y-%m-%d %H:%M:%S} UTC ({row['stage_run'][:8]})"),
+                      show_header=False)
+        table.add_column("what", style="bold")
+        table.add_column("value", overflow="fold")
+        table.add_row("testprism", f"{row['testprism_version']} (Python {row['python']}, host {row['host']})")
+        for name in ("options", "placement", "settings", "environment"):
+            if row[name]:
+                table.add_row(name, escape(json.dumps(row[name], indent=1, sort_keys=True)))
+        out.print(table)
+
+
+@commands.command()
 def export(
     store: Annotated[Path, typer.Argument(help="store root, after `testprism score`", file_okay=False)],
     format_: Annotated[ExportFormat, typer.Option(

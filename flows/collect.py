@@ -61,13 +61,15 @@ def panel_batch(instances: list[Instance], candidates: list[CandidatePatch], mod
     return select_panels(instances, candidates, mode, rule, work_root)
 
 
-def verify(specs: Sequence[Verification], options: ExecutionOptions, store: Store, place: Placement
-            ) -> tuple[dict[str, dict], int]:
+def verify(specs: Sequence[Verification], options: ExecutionOptions, store: Store, place: Placement,
+           settings: object = None) -> tuple[dict[str, dict], int]:
     """Run the verifications the store lacks (the stage driver); every planned row, and how
-    many ran. The gate's runs go through it too (flows/check.py)."""
+    many ran. The gate's runs go through it too (flows/check.py); `settings`, the calling
+    stage's, is stored with what the runs were given."""
     unique = {s.key: s for s in specs}
     stored = stored_keys(store)
-    drive("verify", list(unique.values()), VerifyJob, options, place, key=lambda s: s.key, settled=stored)
+    drive("verify", list(unique.values()), VerifyJob, options, place, key=lambda s: s.key, settled=stored,
+          settings=settings)
     return stored_rows(store, list(unique)), sum(key not in stored for key in unique)
 
 
@@ -114,7 +116,7 @@ def collect_flow(
     collection = collect(
         bench, [Path(p) for p in predictions or ()], [Path(d) for d in diffs or ()], settings, options, patch_fuzz,
         f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}",
-        verify=lambda specs, opts: verify(specs, opts, target, place),
+        verify=lambda specs, opts: verify(specs, opts, target, place, settings),
         gate=lambda verdicts: gated_verdicts(target, verdicts, settings.include_failed_gate),
         choose_panels=lambda validated, pool, mode, rule: _panels(validated, pool, mode, rule, work_root, place),
     )

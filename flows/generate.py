@@ -42,12 +42,12 @@ class GenerateSummary:
 
 
 def run_generations(specs: list[GenerationSpec], options: ExecutionOptions, endpoint: Endpoint | None,
-                    place: Placement) -> tuple[int, dict[str, int]]:
+                    place: Placement, settings: object = None) -> tuple[int, dict[str, int]]:
     """Execute the runs the store has not settled (the stage driver); (executed, outcomes).
     Shared by generate, crossval's feedback round and rsi."""
     totals = drive("generate", specs, partial(GenerateJob, endpoint=endpoint), options, place,
                    key=lambda s: s.key, settled=settled_generations(Store(options.store_root)),
-                   failed=lambda outcome: outcome != "ok")
+                   failed=lambda outcome: outcome != "ok", settings=settings)
     return totals.executed, totals.outcomes
 
 
@@ -85,7 +85,7 @@ def generate_flow(
     log.info("%d generation runs planned, %d already stored, %d to execute (backend %s, isolation %s, model %s)",
              len(specs), sum(s.key in before for s in specs), sum(s.key not in before for s in specs), backend,
              inputs.isolation, settings.model_url or "none")
-    executed, outcomes = run_generations(specs, options, endpoint, place)
+    executed, outcomes = run_generations(specs, options, endpoint, place, settings)
     target = Path(out) if out else bench.root
     kept = kept_suites(specs, settled_generations(inputs.store))
     suites = write_generated(bench, configuration, suite_folders(inputs.store, kept), target)

@@ -99,7 +99,7 @@ def replay_flow(
         f"; {todo.stopped} early-stopped (their suite's joint success already decided)" if settings.early_stop else "",
     )
     with StageDriver("replay", ReplayJob, options, place, planned=todo.planned,
-                     shared_disk=settings.shared_disk) as driver:
+                     shared_disk=settings.shared_disk, settings=settings) as driver:
         driver.stored(todo.skipped)
         driver.settle(todo.settled_here, reused=todo.reused)
         for units, settled in todo.rounds(options, settings):  # (twins have a first run among them)

@@ -88,6 +88,11 @@ class Placement:
     dask_address: str | None = None
     dask_cluster: DaskCluster | None = None
 
+    def record(self) -> dict[str, Any]:
+        """Where the batches run, as stored with a stage's results."""
+        cluster = self.dask_cluster.model_dump(mode="json", by_alias=True) if self.dask_cluster else None
+        return {"workers": self.workers, "dask_address": self.dask_address, "dask_cluster": cluster}
+
     def __post_init__(self) -> None:
         if self.dask_address and self.dask_cluster:
             raise ValueError("dask_address and dask_cluster name two clusters: give one")
