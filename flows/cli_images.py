@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from testprism.flows.cli_shared import images_app, log
 from testprism.flows.errors import ExitStatus
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
-
-if TYPE_CHECKING:
-
-    pass
-from testprism.flows.cli_shared import images_app, log
 
 
 BaseOpt = Annotated[Optional[str], typer.Option(

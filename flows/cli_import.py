@@ -10,15 +10,14 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.table import Table
 
+from testprism.flows.cli_shared import _configuration, console, import_app, log
 from testprism.flows.errors import ExitStatus, known_backend
 from testprism.tasks.importing.harbor_limits import SOLVE_TIMEOUT_S
 from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
 if TYPE_CHECKING:
-
     from testprism.tasks.importing.rows import ImportReport
-from testprism.flows.cli_shared import _configuration, console, import_app, log
 
 
 class ScopeChoice(StrEnum):

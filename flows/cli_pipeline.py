@@ -10,15 +10,13 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from testprism.flows.cli_shared import WorkOpt, _cell, _finish, _print_taxonomy, _progress_bar, _replay, _score, commands, log
+from testprism.flows.settings_options import RUN_SETTINGS, settings_options
 from testprism.tasks.model.bundled import BUNDLED
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 
 if TYPE_CHECKING:
-
-    pass
-from testprism.flows.cli_shared import (
-    BackendOpt, WorkersOpt, WorkOpt, _cell, _finish, _print_taxonomy, _progress_bar, _replay, _score, commands, log,
-)
+    from testprism.tasks.execution.run_settings import RunSettings
 
 
 @commands.command()
@@ -46,8 +44,7 @@ def pipeline(
             first, configurations, trusted = chosen.generate_benchmark, (), False
         else:
             first, configurations, trusted = chosen.replay_benchmark, chosen.replay.configurations, chosen.replay_trusted
-        open_inputs(str(first), str(chosen.store), configurations, chosen.backend, chosen.work or default_work_root(),
-                    announce=False, trusted=trusted, unsafe=chosen.unsafe)
+        open_inputs(str(first), str(chosen.store), configurations, chosen.run, announce=False, trusted=trusted)
     with _progress_bar():
         summary = pipeline_flow(config=str(config), store=str(store) if store else None)
     log.info("pipeline: %d runs executed, %d already stored; %d configurations scored; report at %s",
@@ -108,16 +105,16 @@ def agent(
 
 
 @commands.command()
+@settings_options(run=RUN_SETTINGS)
 def demo(
     out: Annotated[Path, typer.Option(help="where the demo's store goes", file_okay=False)] = Path("demo-out"),
-    backend: BackendOpt = "local",
-    workers: WorkersOpt = 1,
-    work: WorkOpt = None,
     benchmark: Annotated[Path, typer.Option(
         help="a benchmark folder with the demo's generators/ (default: the bundled one)", exists=True,
         file_okay=False)] = BUNDLED,
     full: Annotated[bool, typer.Option(
         "--full", help="the whole bundled benchmark (ten languages, ~25 min) instead of its quick part")] = False,
+    *,
+    run: RunSettings,
 ) -> None:
     """Generate suites with the bundled scripted generators, then replay, score and report a
     part of the bundled benchmark with them (examples/demo.toml: five instances, three
@@ -142,11 +139,11 @@ def demo(
         with _progress_bar():
             generate_flow(benchmark=str(benchmark), store=str(out), configuration=name,
                           settings=GenerateSettings(mode=mode, tools=(tool,)),
-                          command=f"python3 tmp/.task/tools/{tool.name}", out=str(generated), backend=backend,
-                          workers=workers, work=str(work) if work else None, trusted=trusted)
-    _replay(benchmark, out, ReplaySettings(), backend, workers, None, work, trusted, False, next_step=False)
-    _replay(generated, out, ReplaySettings(), backend, workers, None, work, trusted, False, next_step=False)
-    board = _score(out, benchmark, work, backend, trusted=trusted, next_step=False)
+                          command=f"python3 tmp/.task/tools/{tool.name}", out=str(generated), run=run,
+                          trusted=trusted)
+    _replay(benchmark, out, ReplaySettings(), run, trusted, next_step=False)
+    _replay(generated, out, ReplaySettings(), run, trusted, next_step=False)
+    board = _score(out, benchmark, run, trusted=trusted, next_step=False)
     report = report_flow(store=str(out), out=str(out / "report.html"), benchmark=str(benchmark))
     _print_taxonomy(out)
     leader = board.sort("jvr", descending=True, nulls_last=True).row(0, named=True) if board.height else None

@@ -20,13 +20,13 @@ from rich.table import Table
 from testprism.flows import progress
 from testprism.flows.command_group import Commands
 from testprism.flows.errors import known_backend
-from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
-from testprism.tasks.model.workdir import default_work_root
 
 if TYPE_CHECKING:
     import polars as pl
 
+    from testprism.tasks.execution.run_settings import RunSettings
     from testprism.tasks.replay.settings import ReplaySettings
+
 
 def _group(cls: type[Commands] = Commands, **settings: object) -> typer.Typer:
     """A typer app of the CLI. Its help is click's plain text: typer's rich panels cost about
@@ -124,22 +124,16 @@ def _progress_bar() -> Iterator[None]:
         display.finish()
 
 
-def _replay(benchmark: Path, store: Path, settings: ReplaySettings, backend: str, workers: int,
-            dask_address: str | None, work: Path | None, trusted: bool, unsafe: bool,
-            patch_fuzz: int = DEFAULT_FUZZ, next_step: bool = True) -> None:
+def _replay(benchmark: Path, store: Path, settings: ReplaySettings, run: RunSettings, trusted: bool,
+            next_step: bool = True) -> None:
     from testprism.flows.replay import replay_flow
     from testprism.flows.runner import open_inputs
 
     started = time.monotonic()
 
-    open_inputs(str(benchmark), str(store), settings.configurations, backend, work or default_work_root(),
-                announce=False, trusted=trusted, unsafe=unsafe)
+    open_inputs(str(benchmark), str(store), settings.configurations, run, announce=False, trusted=trusted)
     with _progress_bar():
-        summary = replay_flow(
-            benchmark=str(benchmark), store=str(store), settings=settings, backend=backend, workers=workers,
-            dask_address=dask_address, work=str(work) if work else None, trusted=trusted, unsafe=unsafe,
-            patch_fuzz=patch_fuzz,
-        )
+        summary = replay_flow(benchmark=str(benchmark), store=str(store), settings=settings, run=run, trusted=trusted)
     elapsed = time.monotonic() - started
     outcomes = " · ".join(f"{k} {n}" for k, n in sorted(summary.outcomes.items())) or "none"
     _finish(f"replay {benchmark} → {store}", [
@@ -150,20 +144,20 @@ def _replay(benchmark: Path, store: Path, settings: ReplaySettings, backend: str
     ], f"testprism score {store}" if next_step else None)
 
 
-def _score(store: Path, benchmark: Path | None = None, work: Path | None = None, backend: str = "local",
-           trusted: bool = False, next_step: bool = True, include_failed_gate: bool = False) -> pl.DataFrame:
+def _score(store: Path, benchmark: Path | None = None, run: RunSettings | None = None, trusted: bool = False,
+           next_step: bool = True, include_failed_gate: bool = False) -> pl.DataFrame:
     from testprism.flows.score import score_flow
     from testprism.flows.runner import open_inputs
+    from testprism.tasks.execution.run_settings import RunSettings
     from testprism.tasks.score.scores import scorable_store
 
+    run = run or RunSettings()
     scorable_store(str(store))
     if benchmark:
-        open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), announce=False,
-                    trusted=trusted, unsafe=False)
+        open_inputs(str(benchmark), str(store), (), run, announce=False, trusted=trusted)
     with _progress_bar():  # the coverage passes (with a benchmark) run through the stage driver
-        board = score_flow(store=str(store), benchmark=str(benchmark) if benchmark else None,
-                           work=str(work) if work else None, backend=backend, trusted=trusted,
-                           include_failed_gate=include_failed_gate)
+        board = score_flow(store=str(store), benchmark=str(benchmark) if benchmark else None, run=run,
+                           trusted=trusted, include_failed_gate=include_failed_gate)
     out.print(_leaderboard_table(board, f"leaderboard ({store})"))
     if next_step:
         _finish(f"score {store}", [f"{board.height} configurations scored (scores/ in the store)"],
@@ -171,14 +165,11 @@ def _score(store: Path, benchmark: Path | None = None, work: Path | None = None,
     return board
 
 
+#: the commands that run no stage but use the sandbox (an import's solve.sh or --verify, the
+#: agent) name a backend and a work area too: these options say them alike
 BackendOpt = Annotated[str, typer.Option(help="sandbox backend: local (bubblewrap) or docker", callback=known_backend)]
-WorkersOpt = Annotated[int, typer.Option(help="> 1: run batches on a local Dask cluster of this many workers")]
-DaskOpt = Annotated[Optional[str], typer.Option(help="scheduler address of an existing Dask cluster")]
 WorkOpt = Annotated[Optional[Path], typer.Option(help="working area for environments and states (a cache)")]
 TimeoutOpt = Annotated[float, typer.Option(help="wall-clock limit of one run, seconds")]
-#: the one `--patch-fuzz` of replay and collect: the fuzz of the `patch` fallback (SWE-bench: 5)
-PatchFuzzOpt = Annotated[int, typer.Option(
-    min=0, help="fuzz of the `patch --batch -p1` fallback after `git apply`, for every patch (SWE-bench uses 5)")]
 
 
 def _configuration(name: str | None) -> str | None:

@@ -10,49 +10,39 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.table import Table
 
+from testprism.flows.cli_shared import _configuration, _finish, _progress_bar, _replay, _score, commands, log, out
 from testprism.flows.errors import ExitStatus
-from testprism.flows.settings_options import settings_options
+from testprism.flows.settings_options import RUN_SETTINGS, settings_options
 from testprism.tasks.model.bundled import BUNDLED
 from testprism.tasks.report.formats import ExportFormat
-from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
-from testprism.tasks.model.workdir import default_work_root
 
 if TYPE_CHECKING:
-
     from testprism.tasks.collect.settings import CollectSettings
+    from testprism.tasks.execution.run_settings import RunSettings
     from testprism.tasks.gate.settings import CheckSettings
     from testprism.tasks.generate.settings import GenerateSettings, RsiSettings, SelectSettings
     from testprism.tasks.replay.settings import ReplaySettings
-from testprism.flows.cli_shared import (
-    BackendOpt, DaskOpt, PatchFuzzOpt, WorkersOpt, WorkOpt, _configuration, _finish, _progress_bar, _replay, _score, commands,
-    log, out,
-)
 
 
 @commands.command()
-@settings_options("testprism.tasks.replay.settings:ReplaySettings")
+@settings_options("testprism.tasks.replay.settings:ReplaySettings", run=RUN_SETTINGS)
 def replay(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/, suites/)")],
     store: Annotated[Path, typer.Option(help="store root", file_okay=False)],
-    backend: BackendOpt = "local",
-    workers: WorkersOpt = 1,
-    dask_address: DaskOpt = None,
-    work: WorkOpt = None,
-    unsafe_no_sandbox: Annotated[bool, typer.Option(help="run untrusted suites without isolation")] = False,
-    patch_fuzz: PatchFuzzOpt = DEFAULT_FUZZ,
     *,
     settings: ReplaySettings,
+    run: RunSettings,
 ) -> None:
     """Replay every suite on buggy, reference and every candidate; skip runs already settled.
 
     Runs that ended in infrastructure errors (sandbox_error) are always redone. The replay's
-    own options are tasks/replay/settings.py's fields."""
+    own options are tasks/replay/settings.py's fields, where it runs tasks/execution/run_settings.py's."""
     trusted = benchmark.resolve() == BUNDLED
-    _replay(benchmark, store, settings, backend, workers, dask_address, work, trusted, unsafe_no_sandbox, patch_fuzz)
+    _replay(benchmark, store, settings, run, trusted)
 
 
 @commands.command()
-@settings_options("testprism.tasks.generate.settings:GenerateSettings")
+@settings_options("testprism.tasks.generate.settings:GenerateSettings", run=RUN_SETTINGS)
 def generate(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/)")],
     store: Annotated[Path, typer.Option(help="store root", file_okay=False)],
@@ -62,13 +52,9 @@ def generate(
         help="the agent's command, run from the buggy program's root in the sandbox ('testprism agent': the provided one)")],
     out: Annotated[Optional[Path], typer.Option(help="benchmark folder for suites/<configuration>/ (default: BENCHMARK)",
                                                 file_okay=False)] = None,
-    backend: BackendOpt = "local",
-    workers: WorkersOpt = 1,
-    dask_address: DaskOpt = None,
-    work: WorkOpt = None,
-    unsafe_no_sandbox: Annotated[bool, typer.Option(help="run the agent without isolation")] = False,
     *,
     settings: GenerateSettings,
+    run: RunSettings,
 ) -> None:
     """Run an agent per instance in the sandbox and keep the suites it writes as a configuration.
 
@@ -78,30 +64,26 @@ def generate(
     from testprism.tasks.generate.strategy import load_strategy
 
     load_strategy(settings.strategy)
-    inputs = open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), announce=False,
-                         trusted=False, unsafe=unsafe_no_sandbox)
+    inputs = open_inputs(str(benchmark), str(store), (), run, announce=False, trusted=False)
     unknown = sorted(set(settings.instances) - set(inputs.benchmark.instances))
     if unknown:
         raise typer.BadParameter(f"not in {benchmark}: {', '.join(unknown)}", param_hint="'--instance'")
     with _progress_bar():
         summary = generate_flow(
             benchmark=str(benchmark), store=str(store), configuration=configuration, command=command,
-            out=str(out) if out else None, settings=settings, backend=backend, workers=workers,
-            dask_address=dask_address, work=str(work) if work else None, unsafe=unsafe_no_sandbox)
+            out=str(out) if out else None, settings=settings, run=run)
     log.info("generate: %d planned, %d already stored, %d executed; outcomes %s; %d suites in %s",
              summary.planned, summary.skipped, summary.executed, summary.outcomes or "{}", summary.suites, summary.out)
 
 
 @commands.command()
+@settings_options(run=RUN_SETTINGS)
 def crossval(
     config: Annotated[Path, typer.Argument(help="crossval config: agents, mode, caps, out (docs/generate.md)",
                                            exists=True, dir_okay=False)],
     store: Annotated[Path, typer.Option(help="store root", file_okay=False)],
-    backend: BackendOpt = "local",
-    workers: WorkersOpt = 1,
-    dask_address: DaskOpt = None,
-    work: WorkOpt = None,
-    unsafe_no_sandbox: Annotated[bool, typer.Option(help="run the agents and tests without isolation")] = False,
+    *,
+    run: RunSettings,
 ) -> None:
     """Heterogeneous synthesis and peer cross-validation: K agents' tests on each other's repairs."""
     from testprism.flows.crossval import crossval_flow
@@ -109,11 +91,9 @@ def crossval(
     from testprism.tasks.generate.crossval_config import load_crossval
 
     chosen = load_crossval(config)
-    open_inputs(str(chosen.benchmark), str(store), (), backend, work or default_work_root(), announce=False,
-                trusted=False, unsafe=unsafe_no_sandbox)
+    open_inputs(str(chosen.benchmark), str(store), (), run, announce=False, trusted=False)
     with _progress_bar():
-        summary = crossval_flow(config=str(config), store=str(store), backend=backend, workers=workers,
-                                dask_address=dask_address, work=str(work) if work else None, unsafe=unsafe_no_sandbox)
+        summary = crossval_flow(config=str(config), store=str(store), run=run)
     for round_, counts in summary.verdicts.items():
         log.info("crossval round %s: %s", round_, ", ".join(f"{n} {v}" for v, n in counts.items()))
     log.info("crossval: %d instances, %d merged suites in %s", summary.instances, summary.merged, summary.out)
@@ -134,18 +114,14 @@ def select(
 
 
 @commands.command()
-@settings_options("testprism.tasks.generate.settings:RsiSettings")
+@settings_options("testprism.tasks.generate.settings:RsiSettings", run=RUN_SETTINGS)
 def rsi(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder to search on: curate's TRAINING split, never the test split")],
     store: Annotated[Path, typer.Option(help="store root (the search's history: `searches`)", file_okay=False)],
     command: Annotated[str, typer.Option(help="the agent's command, as for generate")],
-    backend: BackendOpt = "local",
-    workers: WorkersOpt = 1,
-    dask_address: DaskOpt = None,
-    work: WorkOpt = None,
-    unsafe_no_sandbox: Annotated[bool, typer.Option(help="run the agent and suites without isolation")] = False,
     *,
     settings: RsiSettings,
+    run: RunSettings,
 ) -> None:
     """Search generation strategies within the space's bounds under its fixed token caps; print the history.
 
@@ -156,9 +132,7 @@ def rsi(
 
     load_space(settings.space)  # a bad space ends here, in one line
     with _progress_bar():
-        summary = rsi_flow(benchmark=str(benchmark), store=str(store), command=command, settings=settings,
-                           backend=backend, workers=workers, dask_address=dask_address,
-                           work=str(work) if work else None, unsafe=unsafe_no_sandbox)
+        summary = rsi_flow(benchmark=str(benchmark), store=str(store), command=command, settings=settings, run=run)
     rows = table(summary.rounds, summary.space)
     history_table = Table(title=f"rsi {summary.search_id[:8]} ({store})")
     for column in rows[0] if rows else ():
@@ -174,17 +148,20 @@ def rsi(
 
 
 @commands.command()
+@settings_options(run=RUN_SETTINGS)
 def score(
     store: Annotated[Path, typer.Argument(help="store root")],
     benchmark: Annotated[Optional[Path], typer.Option(help="also measure coverage of the reference change")] = None,
-    backend: BackendOpt = "local",
-    work: WorkOpt = None,
     include_failed_gate: Annotated[bool, typer.Option(
         help="also score the instances whose newest release gate verdict is not ok (docs/gate.md)")] = False,
+    *,
+    run: RunSettings,
 ) -> None:
-    """Compute the leaderboard (with bootstrap intervals) from the stored runs and print it."""
+    """Compute the leaderboard (with bootstrap intervals) from the stored runs and print it.
+
+    With --benchmark, the coverage runs happen where the run options say."""
     trusted = benchmark is not None and benchmark.resolve() == BUNDLED
-    _score(store, benchmark, work, backend, trusted, include_failed_gate=include_failed_gate)
+    _score(store, benchmark, run, trusted, include_failed_gate=include_failed_gate)
 
 
 PredictionsOpt = Annotated[list[Path], typer.Option(
@@ -196,16 +173,16 @@ OutOpt = Annotated[Optional[Path], typer.Option(help="write the panels here as a
 
 
 @commands.command()
+@settings_options(run=RUN_SETTINGS)
 def curate(
     config: Annotated[Path, typer.Argument(help="curate config (TOML): sources, bounds, split, difficulty",
                                            exists=True, dir_okay=False, readable=True)],
     store: Annotated[Path, typer.Option(help="store root: the funnel goes here", file_okay=False)],
     out: Annotated[Path, typer.Option(help="benchmark folder for the test split; the training split goes to OUT-train",
                                       file_okay=False)],
-    work: WorkOpt = None,
     overwrite: Annotated[bool, typer.Option(help="replace OUT and OUT-train when they exist")] = False,
-    workers: WorkersOpt = 1,
-    dask_address: DaskOpt = None,
+    *,
+    run: RunSettings,
 ) -> None:
     """Curate source benchmarks into a screened, deduplicated, repository-disjoint test and training split."""
     from testprism.flows.curate import curate_flow
@@ -217,28 +194,22 @@ def curate(
     for folder in (out, train_folder(out)):
         if folder.exists() and not overwrite:
             raise BenchmarkError(folder, "(folder)", "exists; pass --overwrite to replace it")
-    summary = curate_flow(config=str(config), store=str(store), out=str(out), work=str(work) if work else None,
-                          overwrite=overwrite, workers=workers, dask_address=dask_address)
+    summary = curate_flow(config=str(config), store=str(store), out=str(out), overwrite=overwrite, run=run)
     log.info("curate %s: %d test and %d training instances; next: testprism collect %s --store %s",
              summary.flow_run, summary.test, summary.train, summary.out, store)
 
 
 @commands.command()
-@settings_options("testprism.tasks.collect.settings:CollectSettings")
+@settings_options("testprism.tasks.collect.settings:CollectSettings", run=RUN_SETTINGS)
 def collect(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/ with program, reference, checks)")],
     store: Annotated[Path, typer.Option(help="store root", file_okay=False)],
     predictions: PredictionsOpt = [],  # noqa: B006
     diffs: DiffsOpt = [],  # noqa: B006
     out: OutOpt = None,
-    backend: BackendOpt = "local",
-    workers: WorkersOpt = 1,
-    dask_address: DaskOpt = None,
-    work: WorkOpt = None,
-    unsafe_no_sandbox: Annotated[bool, typer.Option(help="run untrusted patches without isolation")] = False,
-    patch_fuzz: PatchFuzzOpt = DEFAULT_FUZZ,
     *,
     settings: CollectSettings,
+    run: RunSettings,
 ) -> None:
     """Ingest candidate patches, label them by the official checks, and choose panels.
 
@@ -247,15 +218,12 @@ def collect(
     from testprism.flows.runner import open_inputs
 
     trusted = benchmark.resolve() == BUNDLED and not predictions and not diffs
-    open_inputs(str(benchmark), str(store), (), backend, work or default_work_root(), announce=False,
-                trusted=trusted, unsafe=unsafe_no_sandbox)
+    open_inputs(str(benchmark), str(store), (), run, announce=False, trusted=trusted)
     from testprism.flows.collect import collect_flow
 
     summary = collect_flow(
         benchmark=str(benchmark), store=str(store), predictions=[str(p) for p in predictions],
-        diffs=[str(d) for d in diffs], out=str(out) if out else None, settings=settings, backend=backend,
-        workers=workers, dask_address=dask_address, work=str(work) if work else None, trusted=trusted,
-        unsafe=unsafe_no_sandbox, patch_fuzz=patch_fuzz,
+        diffs=[str(d) for d in diffs], out=str(out) if out else None, settings=settings, run=run, trusted=trusted,
     )
     agree, compared = summary.agreement
     log.info("collect %s: %d verifications run, %d reused from the store; %d panels%s", summary.flow_run,
@@ -268,30 +236,22 @@ def collect(
 
 
 @commands.command()
-@settings_options("testprism.tasks.gate.settings:CheckSettings")
+@settings_options("testprism.tasks.gate.settings:CheckSettings", run=RUN_SETTINGS)
 def check(
     benchmark: Annotated[Path, typer.Argument(help="benchmark folder (instances/ with program, reference, checks)")],
     store: Annotated[Path, typer.Option(help="store root: the verdicts and the manifest go here", file_okay=False)],
-    backend: BackendOpt = "local",
-    workers: WorkersOpt = 1,
-    dask_address: DaskOpt = None,
-    work: WorkOpt = None,
-    unsafe_no_sandbox: Annotated[bool, typer.Option(help="run the checks without isolation")] = False,
-    patch_fuzz: PatchFuzzOpt = DEFAULT_FUZZ,
     *,
     settings: CheckSettings,
+    run: RunSettings,
 ) -> None:
     """Release gate: per row, the checks fail on buggy, pass on the reference, and the empty patch resolves
     nothing; a checksum manifest of the folder. Exit 1 when a row fails (docs/gate.md)."""
     from testprism.flows.check import check_flow, open_check_inputs
 
     trusted = benchmark.resolve() == BUNDLED
-    open_check_inputs(str(benchmark), str(store), backend, work or default_work_root(), trusted=trusted,
-                      unsafe=unsafe_no_sandbox)
+    open_check_inputs(str(benchmark), str(store), run, trusted=trusted)
     with _progress_bar():
-        summary = check_flow(benchmark=str(benchmark), store=str(store), settings=settings, backend=backend,
-                             workers=workers, dask_address=dask_address, work=str(work) if work else None,
-                             trusted=trusted, unsafe=unsafe_no_sandbox, patch_fuzz=patch_fuzz)
+        summary = check_flow(benchmark=str(benchmark), store=str(store), settings=settings, run=run, trusted=trusted)
     table = Table(title=f"gate {summary.gate_run} ({benchmark})")
     for column in summary.table.columns:
         table.add_column(column, justify="left" if column in ("source", "language") else "right")
@@ -375,7 +335,7 @@ def show(
         table.add_column("what", style="bold")
         table.add_column("value", overflow="fold")
         table.add_row("testprism", f"{row['testprism_version']} (Python {row['python']}, host {row['host']})")
-        for name in ("options", "placement", "settings", "environment"):
+        for name in ("run", "settings", "options", "placement", "environment"):
             if row[name]:
                 table.add_row(name, escape(json.dumps(row[name], indent=1, sort_keys=True)))
         out.print(table)

@@ -78,14 +78,16 @@ class StageDriver:
 
     def __init__(self, stage: str, job: JobMaker, options: ExecutionOptions, place: Placement, *,
                  planned: int | None = None, shared_disk: bool = True, rows_back: bool = False,
-                 writer: Job | None = None, failed: Callable[[str], bool] = "E".__eq__, settings: Any = None) -> None:
+                 writer: Job | None = None, failed: Callable[[str], bool] = "E".__eq__, settings: Any = None,
+                 run: Any = None) -> None:
         """`planned`: the stage's whole plan when it is known before the rounds (default:
         the units given to `run`); `shared_disk=False`: batches carry their benchmark parts,
         workers use their own work area and return their rows; `rows_back`: batches return
         their rows even with a shared disk, for `writer` (default: `job(options)`) to write
         in this process (a table rewritten whole, by one writer); `failed`: whether an
-        outcome counts as failed (default: `E`, an error); `settings`: the stage's own settings
-        object, stored with the options and placement it runs with (tasks/execution/stage_record.py)."""
+        outcome counts as failed (default: `E`, an error); `settings`, `run`: the stage's own
+        settings object and where it runs (RunSettings), stored with the options and placement
+        its batches are given (tasks/execution/stage_record.py)."""
         self.stage, self.job, self.options, self.place = stage, job, options, place
         self.shared_disk, self.failed = shared_disk, failed
         if not shared_disk:
@@ -100,10 +102,10 @@ class StageDriver:
         self._started = False
         self._runner: TaskRunner | None = None
         self._entered = ExitStack()
-        self._settings = settings
+        self._settings, self._run = settings, run
 
     def __enter__(self) -> StageDriver:
-        record_stage(self.stage, self.options, self.place.record(), self._settings)
+        record_stage(self.stage, self.options, self.place.record(), self._settings, self._run)
         return self
 
     def __exit__(self, *exc: object) -> None:

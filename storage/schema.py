@@ -492,6 +492,7 @@ STAGE_RUNS = pa.schema([
     pa.field("options", pa.string()),  # JSON: the execution options (backend, work area, limits, policy, ...)
     pa.field("placement", pa.string()),  # JSON: workers, cluster address or class
     pa.field("settings", pa.string()),  # JSON: the stage's own settings object, when it has one
+    pa.field("run", pa.string()),  # JSON: where it runs (RunSettings: backend, workers, work area, ...)
     pa.field("environment", pa.string()),  # JSON: the TESTPRISM_* overrides set (credentials withheld)
 ])
 

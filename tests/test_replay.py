@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from testprism.tasks.execution.run_settings import RunSettings
 from testprism.storage import Store
 from testprism.tasks.replay.settings import ReplaySettings
 from testprism.tasks.score.metrics import flake_table
@@ -123,7 +124,7 @@ def test_flows_rerun_executes_zero_runs_and_leaderboard_is_byte_identical(bench,
     from testprism.flows.score import score_flow
 
     store = tmp_path / "store"
-    args = dict(benchmark=str(bench), store=str(store), work=str(work_root))
+    args = dict(benchmark=str(bench), store=str(store), run=RunSettings(work=work_root))
     monkeypatch.setenv("TESTPRISM_DOCKER_RUNTIME", "runsc")
     monkeypatch.setenv("TESTPRISM_MODEL_TOKEN", "hunter2")
     first = replay_flow(**args, settings=ReplaySettings(timeout_s=77))
@@ -174,7 +175,7 @@ def test_the_same_work_under_another_configuration_or_replay_is_not_run_again(tm
                                                "twin": {"test_median.py": CHECKS},
                                                "weak": {"test_median.py": WEAK}})
     store = tmp_path / "store"
-    args = dict(benchmark=str(root), store=str(store), work=str(work_root))
+    args = dict(benchmark=str(root), store=str(store), run=RunSettings(work=work_root))
     first = replay_flow(**args, settings=ReplaySettings(configurations=("strong",)))
     states = first.planned
     assert first.executed == states and first.reused == 0
@@ -261,7 +262,7 @@ def test_early_stop_leaves_out_decided_runs_and_keeps_jvr(tmp_path, work_root, m
     root = make_benchmark(tmp_path / "b", {"strong": {"test_m.py": CHECKS}, "weak": {"test_m.py": WEAK},
                                            "broken": {"test_m.py": BROKEN}})
     full, early = tmp_path / "full", tmp_path / "early"
-    args = dict(benchmark=str(root), work=str(work_root))
+    args = dict(benchmark=str(root), run=RunSettings(work=work_root))
     full_replay, early_stop = ReplaySettings(concurrency=1), ReplaySettings(concurrency=1, early_stop=True)
     replay_flow(store=str(full), settings=full_replay, **args)
     first = replay_flow(store=str(early), settings=early_stop, **args)

@@ -5,7 +5,8 @@ stage settings and environment overrides a replay used can be read back from the
 `policy_hash`. Harbor writes a job lock and inspect_ai an `EvalConfig` into each log for the
 same reason: a result is only as reproducible as the settings kept with it.
 
-What is written is what the runs were given, resolved: the execution options (backend,
+What is written is what the runs were given, resolved: where the stage runs (its
+RunSettings, tasks/execution/run_settings.py), the execution options (backend,
 work area, limits, policy with its key, concurrency, trust, early stop, warm), the placement
 (workers, cluster address or class), the stage's own settings object when it has one, and
 the `TESTPRISM_*` environment variables set when the stage started (the docker backend's
@@ -69,7 +70,8 @@ def environment_record(environ: dict[str, str] | None = None) -> dict[str, str]:
             for name, value in sorted(environ.items()) if name.startswith(RECORDED_PREFIX)}
 
 
-def stage_row(stage: str, options: ExecutionOptions, placement: dict[str, Any], settings: Any = None) -> dict[str, Any]:
+def stage_row(stage: str, options: ExecutionOptions, placement: dict[str, Any], settings: Any = None,
+              run: Any = None) -> dict[str, Any]:
     """One `stage_runs` row (schema: storage/schema.py STAGE_RUNS)."""
     from testprism import __version__
 
@@ -80,16 +82,18 @@ def stage_row(stage: str, options: ExecutionOptions, placement: dict[str, Any], 
         "options": json.dumps(options_record(options), sort_keys=True),
         "placement": json.dumps(_plain(placement), sort_keys=True),
         "settings": None if settings is None else json.dumps(_plain(settings), sort_keys=True),
+        "run": None if run is None else json.dumps(_plain(run), sort_keys=True),
         "environment": json.dumps(environment_record(), sort_keys=True),
     }
 
 
-def record_stage(stage: str, options: ExecutionOptions, placement: dict[str, Any], settings: Any = None) -> None:
+def record_stage(stage: str, options: ExecutionOptions, placement: dict[str, Any], settings: Any = None,
+                 run: Any = None) -> None:
     """Append the stage's row to its store (a stage without a store of its own, such as a
     batch run for a caller that writes the rows, records nothing)."""
     if options.store_root is None:
         return
-    row = stage_row(stage, options, placement, settings)
+    row = stage_row(stage, options, placement, settings, run)
     Store(options.store_root).append("stage_runs", pa.Table.from_pylist([row], schema=SCHEMAS["stage_runs"]))
 
 
@@ -99,5 +103,5 @@ def stage_runs(store: Store, stage: str | None = None) -> list[dict[str, Any]]:
         return []
     rows = store.scan("stage_runs").collect().sort("started_at", descending=True).to_dicts()
     return [row | {k: json.loads(row[k]) if row[k] is not None else None
-                   for k in ("options", "placement", "settings", "environment")}
+                   for k in ("options", "placement", "settings", "run", "environment")}
             for row in rows if stage is None or row["stage"] == stage]
