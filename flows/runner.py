@@ -84,7 +84,8 @@ def open_backend(run: RunSettings, trusted: bool) -> tuple[type[SandboxBackend],
     machine (recorded with every outcome): one that cannot run here fails now
     (SandboxUnavailable), before any batch starts."""
     backend_cls = backend_class(run.backend)
-    probe = backend_cls(WorkPaths(run.work_root), trusted=trusted, unsafe=run.unsafe_no_sandbox)
+    extra = {} if run.sandbox() is None else {"settings": run.sandbox()}
+    probe = backend_cls(WorkPaths(run.work_root), trusted=trusted, unsafe=run.unsafe_no_sandbox, **extra)
     probe.close()
     return backend_cls, probe.isolation
 
@@ -107,7 +108,7 @@ def stage_options(run: RunSettings, store: str | Path, place: Placement, backend
     (`more`: limits, early stop, warm)."""
     return ExecutionOptions(
         backend=run.backend, work_root=run.work_root, store_root=Path(store), trusted=trusted,
-        unsafe=run.unsafe_no_sandbox, policy=replace(policy or Policy(), patch_fuzz=run.patch_fuzz),
+        unsafe=run.unsafe_no_sandbox, policy=replace(policy or Policy(), patch_fuzz=run.patch_fuzz), sandbox=run.sandbox(),
         concurrency=concurrency or place.concurrency(backend_cls.default_concurrency()),
         replay_started=datetime.now(UTC), **more)
 

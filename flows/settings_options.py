@@ -82,17 +82,32 @@ def _option(name: str, field: Any) -> inspect.Parameter:
                              annotation=Annotated[annotation, option])
 
 
-def _values(model: type[BaseModel], given: dict[str, Any]) -> dict[str, Any]:
-    """The model's values from the command's keyword arguments (popped from `given`)."""
+def _values(model: type[BaseModel], given: dict[str, Any], defaulted: frozenset[str] = frozenset()
+            ) -> dict[str, Any]:
+    """The model's values from the command's keyword arguments (popped from `given`). An
+    option of a nested settings model left at its default (`defaulted`) is not passed: the
+    nested model's environment variables then fill it, as pydantic-settings does when
+    nothing is given (a run's docker settings, TESTPRISM_DOCKER_*)."""
     values: dict[str, Any] = {}
     for name, _ in _fields(model):
         value = given.pop(name)
+        if NESTED in name and name in defaulted and _is_settings(model, name.split(NESTED)[0]):
+            values.setdefault(name.split(NESTED)[0], {})
+            continue
         if NESTED in name:
             outer, inner = name.split(NESTED)
             values.setdefault(outer, {})[inner] = value
         else:
             values[name] = value
     return values
+
+
+def _is_settings(model: type[BaseModel], field: str) -> bool:
+    """Whether `model`'s field `field` is a pydantic-settings model (read from the environment)."""
+    from pydantic_settings import BaseSettings
+
+    inner = _nested(model.model_fields[field])
+    return inner is not None and issubclass(inner, BaseSettings)
 
 
 def _hint(model: type[BaseModel], loc: tuple) -> str | None:
@@ -156,9 +171,16 @@ class SettingsCommand:
     def __call__(self, **given: Any) -> Any:
         from pydantic import ValidationError
 
+        # typer's own click (typer._click): the context the command runs in
+        from typer._click.core import ParameterSource
+        from typer._click.globals import get_current_context
+
+        context = get_current_context(silent=True)
+        defaulted = frozenset(name for name in given if context is not None
+                              and context.get_parameter_source(name) is ParameterSource.DEFAULT)
         objects = {}
         for param, model in self.models.items():
-            values = _values(model, given)
+            values = _values(model, given, defaulted)
             try:
                 objects[param] = model(**values)
             except ValidationError as exc:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from testprism.tasks.execution.cluster import DaskCluster
 from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 from testprism.tasks.model.workdir import default_work_root
+from testprism.tasks.sandbox.docker.settings import DockerSettings
 
 
 class RunSettings(BaseModel):
@@ -42,6 +43,18 @@ class RunSettings(BaseModel):
     patch_fuzz: int = Field(
         DEFAULT_FUZZ, ge=0,
         description="fuzz of the `patch --batch -p1` fallback after `git apply`, for every patch (SWE-bench uses 5)")
+    #: the docker backend's own settings (its options are --docker-reuse, --docker-runtime, ...;
+    #: a pipeline config's [run.docker]); what none gives comes from TESTPRISM_DOCKER_* or the default
+    docker: DockerSettings = Field(default_factory=DockerSettings,
+                                   description="the docker backend's settings (tasks/sandbox/docker/settings.py)")
+
+    @field_validator("docker", mode="before")
+    @classmethod
+    def _docker_from_environment(cls, value: object) -> object:
+        """A mapping (a config's table, a deployment's parameter, the CLI's given options)
+        made with DockerSettings' own constructor, so the TESTPRISM_DOCKER_* variables fill
+        what it leaves out, as they do when nothing is given."""
+        return DockerSettings(**value) if isinstance(value, dict) else value
 
     @field_validator("backend")
     @classmethod
@@ -60,6 +73,10 @@ class RunSettings(BaseModel):
         if self.dask_address and self.dask_cluster:
             raise ValueError("dask_address and dask_cluster name two clusters: give one")
         return self
+
+    def sandbox(self) -> DockerSettings | None:
+        """The chosen backend's own settings, for its constructor: docker's; None for others."""
+        return self.docker if self.backend == "docker" else None
 
     @property
     def work_root(self) -> Path:
