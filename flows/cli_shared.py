@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from testprism.tasks.execution.run_settings import RunSettings
     from testprism.tasks.replay.settings import ReplaySettings
+    from testprism.tasks.score.settings import ScoreSettings
 
 
 def _group(cls: type[Commands] = Commands, **settings: object) -> typer.Typer:
@@ -145,19 +146,20 @@ def _replay(benchmark: Path, store: Path, settings: ReplaySettings, run: RunSett
 
 
 def _score(store: Path, benchmark: Path | None = None, run: RunSettings | None = None, trusted: bool = False,
-           next_step: bool = True, include_failed_gate: bool = False) -> pl.DataFrame:
+           next_step: bool = True, settings: ScoreSettings | None = None) -> pl.DataFrame:
     from testprism.flows.score import score_flow
     from testprism.flows.runner import open_inputs
     from testprism.tasks.execution.run_settings import RunSettings
     from testprism.tasks.score.scores import scorable_store
+    from testprism.tasks.score.settings import ScoreSettings
 
     run = run or RunSettings()
     scorable_store(str(store))
     if benchmark:
         open_inputs(str(benchmark), str(store), (), run, announce=False, trusted=trusted)
     with _progress_bar():  # the coverage passes (with a benchmark) run through the stage driver
-        board = score_flow(store=str(store), benchmark=str(benchmark) if benchmark else None, run=run,
-                           trusted=trusted, include_failed_gate=include_failed_gate)
+        board = score_flow(store=str(store), settings=settings or ScoreSettings(),
+                           benchmark=str(benchmark) if benchmark else None, run=run, trusted=trusted)
     out.print(_leaderboard_table(board, f"leaderboard ({store})"))
     if next_step:
         _finish(f"score {store}", [f"{board.height} configurations scored (scores/ in the store)"],

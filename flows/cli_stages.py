@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from testprism.tasks.gate.settings import CheckSettings
     from testprism.tasks.generate.settings import GenerateSettings, RsiSettings, SelectSettings
     from testprism.tasks.replay.settings import ReplaySettings
+    from testprism.tasks.score.settings import ScoreSettings
 
 
 @commands.command()
@@ -148,20 +149,20 @@ def rsi(
 
 
 @commands.command()
-@settings_options(run=RUN_SETTINGS)
+@settings_options("testprism.tasks.score.settings:ScoreSettings", run=RUN_SETTINGS)
 def score(
     store: Annotated[Path, typer.Argument(help="store root")],
     benchmark: Annotated[Optional[Path], typer.Option(help="also measure coverage of the reference change")] = None,
-    include_failed_gate: Annotated[bool, typer.Option(
-        help="also score the instances whose newest release gate verdict is not ok (docs/gate.md)")] = False,
     *,
+    settings: ScoreSettings,
     run: RunSettings,
 ) -> None:
     """Compute the leaderboard (with bootstrap intervals) from the stored runs and print it.
 
-    With --benchmark, the coverage runs happen where the run options say."""
+    The score's options are tasks/score/settings.py's fields; with --benchmark, the coverage
+    runs happen where the run options say."""
     trusted = benchmark is not None and benchmark.resolve() == BUNDLED
-    _score(store, benchmark, run, trusted, include_failed_gate=include_failed_gate)
+    _score(store, benchmark, run, trusted, settings=settings)
 
 
 PredictionsOpt = Annotated[list[Path], typer.Option(

@@ -29,6 +29,7 @@ from testprism.tasks.gate.settings import CheckSettings
 from testprism.tasks.generate.settings import GenerateSettings
 from testprism.tasks.pipeline.config import load_pipeline
 from testprism.tasks.replay.settings import ReplaySettings
+from testprism.tasks.score.settings import ScoreSettings
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -78,9 +79,9 @@ def pipeline_flow(config: str = "examples/pipeline.toml", store: str | None = No
                            run=run, trusted=chosen.replay_trusted)
     log.info("replay: %d planned, %d already stored, %d executed; outcomes %s", replayed.planned, replayed.skipped,
              replayed.executed, replayed.outcomes or "{}")
-    board = score_flow(store=target, replicates=chosen.score.replicates, seed=chosen.score.seed,
-                       benchmark=benchmark if chosen.score.coverage else None, run=run,
-                       trusted=chosen.replay_trusted, panel_benchmark=benchmark)
+    board = score_flow(store=target, settings=_settings(ScoreSettings, chosen.score),
+                       benchmark=benchmark if chosen.score.coverage else None, panel_benchmark=benchmark, run=run,
+                       trusted=chosen.replay_trusted)
     log.info("score: %d configurations on the leaderboard", board.height)
     report = report_flow(store=target, out=str(chosen.report_out), benchmark=benchmark)
     log.info("pipeline done: store %s, report %s", target, report)

@@ -24,6 +24,7 @@ from testprism.tasks.score.coverage.candidates import candidate_coverage_pass
 from testprism.tasks.score.coverage.probe import CoverageJob, CoverageSpec, coverage_pass, finish_pass
 from testprism.tasks.score.coverage.summary import coverage_summary
 from testprism.tasks.score.scores import scorable_store, score_tables, write_scores
+from testprism.tasks.score.settings import ScoreSettings
 
 log = logging.getLogger(__name__)
 
@@ -41,21 +42,19 @@ def _coverage(made: tuple[CoverageJob, Store, list[CoverageSpec]], place: Placem
 @flow(name="score")
 def score_flow(
     store: str,
-    replicates: int = 10_000,
-    seed: int = 42,
+    settings: ScoreSettings = ScoreSettings(),
     benchmark: str | None = None,
+    panel_benchmark: str | None = None,
     run: RunSettings = RunSettings(),
     trusted: bool = False,
-    panel_benchmark: str | None = None,
-    include_failed_gate: bool = False,
 ) -> pl.DataFrame:
     """Score a store; with `benchmark`, also measure the suites' coverage of the reference
     change (ΔC, EC), its correlation with joint validation, and, on each invalid candidate a
     suite accepted, of the lines where it differs from the reference; then place every
     S_i = 0 in the failure taxonomy from those and the benchmark's diffs. The panel-size curves and the
     taxonomy read patches from `panel_benchmark` (default: `benchmark`); nothing is run for
-    them. The coverage runs happen where `run` says, placed like a replay's (flows/driver.py). `include_failed_gate`: also score the instances whose
-    newest release gate verdict is not ok (docs/gate.md)."""
+    them. `settings`: the bootstrap and the gate's say (tasks/score/settings.py). The coverage
+    runs happen where `run` says, placed like a replay's (flows/driver.py)."""
     target = scorable_store(store)
     coverage = None
     if benchmark:  # the coverage passes: placed as replay's batches are (`workers`, a Dask cluster)
@@ -65,7 +64,8 @@ def score_flow(
         coverage = _coverage(coverage_pass(benchmark, store, run.work, run.backend, **given), place, run)
         _coverage(candidate_coverage_pass(benchmark, store, run.work, run.backend, **given), place, run)
     # the taxonomy reads the coverage just written
-    tables = score_tables(target, replicates, seed, panel_benchmark or benchmark, include_failed_gate)
+    tables = score_tables(target, settings.replicates, settings.seed, panel_benchmark or benchmark,
+                          settings.include_failed_gate)
     if coverage is not None:
         tables["coverage_summary"] = coverage_summary(coverage, tables["instance_scores"])
     write_scores(target, tables)
@@ -73,6 +73,6 @@ def score_flow(
     create_table_artifact(
         key="leaderboard",
         table=board.with_columns(pl.col(pl.Float64).round(4)).to_dicts(),
-        description=f"testprism leaderboard of {store} ({replicates} bootstrap replicates, seed {seed})",
+        description=f"testprism leaderboard of {store} ({settings.replicates} bootstrap replicates, seed {settings.seed})",
     )
     return board

@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from testprism.tasks.score.settings import ScoreSettings
 from testprism.tasks.execution.run_settings import RunSettings
 from testprism.storage import Store
 from testprism.tasks.replay.settings import ReplaySettings
@@ -131,11 +132,11 @@ def test_flows_rerun_executes_zero_runs_and_leaderboard_is_byte_identical(bench,
     assert first.executed == first.planned == 15
     _what_the_replay_ran_with_is_read_back(store, work_root)
     args["settings"] = ReplaySettings(timeout_s=77)
-    board = score_flow(store=str(store), replicates=500)
+    board = score_flow(store=str(store), settings=ScoreSettings(replicates=500))
     before = (store / "scores" / "leaderboard.parquet").read_bytes()
     second = replay_flow(**args)
     assert second.executed == 0 and second.skipped == 15
-    score_flow(store=str(store), replicates=500)
+    score_flow(store=str(store), settings=ScoreSettings(replicates=500))
     assert (store / "scores" / "leaderboard.parquet").read_bytes() == before
     rows = {r["configuration"]: r for r in board.iter_rows(named=True)}
     assert rows["strong"]["jvr"] == 0.0  # the garbled candidate is E: not rejected

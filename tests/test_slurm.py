@@ -22,6 +22,7 @@ from polars.testing import assert_frame_equal
 
 from tests.benchfixture import CHECKS, WEAK, make_benchmark
 from tests.test_dask import check, expected
+from testprism.tasks.score.settings import ScoreSettings
 from testprism.tasks.execution.run_settings import RunSettings
 
 pytestmark = [pytest.mark.slow, pytest.mark.requires("sandbox", "slurm")]
@@ -244,5 +245,5 @@ def test_batches_run_as_slurm_jobs_and_score_as_a_local_replay(slurm, tmp_path, 
     local = replay_flow(benchmark=str(bench), store=str(tmp_path / "local-store"), run=RunSettings(work=str(work_root)))
     assert local.executed == 8
     assert expected(tmp_path / "slurm-store") == expected(tmp_path / "local-store")
-    assert_frame_equal(score_flow(store=str(tmp_path / "slurm-store"), replicates=500),
-                       score_flow(store=str(tmp_path / "local-store"), replicates=500))
+    assert_frame_equal(score_flow(store=str(tmp_path / "slurm-store"), settings=ScoreSettings(replicates=500)),
+                       score_flow(store=str(tmp_path / "local-store"), settings=ScoreSettings(replicates=500)))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from testprism.tasks.collect.settings import CollectSettings
 from testprism.tasks.execution.run_settings import RunSettings
@@ -24,6 +24,7 @@ from testprism.tasks.model.bundled import BUNDLED
 from testprism.tasks.model.benchmark import BenchmarkError
 from testprism.tasks.model.config_file import read_config
 from testprism.tasks.replay.settings import ReplaySettings
+from testprism.tasks.score.settings import ScoreSettings
 
 
 class _Section(BaseModel):
@@ -75,9 +76,10 @@ class ReplayStage(ReplaySettings):
     benchmark: Path | None = None  #: default: collect's panels, else curate's test split
 
 
-class ScoreStage(_Section):
-    replicates: int = Field(10_000, gt=0)
-    seed: int = 42
+class ScoreStage(ScoreSettings):
+    """A score's settings (tasks/score/settings.py, declared there once) and whether it
+    measures coverage."""
+
     coverage: bool = False  #: also measure ΔC and EC (one more run of every suite)
 
 
