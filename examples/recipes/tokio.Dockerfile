@@ -4,8 +4,8 @@
 # tokio release of the row's base), vendored at image build time, the one networked step. The
 # build context is this Dockerfile and tokio-env/ only, so the crates are gathered through a stub
 # crate per lock that pins each of them (lock_stub.py); `cargo vendor` keeps both locks' crates in
-# one folder, and CARGO_HOME's config points crates.io at it, so runs and build steps (no network)
-# resolve offline. The recipe's build step copies the lock of the base's tokio release into the tree.
+# one folder, and /opt/cargo-home/config.toml points crates.io at it, so runs and build steps (no
+# network; the recipe sets CARGO_HOME, since this ENV does not reach them) resolve offline. The recipe's build step copies the lock of the base's tokio release into the tree.
 ARG BASE
 FROM ${BASE}
 RUN apt-get update && apt-get install -y --no-install-recommends rustc-web cargo-web gcc libc6-dev \
