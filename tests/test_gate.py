@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from testprism.storage import Store
-from testprism.tasks.collect.label import GOLD_POLICY, gold_plan
+from testprism.tasks.collect.label import GOLD_POLICY, gold_plan, gold_verdict
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.gate import store as gate_store
 from testprism.tasks.gate.manifest import changes, manifest, manifest_hash
@@ -179,11 +179,11 @@ def test_rows_an_import_refused_are_rows_of_the_gate_with_their_reason(tmp_path)
     assert sorted(v.instance_id for v in load_rows(bench).refused) == ["briannesbitt__carbon-2813", "rows.jsonl:4"]
 
 
-def run_row(state: str, repeat: int, passed: set[str], reason: str | None = None) -> dict:
+def run_row(state: str, repeat: int, passed: set[str], reason: str | None = None, exit_code: int | None = 1) -> dict:
     """A stored verification row, by hand: the fixture's three checks, `passed` passing."""
     names = ("tests/test_official.py::test_even_length", "tests/test_official.py::test_odd_length",
              "tests/test_official.py::test_input_untouched")
-    return {"state": state, "repeat": repeat, "reason": reason, "stdout_tail": "log tail",
+    return {"state": state, "repeat": repeat, "reason": reason, "stdout_tail": "log tail", "exit_code": exit_code,
             "tests": [] if reason else [{"name": n.replace(".py", "").replace("/", "."),  # as JUnit names them
                                          "outcome": "passed" if n in passed else "failed", "message": ""}
                                         for n in names]}
@@ -213,6 +213,29 @@ def test_each_way_a_row_fails_is_named(tmp_path, buggy, reference, expected, det
             for state, runs in (("buggy", buggy), ("reference", reference)) for n, got in enumerate(runs)]
     verdict = gate_verdict(instance, rows, [r for r in rows if r["state"] == "buggy"])
     assert (verdict.verdict, verdict.detail) == (expected, detail)
+
+
+@pytest.mark.parametrize(("exit_code", "state", "expected", "detail"), [
+    # the checks do not compile before the fix (tokio-rs__tokio-4384): nothing is read, and every
+    # check is missing on buggy — the deciding one fails there, and so do the kept ones
+    (101, "buggy", GateVerdict.P2P_FAILS_BEFORE, f"{UNTOUCHED}, {ODD}"),
+    # controls: a log that names no test although the run passed, and an unread reference
+    (0, "buggy", GateVerdict.PARSE_FAILED, "on buggy: log tail"),
+    (101, "reference", GateVerdict.PARSE_FAILED, "on reference: log tail"),
+])
+def test_checks_that_do_not_compile_before_the_fix_fail_there(tmp_path, exit_code, state, expected, detail):
+    instance = load_benchmark(make_benchmark(tmp_path / "bench", {})).instances[INSTANCE]
+    unread = [run_row(state, n, set(), "parse_failed", exit_code) for n in range(2)]
+    other = [run_row("reference" if state == "buggy" else "buggy", n, EVERY if state == "buggy" else {ODD, UNTOUCHED})
+             for n in range(2)]
+    rows = unread + other
+    verdict = gate_verdict(instance, rows, [r for r in rows if r["state"] == "buggy"])
+    assert (verdict.verdict, verdict.detail) == (expected, detail)
+    if exit_code and state == "buggy":  # with no kept check, the row is ok, and gold validation agrees
+        checks = instance.spec.checks.model_copy(update={"pass_to_pass": ()})
+        alone = replace(instance, spec=instance.spec.model_copy(update={"checks": checks}))
+        assert gate_verdict(alone, rows, unread).verdict is GateVerdict.OK
+        assert gold_verdict(alone, rows).validated
 
 
 def gate_rows(store: Store, root: Path, verdicts: dict[str, GateVerdict], when: datetime) -> None:

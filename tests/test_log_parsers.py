@@ -19,6 +19,7 @@ back as None (the run's `E`/parse_failed), never as results.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -71,6 +72,15 @@ RL = "packages/runtime-core/__tests__/helpers/renderList.spec.ts > renderList"
 RENDER_LIST = ("should render items in an array", "should render characters of a string",
                "should return empty array when source is undefined")
 
+def _named(row: str) -> dict:
+    """A row's ids as bench/realrows/named/ gives them (named by runs here, docs/real-benchmarks.md)."""
+    return json.loads((Path(__file__).parents[1] / "bench" / "realrows" / "named" / f"{row}.json").read_text())
+
+
+(TOKIO_4867_F2P,), TOKIO_4867_P2P = tuple(_named("tokio-rs__tokio-4867")["f2p_tests"]), \
+    tuple(_named("tokio-rs__tokio-4867")["p2p_tests"])
+TOKIO_4384_F2P = tuple(_named("tokio-rs__tokio-4384")["f2p_tests"])
+
 LOGS: list[Log] = [
     Log("pytest", "pytest.log", PYTEST_IDS, 14),
     Log("pytest", "pytest_verbose.log", PYTEST_IDS | {f"{N}::test_skipped": S}, 15),
@@ -100,6 +110,12 @@ LOGS: list[Log] = [
         "tests::ignored": S, "tests::nested::ünicode_name": P, "tests::fails": F, "tests::panics_as_expected": P,
         "tests::prints_a_fake_result_line": P, "tests::passes": P, "integration_passes": P,
         "src/lib.rs - double (line 44)": P}, 8),
+    # SWE-bench Multilingual tokio-rs__tokio-4867 and -4384 (its `cargo test --test X`), each row's ids as
+    # bench/realrows/named/ gives them; libtest's `- should panic` tests, which SWE-bench's pattern skips, read too
+    Log("cargo", "real/tokio-4867-buggy.log", {TOKIO_4867_F2P: F} | dict.fromkeys(TOKIO_4867_P2P, P)
+        | {"zero_capacity": P, "capacity_too_big": P}, 25),
+    Log("cargo", "real/tokio-4867-gold.log", dict.fromkeys((TOKIO_4867_F2P, *TOKIO_4867_P2P), P), 25),
+    Log("cargo", "real/tokio-4384-gold.log", dict.fromkeys(TOKIO_4384_F2P, P), 2),
     # SWE-bench's parse_log_maven: the `-Dtest` value of each traced `mvn test`
     Log("maven", "maven.log", {"sample.SampleTest#passes": P, "sample.SampleTest#fails": F,
                                "sample.SampleTest#errors": F, "sample.SampleTest#ünïcode": P}, 4),

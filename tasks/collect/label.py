@@ -46,6 +46,15 @@ def _results(row: dict, ids: tuple[str, ...]) -> dict[str, str]:
     return select(cases, ids)
 
 
+def unread_before_fix(row: Mapping) -> bool:
+    """Whether a buggy run read no test from its log and exited non-zero: the checks do not
+    compile before the fix (a test of a new impl, tokio-rs__tokio-4384), so the runner printed
+    no result. The benchmarks count such checks failing there (SWE-bench: a test its log does
+    not show passing), as `import --verify` does (tasks/importing/verifier.py); every check is
+    then `missing` on buggy, never passed. Elsewhere parse_failed stays a verdict of its own."""
+    return row["state"] == "buggy" and row["reason"] == Reason.PARSE_FAILED and row.get("exit_code") not in (None, 0)
+
+
 def _listed(ids: Sequence[str], limit: int = 5) -> str:
     more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
     return ", ".join(ids[:limit]) + more
@@ -80,7 +89,7 @@ def gold_verdict(instance: Instance, rows: Sequence[dict]) -> GoldVerdict:
                 return verdict(Reason.REFERENCE_PATCH_FAILED, row["stdout_tail"][-500:])
             if row["reason"] == Reason.CHECKS_PATCH_FAILED:
                 return verdict(Reason.CHECKS_PATCH_FAILED, f"on {state}: {row['stdout_tail'][-500:]}")
-            if row["reason"]:
+            if row["reason"] and not unread_before_fix(row):
                 return verdict(Reason.UNRESOLVED, f"{row['reason']} on {state} (repeat {row['repeat']})")
     results = {state: [_results(row, ids) for row in by_state.get(state, [])] for state in ("buggy", "reference")}
     for state, runs in results.items():

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from testprism.tasks.collect.label import GOLD_REPEATS, gold_verdict, label_of
+from testprism.tasks.collect.label import GOLD_REPEATS, gold_verdict, label_of, unread_before_fix
 from testprism.tasks.collect.verification import Verification, candidate_states, plan
 from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.junit import select
@@ -138,7 +138,7 @@ def gate_verdict(instance: Instance, gold_rows: Sequence[dict], empty_rows: Sequ
 
     for row in sorted(gold_rows, key=lambda r: (r["state"] != "buggy", r["repeat"])):
         reason = Reason(row["reason"]) if row["reason"] else None
-        if reason in _RUN_VERDICTS:
+        if reason in _RUN_VERDICTS and not unread_before_fix(row):
             return verdict(_RUN_VERDICTS[reason], f"on {row['state']}: {(row['stdout_tail'] or '')[-300:]}".strip())
     gold = gold_verdict(instance, gold_rows)
     if gold.reason is Reason.PASSES_BEFORE:
