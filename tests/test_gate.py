@@ -221,11 +221,19 @@ def test_each_way_a_row_fails_is_named(tmp_path, buggy, reference, expected, det
     (101, "buggy", GateVerdict.P2P_FAILS_BEFORE, f"{UNTOUCHED}, {ODD}"),
     # controls: a log that names no test although the run passed, and an unread reference
     (0, "buggy", GateVerdict.PARSE_FAILED, "on buggy: log tail"),
+    (None, "buggy", GateVerdict.PARSE_FAILED, "on buggy: log tail"),  # a build cut short: no exit code
     (101, "reference", GateVerdict.PARSE_FAILED, "on reference: log tail"),
 ])
-def test_checks_that_do_not_compile_before_the_fix_fail_there(tmp_path, exit_code, state, expected, detail):
+@pytest.mark.parametrize("reason", ["parse_failed", "build_failed"])
+def test_checks_that_do_not_compile_before_the_fix_fail_there(tmp_path, exit_code, state, expected, detail, reason):
+    """Where the checks compile in the test command (cargo) the buggy run reads no test;
+    where a build step compiles them (Maven's test-compile, jackson-databind 4013) that build
+    fails: either way every check is missing on buggy. A build cut short (no exit code) is no
+    such sign: build_failed."""
     instance = load_benchmark(make_benchmark(tmp_path / "bench", {})).instances[INSTANCE]
-    unread = [run_row(state, n, set(), "parse_failed", exit_code) for n in range(2)]
+    if reason == "build_failed":
+        expected = {GateVerdict.PARSE_FAILED: GateVerdict.BUILD_FAILED}.get(expected, expected)
+    unread = [run_row(state, n, set(), reason, exit_code) for n in range(2)]
     other = [run_row("reference" if state == "buggy" else "buggy", n, EVERY if state == "buggy" else {ODD, UNTOUCHED})
              for n in range(2)]
     rows = unread + other

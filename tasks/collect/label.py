@@ -47,12 +47,17 @@ def _results(row: dict, ids: tuple[str, ...]) -> dict[str, str]:
 
 
 def unread_before_fix(row: Mapping) -> bool:
-    """Whether a buggy run read no test from its log and exited non-zero: the checks do not
-    compile before the fix (a test of a new impl, tokio-rs__tokio-4384), so the runner printed
-    no result. The benchmarks count such checks failing there (SWE-bench: a test its log does
-    not show passing), as `import --verify` does (tasks/importing/verifier.py); every check is
-    then `missing` on buggy, never passed. Elsewhere parse_failed stays a verdict of its own."""
-    return row["state"] == "buggy" and row["reason"] == Reason.PARSE_FAILED and row.get("exit_code") not in (None, 0)
+    """Whether the checks do not compile before the fix, so that a buggy run has no result:
+    its log names no test and the run exited non-zero (a test of a new impl compiled by the
+    test command, tokio-rs__tokio-4384), or the state's build step, which compiles the checks,
+    ran to its end and failed (a test of a new accessor, jackson-databind 4013). The
+    benchmarks count such checks failing there (SWE-bench: a test its log does not show
+    passing), as `import --verify` does (tasks/importing/verifier.py); every check is then
+    `missing` on buggy, never passed. Elsewhere parse_failed and build_failed stay verdicts
+    of their own (a build cut short, a reference that does not build)."""
+    if row["state"] != "buggy" or row.get("exit_code") in (None, 0):
+        return False
+    return row["reason"] in (Reason.PARSE_FAILED, Reason.BUILD_FAILED)
 
 
 def _listed(ids: Sequence[str], limit: int = 5) -> str:
