@@ -12,6 +12,7 @@ panels as a benchmark folder that `testprism replay` runs unchanged.
 from __future__ import annotations
 
 import logging
+import pickle
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +21,6 @@ from pathlib import Path
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from prefect.utilities.annotations import quote
 
 from testprism.flows.driver import drive
 from testprism.flows.runner import Placement, open_stage
@@ -54,8 +54,12 @@ class CollectSummary:
 
 
 @task(name="select-panels", retries=0, cache_policy=NO_CACHE)
-def panel_batch(instances: list[Instance], candidates: list[CandidatePatch], mode: PanelMode, rule: PanelRule,
-                work_root: Path) -> list[PanelChoice]:
+def panel_batch(packed: bytes, mode: PanelMode, rule: PanelRule, work_root: Path) -> list[PanelChoice]:
+    """One group's panels. Its instances and candidates come pickled: on a Dask cluster, the
+    scheduler's client walks a task's arguments for futures and rebuilds the dataclasses it
+    meets in lists as tuples of their fields (`collect --workers 2` failed with "'tuple' object
+    has no attribute 'instance_id'"); bytes are passed as they are."""
+    instances, candidates = pickle.loads(packed)  # noqa: S301 - made by this flow, one line below
     return select_panels(instances, candidates, mode, rule, work_root)
 
 
@@ -75,8 +79,8 @@ def _panels(validated: Sequence[Instance], pool: list[CandidatePatch], mode: Pan
             work_root: Path, place: Placement) -> list[PanelChoice]:
     groups = [list(validated[i:i + PANEL_BATCH]) for i in range(0, len(validated), PANEL_BATCH)]
     with place.task_runner() as runner:
-        futures = [runner.submit(panel_batch, {"instances": quote(g), "candidates": quote(pool), "mode": mode,
-                                               "rule": rule, "work_root": work_root}) for g in groups]
+        futures = [runner.submit(panel_batch, {"packed": pickle.dumps((g, pool)), "mode": mode, "rule": rule,
+                                               "work_root": work_root}) for g in groups]
         return [choice for future in futures for choice in future.result()]
 
 

@@ -166,11 +166,21 @@ def dask_cluster(workers: int, env: dict[str, str] | None = None,
 def test_existing_cluster_by_address(bench, tmp_path, work_root):
     from testprism.flows.replay import replay_flow
 
+    from testprism.flows.collect import collect_flow
+    from testprism.tasks.collect.panel import PanelMode
+    from testprism.tasks.collect.settings import CollectSettings
+
     with dask_cluster(2) as (address, _):
-        summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), run=RunSettings(work=str(work_root), dask_address=address))
+        run = RunSettings(work=str(work_root), dask_address=address)
+        summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), run=run)
+        # collect's verifications and its panel stage on the same cluster: the panel tasks' instances
+        # and candidates reached the workers as tuples of their fields when passed as lists of dataclasses
+        collected = collect_flow(benchmark=str(bench), store=str(tmp_path / "collect"), out=str(tmp_path / "panels"),
+                                 settings=CollectSettings(panel=PanelMode.POOL), run=run)
     assert summary.executed == summary.planned == 8
     check(tmp_path / "store")
     assert pl.read_parquet(tmp_path / "store" / "runs" / "*.parquet")["isolation"].unique().to_list() == ["bubblewrap"]
+    assert collected.panels == 1 and collected.agreement == (2, 2)
 
 
 def leaderboard(store: Path) -> pl.DataFrame:
