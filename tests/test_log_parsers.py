@@ -237,6 +237,12 @@ LOGS += [
     # jq's `make check` (jq 1.8.2's release): the vendored oniguruma's suites print their lines too
     Log("jq", "jq.log", {"tests/jqtest": P, "tests/base64test": F, "tests/onigtest": P, "test_utf8": P,
                          "callback_each_match": P}, 30),
+    # SWE-bench Multilingual jqlang__jq-2235 and -2598 (rebuilt rows, bench/realrows/named/): the spec's
+    # build and `make check` on each row's buggy and fixed states; ids are jq's test scripts
+    Log("jq", "real/jq-2235-buggy.log", {"tests/shtest": F, "tests/jqtest": P, "tests/mantest": P}, 7),
+    Log("jq", "real/jq-2235-gold.log", {"tests/shtest": P, "tests/jqtest": P, "tests/base64test": P}, 7),
+    Log("jq", "real/jq-2598-buggy.log", {"tests/jqtest": F, "tests/shtest": P, "tests/onigtest": P}, 7),
+    Log("jq", "real/jq-2598-gold.log", {"tests/jqtest": P, "tests/optionaltest": P, "tests/utf8test": P}, 7),
     # the driver's SKIP and ERROR lines, which that run printed none of
     Log("jq", "handwritten/jq.log", {"tests/mantest": P, "tests/jqtest": F, "tests/onigtest": S, "tests/utf8test": F,
                                      "tests/shtest": P}, 7),
