@@ -234,6 +234,14 @@ LOGS += [
         "SET and GET - passes": P, "INCR fails: oddly named (on purpose)": F, "skipped one": S,
         "ignored by its tag: Tag: slow denied": S, "ünï [brackets] in a name": P, "raises an error": F,
         "after the error": P}, 7),
+    # SWE-bench Multilingual redis__redis-9733 (rebuilt, bench/realrows/named/): the spec's unit on the
+    # row's two states; this helper prints no `(N ms)`, and the failure's ` in <file>` is left out
+    Log("redis", "real/redis-9733-buggy.log", {
+        "COMMAND GETKEYS EVAL without keys": F, "COMMAND GETKEYS EVAL with keys": P,
+        "TTL, TYPE and EXISTS do not alter the last access time of a key": P}, 15),
+    Log("redis", "real/redis-9733-gold.log", {
+        "COMMAND GETKEYS EVAL without keys": P, "COMMAND LIST FILTERBY PATTERN": P,
+        "COMMAND GETKEYS EVAL without keys in tests/unit/introspection-2.tcl": "missing"}, 15),
     # jq's `make check` (jq 1.8.2's release): the vendored oniguruma's suites print their lines too
     Log("jq", "jq.log", {"tests/jqtest": P, "tests/base64test": F, "tests/onigtest": P, "test_utf8": P,
                          "callback_each_match": P}, 30),
