@@ -19,6 +19,7 @@ back as None (the run's `E`/parse_failed), never as results.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -39,6 +40,7 @@ from testprism.tasks.model.outcome import TestResult as Case
 
 DATA = Path(__file__).parent / "data" / "runner_logs"
 REAL = DATA / "real"
+NAMED = Path(__file__).resolve().parents[1] / "bench" / "realrows" / "named"
 
 #: what `select` says of an id: an errored case is `failed` there
 P, F, S = "passed", "failed", "skipped"
@@ -309,6 +311,25 @@ def test_jest_and_vitest_name_cases_as_junit_id_names_ids() -> None:
     vitest = outcomes("vitest", (DATA / "vitest.log").read_bytes())
     assert "sample.test.js::math > fails > oddly named" in jest
     assert set(jest) == set(vitest)
+
+
+#: C rows of SWE-bench Multilingual rebuilt here (bench/realrows/named/): row, parser, log prefix (real/)
+C_ROWS = [("jqlang__jq-2235", "jq", "jq-2235"), ("jqlang__jq-2598", "jq", "jq-2598"),
+          ("redis__redis-9733", "redis", "redis-9733")]
+
+
+@pytest.mark.parametrize(("row", "parser", "prefix"), C_ROWS, ids=[r[0] for r in C_ROWS])
+def test_a_c_rows_ids_meet_its_real_logs(row: str, parser: str, prefix: str) -> None:
+    """Every id the row carries, through the row's parser on the logs its tests were named from:
+    the deciding tests fail before the fix and pass after it, the kept ones pass on both."""
+    named = json.loads((NAMED / f"{row}.json").read_text(encoding="utf-8"))
+    f2p, p2p = tuple(named["f2p_tests"]), tuple(named["p2p_tests"])
+    buggy = parse_log(parser, (REAL / f"{prefix}-buggy.log").read_bytes())
+    gold = parse_log(parser, (REAL / f"{prefix}-gold.log").read_bytes())
+    assert buggy is not None and gold is not None
+    assert select(buggy, f2p) == dict.fromkeys(f2p, "failed")
+    assert select(buggy, p2p) == dict.fromkeys(p2p, "passed")
+    assert select(gold, f2p + p2p) == dict.fromkeys(f2p + p2p, "passed")
 
 
 def test_a_bare_id_names_its_group_and_no_other() -> None:
