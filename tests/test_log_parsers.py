@@ -256,6 +256,11 @@ LOGS += [
     # the driver's SKIP and ERROR lines, which that run printed none of
     Log("jq", "handwritten/jq.log", {"tests/mantest": P, "tests/jqtest": F, "tests/onigtest": S, "tests/utf8test": F,
                                      "tests/shtest": P}, 7),
+    # SWE-bench Multilingual micropython__micropython-10095 (rebuilt, bench/realrows/named/): `-i basics/fun`
+    # on the row's two states; run-tests.py's closing `1 tests failed: fun_calldblstar` is no test
+    Log("micropython", "real/micropython-10095-buggy.log", {
+        "basics/fun_calldblstar.py": F, "basics/fun_callstar.py": P, "fun_calldblstar": "missing"}, 23),
+    Log("micropython", "real/micropython-10095-gold.log", {"basics/fun_calldblstar.py": P, "basics/fun1.py": P}, 23),
     # micropython's run-tests.py, SWE-bench's `-i string_format`, with two tests of our own
     Log("micropython", "micropython.log", {
         "basics/string_format.py": P, "basics/string_format_modulo.py": S, "basics/string_format_testprism_same.py": P,
@@ -315,7 +320,8 @@ def test_jest_and_vitest_name_cases_as_junit_id_names_ids() -> None:
 
 #: C rows of SWE-bench Multilingual rebuilt here (bench/realrows/named/): row, parser, log prefix (real/)
 C_ROWS = [("jqlang__jq-2235", "jq", "jq-2235"), ("jqlang__jq-2598", "jq", "jq-2598"),
-          ("redis__redis-9733", "redis", "redis-9733")]
+          ("redis__redis-9733", "redis", "redis-9733"),
+          ("micropython__micropython-10095", "micropython", "micropython-10095")]
 
 
 @pytest.mark.parametrize(("row", "parser", "prefix"), C_ROWS, ids=[r[0] for r in C_ROWS])
