@@ -94,6 +94,7 @@ from testprism.tasks.sandbox.base import Limits
 from testprism.tasks.sandbox.local import LocalBackend, bubblewrap_works
 from testprism.tasks.model.state import materialise, states_of
 from testprism.tasks.model.workdir import WorkPaths
+from testprism.tasks.execution.run_settings import RunSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # tests/ is not installed: the generator's pieces live there
@@ -306,9 +307,7 @@ def flow_replay(label: str, bench_root: Path, store: Path, work: WorkPaths, *, w
 
     with HarnessCpu() as cpu:
         t0 = time.time()
-        state = replay_flow(benchmark=str(bench_root), store=str(store), backend="local", workers=workers,
-                            dask_address=dask_address, work=str(work.root),
-                            settings=ReplaySettings(timeout_s=TIMEOUT_S, concurrency=concurrency), return_state=True)
+        state = replay_flow(benchmark=str(bench_root), store=str(store), run=RunSettings(backend="local", workers=workers, dask_address=dask_address, work=str(work.root)), settings=ReplaySettings(timeout_s=TIMEOUT_S, concurrency=concurrency), return_state=True)
         t1 = time.time()
     summary = state.result()
     if summary.executed != summary.planned:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,19 +18,17 @@ import polars as pl
 from prefect import flow
 
 from testprism.flows.collect import verify
-from testprism.flows.runner import Placement
+from testprism.flows.runner import Placement, open_backend, stage_options
 from testprism.storage import Store
 from testprism.tasks.collect.label import GOLD_POLICY, gold_plan
-from testprism.tasks.execution.batch import ExecutionOptions
-from testprism.tasks.execution.cluster import DaskCluster
+from testprism.tasks.execution.run_settings import RunSettings
 from testprism.tasks.gate import manifest as manifests
 from testprism.tasks.gate import store as gate_store
 from testprism.tasks.gate.settings import CheckSettings
 from testprism.tasks.gate.verdict import GateVerdict, RowVerdict, Rows, empty_plan, gate_verdict, load_rows
 from testprism.tasks.model.benchmark import Benchmark
-from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
-from testprism.tasks.model.workdir import WorkPaths, default_work_root
-from testprism.tasks.sandbox.base import SandboxBackend, backend_class
+from testprism.tasks.model.workdir import WorkPaths
+from testprism.tasks.sandbox.base import SandboxBackend
 from testprism.tasks.sandbox.image.binding import bind_images
 
 log = logging.getLogger(__name__)
@@ -51,15 +49,13 @@ class CheckSummary:
         return [v for v in self.verdicts if v.verdict is not GateVerdict.OK]
 
 
-def open_check_inputs(benchmark: str, store: str, backend: str, work_root: Path, *, trusted: bool, unsafe: bool
+def open_check_inputs(benchmark: str, store: str, run: RunSettings, *, trusted: bool
                       ) -> tuple[Rows, Store, type[SandboxBackend]]:
     """As flows/runner.py `open_inputs`, for a gate: the rows (loaded one by one: a bad row is
     a verdict, not an error), the store and the backend, each checked. The CLI calls it
     before the flow too, so that a wrong input ends in one line naming its file and field."""
     rows = load_rows(Path(benchmark))
-    backend_cls = backend_class(backend)
-    probe = backend_cls(WorkPaths(work_root), trusted=trusted, unsafe=unsafe)
-    probe.close()
+    backend_cls, _ = open_backend(run, trusted)
     return rows, Store(store), backend_cls  # last: a refused run creates no store
 
 
@@ -68,46 +64,37 @@ def check_flow(
     benchmark: str,
     store: str,
     settings: CheckSettings = CheckSettings(),
-    backend: str = "local",
-    workers: int = 1,
-    dask_address: str | None = None,
-    work: str | None = None,
+    run: RunSettings = RunSettings(),
     trusted: bool = False,
-    unsafe: bool = False,
-    patch_fuzz: int = DEFAULT_FUZZ,
-    dask_cluster: DaskCluster | None = None,
 ) -> CheckSummary:
-    """Gate every row of `benchmark`, store the verdicts and the manifest in `store`."""
+    """Gate every row of `benchmark`, store the verdicts and the manifest in `store`; `run`:
+    where it runs, as for every stage."""
     root = Path(benchmark)
-    place = Placement(workers, dask_address, dask_cluster)
-    work_root = Path(work) if work else default_work_root()
-    rows, target, backend_cls = open_check_inputs(benchmark, store, backend, work_root, trusted=trusted, unsafe=unsafe)
+    place = Placement.of(run)
+    rows, target, backend_cls = open_check_inputs(benchmark, store, run, trusted=trusted)
     files = manifests.manifest(root)
     newest = gate_store.newest_run(target, root)
     changes = manifests.changes(newest[1], files) if newest else None
     if changes:
         log.warning("%s changed since gate run %s: %s", root, newest[0], changes.summary())
 
-    options = ExecutionOptions(
-        backend=backend, work_root=work_root, store_root=Path(store), limits=settings.limits(),
-        concurrency=place.concurrency(backend_cls.default_concurrency()), trusted=trusted, unsafe=unsafe,
-        replay_started=datetime.now(UTC), policy=replace(GOLD_POLICY, patch_fuzz=patch_fuzz),
-    )
-    bench = bind_images(Benchmark(root, rows.instances, {}, (), {}), WorkPaths(work_root))
+    options = stage_options(run, store, place, backend_cls, trusted=trusted, policy=GOLD_POLICY,
+                            limits=settings.limits())
+    bench = bind_images(Benchmark(root, rows.instances, {}, (), {}), WorkPaths(run.work_root))
     gold = {iid: gold_plan(i, options) for iid, i in bench.instances.items()}
     empty = {iid: empty_plan(i, options) for iid, i in bench.instances.items()}
     planned = [s for group in gold.values() for s in group]
     known = {s.key for s in planned}
     # by content the empty patch's runs are the buggy ones (tasks/gate/verdict.py); any that is not, runs
     planned += [s for group in empty.values() for s in group if s.key not in known]
-    stored, ran = verify(planned, options, target, place) if planned else ({}, 0)
+    stored, ran = verify(planned, options, target, place, settings, run) if planned else ({}, 0)
     verdicts = [gate_verdict(instance, [stored[s.key] for s in gold[iid]], [stored[s.key] for s in empty[iid]])
                 for iid, instance in sorted(bench.instances.items())]
     verdicts = sorted([*verdicts, *rows.unloadable, *rows.refused], key=lambda v: v.instance_id)
 
     checked_at = datetime.now(UTC)
     gate_run = f"{checked_at:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
-    gate_store.record(target, gate_run, root, verdicts, files, manifests.manifest_hash(files), checked_at, backend)
+    gate_store.record(target, gate_run, root, verdicts, files, manifests.manifest_hash(files), checked_at, run.backend)
     failed = sum(v.verdict is not GateVerdict.OK for v in verdicts)
     log.log(logging.WARNING if failed else logging.INFO, "gate %s: %d of %d rows ok (%s)", gate_run,
             len(verdicts) - failed, len(verdicts), ", ".join(f"{v.instance_id}: {v.verdict.value}"

@@ -23,7 +23,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
 from testprism.flows.driver import drive
-from testprism.flows.runner import Placement, open_inputs
+from testprism.flows.runner import Placement, open_stage
 from testprism.storage import Store
 from testprism.tasks.collect import stages
 from testprism.tasks.collect.candidate import CandidatePatch
@@ -32,11 +32,9 @@ from testprism.tasks.collect.panel import PanelChoice, PanelMode, PanelRule, sel
 from testprism.tasks.collect.settings import CollectSettings
 from testprism.tasks.collect.verification import Verification, VerifyJob, stored_keys, stored_rows
 from testprism.tasks.execution.batch import ExecutionOptions
-from testprism.tasks.execution.cluster import DaskCluster
+from testprism.tasks.execution.run_settings import RunSettings
 from testprism.tasks.gate.store import gated_verdicts
 from testprism.tasks.model.benchmark import Instance
-from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
-from testprism.tasks.model.workdir import default_work_root
 
 log = logging.getLogger(__name__)
 
@@ -61,13 +59,15 @@ def panel_batch(instances: list[Instance], candidates: list[CandidatePatch], mod
     return select_panels(instances, candidates, mode, rule, work_root)
 
 
-def verify(specs: Sequence[Verification], options: ExecutionOptions, store: Store, place: Placement
-            ) -> tuple[dict[str, dict], int]:
+def verify(specs: Sequence[Verification], options: ExecutionOptions, store: Store, place: Placement,
+           settings: object = None, run: RunSettings | None = None) -> tuple[dict[str, dict], int]:
     """Run the verifications the store lacks (the stage driver); every planned row, and how
-    many ran. The gate's runs go through it too (flows/check.py)."""
+    many ran. The gate's runs go through it too (flows/check.py); `settings` and `run`, the
+    calling stage's, are stored with what the runs were given."""
     unique = {s.key: s for s in specs}
     stored = stored_keys(store)
-    drive("verify", list(unique.values()), VerifyJob, options, place, key=lambda s: s.key, settled=stored)
+    drive("verify", list(unique.values()), VerifyJob, options, place, key=lambda s: s.key, settled=stored,
+          settings=settings, run=run)
     return stored_rows(store, list(unique)), sum(key not in stored for key in unique)
 
 
@@ -88,35 +88,22 @@ def collect_flow(
     diffs: list[str] | None = None,
     out: str | None = None,
     settings: CollectSettings = CollectSettings(),
-    backend: str = "local",
-    workers: int = 1,
-    dask_address: str | None = None,
-    work: str | None = None,
+    run: RunSettings = RunSettings(),
     trusted: bool = False,
-    unsafe: bool = False,
-    patch_fuzz: int = DEFAULT_FUZZ,
-    dask_cluster: DaskCluster | None = None,
 ) -> CollectSummary:
     """`settings`: what the collect does (tasks/collect/settings.py, each field's description
     in Prefect's run form); `predictions`, `diffs`: the candidates it reads besides the
-    benchmark's own; the rest: where it runs, as for every stage. `settings.mutant_limit` > 0:
+    benchmark's own; `run`: where it runs, as for every stage. `settings.mutant_limit` > 0:
     up to that many mutants of each instance whose pool holds fewer invalid candidates than
     the TestPrism panel needs (tasks/collect/mutants.py)."""
-    place = Placement(workers, dask_address, dask_cluster)
-    work_root = Path(work) if work else default_work_root()
-    inputs = open_inputs(benchmark, store, (), backend, work_root, trusted=trusted, unsafe=unsafe)
-    bench, target = inputs.benchmark, inputs.store
-    options = ExecutionOptions(
-        backend=backend, work_root=work_root, store_root=Path(store), limits=settings.limits(),
-        concurrency=place.concurrency(inputs.backend.default_concurrency()),
-        trusted=trusted, unsafe=unsafe, replay_started=datetime.now(UTC),
-    )
+    stage = open_stage(benchmark, store, run, trusted=trusted, limits=settings.limits())
+    place, options, bench, target = stage.place, stage.options, stage.inputs.benchmark, stage.inputs.store
     collection = collect(
-        bench, [Path(p) for p in predictions or ()], [Path(d) for d in diffs or ()], settings, options, patch_fuzz,
+        bench, [Path(p) for p in predictions or ()], [Path(d) for d in diffs or ()], settings, options,
         f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}",
-        verify=lambda specs, opts: verify(specs, opts, target, place),
+        verify=lambda specs, opts: verify(specs, opts, target, place, settings, run),
         gate=lambda verdicts: gated_verdicts(target, verdicts, settings.include_failed_gate),
-        choose_panels=lambda validated, pool, mode, rule: _panels(validated, pool, mode, rule, work_root, place),
+        choose_panels=lambda validated, pool, mode, rule: _panels(validated, pool, mode, rule, run.work_root, place),
     )
     funnel, pool, choices = collection.funnel, collection.pool, collection.choices
     stages.record(target, bench, pool, choices, funnel)

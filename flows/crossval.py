@@ -14,18 +14,18 @@ from __future__ import annotations
 import logging
 import tempfile
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 from prefect import flow
 
 from testprism.flows.driver import drive
 from testprism.flows.generate import run_generations
-from testprism.flows.runner import Placement, open_inputs
+from testprism.flows.runner import Placement, open_stage
 from testprism.storage import Store
 from testprism.tasks.collect.label import LABEL_POLICY
 from testprism.tasks.collect.verification import Verification, VerifyJob, stored_keys, stored_rows
 from testprism.tasks.execution.batch import ExecutionOptions
+from testprism.tasks.execution.run_settings import RunSettings
 from testprism.tasks.generate import crossval as pcv
 from testprism.tasks.generate.benchmark_out import write_generated
 from testprism.tasks.generate.crossval import kept_keys
@@ -33,7 +33,6 @@ from testprism.tasks.generate.crossval_config import CrossvalConfig, load_crossv
 from testprism.tasks.generate.crossval_rounds import Placing, cross_validate
 from testprism.tasks.generate.generation import Endpoint, GenerationSpec, plan_generation, settled_generations
 from testprism.tasks.generate.strategy import load_strategy
-from testprism.tasks.model.workdir import default_work_root
 from testprism.tasks.replay.runs import ReplayJob, RunSpec, finished_keys, pending_runs, record_reused
 
 log = logging.getLogger(__name__)
@@ -61,30 +60,26 @@ def _verify(checks: list[Verification], options: ExecutionOptions, place: Placem
 
 @flow(name="crossval", log_prints=False)
 def crossval_flow(store: str, config: str | None = None, settings: CrossvalConfig | None = None,
-                  backend: str = "local", workers: int = 1, dask_address: str | None = None, work: str | None = None,
-                  unsafe: bool = False) -> CrossvalSummary:
+                  run: RunSettings = RunSettings()) -> CrossvalSummary:
     """Cross-validate the agents of `config` (a crossval config file, its paths relative to
     it) or of `settings` (the same fields given whole, as a deployment's run form shows
-    them; paths relative to the working directory): one of the two."""
+    them; paths relative to the working directory): one of the two. `run`: where it runs,
+    as for every stage."""
     if (config is None) == (settings is None):
         raise ValueError("crossval takes a config file or its settings: give one")
     chosen = load_crossval(Path(config)) if config is not None else settings
-    place = Placement(workers, dask_address)
-    work_root = Path(work) if work else default_work_root()
-    inputs = open_inputs(str(chosen.benchmark), store, (), backend, work_root, trusted=False, unsafe=unsafe)
-    bench, target = inputs.benchmark, inputs.store
-    options = ExecutionOptions(backend=backend, work_root=work_root, store_root=Path(store),
-                               concurrency=place.concurrency(inputs.backend.default_concurrency()), unsafe=unsafe,
-                               replay_started=datetime.now(UTC))
+    stage = open_stage(str(chosen.benchmark), store, run)
+    place, options = stage.place, stage.options
+    bench, target = stage.inputs.benchmark, stage.inputs.store
     endpoint = Endpoint(chosen.model_url, chosen.api_key_env) if chosen.model_url else None
     specs: list[GenerationSpec] = []
     for agent in chosen.agents:
         strategy = load_strategy(agent.strategy).model_copy(update={"repair": True})
         specs += plan_generation(bench, agent.name, agent.command, agent.mode or chosen.mode, strategy, chosen.caps,
                                  agent.tools)
-    run_generations(specs, options, endpoint, place)
+    run_generations(specs, options, endpoint, place, chosen, run)
     peers = pcv.peers_of(target, specs, kept_keys(specs, settled_generations(target)))
-    check_options = replace(options, policy=LABEL_POLICY)
+    check_options = replace(options, policy=replace(LABEL_POLICY, patch_fuzz=options.policy.patch_fuzz))
     placing = Placing(run=lambda runs: _run(runs, options, place),
                       verify=lambda checks: _verify(checks, check_options, place),
                       generate=lambda again: run_generations(again, options, endpoint, place))
@@ -97,7 +92,7 @@ def crossval_flow(store: str, config: str | None = None, settings: CrossvalConfi
         write_generated(bench, agent.name, {i: g.suite.folder for i, group in peers.items() for g in group
                                             if g.name == agent.name}, chosen.out)
     validated = done.validated
-    with tempfile.TemporaryDirectory(dir=work_root) as staging:
+    with tempfile.TemporaryDirectory(dir=run.work_root) as staging:
         merged = {i: Path(staging) / i for i, group in peers.items()
                   if pcv.write_merged(group, {n for (j, n) in validated if j == i}, Path(staging) / i)}
         write_generated(bench, chosen.merged, merged, chosen.out)

@@ -19,13 +19,13 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from testprism.flows.runner import Placement
-from testprism.tasks.execution.cluster import DaskCluster
+from testprism.tasks.execution.run_settings import RunSettings
 from testprism.storage import Store
 from testprism.tasks.curate.config import SourceConfig, load_config
 from testprism.tasks.curate.curation import curate, judged, record, write_splits
 from testprism.tasks.curate.judge import ChatJudge
 from testprism.tasks.curate.sources import SourceRead, read_source
-from testprism.tasks.model.workdir import WorkPaths, default_work_root
+from testprism.tasks.model.workdir import WorkPaths
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +47,14 @@ def read_source_task(source: SourceConfig, work_root: Path) -> SourceRead:
 
 
 @flow(name="curate", log_prints=False)
-def curate_flow(config: str, store: str, out: str, work: str | None = None, overwrite: bool = False,
-                workers: int = 1, dask_address: str | None = None,
-                dask_cluster: DaskCluster | None = None) -> CurateSummary:
+def curate_flow(config: str, store: str, out: str, overwrite: bool = False,
+                run: RunSettings = RunSettings()) -> CurateSummary:
+    """Curate the sources of `config` into `out`; `run`: where sources are read (its work
+    area and placement: sources in parallel on a cluster; curate runs nothing sandboxed)."""
     chosen = load_config(Path(config))
     target = Store(store)
-    work_root = Path(work) if work else default_work_root()
-    with Placement(workers, dask_address, dask_cluster).task_runner() as runner:  # sources in parallel on a cluster
+    work_root = run.work_root
+    with Placement.of(run).task_runner() as runner:  # sources in parallel on a cluster
         futures = [runner.submit(read_source_task, {"source": source, "work_root": work_root})
                    for source in chosen.sources]
         reads = [future.result() for future in futures]

@@ -15,7 +15,8 @@ flows/runner.py `Placement`), the driver
   table is rewritten whole in one place: the coverage passes) through the flow's own Job;
 - reports progress once per finished batch to the flows' progress hook (flows/progress.py:
   `start`, `batch_done` with the batch's own counts, `finish`);
-- gathers the batches' summaries (`StageTotals`).
+- gathers the batches' summaries (`StageTotals`);
+- stores what the stage runs with, once, as it starts (`stage_runs`: tasks/execution/stage_record.py).
 
 What a stage settles without a sandbox (replay's reuse, early stop, twins) stays in its
 own domain code (tasks/replay/work.py), which hands the driver each round's units. A
@@ -38,6 +39,7 @@ from testprism.flows import progress
 from testprism.flows.runner import Placement, place_batches
 from testprism.storage import Store
 from testprism.tasks.execution.batch import Batch, BatchSummary, ExecutionOptions, Job, batches, execute
+from testprism.tasks.execution.stage_record import record_stage
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +78,16 @@ class StageDriver:
 
     def __init__(self, stage: str, job: JobMaker, options: ExecutionOptions, place: Placement, *,
                  planned: int | None = None, shared_disk: bool = True, rows_back: bool = False,
-                 writer: Job | None = None, failed: Callable[[str], bool] = "E".__eq__) -> None:
+                 writer: Job | None = None, failed: Callable[[str], bool] = "E".__eq__, settings: Any = None,
+                 run: Any = None) -> None:
         """`planned`: the stage's whole plan when it is known before the rounds (default:
         the units given to `run`); `shared_disk=False`: batches carry their benchmark parts,
         workers use their own work area and return their rows; `rows_back`: batches return
         their rows even with a shared disk, for `writer` (default: `job(options)`) to write
         in this process (a table rewritten whole, by one writer); `failed`: whether an
-        outcome counts as failed (default: `E`, an error)."""
+        outcome counts as failed (default: `E`, an error); `settings`, `run`: the stage's own
+        settings object and where it runs (RunSettings), stored with the options and placement
+        its batches are given (tasks/execution/stage_record.py)."""
         self.stage, self.job, self.options, self.place = stage, job, options, place
         self.shared_disk, self.failed = shared_disk, failed
         if not shared_disk:
@@ -97,8 +102,10 @@ class StageDriver:
         self._started = False
         self._runner: TaskRunner | None = None
         self._entered = ExitStack()
+        self._settings, self._run = settings, run
 
     def __enter__(self) -> StageDriver:
+        record_stage(self.stage, self.options, self.place.record(), self._settings, self._run)
         return self
 
     def __exit__(self, *exc: object) -> None:

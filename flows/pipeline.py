@@ -29,6 +29,7 @@ from testprism.tasks.gate.settings import CheckSettings
 from testprism.tasks.generate.settings import GenerateSettings
 from testprism.tasks.pipeline.config import load_pipeline
 from testprism.tasks.replay.settings import ReplaySettings
+from testprism.tasks.score.settings import ScoreSettings
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -43,10 +44,6 @@ class PipelineSummary:
     report: str
 
 
-def _text(path: Path | None) -> str | None:
-    return None if path is None else str(path)
-
-
 def _settings(model: type[S], section: BaseModel) -> S:
     """A stage's settings object from its pipeline section (the settings plus what the stage
     reads and writes)."""
@@ -57,37 +54,34 @@ def _settings(model: type[S], section: BaseModel) -> S:
 def pipeline_flow(config: str = "examples/pipeline.toml", store: str | None = None) -> PipelineSummary:
     """Run every configured stage of `config` in order; `store` replaces the config's store."""
     chosen = load_pipeline(Path(config), Path(store) if store else None)
-    target, work = str(chosen.store), _text(chosen.work)
-    place = {"workers": chosen.workers, "dask_address": chosen.dask_address, "dask_cluster": chosen.dask_cluster}
-    common = {"backend": chosen.backend, "work": work, **place}
+    target, run = str(chosen.store), chosen.run
     if chosen.curate:
         # A pipeline reruns by design: the split is rewritten whole (the same inputs give the same split).
-        curate_flow(config=str(chosen.curate.config), store=target, out=str(chosen.curate.out), work=work,
-                    overwrite=True, **place)
+        curate_flow(config=str(chosen.curate.config), store=target, out=str(chosen.curate.out), overwrite=True,
+                    run=run)
     if chosen.check:  # a row that fails the gate is left out by collect and replay (docs/gate.md)
-        gate = check_flow(benchmark=str(chosen.check_benchmark), store=target, settings=_settings(CheckSettings,
-                          chosen.check), unsafe=chosen.unsafe, patch_fuzz=chosen.patch_fuzz, **common)
+        gate = check_flow(benchmark=str(chosen.check_benchmark), store=target,
+                          settings=_settings(CheckSettings, chosen.check), run=run)
         log.info("check: %d of %d rows pass the gate", len(gate.verdicts) - len(gate.failed), len(gate.verdicts))
     if chosen.collect:
         stage = chosen.collect
         collect_flow(benchmark=str(chosen.collect_benchmark), store=target,
                      predictions=[str(p) for p in stage.predictions], diffs=[str(d) for d in stage.diffs],
-                     out=str(stage.out), settings=_settings(CollectSettings, stage), trusted=chosen.collect_trusted,
-                     unsafe=chosen.unsafe, patch_fuzz=chosen.patch_fuzz, **common)
+                     out=str(stage.out), settings=_settings(CollectSettings, stage), run=run,
+                     trusted=chosen.collect_trusted)
     if chosen.generate:
         stage = chosen.generate
         generate_flow(benchmark=str(chosen.generate_benchmark), store=target, configuration=stage.configuration,
                       command=stage.command, out=str(chosen.generate_out), settings=_settings(GenerateSettings, stage),
-                      unsafe=chosen.unsafe, **common)
+                      run=run)
     benchmark = str(chosen.replay_benchmark)
     replayed = replay_flow(benchmark=benchmark, store=target, settings=_settings(ReplaySettings, chosen.replay),
-                           trusted=chosen.replay_trusted,
-                           unsafe=chosen.unsafe, patch_fuzz=chosen.patch_fuzz, **common)
+                           run=run, trusted=chosen.replay_trusted)
     log.info("replay: %d planned, %d already stored, %d executed; outcomes %s", replayed.planned, replayed.skipped,
              replayed.executed, replayed.outcomes or "{}")
-    board = score_flow(store=target, replicates=chosen.score.replicates, seed=chosen.score.seed, **place,
-                       benchmark=benchmark if chosen.score.coverage else None, work=work, backend=chosen.backend,
-                       trusted=chosen.replay_trusted, unsafe=chosen.unsafe, panel_benchmark=benchmark)
+    board = score_flow(store=target, settings=_settings(ScoreSettings, chosen.score),
+                       benchmark=benchmark if chosen.score.coverage else None, panel_benchmark=benchmark, run=run,
+                       trusted=chosen.replay_trusted)
     log.info("score: %d configurations on the leaderboard", board.height)
     report = report_flow(store=target, out=str(chosen.report_out), benchmark=benchmark)
     log.info("pipeline done: store %s, report %s", target, report)

@@ -11,22 +11,17 @@ thousand task runs, so a task is a batch of runs, never one run.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 from dataclasses import dataclass
-from pathlib import Path
 
 from prefect import flow
 
 from testprism.flows.driver import StageDriver
-from testprism.flows.runner import Placement, open_inputs
+from testprism.flows.runner import open_stage
 from testprism.tasks.replay.runs import ReplayJob, record_plan
 from testprism.tasks.replay.work import replay_batches, replay_work
-from testprism.tasks.execution.batch import ExecutionOptions
-from testprism.tasks.execution.cluster import DaskCluster
-from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
+from testprism.tasks.execution.run_settings import RunSettings
 from testprism.tasks.gate.store import gated_benchmark
 from testprism.tasks.replay.settings import ReplaySettings
-from testprism.tasks.model.workdir import default_work_root
 
 log = logging.getLogger(__name__)
 
@@ -54,17 +49,12 @@ def replay_flow(
     benchmark: str,
     store: str,
     settings: ReplaySettings = ReplaySettings(),
-    backend: str = "local",
-    workers: int = 1,
-    dask_address: str | None = None,
-    work: str | None = None,
+    run: RunSettings = RunSettings(),
     trusted: bool = False,
-    unsafe: bool = False,
-    patch_fuzz: int = DEFAULT_FUZZ,
-    dask_cluster: DaskCluster | None = None,
 ) -> ReplaySummary:
     """`settings`: what the replay does (tasks/replay/settings.py, each field's description
-    in Prefect's run form); the rest: where it runs, as for every stage.
+    in Prefect's run form); `run`: where it runs, as for every stage (tasks/execution/run_settings.py);
+    `trusted`: the suites are the bundled benchmark's own.
 
     `settings.early_stop`: for JVR-only questions, a suite's remaining runs on an instance are
     not run once one of its runs there decided its joint success (S = 0): stored as
@@ -76,30 +66,24 @@ def replay_flow(
     own work area (`$TESTPRISM_WORK` where they run, not `work`) and return their rows,
     which the flow writes: a worker killed mid-batch loses its whole batch, which Dask
     gives to another worker, instead of at most `flush_every` runs."""
-    place = Placement(workers, dask_address, dask_cluster)
-    work_root = Path(work) if work else default_work_root()
-    inputs = open_inputs(benchmark, store, settings.configurations, backend, work_root, trusted=trusted,
-                         unsafe=unsafe)
+    stage = open_stage(benchmark, store, run, configurations=settings.configurations, trusted=trusted,
+                       policy=settings.policy(), concurrency=settings.concurrency, limits=settings.limits(),
+                       early_stop=settings.early_stop, warm=settings.warm)
+    inputs, place, options = stage.inputs, stage.place, stage.options
     bench, target = inputs.benchmark, inputs.store
     bench = gated_benchmark(target, bench, settings.include_failed_gate, "replay")
     record_plan(bench, target)
-    options = ExecutionOptions(
-        backend=backend, work_root=work_root, store_root=Path(store), limits=settings.limits(),
-        policy=settings.policy(patch_fuzz),
-        concurrency=settings.concurrency or place.concurrency(inputs.backend.default_concurrency()),
-        trusted=trusted, unsafe=unsafe, early_stop=settings.early_stop, warm=settings.warm, replay_started=datetime.now(UTC),
-    )
     todo = replay_work(bench, target, options, settings)
     log.info(
         "%d runs planned, %d already stored, %d to execute (backend %s, isolation %s); %d taken from the same "
         "work stored under another configuration or replay%s%s",
-        todo.planned, todo.skipped, len(todo.firsts) + len(todo.twins), backend, inputs.isolation, todo.reused,
+        todo.planned, todo.skipped, len(todo.firsts) + len(todo.twins), run.backend, inputs.isolation, todo.reused,
         f"; of those to execute, {len(todo.twins)} are the same work as another run of this replay and take its row"
         if todo.twins else "",
         f"; {todo.stopped} early-stopped (their suite's joint success already decided)" if settings.early_stop else "",
     )
     with StageDriver("replay", ReplayJob, options, place, planned=todo.planned,
-                     shared_disk=settings.shared_disk) as driver:
+                     shared_disk=settings.shared_disk, settings=settings, run=run) as driver:
         driver.stored(todo.skipped)
         driver.settle(todo.settled_here, reused=todo.reused)
         for units, settled in todo.rounds(options, settings):  # (twins have a first run among them)

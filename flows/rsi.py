@@ -23,13 +23,12 @@ from prefect import flow
 from testprism.flows.generate import generate_flow
 from testprism.flows.replay import replay_flow
 from testprism.flows.runner import open_inputs
-from testprism.tasks.execution.cluster import DaskCluster
+from testprism.tasks.execution.run_settings import RunSettings
 from testprism.tasks.generate.generation import Endpoint
 from testprism.tasks.generate.search import SearchRound, best, export, search_id
 from testprism.tasks.generate.search_rounds import SearchPlacing, SearchSetup, run_search
 from testprism.tasks.generate.strategy import Caps, StrategySpace, load_space
 from testprism.tasks.generate.settings import GenerateSettings, RsiSettings
-from testprism.tasks.model.workdir import default_work_root
 from testprism.tasks.replay.settings import ReplaySettings
 
 log = logging.getLogger(__name__)
@@ -51,21 +50,16 @@ def rsi_flow(
     store: str,
     command: str,
     settings: RsiSettings,
-    backend: str = "local",
-    workers: int = 1,
-    dask_address: str | None = None,
-    dask_cluster: DaskCluster | None = None,
-    work: str | None = None,
-    unsafe: bool = False,
+    run: RunSettings = RunSettings(),
 ) -> RsiSummary:
     """Search `settings.rounds` rounds in all (stored ones included) on `benchmark` (the
     training split), and write the best strategy to `settings.export_to`. `settings`: the
-    search's (tasks/generate/settings.py, each field's description in Prefect's run form)."""
+    search's (tasks/generate/settings.py, each field's description in Prefect's run form);
+    `run`: where its generations and replays run, as for every stage."""
     rounds, mode, tools, seed = settings.rounds, settings.mode, settings.tools, settings.seed
     model_url, api_key_env, export_to = settings.model_url, settings.api_key_env, settings.export_to
     chosen = load_space(settings.space)
-    work_root = Path(work) if work else default_work_root()
-    inputs = open_inputs(benchmark, store, (), backend, work_root, trusted=False, unsafe=unsafe)
+    inputs = open_inputs(benchmark, store, (), run, trusted=False)
     bench, target = inputs.benchmark, inputs.store
     search = search_id(chosen, command, mode, tools, bench.root)
     out = Path(store) / "rsi" / "bench"
@@ -75,13 +69,10 @@ def rsi_flow(
         generate_flow(benchmark=benchmark, store=store, configuration=name, command=command, out=str(out),
                       settings=GenerateSettings(mode=mode, strategy=strategy_file, caps=caps, tools=tools,
                                                 model_url=model_url, api_key_env=api_key_env),
-                      backend=backend, workers=workers, dask_address=dask_address, dask_cluster=dask_cluster,
-                      work=work, unsafe=unsafe)
+                      run=run)
 
     def replay(name: str) -> None:
-        replay_flow(benchmark=str(out), store=store, settings=ReplaySettings(configurations=(name,)),
-                    backend=backend, workers=workers,
-                    dask_address=dask_address, dask_cluster=dask_cluster, work=work, unsafe=unsafe)
+        replay_flow(benchmark=str(out), store=store, settings=ReplaySettings(configurations=(name,)), run=run)
 
     setup = SearchSetup(search, chosen, command, mode, tuple(tools), str(settings.proposer), seed, endpoint,
                         settings.proposer_model)

@@ -13,7 +13,8 @@ import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ from testprism.flows.progress import QUIET_LOGS
 from testprism.storage import Store
 from testprism.tasks.execution.batch import Batch, ExecutionOptions
 from testprism.tasks.execution.cluster import DaskCluster
+from testprism.tasks.execution.run_settings import RunSettings
+from testprism.tasks.execution.verdict import Policy
 from testprism.tasks.execution.parcel import pack
 from testprism.tasks.model.benchmark import Benchmark, load_benchmark
 from testprism.tasks.model.workdir import WorkPaths
@@ -60,8 +63,8 @@ class Inputs:
     isolation: str  # of the backend on this machine, recorded with every outcome
 
 
-def open_inputs(benchmark: str, store: str, configurations: tuple[str, ...], backend: str, work_root: Path, *,
-                trusted: bool, unsafe: bool, announce: bool = True) -> Inputs:
+def open_inputs(benchmark: str, store: str, configurations: tuple[str, ...], run: RunSettings, *,
+                trusted: bool, announce: bool = True) -> Inputs:
     """Load the benchmark, open the store and start the backend once: a wrong input fails here
     with its file and field (BenchmarkError, StoreError), a backend that cannot run on this
     machine before any batch starts (SandboxUnavailable). The CLI calls it before the flow
@@ -70,12 +73,56 @@ def open_inputs(benchmark: str, store: str, configurations: tuple[str, ...], bac
     deployment starts it without the CLI. `announce=False` (the CLI's check): the flow's own
     load says what was loaded, once."""
     bench = load_benchmark(Path(benchmark), configurations, announce=announce)
-    backend_cls = backend_class(backend)
-    probe = backend_cls(WorkPaths(work_root), trusted=trusted, unsafe=unsafe)
-    probe.close()
+    backend_cls, isolation = open_backend(run, trusted)
     # image instances bound to their images' ids, their programs read out (once per content)
-    bench = bind_images(bench, WorkPaths(work_root))
-    return Inputs(bench, Store(store), backend_cls, probe.isolation)  # last: a refused run creates no store
+    bench = bind_images(bench, WorkPaths(run.work_root))
+    return Inputs(bench, Store(store), backend_cls, isolation)  # last: a refused run creates no store
+
+
+def open_backend(run: RunSettings, trusted: bool) -> tuple[type[SandboxBackend], str]:
+    """The run's backend class, started once and closed, and the isolation it gives on this
+    machine (recorded with every outcome): one that cannot run here fails now
+    (SandboxUnavailable), before any batch starts."""
+    backend_cls = backend_class(run.backend)
+    extra = {} if run.sandbox() is None else {"settings": run.sandbox()}
+    probe = backend_cls(WorkPaths(run.work_root), trusted=trusted, unsafe=run.unsafe_no_sandbox, **extra)
+    probe.close()
+    return backend_cls, probe.isolation
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A sandboxed stage, opened: its inputs, where its batches run, what each batch is given."""
+
+    inputs: Inputs
+    place: Placement
+    options: ExecutionOptions
+
+
+def stage_options(run: RunSettings, store: str | Path, place: Placement, backend_cls: type[SandboxBackend], *,
+                  trusted: bool = False, policy: Policy | None = None, concurrency: int | None = None,
+                  **more: Any) -> ExecutionOptions:
+    """The execution options of a stage's batches: where they run (`run`: backend, work area,
+    isolation, the patch fuzz, which goes into the policy), how many runs at once (`concurrency`,
+    default: the backend's safe concurrency split among local workers) and the stage's own
+    (`more`: limits, early stop, warm)."""
+    return ExecutionOptions(
+        backend=run.backend, work_root=run.work_root, store_root=Path(store), trusted=trusted,
+        unsafe=run.unsafe_no_sandbox, policy=replace(policy or Policy(), patch_fuzz=run.patch_fuzz), sandbox=run.sandbox(),
+        concurrency=concurrency or place.concurrency(backend_cls.default_concurrency()),
+        replay_started=datetime.now(UTC), **more)
+
+
+def open_stage(benchmark: str, store: str, run: RunSettings, *, configurations: tuple[str, ...] = (),
+               trusted: bool = False, policy: Policy | None = None, concurrency: int | None = None,
+               **more: Any) -> Stage:
+    """Open a stage from its settings objects: its inputs checked (`open_inputs`), its
+    placement, its batches' options (`stage_options`). Every sandboxed flow starts here."""
+    place = Placement.of(run)
+    inputs = open_inputs(benchmark, store, configurations, run, trusted=trusted)
+    options = stage_options(run, store, place, inputs.backend, trusted=trusted, policy=policy,
+                            concurrency=concurrency, **more)
+    return Stage(inputs, place, options)
 
 
 @dataclass(frozen=True)
@@ -87,6 +134,16 @@ class Placement:
     workers: int = 1
     dask_address: str | None = None
     dask_cluster: DaskCluster | None = None
+
+    def record(self) -> dict[str, Any]:
+        """Where the batches run, as stored with a stage's results."""
+        cluster = self.dask_cluster.model_dump(mode="json", by_alias=True) if self.dask_cluster else None
+        return {"workers": self.workers, "dask_address": self.dask_address, "dask_cluster": cluster}
+
+    @classmethod
+    def of(cls, run: RunSettings) -> Placement:
+        """The placement a run's settings name."""
+        return cls(run.workers, run.dask_address, run.dask_cluster)
 
     def __post_init__(self) -> None:
         if self.dask_address and self.dask_cluster:

@@ -18,59 +18,54 @@ from prefect.artifacts import create_table_artifact
 from testprism.flows.driver import drive
 from testprism.flows.runner import Placement
 from testprism.storage import Store
-from testprism.tasks.execution.cluster import DaskCluster
+from testprism.tasks.execution.run_settings import RunSettings
 from testprism.tasks.sandbox.base import backend_class
 from testprism.tasks.score.coverage.candidates import candidate_coverage_pass
 from testprism.tasks.score.coverage.probe import CoverageJob, CoverageSpec, coverage_pass, finish_pass
 from testprism.tasks.score.coverage.summary import coverage_summary
 from testprism.tasks.score.scores import scorable_store, score_tables, write_scores
+from testprism.tasks.score.settings import ScoreSettings
 
 log = logging.getLogger(__name__)
 
 
-def _coverage(made: tuple[CoverageJob, Store, list[CoverageSpec]], place: Placement) -> pl.DataFrame:
+def _coverage(made: tuple[CoverageJob, Store, list[CoverageSpec]], place: Placement, run: RunSettings
+              ) -> pl.DataFrame:
     """A coverage pass's measurements placed by the stage driver; its table, rewritten by
     this process as the batches return their rows (a table rewritten whole has one writer)."""
     job, store, todo = made
     on_worker = partial(type(job), specs=(), done={}, changes=job.changes)  # what the worker's batches need
-    drive(job.dataset, todo, on_worker, job.options, place, rows_back=True, writer=job)
+    drive(job.dataset, todo, on_worker, job.options, place, rows_back=True, writer=job, run=run)
     return finish_pass(job, store)
 
 
 @flow(name="score")
 def score_flow(
     store: str,
-    replicates: int = 10_000,
-    seed: int = 42,
+    settings: ScoreSettings = ScoreSettings(),
     benchmark: str | None = None,
-    work: str | None = None,
-    backend: str = "local",
-    trusted: bool = False,
-    unsafe: bool = False,
     panel_benchmark: str | None = None,
-    workers: int = 1,
-    dask_address: str | None = None,
-    dask_cluster: DaskCluster | None = None,
-    include_failed_gate: bool = False,
+    run: RunSettings = RunSettings(),
+    trusted: bool = False,
 ) -> pl.DataFrame:
     """Score a store; with `benchmark`, also measure the suites' coverage of the reference
     change (ΔC, EC), its correlation with joint validation, and, on each invalid candidate a
     suite accepted, of the lines where it differs from the reference; then place every
     S_i = 0 in the failure taxonomy from those and the benchmark's diffs. The panel-size curves and the
     taxonomy read patches from `panel_benchmark` (default: `benchmark`); nothing is run for
-    them. The coverage runs are placed like a replay's (`workers`, `dask_address`,
-    `dask_cluster`: flows/driver.py). `include_failed_gate`: also score the instances whose
-    newest release gate verdict is not ok (docs/gate.md)."""
+    them. `settings`: the bootstrap and the gate's say (tasks/score/settings.py). The coverage
+    runs happen where `run` says, placed like a replay's (flows/driver.py)."""
     target = scorable_store(store)
     coverage = None
     if benchmark:  # the coverage passes: placed as replay's batches are (`workers`, a Dask cluster)
-        place = Placement(workers, dask_address, dask_cluster)
-        given = {"trusted": trusted, "unsafe": unsafe,
-                 "concurrency": place.concurrency(backend_class(backend).default_concurrency())}
-        coverage = _coverage(coverage_pass(benchmark, store, work, backend, **given), place)
-        _coverage(candidate_coverage_pass(benchmark, store, work, backend, **given), place)
+        place = Placement.of(run)
+        given = {"trusted": trusted, "unsafe": run.unsafe_no_sandbox,
+                 "concurrency": place.concurrency(backend_class(run.backend).default_concurrency())}
+        coverage = _coverage(coverage_pass(benchmark, store, run.work, run.backend, **given), place, run)
+        _coverage(candidate_coverage_pass(benchmark, store, run.work, run.backend, **given), place, run)
     # the taxonomy reads the coverage just written
-    tables = score_tables(target, replicates, seed, panel_benchmark or benchmark, include_failed_gate)
+    tables = score_tables(target, settings.replicates, settings.seed, panel_benchmark or benchmark,
+                          settings.include_failed_gate)
     if coverage is not None:
         tables["coverage_summary"] = coverage_summary(coverage, tables["instance_scores"])
     write_scores(target, tables)
@@ -78,6 +73,6 @@ def score_flow(
     create_table_artifact(
         key="leaderboard",
         table=board.with_columns(pl.col(pl.Float64).round(4)).to_dicts(),
-        description=f"testprism leaderboard of {store} ({replicates} bootstrap replicates, seed {seed})",
+        description=f"testprism leaderboard of {store} ({settings.replicates} bootstrap replicates, seed {settings.seed})",
     )
     return board

@@ -7,7 +7,7 @@ from pathlib import Path
 
 #: Datasets a store may hold; each is a folder of immutable Parquet parts.
 DATASETS = ("instances", "panels", "suites", "runs", "candidates", "verifications", "funnel", "audits", "generations",
-            "searches", "reviews", "gate", "gate_files")
+            "searches", "reviews", "gate", "gate_files", "stage_runs")
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 7  # 2: runs.patch_method, runs.suite_patch_method, verifications.patch_method
+SCHEMA_VERSION = 8  # 2: runs.patch_method, runs.suite_patch_method, verifications.patch_method
 # 3: candidates.provenance, panels.provenance, scores/leaderboard_by_provenance
 # 4: runs.reused_from, runs.replayed, runs.confirmation; scores/flakes by confirmation policy
 # 5: crossval_flags.execution_verdict, review, review_rationale, review_model (a table crossval
@@ -13,6 +13,7 @@ SCHEMA_VERSION = 7  # 2: runs.patch_method, runs.suite_patch_method, verificatio
 # 6: verifications.restored, candidates.restored (the test infrastructure a candidate changed,
 #    put back before its checks: tasks/execution/infrastructure.py)
 # 7: the `gate` and `gate_files` datasets (`testprism check`'s verdicts and manifest)
+# 8: the `stage_runs` dataset (what each stage ran with: tasks/execution/stage_record.py)
 
 #: Columns a version added to datasets an older store already holds, with the value an
 #: older row reads as (None: null). Additive only, so a store of the version before opens
@@ -24,6 +25,7 @@ ADDED_COLUMNS: dict[int, dict[str, dict[str, str | None]]] = {
     5: {},
     6: {"verifications": {"restored": None}, "candidates": {"restored": None}},
     7: {},
+    8: {},
 }
 
 TEST_RESULT = pa.struct(
@@ -476,8 +478,27 @@ GATE_FILES = pa.schema(  # the checksum manifest of the benchmark folder a gate 
     ]
 )
 
+#: what each stage ran with, one row a stage run (tasks/execution/stage_record.py): JSON
+#: columns, so that a new option is a new key, not a new schema version
+STAGE_RUNS = pa.schema([
+    pa.field("stage_run", pa.string(), nullable=False),
+    pa.field("stage", pa.string(), nullable=False),
+    pa.field("started_at", pa.timestamp("us", tz="UTC"), nullable=False),
+    pa.field("testprism_version", pa.string()),
+    pa.field("python", pa.string()),
+    pa.field("host", pa.string()),
+    pa.field("backend", pa.string()),
+    pa.field("policy_hash", pa.string()),
+    pa.field("options", pa.string()),  # JSON: the execution options (backend, work area, limits, policy, ...)
+    pa.field("placement", pa.string()),  # JSON: workers, cluster address or class
+    pa.field("settings", pa.string()),  # JSON: the stage's own settings object, when it has one
+    pa.field("run", pa.string()),  # JSON: where it runs (RunSettings: backend, workers, work area, ...)
+    pa.field("environment", pa.string()),  # JSON: the TESTPRISM_* overrides set (credentials withheld)
+])
+
 SCHEMAS: dict[str, pa.Schema] = {
     "runs": RUNS,
+    "stage_runs": STAGE_RUNS,
     "panels": PANELS,
     "suites": SUITES,
     "instance_scores": INSTANCE_SCORES,

@@ -60,7 +60,7 @@ def inputs(tmp_path: Path) -> Path:
     (tmp_path / "not-a-benchmark").mkdir()
     (tmp_path / "pipeline-bad.toml").write_text('store = "s"\n[replay]\nbenchmark = "bench"\n[score]\nreplicates = 0\n')
     (tmp_path / "pipeline-nothing.toml").write_text('store = "s"\n')
-    (tmp_path / "pipeline-cluster.toml").write_text('store = "s"\n[dask_cluster]\nclass = "no_such_jobqueue.SLURMCluster"\n'
+    (tmp_path / "pipeline-cluster.toml").write_text('store = "s"\n[run.dask_cluster]\nclass = "no_such_jobqueue.SLURMCluster"\n'
                                                     '[replay]\nbenchmark = "bench"\n')
     (tmp_path / "pipeline-broken.toml").write_text('store = "s"\n[replay]\nbenchmark = "broken"\n')
     return tmp_path
@@ -118,7 +118,7 @@ def cases(t: Path) -> dict[str, Case]:
                                                        [f"{t}/pipeline-nothing.toml", "field replay.benchmark"]),
         "pipeline on a cluster class not installed": Case(
             ["pipeline", str(t / "pipeline-cluster.toml")], 2,
-            [f"{t}/pipeline-cluster.toml", "field dask_cluster.class", "pip install no-such-jobqueue"]),
+            [f"{t}/pipeline-cluster.toml", "field run.dask_cluster.class", "pip install no-such-jobqueue"]),
         "pipeline of a malformed benchmark": Case(["pipeline", str(t / "pipeline-broken.toml")], 2,
                                                   [f"{t}/broken/instances/{instance}/instance.toml"]),
         "demo on an unknown backend": Case(["demo", "--out", str(t / "d"), "--backend", "nope"], 2,

@@ -179,6 +179,6 @@ def test_a_settings_model_that_is_not_there_is_named() -> None:
     def command(*, settings: object) -> None:
         """A command."""
 
-    wrong = SettingsCommand(command, "testprism.tasks.replay.settings:ReplaySetting")
+    wrong = SettingsCommand(command, {"settings": "testprism.tasks.replay.settings:ReplaySetting"})
     with pytest.raises(LookupError, match="has no ReplaySetting"):
         inspect.signature(wrong)

@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from testprism.tasks.execution.run_settings import RunSettings
 from testprism.storage import Store
 from testprism.tasks.model.benchmark import Instance, load_benchmark
 from testprism.tasks.collect.candidate import (
@@ -418,7 +419,9 @@ def test_the_collect_funnel_runs_without_prefect_or_a_sandbox(tmp_path, work_roo
     def run(gate):
         policies.clear()
         chosen = []
-        collection = collect(bench, [], [], CollectSettings(), options_for(tmp_path / "store", work_root), 0, "run-1",
+        options = options_for(tmp_path / "store", work_root)
+        options = replace(options, policy=replace(options.policy, patch_fuzz=0))  # the run's fuzz, kept by both policies
+        collection = collect(bench, [], [], CollectSettings(), options, "run-1",
                              verify=verify, gate=gate,
                              choose_panels=lambda validated, pool, mode, rule: chosen.extend(validated) or [])
         return collection, chosen
@@ -454,7 +457,7 @@ def test_collect_flow_end_to_end(labelled_bench, tmp_path, work_root):
     preds.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     store, out = tmp_path / "store", tmp_path / "panel-bench"
     args = dict(benchmark=str(labelled_bench), store=str(store), predictions=[str(preds)],
-                settings=CollectSettings(panel=PanelMode.POOL), out=str(out), work=str(work_root))
+                settings=CollectSettings(panel=PanelMode.POOL), out=str(out), run=RunSettings(work=work_root))
 
     first = collect_flow(**args)
 

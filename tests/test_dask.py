@@ -19,6 +19,7 @@ import pytest
 
 from testprism.storage import Store
 from testprism.tasks.replay.settings import ReplaySettings
+from testprism.tasks.execution.run_settings import RunSettings
 from tests.benchfixture import CHECKS, WEAK, make_benchmark
 from tests.synthbench import make_synthetic
 
@@ -49,8 +50,7 @@ def test_local_cluster_with_two_worker_processes(bench, tmp_path, work_root):
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     with PrefectServersStarted() as servers:
-        state = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), work=str(work_root), workers=2,
-                            return_state=True)
+        state = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), run=RunSettings(work=str(work_root), workers=2), return_state=True)
     summary = state.result()
     assert summary.executed == summary.planned == 8
     check(tmp_path / "store")
@@ -167,8 +167,7 @@ def test_existing_cluster_by_address(bench, tmp_path, work_root):
     from testprism.flows.replay import replay_flow
 
     with dask_cluster(2) as (address, _):
-        summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), work=str(work_root),
-                              dask_address=address)
+        summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), run=RunSettings(work=str(work_root), dask_address=address))
     assert summary.executed == summary.planned == 8
     check(tmp_path / "store")
     assert pl.read_parquet(tmp_path / "store" / "runs" / "*.parquet")["isolation"].unique().to_list() == ["bubblewrap"]
@@ -193,13 +192,12 @@ def test_workers_that_share_no_disk_with_the_flow(bench, tmp_path, work_root):
     from testprism.tasks.execution.batch import ExecutionOptions
 
     here, remote = tmp_path / "store-here", tmp_path / "store-remote"
-    replay_flow(benchmark=str(bench), store=str(here), work=str(work_root))
+    replay_flow(benchmark=str(bench), store=str(here), run=RunSettings(work=str(work_root)))
     worker_work = work_root / "worker-work"  # in each worker's own tmpfs: invisible here
     env = {**os.environ, "TESTPRISM_WORK": str(worker_work)}
     looked = (str(bench), str(here), str(remote), str(work_root / "states"))
     with dask_cluster(2, env=env, hidden=(tmp_path, work_root)) as (address, _):
-        summary = replay_flow(benchmark=str(bench), store=str(remote), work=str(work_root), dask_address=address,
-                              settings=ReplaySettings(shared_disk=False))
+        summary = replay_flow(benchmark=str(bench), store=str(remote), run=RunSettings(work=str(work_root), dask_address=address), settings=ReplaySettings(shared_disk=False))
         with Client(address, timeout=30) as client:
             seen = client.run(lambda: [os.path.exists(p) for p in looked])
             parts = client.run(lambda: sorted(os.listdir(worker_work / "parts")) if (worker_work / "parts").is_dir()
@@ -236,8 +234,7 @@ def test_a_cluster_started_from_its_class_as_configuration(bench, tmp_path, work
                                           "kwargs": {"n_workers": 1, "threads_per_worker": 1, "processes": True}})
     LocalCluster.__init__ = init
     try:
-        summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), work=str(work_root),
-                              dask_cluster=cluster)
+        summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), run=RunSettings(work=str(work_root), dask_cluster=cluster))
     finally:
         LocalCluster.__init__ = real_init
     assert started == ["1"]

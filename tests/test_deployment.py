@@ -182,7 +182,7 @@ def test_the_projects_deployments_run_the_pipeline_by_a_worker(server, tmp_path,
     for suite in bench.glob("suites/*/*/run_tests.sh"):  # ~0.2 s a run: a kill after the first batch lands mid-replay
         suite.write_text("sleep 0.2\n" + suite.read_text())
     config = tmp_path / "pipeline.toml"  # examples/pipeline.toml's shape, on a benchmark that replays in seconds
-    config.write_text(f'store = "unused"\nwork = "{work_root}"\n[replay]\nbenchmark = "bench"\n'
+    config.write_text(f'store = "unused"\n[run]\nwork = "{work_root}"\n[replay]\nbenchmark = "bench"\n'
                       '[score]\nreplicates = 200\n')
     store = tmp_path / "store"
     worker_log = tmp_path / "worker.log"
@@ -219,7 +219,7 @@ def test_the_projects_deployments_run_the_pipeline_by_a_worker(server, tmp_path,
         # 2. A replay killed mid-replay, as a machine failure would kill it, then retried.
         killed = tmp_path / "killed"
         replay = start_run(env, deployments["replay"], {"benchmark": str(bench), "store": str(killed),
-                                                       "work": str(work_root)})
+                                                       "run": {"work": str(work_root)}})
         deadline = time.monotonic() + 300
         while not list((killed / "runs").glob("part-*.parquet")):
             assert time.monotonic() < deadline, worker_log.read_text()[-4000:]
@@ -259,7 +259,7 @@ def test_the_projects_deployments_run_the_pipeline_by_a_worker(server, tmp_path,
         with dask_cluster(1, env) as (address, _):
             clustered = tmp_path / "clustered"
             on_cluster = start_run(env, deployments["replay"], {"benchmark": str(bench), "store": str(clustered),
-                                                               "work": str(work_root), "dask_address": address})
+                                                               "run": {"work": str(work_root), "dask_address": address}})
             assert wait_for(env, on_cluster, worker_log)["type"] == "COMPLETED", worker_log.read_text()[-4000:]
             from distributed import Client
 

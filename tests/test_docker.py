@@ -29,6 +29,7 @@ from testprism.tasks.sandbox.docker.base_image import DEFAULT_BASE
 from testprism.tasks.sandbox.docker.engine import BUILD_PREFIX, LABEL, OWNER_LABEL, RUN_LABEL, SESSION_LABEL, api_client
 from testprism.tasks.sandbox.docker.environment_image import ENV_REPOSITORY, environment_tag
 from testprism.tasks.model.workdir import WorkPaths
+from testprism.tasks.execution.run_settings import RunSettings
 from tests.docker_fixture import EXPECTED, make_docker_benchmark
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -106,8 +107,7 @@ def local_store(parity_bench, work_root, tmp_path_factory, require) -> Path:
 
     require("sandbox")  # trusted would run it unisolated: parity is with the sandboxed local backend
     store = tmp_path_factory.mktemp("store-local")
-    replay_flow(benchmark=str(parity_bench), store=str(store), backend="local", work=str(work_root),
-                settings=ReplaySettings(timeout_s=120), trusted=True)
+    replay_flow(benchmark=str(parity_bench), store=str(store), run=RunSettings(backend="local", work=str(work_root)), settings=ReplaySettings(timeout_s=120), trusted=True)
     return store
 
 
@@ -117,8 +117,7 @@ def test_local_and_docker_give_the_same_outcome_for_every_run_key(backend, parit
     from testprism.flows.replay import replay_flow
 
     store = tmp_path / "store-docker"
-    summary = replay_flow(benchmark=str(parity_bench), store=str(store), backend="docker", work=str(work_root),
-                          settings=ReplaySettings(timeout_s=120))
+    summary = replay_flow(benchmark=str(parity_bench), store=str(store), run=RunSettings(backend="docker", work=str(work_root)), settings=ReplaySettings(timeout_s=120))
     assert summary.isolation == "container"
     local, docker = _outcomes(local_store), _outcomes(store)
     assert len(local) == len(EXPECTED) and local.keys() == docker.keys()

@@ -28,7 +28,7 @@ from testprism.tasks.model.benchmark_format import EnvironmentSpec
 from testprism.tasks.model.outcome import Outcome, Reason
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.execution.verdict import classify
-from testprism.tasks.sandbox.docker import backend as backend_module, fresh
+from testprism.tasks.sandbox.docker import fresh
 from testprism.tasks.sandbox.docker.backend import DockerBackend
 from tests.test_run_limits import FORKING_PAST_THE_LIMIT
 
@@ -203,7 +203,7 @@ def test_by_default_every_container_is_made_for_its_run(work, tree, monkeypatch)
     for the next and none is being made. Control: with `$TESTPRISM_DOCKER_PREWARM=1` (the
     opt-in) a run leaves one waiting for the next."""
     for setting, ahead in (("", False), ("1", True)):
-        monkeypatch.setenv(backend_module.PREWARM_SETTING, setting)
+        monkeypatch.setenv("TESTPRISM_DOCKER_PREWARM", setting)
         backend = DockerBackend(work, reuse=False)
         try:
             env = backend.prepare(BARE)

@@ -21,6 +21,7 @@ from testprism.tasks.gate.manifest import changes, manifest, manifest_hash
 from testprism.tasks.gate.verdict import GateVerdict, RowVerdict, empty_plan, gate_verdict, load_rows
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.bundled import BUNDLED
+from testprism.tasks.execution.run_settings import RunSettings
 from tests.benchfixture import BUGGY, CHECKS, REFERENCE, diff, make_benchmark, write
 
 INSTANCE = "mini__median-even"
@@ -269,7 +270,7 @@ def gated(tmp_path_factory, work_root):
 
     root = gated_fixture(tmp_path_factory.mktemp("gate") / "bench")
     store = root.parent / "store"
-    first = check_flow(benchmark=str(root), store=str(store), work=str(work_root))
+    first = check_flow(benchmark=str(root), store=str(store), run=RunSettings(work=str(work_root)))
     return root, store, first
 
 
@@ -340,7 +341,7 @@ def test_panels_leave_out_a_row_that_failed_the_gate_unless_asked(gated, tmp_pat
     root, store, _ = gated
     shutil.rmtree(root / "instances" / "mini__median-broken")  # collect loads the benchmark whole
     p2p = "mini__median-p2p-fails-before"
-    args = dict(benchmark=str(root), store=str(store), work=str(work_root))
+    args = dict(benchmark=str(root), store=str(store), run=RunSettings(work=work_root))
     kept = collect_flow(**args, settings=CollectSettings(panel=PanelMode.POOL), out=str(tmp_path / "panels"))
     assert list(load_benchmark(tmp_path / "panels").instances) == [INSTANCE] and kept.panels == 1
     funnel = Store(store).scan("funnel").sort("recorded_at").collect()
@@ -362,7 +363,7 @@ def test_every_python_row_of_the_bundled_benchmark_passes_the_gate(tmp_path, wor
     python = [i for i in load_rows(BUNDLED).instances.values() if i.spec.language == "python"]
     for instance in python:
         shutil.copytree(instance.folder, root / "instances" / instance.id, symlinks=True)
-    summary = check_flow(benchmark=str(root), store=str(tmp_path / "store"), work=str(work_root))
+    summary = check_flow(benchmark=str(root), store=str(tmp_path / "store"), run=RunSettings(work=str(work_root)))
     assert len(summary.verdicts) >= 10
     assert {v.instance_id: v.verdict.value for v in summary.failed} == {}
 
@@ -374,6 +375,6 @@ def test_every_python_row_of_the_bundled_benchmark_passes_the_gate(tmp_path, wor
 def test_every_bundled_row_passes_the_gate(tmp_path, work_root):
     from testprism.flows.check import check_flow
 
-    summary = check_flow(benchmark=str(BUNDLED), store=str(tmp_path / "store"), work=str(work_root), trusted=True)
+    summary = check_flow(benchmark=str(BUNDLED), store=str(tmp_path / "store"), run=RunSettings(work=str(work_root)), trusted=True)
     assert len(summary.verdicts) == len(list((BUNDLED / "instances").iterdir()))
     assert {v.instance_id: v.verdict.value for v in summary.failed} == {}

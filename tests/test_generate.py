@@ -20,6 +20,7 @@ from testprism.tasks.generate.strategy import Caps, Strategy
 from testprism.tasks.model.bundled import BUNDLED
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.outcome import GENERATION_REASONS
+from testprism.tasks.execution.run_settings import RunSettings
 from tests.synthbench import make_synthetic
 
 pytestmark = [pytest.mark.slow, pytest.mark.requires("sandbox")]
@@ -137,7 +138,7 @@ def test_budgets_hold_and_overruns_are_recorded_without_their_suite(tmp_path, wo
         tool = tmp_path / f"{name}.py"
         tool.write_text(code)
         generate_flow(benchmark=str(bench), store=str(store), configuration=name,
-                      command=f"python tmp/.task/tools/{tool.name}", out=str(out), work=str(work_root),
+                      command=f"python tmp/.task/tools/{tool.name}", out=str(out), run=RunSettings(work=str(work_root)),
                       settings=GenerateSettings(caps=caps, tools=(tool,), model_url=url if name == "greedy" else None))
     rows = {r["configuration"]: r for r in generated(store).iter_rows(named=True)}
     assert script.total() == 3  # the channel stopped the greedy one at its cap: upstream saw no more

@@ -40,6 +40,7 @@ from testprism.tasks.sandbox.channel import _ask_stream_usage
 from testprism.tasks.sandbox.outputs import RunOutputs
 from testprism.tasks.sandbox.transcript import parsed
 from testprism.tasks.score.coverage import reports
+from testprism.tasks.execution.run_settings import RunSettings
 from tests.benchfixture import BUGGY, CHECKS, INVALID, REFERENCE, VALID, diff, make_benchmark, write
 
 #: 60,000 nested arrays (120 KB): json.loads recurses once a level
@@ -378,9 +379,9 @@ def test_score_with_a_deep_coverage_report_exits_0_that_suite_s_coverage_failed(
     bench = make_benchmark(tmp_path / "bench", {"deep": {"test_m.py": CHECKS, "deep-report": "x\n"},
                                                 "strong": {"test_m.py": CHECKS}})
     store = tmp_path / "store"
-    replay_flow(benchmark=str(bench), store=str(store), work=str(work_root))
+    replay_flow(benchmark=str(bench), store=str(store), run=RunSettings(work=str(work_root)))
     control_store = tmp_path / "control-store"
-    replay_flow(benchmark=str(bench), store=str(control_store), work=str(work_root))
+    replay_flow(benchmark=str(bench), store=str(control_store), run=RunSettings(work=str(work_root)))
 
     done = score(store, bench, work_root)
     assert done.exit_code == 0, (done.output, done.exception)

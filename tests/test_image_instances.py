@@ -25,6 +25,7 @@ from testprism.tasks.model.benchmark import BenchmarkError, load_instance
 from testprism.tasks.model.hashing import tree_digest
 from testprism.tasks.sandbox.environment import EnvironmentBuildError
 from testprism.tasks.sandbox.image.untar import UnsafeArchive, extract_stream
+from testprism.tasks.execution.run_settings import RunSettings
 from tests.swebench_image import IMAGE, INSTANCE_ID, build_swebench_image
 
 HOSTILE = "testprism-test/hostile-root:1"
@@ -371,7 +372,7 @@ def test_a_replay_with_a_missing_image_goes_on_and_says_how_to_provide_it(api, w
     toml.write_text(toml.read_text().replace("[environment]\npackages = []\n", '[environment]\nimage = '
                                              '"testprism-test/nowhere:1"\nprogram_in_image = "/app"\n'))
     shutil.rmtree(toml.parent / "program")
-    replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=str(work_root))
+    replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), run=RunSettings(backend="local", work=str(work_root)))
     runs = Store(tmp_path / "store").scan("runs").collect()
     missing = runs.filter(runs["instance_id"] == "synth__0001")
     assert missing.height and set(missing["reason"]) == {"environment_failed"}

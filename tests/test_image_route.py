@@ -29,6 +29,7 @@ from testprism.tasks.importing.image_route import ImageRoute, import_image_rows
 from testprism.tasks.importing.image_specs import ImageSpecs
 from testprism.tasks.importing.suite_import import import_suites
 from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.execution.run_settings import RunSettings
 from tests.swebench_image import build_swebench_image
 
 REALDATA = Path(__file__).parent / "data" / "realdata"
@@ -86,7 +87,7 @@ def test_real_candidates_get_their_official_labels_through_the_image(image_bench
     bench = tmp_path / "labelled"  # the one row whose checks reproduce on the release
     shutil.copytree(image_bench / "instances" / LABELLED, bench / "instances" / LABELLED)
     summary = collect_flow(benchmark=str(bench), store=str(tmp_path / "store"), predictions=[str(predictions)],
-                           backend="local", work=str(work_root))
+                           run=RunSettings(backend="local", work=str(work_root)))
     verifications = Store(tmp_path / "store").scan("verifications").collect()
     mine = verifications.filter(pl.col("instance_id") == LABELLED)
     assert set(zip(mine["state"], mine["outcome"])) >= {("buggy", "F"), ("reference", "P")}
@@ -101,7 +102,7 @@ def test_a_real_generated_suite_replays_alike_under_local_and_docker(image_bench
     for backend, copy in (("local", "bind"), ("docker", "bind"), ("docker", "archive")):
         monkeypatch.setenv("TESTPRISM_DOCKER_COPY", copy)
         store = tmp_path / f"{backend}-{copy}"
-        replay_flow(benchmark=str(image_bench), store=str(store), backend=backend, work=str(work_root))
+        replay_flow(benchmark=str(image_bench), store=str(store), run=RunSettings(backend=backend, work=str(work_root)))
         runs = Store(store).scan("runs").collect().filter(pl.col("instance_id") == REPLAYED)
         outcomes[backend if copy == "bind" else copy] = {
             (r["configuration"], r["state"], r["candidate_id"]): (r["outcome"], r["reason"])

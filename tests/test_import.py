@@ -205,6 +205,7 @@ def test_deselected_tests_leave_the_checks(fx, tmp_path):
     ('[[recipe]]\nrepo = "a/b"\ntest_command = "pytest {test_files}"\ndeselect = ["x"]\n', "recipe.0"),
     ('[[recipe]]\nrepo = "a/b"\nversions = "1.6+"\ntest_command = "pytest {test_files}"\n', "recipe.0.versions"),
     ('[[recipe]]\nrepo = "a/b"\ntest_command = "pytest {test_files}"\npyhton = "3.11"\n', "recipe.0.pyhton"),
+    ('[[recipe]]\nrepo = "a/b"\ntest_command = "pytest {test_files}"\nparser = "pytset"\n', "recipe.0.parser"),
     ('[recipe]\nrepo = "a/b"\n', "recipe"),
     ("repo = 'a/b'\n", "repo"),
 ])

@@ -25,6 +25,7 @@ from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.junit import parse_junit, select
 from testprism.tasks.model.bundled import BUNDLED
 from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.execution.run_settings import RunSettings
 
 C_INSTANCE, CPP_INSTANCE = "bytekit__ring-full-reads-empty", "cachekit__lru-get-no-refresh"
 INSTANCES = (C_INSTANCE, CPP_INSTANCE)
@@ -83,7 +84,7 @@ def replays(tmp_path_factory, work_root) -> dict[str, dict]:
         # local needs a work area the sandbox's uid can traverse (the session's), docker its own
         work = work_root / f"own-{tmp.name}" if backend == "local" else tmp / "docker-work"
         store = tmp / backend
-        summary = replay_flow(benchmark=str(bench), store=str(store), backend=backend, work=str(work))
+        summary = replay_flow(benchmark=str(bench), store=str(store), run=RunSettings(backend=backend, work=str(work)))
         runs = Store(store).scan("runs").collect()
         results[backend] = {
             "outcomes": {(r["instance_id"], r["candidate_id"] or r["state"]): r["outcome"]

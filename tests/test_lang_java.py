@@ -27,6 +27,7 @@ from testprism.tasks.model.bundled import BUNDLED
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.state import states_of
 from testprism.tasks.sandbox.docker.environment_image import extra_certificates
+from testprism.tasks.execution.run_settings import RunSettings
 
 ID = "sizekit__format-shows-1024-kib"
 DATA = Path(__file__).parent / "data" / "surefire"
@@ -45,8 +46,7 @@ def _replay(bench: Path, backend: str, store: Path, work: Path) -> tuple[dict, d
     and the number of state builds, under `backend`."""
     # a failure on a candidate is not replayed (a share drawn by content: ~0 here); one on
     # the buggy program still is
-    summary = replay_flow(benchmark=str(bench), store=str(store), backend=backend, work=str(work),
-                          settings=ReplaySettings(confirm_audit=1e-6))
+    summary = replay_flow(benchmark=str(bench), store=str(store), run=RunSettings(backend=backend, work=str(work)), settings=ReplaySettings(confirm_audit=1e-6))
     runs = Store(store).scan("runs").collect()
     suite = {r["candidate_id"] or r["state"]: r["outcome"] for r in runs.iter_rows(named=True)}
     instance = load_benchmark(bench).instances[ID]

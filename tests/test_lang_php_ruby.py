@@ -22,6 +22,7 @@ from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.patches import is_test_file
 from testprism.tasks.model.pytest_ids import find_test_functions
 from testprism.tasks.model import outcome
+from testprism.tasks.execution.run_settings import RunSettings
 from tests.test_examples import bundled_part
 
 INSTANCES = ("sizekit__format-rounds-to-1024", "listkit__two-items-serial-comma")
@@ -61,9 +62,8 @@ def replays(tmp_path_factory, work_root):
         work = str(work_root / f"php-ruby-{backend}")
         # failures on buggy and reference confirmed by a replay, those on candidates not (the
         # cheaper policy: 20 runs fewer), as the outcomes here are the designed ones
-        replay_flow(benchmark=str(bench), store=str(store), backend=backend, work=work,
-                    settings=ReplaySettings(confirm_audit=0.01))
-        summary = collect_flow(benchmark=str(bench), store=str(store), backend=backend, work=work)
+        replay_flow(benchmark=str(bench), store=str(store), run=RunSettings(backend=backend, work=work), settings=ReplaySettings(confirm_audit=0.01))
+        summary = collect_flow(benchmark=str(bench), store=str(store), run=RunSettings(backend=backend, work=work))
         out[backend] = (_rows(store, "runs"), _rows(store, "verifications"), summary)
     return load_benchmark(bench), out
 

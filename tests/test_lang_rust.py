@@ -21,6 +21,7 @@ from testprism.tasks.model.bundled import BUNDLED
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.model.outcome import TestResult as Case  # not collected as a test class
 from testprism.tasks.model.state import states_of
+from testprism.tasks.execution.run_settings import RunSettings
 from tests.test_examples import bundled_part
 
 INSTANCE = "fmtkit__truncate-multibyte"
@@ -54,8 +55,7 @@ def _replay_and_label(bench: Path, backend: str, store: Path, work: Path) -> dic
     checks on every state, once each (collect confirms a candidate's failure: not needed to
     compare the labels with the benchmark's)."""
     summary = replay_flow(benchmark=str(bench), store=str(store), settings=ReplaySettings(configurations=("strong",)),
-                          backend=backend,
-                          work=str(work))
+                          run=RunSettings(backend=backend, work=str(work)))
     instance = load_benchmark(bench).instances[INSTANCE]
     options = ExecutionOptions(backend=backend, work_root=work, store_root=store, concurrency=2, policy=GOLD_POLICY)
     specs = plan(instance, states_of(instance), options)

@@ -25,6 +25,7 @@ from testprism.tasks.execution.batch import ExecutionOptions
 from testprism.tasks.execution.junit import parse_junit, select
 from testprism.tasks.model.bundled import BUNDLED
 from testprism.tasks.model.benchmark import load_benchmark
+from testprism.tasks.execution.run_settings import RunSettings
 from tests.test_examples import bundled_part
 
 INSTANCE = "tskit__duration-ms-unit"
@@ -46,8 +47,7 @@ def _replay(bench: Path, backend: str, root: Path, work: Path) -> dict:
     candidate (as the collect flow labels them), on `backend`; `work` a work area the
     sandbox's uid can traverse."""
     store = root / f"{backend}-store"
-    summary = replay_flow(benchmark=str(bench), store=str(store), backend=backend, work=str(work),
-                          settings=ReplaySettings(configurations=("strong",)))
+    summary = replay_flow(benchmark=str(bench), store=str(store), run=RunSettings(backend=backend, work=str(work)), settings=ReplaySettings(configurations=("strong",)))
     runs = Store(store).scan("runs").collect().sort("started_at")
     instance = load_benchmark(bench).instances[INSTANCE]
     options = ExecutionOptions(backend=backend, work_root=work, store_root=store, policy=LABEL_POLICY)

@@ -13,10 +13,14 @@ import pytest
 
 from testprism.flows.replay import replay_flow
 from testprism.storage import Store
+from testprism.tasks.collect.label import label_of
+from testprism.tasks.collect.verification import check_ids
 from testprism.tasks.execution.junit import parse_junit, select
 from testprism.tasks.model.benchmark import BenchmarkError, load_benchmark
+from testprism.tasks.model.outcome import Reason
 from testprism.tasks.model.workdir import WorkPaths
 from testprism.tasks.sandbox.environment import EnvironmentBuildError, build_environment
+from testprism.tasks.execution.run_settings import RunSettings
 from tests.benchfixture import CHECKS, make_benchmark
 from tests.langfixture import make_language_benchmark
 
@@ -118,7 +122,7 @@ def test_junit_ids_of_each_toolchain():
 @pytest.mark.requires("sandbox", "toolchains")
 def test_go_and_js_replay_under_local_with_one_build_per_state(tmp_path, work_root):
     bench, work = make_language_benchmark(tmp_path / "bench"), _fresh_work(work_root, tmp_path)
-    summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=work)
+    summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), run=RunSettings(backend="local", work=work))
     assert _outcomes(tmp_path / "store") == EXPECTED
     # 4 Go states, each built once, though each of them ran twice (every F is confirmed)
     assert summary.builds == 4
@@ -128,7 +132,7 @@ def test_go_and_js_replay_under_local_with_one_build_per_state(tmp_path, work_ro
     assert {t["name"].rsplit("::", 1)[-1]: t["outcome"] for t in go_buggy["tests"]} == {
         "TestBuiltTree": "passed", "TestAboveUpperBound": "failed", "TestAtUpperBound": "passed"}
     # a second replay into another store reuses the built trees: no build runs again
-    again = replay_flow(benchmark=str(bench), store=str(tmp_path / "store2"), backend="local", work=work)
+    again = replay_flow(benchmark=str(bench), store=str(tmp_path / "store2"), run=RunSettings(backend="local", work=work))
     assert again.builds == 0 and _outcomes(tmp_path / "store2") == EXPECTED
 
 
@@ -143,12 +147,16 @@ def test_a_failing_build_is_every_run_of_the_state_build_failed(tmp_path, work_r
     toml.write_text(toml.read_text().replace("go vet ./... && go build testing testing/internal/testdeps ./... && touch BUILT",
                                              "grep -q 'hi - 1' calc/calc.go && exit 3; "
                                              "go build testing testing/internal/testdeps && touch BUILT"))
-    summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local",
-                          work=_fresh_work(work_root, tmp_path))
+    summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), run=RunSettings(backend="local", work=_fresh_work(work_root, tmp_path)))
     runs = Store(tmp_path / "store").scan("runs").collect()
     invalid = runs.filter(pl.col("candidate_id") == "invalid").row(0, named=True)
-    assert (invalid["outcome"], invalid["reason"]) == ("E", "build_failed")
+    assert (invalid["outcome"], invalid["reason"], invalid["exit_code"]) == ("E", "build_failed", 3)
     assert "build step exited 3" in invalid["stdout_tail"]
+    # the benchmarks' rule: a candidate whose tree does not build resolves nothing (invalid,
+    # every check failed), and stays out of panels (its reason is kept)
+    instance = load_benchmark(bench).instances["go__clamp"]
+    label = label_of(instance, invalid)
+    assert (label.label, label.reason, label.failed_checks) == ("invalid", Reason.BUILD_FAILED, check_ids(instance))
     assert _outcomes(tmp_path / "store")[("go__clamp", "reference")] == "P"
     assert summary.builds == 4
 
@@ -160,20 +168,35 @@ def test_a_failing_build_is_every_run_of_the_state_build_failed(tmp_path, work_r
 @pytest.mark.timeout(1200)
 def test_docker_builds_the_dockerfiles_and_agrees_with_local(tmp_path, work_root):
     bench = make_language_benchmark(tmp_path / "bench")
-    local = replay_flow(benchmark=str(bench), store=str(tmp_path / "local"), backend="local",
-                        work=_fresh_work(work_root, tmp_path))
-    docker = replay_flow(benchmark=str(bench), store=str(tmp_path / "docker"), backend="docker",
-                         work=str(tmp_path / "docker-work"))
+    local = replay_flow(benchmark=str(bench), store=str(tmp_path / "local"), run=RunSettings(backend="local", work=_fresh_work(work_root, tmp_path)))
+    docker = replay_flow(benchmark=str(bench), store=str(tmp_path / "docker"), run=RunSettings(backend="docker", work=str(tmp_path / "docker-work")))
     assert _outcomes(tmp_path / "docker") == _outcomes(tmp_path / "local") == EXPECTED
     assert local.builds == docker.builds == 4
     runs = Store(tmp_path / "docker").scan("runs").collect()
     assert set(runs["isolation"]) == {"container"}
 
 
-def _with_build(bench, command: str) -> None:
+def _with_build(bench, command: str, timeout_s: int = 60) -> None:
     toml = bench / "instances" / "mini__median-even" / "instance.toml"
-    text = toml.read_text().replace("\n[checks]", f'\n[build]\ncommand = "{command}"\ntimeout_s = 60\n\n[checks]', 1)
+    text = toml.read_text().replace("\n[checks]", f'\n[build]\ncommand = "{command}"\ntimeout_s = {timeout_s}\n\n[checks]', 1)
     toml.write_text(text)
+
+
+@pytest.mark.requires("sandbox")
+def test_a_build_cut_short_leaves_its_candidates_unlabelled(tmp_path, work_root):
+    """A build that timed out says nothing of the patch (the host may be loaded): its runs
+    carry no exit code, and a candidate's label stays open. Control: the same row with the
+    exit code of a build that ran to its end is labelled invalid."""
+    bench = make_benchmark(tmp_path / "bench", {"strong": {"test_m.py": CHECKS}})
+    _with_build(bench, "sleep 30", timeout_s=1)
+    replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), run=RunSettings(backend="local", work=_fresh_work(work_root, tmp_path)))
+    runs = Store(tmp_path / "store").scan("runs").collect()
+    assert set(runs["reason"]) == {"build_failed"} and runs["exit_code"].is_null().all()
+    row = runs.row(0, named=True)
+    assert "timed out" in row["stdout_tail"]
+    instance = load_benchmark(bench).instances["mini__median-even"]
+    assert (label_of(instance, row).label, label_of(instance, row).reason) == (None, Reason.BUILD_FAILED)
+    assert label_of(instance, row | {"exit_code": 2}).label == "invalid"
 
 
 @pytest.mark.requires("sandbox")
@@ -182,7 +205,7 @@ def test_a_build_step_of_a_python_instance_is_what_runs_import(tmp_path, work_ro
     suite = "from built import VALUE\n\n\ndef test_built():\n    assert VALUE == 42\n"
     bench = make_benchmark(tmp_path / "bench", {"strong": {"test_built.py": suite}})
     _with_build(bench, "echo VALUE = 42 > built.py")
-    summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=_fresh_work(work_root, tmp_path))
+    summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), run=RunSettings(backend="local", work=_fresh_work(work_root, tmp_path)))
     assert set(_outcomes(tmp_path / "store").values()) == {"P"} and summary.builds == 4
 
 
@@ -198,8 +221,8 @@ def test_each_backend_runs_the_tree_its_own_environment_built(tmp_path, work_roo
     bench = make_benchmark(tmp_path / "bench", {"strong": {"test_built.py": suite}})
     _with_build(bench, "python -c 'import sys; print(sys.executable)' > built_with")
     work = _fresh_work(work_root, tmp_path)
-    local = replay_flow(benchmark=str(bench), store=str(tmp_path / "local"), backend="local", work=work)
-    docker = replay_flow(benchmark=str(bench), store=str(tmp_path / "docker"), backend="docker", work=work)
+    local = replay_flow(benchmark=str(bench), store=str(tmp_path / "local"), run=RunSettings(backend="local", work=work))
+    docker = replay_flow(benchmark=str(bench), store=str(tmp_path / "docker"), run=RunSettings(backend="docker", work=work))
     assert set(_outcomes(tmp_path / "local").values()) == set(_outcomes(tmp_path / "docker").values()) == {"P"}
     assert local.builds == docker.builds == 4
 
@@ -214,7 +237,7 @@ def test_a_build_that_turns_the_program_into_a_link_is_refused(tmp_path, work_ro
     (bait / "secret").write_text("host data")
     bait.chmod(0o777)
     _with_build(bench, f"cd .. && mv program moved && ln -s {bait} program")
-    replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), backend="local", work=_fresh_work(work_root, tmp_path))
+    replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), run=RunSettings(backend="local", work=_fresh_work(work_root, tmp_path)))
     runs = Store(tmp_path / "store").scan("runs").collect()
     assert set(runs["reason"]) == {"build_failed"}
     assert "cannot be kept" in runs["stdout_tail"][0]

@@ -28,6 +28,7 @@ from testprism.storage.readers import latest_runs
 from testprism.tasks.score.scores import leaderboard_by_provenance
 from testprism.tasks.score.statistics import leaderboard_from_instance_scores
 from testprism.tasks.score.metrics import instance_scores
+from testprism.tasks.execution.run_settings import RunSettings
 from tests.benchfixture import BUGGY, REFERENCE, diff, make_benchmark
 from tests.test_metrics import build_store
 
@@ -228,7 +229,7 @@ def test_collect_labels_mutants_of_a_thin_pool(tmp_path, work_root):
     root = make_benchmark(tmp_path / "bench", {})  # one invalid candidate: a thin pool
     (root / "instances" / "mini__median-even" / "reference.diff").write_text(diff("stats.py", BUGGY, REFERENCE_WITH_COPY))
     store, out = tmp_path / "store", tmp_path / "panel"
-    collect_flow(benchmark=str(root), store=str(store), out=str(out), work=str(work_root),
+    collect_flow(benchmark=str(root), store=str(store), out=str(out), run=RunSettings(work=str(work_root)),
                  settings=CollectSettings(panel=PanelMode.POOL, mutant_limit=40))
 
     rows = {r["candidate_id"]: r for r in Store(store).scan("candidates").collect().iter_rows(named=True)}
@@ -267,7 +268,7 @@ def test_collect_labels_go_and_javascript_mutants_by_their_checks(tmp_path, work
     go_toml.write_text(go_toml.read_text().split("\n[[candidates]]")[0] + "\n")
     store = tmp_path / "store"
     collect_flow(benchmark=str(root), store=str(store), out=str(tmp_path / "panel"),
-                 work=str(work_root), settings=CollectSettings(panel=PanelMode.POOL, mutant_limit=2))
+                 run=RunSettings(work=str(work_root)), settings=CollectSettings(panel=PanelMode.POOL, mutant_limit=2))
     rows = {(r["instance_id"], r["candidate_id"]): (r["label"], r["reason"], r["failed_checks"])
             for r in Store(store).scan("candidates").collect().iter_rows(named=True) if r["provenance"] == MUTANT}
     # the seeded sample: per language one mutant a check kills, one none can (`x <= lo` returns lo
@@ -305,7 +306,7 @@ def test_collect_labels_java_and_rust_mutants_by_their_checks(tmp_path, work_roo
         toml.write_text(toml.read_text().split("\n[[candidates]]")[0] + "\n")
     store = tmp_path / "store"
     collect_flow(benchmark=str(root), store=str(store), out=str(tmp_path / "panel"),
-                 work=str(work_root), settings=CollectSettings(panel=PanelMode.POOL, mutant_limit=2))
+                 run=RunSettings(work=str(work_root)), settings=CollectSettings(panel=PanelMode.POOL, mutant_limit=2))
     rows = {(r["instance_id"], r["candidate_id"]): (r["label"], r["reason"], r["failed_checks"])
             for r in Store(store).scan("candidates").collect().iter_rows(named=True) if r["provenance"] == MUTANT}
     # the seeded sample, two a function: each killed by the checks (none equivalent here)

@@ -47,7 +47,7 @@ def test_the_pipeline_runs_every_stage_and_a_rerun_redoes_nothing(tmp_path, work
     make_synthetic(tmp_path / "bench", 2)
     (tmp_path / "agent.py").write_text(ASKING_AGENT)
     config = tmp_path / "pipeline.toml"
-    config.write_text(f'store = "store"\nwork = "{work_root}"\n'
+    config.write_text(f'store = "store"\n[run]\nwork = "{work_root}"\n'
                       '[generate]\nbenchmark = "bench"\nconfiguration = "asked"\n'
                       'command = "python3 tmp/.task/tools/agent.py"\ntools = ["agent.py"]\n'
                       f'model_url = "{url}"\n[replay]\nbenchmark = "bench"\n[score]\nreplicates = 100\n')
@@ -82,7 +82,7 @@ def test_a_pipeline_with_a_gate_replays_and_scores_only_the_rows_it_passes(tmp_p
         (root / "suites" / "weak" / "mini__median-wrong-fix" / name).write_bytes(
             (root / "suites" / "weak" / "mini__median-even" / name).read_bytes())
     config = tmp_path / "pipeline.toml"
-    config.write_text(f'store = "store"\nwork = "{work_root}"\n[check]\n[replay]\nbenchmark = "bench"\n'
+    config.write_text(f'store = "store"\n[run]\nwork = "{work_root}"\n[check]\n[replay]\nbenchmark = "bench"\n'
                       '[score]\nreplicates = 100\n')
     result = CliRunner().invoke(app, ["pipeline", str(config)])
     assert result.exit_code == 0, result.output
@@ -97,13 +97,13 @@ def test_a_pipeline_with_a_gate_replays_and_scores_only_the_rows_it_passes(tmp_p
 def test_a_cluster_class_is_configuration(tmp_path):
     """SLURM through dask-jobqueue, as a pipeline config names it (docs/deployments.md)."""
     config = tmp_path / "pipeline.toml"
-    config.write_text('store = "s"\n[replay]\nbenchmark = "b"\n[dask_cluster]\nclass = "distributed.LocalCluster"\n'
+    config.write_text('store = "s"\n[replay]\nbenchmark = "b"\n[run.dask_cluster]\nclass = "distributed.LocalCluster"\n'
                       'kwargs = {cores = 8, memory = "16GB"}\nadapt = {minimum = 0, maximum = 20}\n')
-    chosen = load_pipeline(config).dask_cluster
+    chosen = load_pipeline(config).run.dask_cluster
     assert chosen.class_path == "distributed.LocalCluster" and chosen.kwargs == {"cores": 8, "memory": "16GB"}
     assert chosen.adapt == {"minimum": 0, "maximum": 20}
-    config.write_text('store = "s"\ndask_address = "tcp://127.0.0.1:8786"\n[replay]\nbenchmark = "b"\n'
-                      '[dask_cluster]\nclass = "distributed.LocalCluster"\n')
+    config.write_text('store = "s"\n[replay]\nbenchmark = "b"\n[run]\ndask_address = "tcp://127.0.0.1:8786"\n'
+                      '[run.dask_cluster]\nclass = "distributed.LocalCluster"\n')
     with pytest.raises(PipelineConfigError, match="two clusters"):
         load_pipeline(config)
 

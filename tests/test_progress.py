@@ -12,6 +12,7 @@ from rich.console import Console
 
 from testprism.flows import progress
 from testprism.tasks.execution.batch import BatchSummary
+from testprism.tasks.execution.run_settings import RunSettings
 from tests.benchfixture import CHECKS, WEAK, make_benchmark
 
 
@@ -75,15 +76,14 @@ def test_a_replay_reports_every_planned_run_on_threads_and_on_dask(tmp_path, wor
     bench = make_benchmark(tmp_path / "bench", {"strong": {"test_m.py": CHECKS}, "weak": {"test_m.py": WEAK}})
     hook = Recorder()
     with progress.reporting_to(hook):
-        summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), work=str(work_root),
-                              workers=workers)
+        summary = replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), run=RunSettings(work=str(work_root), workers=workers))
     assert hook.calls[0] == ("start", "replay", summary.planned, 0) and hook.calls[-1] == ("finish",)
     done, stored, reused, failed = hook.totals()
     assert done == stored == summary.planned == 8
     assert reused == summary.reused and failed == summary.outcomes.get("E", 0)
     again = Recorder()
     with progress.reporting_to(again):
-        replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), work=str(work_root))
+        replay_flow(benchmark=str(bench), store=str(tmp_path / "store"), run=RunSettings(work=str(work_root)))
     assert again.calls == [("start", "replay", 8, 8), ("finish",)]
 
 
@@ -101,7 +101,7 @@ def test_score_with_a_benchmark_shows_its_coverage_passes(tmp_path, work_root, m
 
     bench = make_benchmark(tmp_path / "bench", {"strong": {"test_m.py": CHECKS}, "weak": {"test_m.py": WEAK}})
     store = tmp_path / "store"
-    replay_flow(benchmark=str(bench), store=str(store), work=str(work_root))
+    replay_flow(benchmark=str(bench), store=str(store), run=RunSettings(work=str(work_root)))
     shown: list[Recorder] = []
 
     def display(console: Console) -> Recorder:

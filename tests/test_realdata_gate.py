@@ -20,6 +20,7 @@ from testprism.tasks.gate.verdict import GateVerdict
 from testprism.tasks.importing.recipe import load_recipes
 from testprism.tasks.importing.sources import ProgramSources
 from testprism.tasks.importing.swebench import import_rows
+from testprism.tasks.execution.run_settings import RunSettings
 from tests.benchfixture import diff
 
 REALDATA = os.environ.get("TESTPRISM_REALDATA")
@@ -54,7 +55,7 @@ def test_real_rows_pass_the_gate_and_real_patches_keep_their_official_labels(tmp
     report = import_rows(tmp_path / "rows.jsonl", bench, load_recipes([RECIPE]), ProgramSources.from_options(REPOS, None))
     assert sorted(report.imported) == sorted(ROWS), report.issues
 
-    gate = check_flow(benchmark=str(bench), store=str(tmp_path / "store"), work=str(work_root))
+    gate = check_flow(benchmark=str(bench), store=str(tmp_path / "store"), run=RunSettings(work=str(work_root)))
     assert {v.instance_id: v.verdict for v in gate.verdicts} == dict.fromkeys(ROWS, GateVerdict.OK), gate.failed
 
     predictions = [p for p in _jsonl("predictions_resolved_dev.jsonl") if p["instance_id"] in ROWS]
@@ -67,7 +68,7 @@ def test_real_rows_pass_the_gate_and_real_patches_keep_their_official_labels(tmp
                         "model_patch": diff(fixed, text, "# leaves the bug\n" + text), "official_resolved": False})
     (tmp_path / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in predictions))
     summary = collect_flow(benchmark=str(bench), store=str(tmp_path / "store"),
-                           predictions=[str(tmp_path / "predictions.jsonl")], work=str(work_root))
+                           predictions=[str(tmp_path / "predictions.jsonl")], run=RunSettings(work=str(work_root)))
     agree, compared = summary.agreement
     # none of these rows' patches is a copy of the reference: each is compared (an exact duplicate by its twin's label)
     assert (agree, compared) == (len(predictions), len(predictions)), summary.funnel

@@ -6,6 +6,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from testprism.tasks.score.settings import ScoreSettings
+from testprism.tasks.execution.run_settings import RunSettings
 from testprism.storage import Store
 from testprism.tasks.replay.settings import ReplaySettings
 from testprism.tasks.score.metrics import flake_table
@@ -118,19 +120,23 @@ def test_suite_with_symlink_is_rejected_with_its_path(tmp_path):
 
 
 @pytest.mark.slow
-def test_flows_rerun_executes_zero_runs_and_leaderboard_is_byte_identical(bench, tmp_path, work_root):
+def test_flows_rerun_executes_zero_runs_and_leaderboard_is_byte_identical(bench, tmp_path, work_root, monkeypatch):
     from testprism.flows.replay import replay_flow
     from testprism.flows.score import score_flow
 
     store = tmp_path / "store"
-    args = dict(benchmark=str(bench), store=str(store), work=str(work_root))
-    first = replay_flow(**args)
+    args = dict(benchmark=str(bench), store=str(store), run=RunSettings(work=work_root))
+    monkeypatch.setenv("TESTPRISM_DOCKER_RUNTIME", "runsc")
+    monkeypatch.setenv("TESTPRISM_MODEL_TOKEN", "hunter2")
+    first = replay_flow(**args, settings=ReplaySettings(timeout_s=77))
     assert first.executed == first.planned == 15
-    board = score_flow(store=str(store), replicates=500)
+    _what_the_replay_ran_with_is_read_back(store, work_root)
+    args["settings"] = ReplaySettings(timeout_s=77)
+    board = score_flow(store=str(store), settings=ScoreSettings(replicates=500))
     before = (store / "scores" / "leaderboard.parquet").read_bytes()
     second = replay_flow(**args)
     assert second.executed == 0 and second.skipped == 15
-    score_flow(store=str(store), replicates=500)
+    score_flow(store=str(store), settings=ScoreSettings(replicates=500))
     assert (store / "scores" / "leaderboard.parquet").read_bytes() == before
     rows = {r["configuration"]: r for r in board.iter_rows(named=True)}
     assert rows["strong"]["jvr"] == 0.0  # the garbled candidate is E: not rejected
@@ -170,7 +176,7 @@ def test_the_same_work_under_another_configuration_or_replay_is_not_run_again(tm
                                                "twin": {"test_median.py": CHECKS},
                                                "weak": {"test_median.py": WEAK}})
     store = tmp_path / "store"
-    args = dict(benchmark=str(root), store=str(store), work=str(work_root))
+    args = dict(benchmark=str(root), store=str(store), run=RunSettings(work=work_root))
     first = replay_flow(**args, settings=ReplaySettings(configurations=("strong",)))
     states = first.planned
     assert first.executed == states and first.reused == 0
@@ -257,7 +263,7 @@ def test_early_stop_leaves_out_decided_runs_and_keeps_jvr(tmp_path, work_root, m
     root = make_benchmark(tmp_path / "b", {"strong": {"test_m.py": CHECKS}, "weak": {"test_m.py": WEAK},
                                            "broken": {"test_m.py": BROKEN}})
     full, early = tmp_path / "full", tmp_path / "early"
-    args = dict(benchmark=str(root), work=str(work_root))
+    args = dict(benchmark=str(root), run=RunSettings(work=work_root))
     full_replay, early_stop = ReplaySettings(concurrency=1), ReplaySettings(concurrency=1, early_stop=True)
     replay_flow(store=str(full), settings=full_replay, **args)
     first = replay_flow(store=str(early), settings=early_stop, **args)
@@ -301,3 +307,30 @@ def test_an_instance_s_own_limits_bound_its_suites_runs_too(tmp_path, work_root)
                              benchmark.instances["mini__median-even"].spec.environment.key, options.policy_hash)
         assert (specs[0].content_key == default_key) is (name == "free")
     assert found == {"limited": ("E", "timeout"), "free": ("P", None)}
+
+
+def _what_the_replay_ran_with_is_read_back(store, work_root) -> None:
+    """The stored replay's settings, as `testprism show` prints them: the stage's own, the
+    options the runs were given, the TESTPRISM_* overrides (a credential by name only), and
+    never the run order's secret."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from testprism.flows.cli import app
+    from testprism.tasks.execution.stage_record import WITHHELD, stage_runs
+
+    [row] = stage_runs(Store(store), "replay")
+    assert row["settings"]["timeout_s"] == 77 and row["options"]["limits"]["timeout_s"] == 77
+    assert row["options"]["backend"] == "local" and row["options"]["work_root"] == str(work_root)
+    assert row["placement"] == {"workers": 1, "dask_address": None, "dask_cluster": None}
+    assert row["environment"]["TESTPRISM_DOCKER_RUNTIME"] == "runsc"
+    assert row["environment"]["TESTPRISM_MODEL_TOKEN"] == WITHHELD
+    assert "order_secret" not in row["options"]
+    stored = b"".join(p.read_bytes() for p in Store(store).parts("stage_runs"))
+    assert b"hunter2" not in stored
+    shown = CliRunner().invoke(app, ["show", str(store), "--stage", "replay"])
+    assert shown.exit_code == 0, shown.output
+    assert '"timeout_s": 77' in shown.output and "runsc" in shown.output
+    assert json.loads(json.dumps(row["options"]))["policy_hash"] == row["policy_hash"]
+

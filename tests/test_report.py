@@ -572,6 +572,13 @@ def test_report_of_a_replayed_store_with_coverage(tmp_path, work_root, chromium)
     bench = make_benchmark(tmp_path / "bench", {"strong": {"test_m.py": CHECKS}, "weak": {"test_m.py": WEAK},
                                                 "biased": {"test_m.py": BIASED}})
     store = replay(bench, tmp_path / "store", work_root)
+    # what the stage driver stores as a stage starts (this replay ran without one)
+    from testprism.tasks.execution.run_settings import RunSettings
+    from testprism.tasks.execution.stage_record import record_stage
+    from testprism.tasks.replay.settings import ReplaySettings
+
+    record_stage("replay", ExecutionOptions(backend="local", work_root=work_root, store_root=store.paths.root),
+                 {"workers": 2}, ReplaySettings(timeout_s=77), RunSettings(workers=2))
     score(store)
     coverage = measure_coverage(bench, store.paths.root, work_root, "local", concurrency=2)
     store.write_table("coverage_summary", coverage_summary(coverage, store.read_table("instance_scores")).to_arrow())
@@ -584,6 +591,9 @@ def test_report_of_a_replayed_store_with_coverage(tmp_path, work_root, chromium)
     weak = audit_of(html, "weak")
     assert 'data-candidate="sorts-in-place"' in weak and "invalid candidate accepted" in weak
     assert "Coverage was not measured" not in html and "mean ΔC" in html
+    where = html[html.index('<section id="where">'):]
+    where = where[:where.index("</section>")]
+    assert "<td>replay</td>" in where and "&quot;workers&quot;: 2" in where and "timeout_s 300.0" in where
     session, events = chromium.load(page.as_uri())
     assert problems(events, page) == []
     assert chromium.evaluate(session, "document.querySelectorAll('#audit--biased li.finding').length") == 1
@@ -595,7 +605,7 @@ def test_audit_of_the_bundled_benchmark_shows_its_designed_disagreements(tmp_pat
     """One bundled instance replayed by `biased` and `weak`: the audit names the valid
     candidates the biased suite rejects (tuple results, no helper, not the upstream line) and the invalid ones the
     weak suite lets through, with the benchmark's notes and diffs."""
-    from testprism.flows.cli import BUNDLED
+    from testprism.tasks.model.bundled import BUNDLED
 
     instance = "calkit__merge-touching"
     bench = tmp_path / "bench"

@@ -40,6 +40,7 @@ from testprism.tasks.execution.verdict import Policy
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.replay import runs as runs_module
 from testprism.tasks.replay.runs import execute_batch, group_of, plan, run_order
+from tests.pagecache_probe import evict as drop
 from tests.synthbench import make_synthetic
 
 log = logging.getLogger(__name__)
@@ -176,15 +177,6 @@ def halves(backend: str) -> tuple[list[str], list[str]]:
     relative = [p[p.index(COUNTER) + len(COUNTER) + 1:] for p in paths]
     return ([p for p, r in zip(paths, relative) if r in first],
             [p for p, r in zip(paths, relative) if r not in first])
-
-
-def drop(path: str) -> None:
-    """Drop a file's pages from the page cache (as root)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def evict(backend: str) -> None:

@@ -22,6 +22,8 @@ from polars.testing import assert_frame_equal
 
 from tests.benchfixture import CHECKS, WEAK, make_benchmark
 from tests.test_dask import check, expected
+from testprism.tasks.score.settings import ScoreSettings
+from testprism.tasks.execution.run_settings import RunSettings
 
 pytestmark = [pytest.mark.slow, pytest.mark.requires("sandbox", "slurm")]
 
@@ -215,8 +217,8 @@ def test_batches_run_as_slurm_jobs_and_score_as_a_local_replay(slurm, tmp_path, 
         },
     })
     started = time.monotonic()
-    state = replay_flow(benchmark=str(bench), store=str(tmp_path / "slurm-store"), work=str(work_root),
-                        dask_cluster=cluster, return_state=True)
+    state = replay_flow(benchmark=str(bench), store=str(tmp_path / "slurm-store"), run=RunSettings(work=str(work_root), dask_cluster=cluster),
+                        return_state=True)
     log.info("replay on SLURM: %.1f s", time.monotonic() - started)
     summary = state.result()
     assert summary.executed == summary.planned == 8
@@ -240,8 +242,8 @@ def test_batches_run_as_slurm_jobs_and_score_as_a_local_replay(slurm, tmp_path, 
     for batch in batches:
         assert f"Task run '{batch.name}' - Finished in state Completed()" in job_logs, job_logs[-3000:]
 
-    local = replay_flow(benchmark=str(bench), store=str(tmp_path / "local-store"), work=str(work_root))
+    local = replay_flow(benchmark=str(bench), store=str(tmp_path / "local-store"), run=RunSettings(work=str(work_root)))
     assert local.executed == 8
     assert expected(tmp_path / "slurm-store") == expected(tmp_path / "local-store")
-    assert_frame_equal(score_flow(store=str(tmp_path / "slurm-store"), replicates=500),
-                       score_flow(store=str(tmp_path / "local-store"), replicates=500))
+    assert_frame_equal(score_flow(store=str(tmp_path / "slurm-store"), settings=ScoreSettings(replicates=500)),
+                       score_flow(store=str(tmp_path / "local-store"), settings=ScoreSettings(replicates=500)))

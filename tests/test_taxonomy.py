@@ -13,6 +13,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
+from testprism.tasks.execution.run_settings import RunSettings
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.replay.settings import ReplaySettings
 from testprism.tasks.score.metrics import instance_scores
@@ -244,8 +245,7 @@ def test_the_taxonomy_reproduces_the_hand_labels_on_a_replay(tmp_path, work_root
     fixture = tomllib.loads(FIXTURE.read_text())
     bench = _fixture_benchmark(tmp_path / "bench", fixture)
     store_root = tmp_path / "store"
-    replay_flow(benchmark=str(bench), store=str(store_root), backend="local", work=str(work_root),
-                settings=ReplaySettings(concurrency=2))
+    replay_flow(benchmark=str(bench), store=str(store_root), run=RunSettings(backend="local", work=str(work_root)), settings=ReplaySettings(concurrency=2))
     measure_coverage(bench, store_root, work_root, "local", concurrency=2)
     measure_candidate_coverage(bench, store_root, work_root, "local", concurrency=2)
     tables = score_tables(Store(store_root), replicates=100, seed=1, benchmark=bench)
@@ -303,8 +303,7 @@ def test_candidate_state_coverage_tells_a_gap_from_a_faulty_check(tmp_path, work
                                                 "both-branches": {"test_median.py": BOTH_BRANCHES}},
                            {"odd-branch-wrong": ("invalid", diff("stats.py", BUGGY, ODD_WRONG))})
     store_root = tmp_path / "store"
-    replay_flow(benchmark=str(bench), store=str(store_root), backend="local", work=str(work_root),
-                settings=ReplaySettings(concurrency=2))
+    replay_flow(benchmark=str(bench), store=str(store_root), run=RunSettings(backend="local", work=str(work_root)), settings=ReplaySettings(concurrency=2))
     probe.measure_coverage(bench, store_root, work_root, "local", concurrency=2)
     own = measure_candidate_coverage(bench, store_root, work_root, "local", concurrency=2)
     rows = {(r["configuration"], r["candidate_id"]): r for r in own.iter_rows(named=True)}

@@ -17,6 +17,7 @@ from testprism.storage import Store
 from testprism.tasks.model import toml_writer
 from testprism.tasks.replay.settings import ReplaySettings
 from testprism.tasks.score.rejection import read_rejection
+from testprism.tasks.execution.run_settings import RunSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).with_name("data") / "exit_status_suites"
@@ -46,8 +47,7 @@ def test_the_taxonomy_reproduces_the_hand_labels_of_exit_status_suites(tmp_path,
     labels = {label["suite"]: label for label in fixture["label"]}
     bench = _benchmark(tmp_path / "bench", fixture["instance"], sorted(labels))
     store = tmp_path / "store"
-    replay_flow(benchmark=str(bench), store=str(store), backend="local", work=str(work_root),
-                settings=ReplaySettings(concurrency=2))
+    replay_flow(benchmark=str(bench), store=str(store), run=RunSettings(backend="local", work=str(work_root)), settings=ReplaySettings(concurrency=2))
     runs = Store(store).scan("runs").collect()
     assert runs["tests"].list.len().max() == 0  # no suite here reports in JUnit
     reference = runs.filter(pl.col("state") == "reference")

@@ -64,10 +64,12 @@ class Collection:
 
 
 def collect(bench: Benchmark, predictions: Sequence[Path], diffs: Sequence[Path], settings: CollectSettings,
-            options: ExecutionOptions, patch_fuzz: int, flow_run: str, *,
+            options: ExecutionOptions, flow_run: str, *,
             verify: Verify, gate: Gate, choose_panels: ChoosePanels) -> Collection:
     """The collect funnel over `bench`'s own candidates and those of `predictions` and `diffs`;
-    `options` are the verifications' (their policy is set here: gold's, then the labels')."""
+    `options` are the verifications' (their policy is set here: gold's, then the labels', with
+    the options' patch fuzz)."""
+    patch_fuzz = options.policy.patch_fuzz
     funnel = Funnel("collect", flow_run)
     ingested = ingest(bench, predictions, diffs)
     funnel.add(stages.ingest_stage(ingested))

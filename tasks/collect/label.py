@@ -118,12 +118,20 @@ def label_of(instance: Instance, row: dict) -> Label:
     it is wrong — SWE-bench counts its own patches that way as unresolved executions, not
     as incorrect fixes. A run whose results cannot be believed (UNPROVEN: a report written
     twice or garbled, witnesses that disagree) proved no check passed: invalid, every check
-    failed, as SWE-bench counts a test its log does not show passing. Any other unresolved
-    run leaves the candidate unlabelled, with its reason."""
+    failed, as SWE-bench counts a test its log does not show passing. A candidate whose tree,
+    with the official checks over it, does not build (the build step ran to its end and exited
+    non-zero, where the reference built in the same environment: its instance was validated)
+    is invalid as the benchmarks count it (Multi-SWE-bench, SWE-bench-java: a compile error
+    resolves nothing), every check failed; it keeps its reason `build_failed` and so stays out
+    of panels, where every suite's run on it would end `E` and decide nothing. A build cut
+    short (timed out) says nothing of the patch: unlabelled. Any other unresolved run leaves
+    the candidate unlabelled, with its reason."""
     ids = check_ids(instance)
     restored = tuple(row.get("restored") or ())
     if row["reason"] in UNPROVEN:
         return Label("invalid", None, ids, restored)
+    if row["reason"] == Reason.BUILD_FAILED and row.get("exit_code") is not None:
+        return Label("invalid", Reason.BUILD_FAILED, ids, restored)
     if row["reason"]:
         return Label(None, Reason(row["reason"]), (), restored)
     results = _results(row, ids)

@@ -24,11 +24,12 @@ import os
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import TypeVar
 
 import openai
 import polars as pl
@@ -43,6 +44,10 @@ from testprism.tasks.model.metering import Budget, Meter, Usage
 from testprism.tasks.model.outcome import Reason
 
 log = logging.getLogger(__name__)
+
+K = TypeVar("K")
+Q = TypeVar("Q")
+A = TypeVar("A")
 
 #: Bump whenever the questions or the answer format change: it is part of every audit key,
 #: so answers to an older prompt are not reused for the new one.
@@ -440,6 +445,19 @@ def audit_row(item: AuditItem, audit: Audit, judge: Judge, at: datetime) -> dict
     }
 
 
+def ask_each(questions: Mapping[K, Q], ask: Callable[[Q], A], concurrency: int, name: str,
+             answered: Callable[[K, A], None]) -> None:
+    """The one way a stage's questions go to a model (curate's audit, crossval's review): at
+    most `concurrency` at once, each answer handed to `answered` in this thread as it arrives
+    (to be stored at once: a run cut short keeps what it was told). The askers go through
+    `ModelCalls`, whose one budget, retries and reasons make every failure of a call an
+    answer of its own (`over_budget`, `judge_failed`...), so nothing is lost to an exception."""
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=name) as pool:
+        futures = {pool.submit(ask, question): key for key, question in questions.items()}
+        for future in as_completed(futures):
+            answered(futures[future], future.result())
+
+
 def audit_all(items: Sequence[AuditItem], judge: Judge, store: Store, concurrency: int) -> list[Audit]:
     """Audit every item, one per item in order: settled answers come from the store, the rest
     are asked of `judge` by at most `concurrency` threads at once and appended to `audits` as
@@ -454,14 +472,13 @@ def audit_all(items: Sequence[AuditItem], judge: Judge, store: Store, concurrenc
     asked = [key for key in by_key if key not in audits]
     log.info("audit: %d item(s), %d answer(s) reused from the store, %d question(s) to ask %s",
              len(items), len(audits), len(asked), judge.model)
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge") as pool:
-        futures = {pool.submit(judge.audit, by_key[key][0]): key for key in asked}
-        for future in as_completed(futures):
-            key = futures[future]
-            audits[key] = audit = future.result()
-            at = datetime.now(UTC)
-            rows = [audit_row(twin, audit, judge, at) for twin in by_key[key]]
-            store.append("audits", pa.Table.from_pylist(rows, schema=SCHEMAS["audits"]))
+    def keep(key: str, audit: Audit) -> None:
+        audits[key] = audit
+        at = datetime.now(UTC)
+        rows = [audit_row(twin, audit, judge, at) for twin in by_key[key]]
+        store.append("audits", pa.Table.from_pylist(rows, schema=SCHEMAS["audits"]))
+
+    ask_each({key: by_key[key][0] for key in asked}, judge.audit, concurrency, "judge", keep)
     unsettled = sum(not audits[key].settled for key in asked)
     if unsettled:
         log.warning("audit: %d question(s) got no answer from %s; a rerun asks them again", unsettled, judge.model)

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
 
@@ -77,6 +77,9 @@ class ExecutionOptions:
     early_stop: bool = False
     #: Opt-in warm runs (`replay --warm`): RunRequest.warm for every run (tasks/sandbox/warm.py)
     warm: bool = False
+    #: the backend's own settings, resolved by the stage (RunSettings.sandbox(): the docker
+    #: backend's DockerSettings); None: the backend has none, or reads its own defaults
+    sandbox: Any = None
     #: When the replay began. A batch skips runs stored since then: when a Dask worker dies
     #: mid-batch, the scheduler gives the batch to another worker, which then redoes only
     #: what the dead one had not stored (rows carry their start time; workers of one
@@ -290,7 +293,10 @@ class BatchSummary:
 
 
 def open_backend(options: ExecutionOptions) -> SandboxBackend:
-    return backend_class(options.backend)(options.work, trusted=options.trusted, unsafe=options.unsafe)
+    """The batch's backend, with the backend's own settings the stage resolved (`sandbox`:
+    the flow's, so that a Dask worker does not run by its own environment's)."""
+    extra = {} if options.sandbox is None else {"settings": options.sandbox}
+    return backend_class(options.backend)(options.work, trusted=options.trusted, unsafe=options.unsafe, **extra)
 
 
 class BatchAborted(Exception):

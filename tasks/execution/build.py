@@ -45,7 +45,7 @@ class BuildRecord:
     """What a state's build did: kept beside the built tree, read by every later run."""
 
     ok: bool
-    exit_code: int | None
+    exit_code: int | None  #: None when the build did not run to its end (timed out, output bound)
     duration_s: float
     message: str
 
@@ -103,9 +103,12 @@ def built_tree(instance: Instance, tree: Path, environments: Environments, work:
         try:
             result = environments.run(spec, request)
             ok = result.exit_code == 0 and not result.timed_out and not result.output_exceeded
+            cut_short = result.timed_out or result.output_exceeded
             why = ("timed out" if result.timed_out else "wrote past the output bound" if result.output_exceeded
                    else f"exited {result.exit_code}")
-            record = BuildRecord(ok, result.exit_code, result.duration_s,
+            # the exit code is kept only where the build ran to its end: a label reads it
+            # (tasks/collect/label.py) as "this tree does not build", which a timeout does not say
+            record = BuildRecord(ok, None if cut_short else result.exit_code, result.duration_s,
                                  "" if ok else f"build step {why}: {result.output_tail[-MESSAGE_TAIL:]}")
         except UnsafeTarget as exc:
             record = BuildRecord(False, None, 0.0, f"build step left a tree that cannot be kept: {exc}")
@@ -133,5 +136,5 @@ def built_tree(instance: Instance, tree: Path, environments: Environments, work:
         return failed(Reason.SANDBOX_ERROR, f"build step: {exc}", attempts=1)
     record = BuildRecord(**json.loads((folder / BUILD_RECORD).read_text()))
     if not record.ok:
-        return failed(Reason.BUILD_FAILED, record.message, attempts=0)
+        return replace(failed(Reason.BUILD_FAILED, record.message, attempts=0), exit_code=record.exit_code)
     return folder / "tree"

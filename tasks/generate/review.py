@@ -11,7 +11,8 @@ instruction never asked about. The judge reads what execution cannot: the instru
 The judge is curate's (tasks/curate/judge.py): its settings (`JudgeConfig`: endpoint, key
 from the environment, retries and their backoff, concurrency, the request and token
 budget), its one way of calling a model (`ModelCalls`: one budget for the crossval run,
-past which the rest is recorded `over_budget` and asked on a rerun), its strict answer
+past which the rest is recorded `over_budget` and asked on a rerun; `ask_each`: the one
+pool its questions go through), its strict answer
 reader, and its cache pattern: every answer is stored in `reviews` by content key (what
 the judge sees, its model, the prompt version), so a rerun asks nothing twice.
 `review_item` never raises: no usable answer is a review of None with the reason recorded,
@@ -35,7 +36,6 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -45,7 +45,7 @@ import pyarrow as pa
 
 from testprism.storage import SCHEMAS, Store
 from testprism.tasks.curate.judge import (
-    UNSETTLED, MalformedAnswer, ModelCalls, answer_object, rationale_of, settled_reason,
+    UNSETTLED, MalformedAnswer, ModelCalls, answer_object, ask_each, rationale_of, settled_reason,
 )
 from testprism.tasks.model.hashing import digest
 from testprism.tasks.model.outcome import Reason
@@ -200,18 +200,17 @@ def review_all(items: Sequence[ReviewItem], calls: ModelCalls, store: Store) -> 
     todo = {keys[(i.instance_id, i.test)]: i for i in items if keys[(i.instance_id, i.test)] not in found}
     log.info("review: %d flagged test(s), %d answer(s) reused, %d to ask %s", len(items), len(items) - len(todo),
              len(todo), config.model)
-    with ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="review") as pool:
-        futures = {pool.submit(review_item, item, calls): key for key, item in todo.items()}
-        for future in as_completed(futures):
-            key = futures[future]
-            found[key] = got = future.result()
-            item = todo[key]
-            store.append("reviews", pa.Table.from_pylist([{
-                "review_key": key, "instance_id": item.instance_id, "test": item.test,
-                "execution_verdict": item.execution_verdict, "evidence": item.evidence, "model": got.model,
-                "prompt_version": PROMPT_VERSION, "review": got.verdict, "rationale": got.rationale,
-                "reason": got.reason.value if got.reason else None, "error": got.error, "attempts": got.attempts,
-                "reviewed_at": datetime.now(UTC)}], schema=SCHEMAS["reviews"]))
+    def keep(key: str, got: Review) -> None:
+        found[key] = got
+        item = todo[key]
+        store.append("reviews", pa.Table.from_pylist([{
+            "review_key": key, "instance_id": item.instance_id, "test": item.test,
+            "execution_verdict": item.execution_verdict, "evidence": item.evidence, "model": got.model,
+            "prompt_version": PROMPT_VERSION, "review": got.verdict, "rationale": got.rationale,
+            "reason": got.reason.value if got.reason else None, "error": got.error, "attempts": got.attempts,
+            "reviewed_at": datetime.now(UTC)}], schema=SCHEMAS["reviews"]))
+
+    ask_each(todo, lambda item: review_item(item, calls), config.concurrency, "review", keep)
     return {pair: found[key] for pair, key in keys.items()}
 
 

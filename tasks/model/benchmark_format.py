@@ -10,9 +10,9 @@ import re
 from dataclasses import replace
 from pathlib import Path
 from collections.abc import Iterable
-from typing import Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from testprism.tasks.model.hashing import digest, tree_digest
 from testprism.tasks.model.syntax import LANGUAGES
@@ -297,6 +297,17 @@ LOG_PARSERS = ("pytest", "django", "sympy", "go_test", "go_test_json", "cargo", 
                "cucumber")
 
 
+def known_parser(value: str) -> str:
+    """A `parser` field's check (instance.toml's [checks], a recipe's): one of LOG_PARSERS."""
+    if value not in LOG_PARSERS:
+        raise ValueError(f"{value!r} is not a log parser testprism knows; one of {', '.join(LOG_PARSERS)}")
+    return value
+
+
+#: the type of every field naming a log parser
+ParserName = Annotated[str, AfterValidator(known_parser)]
+
+
 class ChecksSpec(_Model):
     """The official checks: a test patch, the command that runs it, the tests that decide.
     With `reward`, the command is a verifier script whose reward is the one check."""
@@ -307,16 +318,9 @@ class ChecksSpec(_Model):
     pass_to_pass: tuple[str, ...] = ()
     #: where per-test results come from when the runner writes no JUnit: the name of the
     #: log parser (LOG_PARSERS; its reader: tasks/execution/logs) that reads the command's output; None: JUnit
-    parser: str | None = None
+    parser: ParserName | None = None
     #: the checks are a verifier script whose reward decides (Harbor's test.sh); None: tests decide
     reward: RewardSpec | None = None
-
-    @field_validator("parser")
-    @classmethod
-    def _known_parser(cls, value: str | None) -> str | None:
-        if value is not None and value not in LOG_PARSERS:
-            raise ValueError(f"{value!r} is not a log parser testprism knows; one of {', '.join(LOG_PARSERS)}")
-        return value
 
     @model_validator(mode="after")
     def _reward_alone(self) -> ChecksSpec:

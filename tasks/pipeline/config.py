@@ -13,18 +13,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from testprism.tasks.collect.settings import CollectSettings
-from testprism.tasks.execution.cluster import DaskCluster
+from testprism.tasks.execution.run_settings import RunSettings
 from testprism.tasks.gate.settings import CheckSettings
 from testprism.tasks.generate.settings import GenerateSettings
 from testprism.tasks.importing.suite_import import checked_configuration
 from testprism.tasks.model.bundled import BUNDLED
 from testprism.tasks.model.benchmark import BenchmarkError
 from testprism.tasks.model.config_file import read_config
-from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
 from testprism.tasks.replay.settings import ReplaySettings
+from testprism.tasks.score.settings import ScoreSettings
 
 
 class _Section(BaseModel):
@@ -76,9 +76,10 @@ class ReplayStage(ReplaySettings):
     benchmark: Path | None = None  #: default: collect's panels, else curate's test split
 
 
-class ScoreStage(_Section):
-    replicates: int = Field(10_000, gt=0)
-    seed: int = 42
+class ScoreStage(ScoreSettings):
+    """A score's settings (tasks/score/settings.py, declared there once) and whether it
+    measures coverage."""
+
     coverage: bool = False  #: also measure ΔC and EC (one more run of every suite)
 
 
@@ -88,14 +89,9 @@ class ReportStage(_Section):
 
 class PipelineConfig(_Section):
     store: Path
-    work: Path | None = None  #: default: the user's cache
-    backend: str = "local"
-    workers: int = Field(1, gt=0)
-    dask_address: str | None = None
-    #: or a cluster started for the run from its class: [dask_cluster] class, kwargs, adapt
-    dask_cluster: DaskCluster | None = None
-    unsafe: bool = False  #: run untrusted code without isolation
-    patch_fuzz: int = Field(DEFAULT_FUZZ, ge=0)
+    #: where every stage runs ([run]: backend, workers, dask_address or [run.dask_cluster],
+    #: work, unsafe_no_sandbox, patch_fuzz: tasks/execution/run_settings.py)
+    run: RunSettings = RunSettings()
     curate: CurateStage | None = None
     check: CheckStage | None = None
     collect: CollectStage | None = None
@@ -103,12 +99,6 @@ class PipelineConfig(_Section):
     replay: ReplayStage = ReplayStage()
     score: ScoreStage = ScoreStage()
     report: ReportStage = ReportStage()
-
-    @model_validator(mode="after")
-    def _one_cluster(self) -> PipelineConfig:
-        if self.dask_address and self.dask_cluster:
-            raise ValueError("dask_address and [dask_cluster] name two clusters: give one")
-        return self
 
     @property
     def collect_benchmark(self) -> Path | None:
@@ -181,7 +171,8 @@ def _resolved(config: PipelineConfig, base: Path, store: Path | None) -> Pipelin
     if generate is not None:
         generate = generate.model_copy(update={"tools": tuple(at(t) for t in generate.tools)})
     return config.model_copy(update={
-        "store": store.resolve() if store else at(config.store), "work": at(config.work),
+        "store": store.resolve() if store else at(config.store),
+        "run": config.run.model_copy(update={"work": at(config.run.work)}),
         "curate": stage(config.curate, "config", "out"), "check": stage(config.check, "benchmark"),
         "collect": collect, "generate": generate,
         "replay": stage(config.replay, "benchmark"), "report": stage(config.report, "out"),

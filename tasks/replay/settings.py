@@ -63,10 +63,10 @@ class ReplaySettings(BaseModel):
         """The run limits these settings give (the rest are the defaults)."""
         return Limits(timeout_s=self.timeout_s)
 
-    def policy(self, patch_fuzz: int) -> Policy:
-        """The execution policy: how failures are confirmed, and how patches apply (`patch_fuzz`,
-        shared with collect, so given by the caller). Imported here: the CLI builds its options
-        from this model for `--help`, which must not load the result parsers."""
+    def policy(self) -> Policy:
+        """The execution policy: how failures are confirmed (how patches apply is where the
+        runs happen: the run settings' patch fuzz, set by the stage). Imported here: the CLI
+        builds its options from this model for `--help`, which must not load the result parsers."""
         from testprism.tasks.execution.verdict import Policy
 
-        return Policy(patch_fuzz=patch_fuzz, audit_share=self.confirm_audit, audit_seed=self.audit_seed)
+        return Policy(audit_share=self.confirm_audit, audit_seed=self.audit_seed)

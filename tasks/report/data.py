@@ -25,6 +25,7 @@ from testprism.tasks.generate.outputs import conversation_file
 from testprism.tasks.model.benchmark import BenchmarkError, load_instance
 from testprism.storage.readers import latest_runs
 from testprism.tasks.gate.store import newest_verdicts
+from testprism.tasks.execution.stage_record import stage_runs
 from testprism.tasks.model.outcome import Reason
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ class ReportData:
     flakes: pl.DataFrame | None = None  #: scores/flakes: each configuration's confirmation policy and flake rate
     conversations: pl.DataFrame | None = None  #: generation runs with a recorded conversation, and its file
     gate: pl.DataFrame | None = None  #: the newest release gate verdict of each row (tasks/gate/store.py)
+    stage_runs: list[dict] | None = None  #: what each stage ran with, newest first (tasks/execution/stage_record.py)
 
 
 def audit_frame(store: Store) -> pl.DataFrame:
@@ -220,4 +222,5 @@ def load_report_data(store_root: Path | str, benchmark_root: Path | str | None =
         flakes=_optional_table(store, "flakes"),
         conversations=recorded_conversations(store),
         gate=newest_verdicts(store) if store.parts("gate") else None,
+        stage_runs=stage_runs(store) or None,
     )

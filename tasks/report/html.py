@@ -37,6 +37,7 @@ from testprism.tasks.report.audit import audit_section, patches_section
 from testprism.tasks.report.crossval import crossval_section
 from testprism.tasks.report.conversations import conversations_section
 from testprism.tasks.report.gate import gate_section
+from testprism.tasks.report.stage_runs import stage_runs_section
 from testprism.tasks.report.formatting import LABELS, anchor, defined, esc, num, p_value, table
 from testprism.tasks.score.coverage.summary import summarise
 
@@ -373,6 +374,7 @@ def render_report(data: ReportData, *, generated_at: datetime | None = None, max
         _comparisons_section(data),
         _per_source_section(data),
         gate_section(data),
+        stage_runs_section(data.stage_runs),
         _funnel_section(data),
         _coverage_section(data),
         crossval_section(data),
@@ -382,7 +384,8 @@ def render_report(data: ReportData, *, generated_at: datetime | None = None, max
     ]
     nav = "".join(f'<a href="#{target}">{title}</a>' for target, title in (
         ("leaderboard", "Leaderboard"), ("charts", "Charts"), ("curves", "Curves"), ("comparisons", "Comparisons"),
-        ("per-source", "Per source"), *((("gate", "Gate"),) if data.gate is not None else ()), ("funnel", "Funnel"), ("coverage", "Coverage"), *((("crossval", "Cross-validation"),) if data.crossval_flags is not None else ()),
+        ("per-source", "Per source"), *((("gate", "Gate"),) if data.gate is not None else ()),
+        *((("where", "Where it ran"),) if data.stage_runs else ()), ("funnel", "Funnel"), ("coverage", "Coverage"), *((("crossval", "Cross-validation"),) if data.crossval_flags is not None else ()),
         *((("conversations", "Conversations"),) if data.conversations is not None else ()),
         ("audit", "Audit")))
     return (

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import shutil
 import socket
 import tarfile
@@ -32,10 +31,9 @@ if TYPE_CHECKING:
 WORKSPACE = PurePosixPath("/workspace")
 
 
-def copy_mode(api: APIClient) -> str:  # noqa: D401
-    """`$TESTPRISM_DOCKER_COPY` (bind | archive), else bind when the engine shares this
-    host's filesystem and uids (same host name, not rootless), else archive."""
-    forced = os.environ.get("TESTPRISM_DOCKER_COPY", "")
+def copy_mode(api: APIClient, forced: str | None = None) -> str:  # noqa: D401
+    """`forced` (DockerSettings' copy mode: bind | archive), else bind when the engine shares
+    this host's filesystem and uids (same host name, not rootless), else archive."""
     if forced in ("bind", "archive"):
         return forced
     info = api.info()

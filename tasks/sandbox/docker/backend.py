@@ -64,6 +64,7 @@ from testprism.tasks.sandbox.docker.environment_image import (
 )
 from testprism.tasks.sandbox.docker import pids
 from testprism.tasks.sandbox.docker.fresh import _FreshRuns
+from testprism.tasks.sandbox.docker.settings import DockerSettings
 from testprism.tasks.sandbox.docker.reused import _ReusedRuns
 from testprism.tasks.sandbox.docker.dockerfile_from import mapped_froms
 from testprism.tasks.sandbox.image.binding import dockerfile_run, image_run, prepare_image
@@ -72,10 +73,6 @@ if TYPE_CHECKING:
     from docker import APIClient
 
 log = logging.getLogger(__name__)
-
-#: "1": start the next run's container while a run executes (bind mode, not fast mode)
-PREWARM_SETTING = "TESTPRISM_DOCKER_PREWARM"
-
 
 @register("docker")
 class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
@@ -87,6 +84,7 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
         *,
         trusted: bool = False,
         unsafe: bool = False,
+        settings: DockerSettings | None = None,
         base_image: str | None = None,
         reuse: bool | None = None,
         cpus: float | None = None,
@@ -94,16 +92,23 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
         prewarm: bool | None = None,
         runtime: str | None = None,
     ) -> None:
+        """`settings`: how runs go (tasks/sandbox/docker/settings.py: given whole by a stage's
+        RunSettings, else read from the TESTPRISM_DOCKER_* variables); a keyword given here
+        replaces its field."""
         super().__init__(work)
-        self.base_name = base_image_name(base_image)
-        self.reuse = reuse if reuse is not None else os.environ.get("TESTPRISM_DOCKER_REUSE", "") not in ("", "0")
+        given = {"base": base_image, "reuse": reuse, "cpus": cpus, "copy_mode": copy, "prewarm": prewarm,
+                 "runtime": runtime}
+        chosen = (settings or DockerSettings()).model_copy(update={k: v for k, v in given.items() if v is not None})
+        self.settings = chosen
+        self.base_name = base_image_name(chosen.base)
+        self.reuse = chosen.reuse
         # Every core by default, as a local run has: a quota below that throttles a toolchain
         # that compiles in parallel (go test: +130 ms a run at 1 CPU on 2 cores, docs/performance.md) and
         # not a one-threaded pytest, so outcomes' timings would depend on the language.
-        self.cpus = cpus if cpus is not None else float(os.environ.get("TESTPRISM_DOCKER_CPUS") or os.cpu_count() or 1)
+        self.cpus = chosen.cpus if chosen.cpus is not None else float(os.cpu_count() or 1)
         # gVisor (`runsc`) opt-in: a kernel of its own in user space, so the host's page
         # cache (what RWF_NOWAIT or mincore would show of earlier runs) is not the run's
-        self.runtime = runtime or os.environ.get("TESTPRISM_DOCKER_RUNTIME") or None
+        self.runtime = chosen.runtime
         self.isolation = ("container-reused" if self.reuse else "container") + (
             f"+{self.runtime}" if self.runtime else "")
         self._local = threading.local()
@@ -111,7 +116,7 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
         self._clients_lock = threading.Lock()
         api = self._api()
         try:
-            self.copy = copy or copy_mode(api)
+            self.copy = copy_mode(api, chosen.copy_mode)
         except Exception as exc:  # noqa: BLE001 - any failure to answer means unavailable
             raise SandboxUnavailable(
                 f"no Docker engine answers ({exc}); start one (CI: .ci/start-dockerd) or set DOCKER_HOST"
@@ -129,9 +134,7 @@ class DockerBackend(_FreshRuns, _ReusedRuns, SandboxBackend):
         # Off by default: a container started ahead is older when its run comes (pid 1's
         # start time), which tells a run whether it was its worker's first. Opt-in for
         # throughput (-0.1 s a run) where that tell is acceptable (docs/docker.md).
-        if prewarm is None:
-            prewarm = os.environ.get(PREWARM_SETTING, "0") not in ("", "0")
-        self.prewarm = prewarm and self.copy == "bind" and not self.reuse
+        self.prewarm = chosen.prewarm and self.copy == "bind" and not self.reuse
         if self.copy == "bind" and not self.reuse:  # + how its runs get their program when not the image (layer.py)
             self.isolation += layer.isolation_label()
         self.owner = _owner()

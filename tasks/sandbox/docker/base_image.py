@@ -28,8 +28,10 @@ DEBIAN_MIRROR = "http://deb.debian.org/debian"
 
 
 def base_image_name(explicit: str | None = None) -> str:
-    """The base image: the argument, else `$TESTPRISM_DOCKER_BASE`, else the default."""
-    return explicit or os.environ.get("TESTPRISM_DOCKER_BASE") or DEFAULT_BASE
+    """The base image: the argument, else DockerSettings' (`$TESTPRISM_DOCKER_BASE`), else the default."""
+    from testprism.tasks.sandbox.docker.settings import DockerSettings
+
+    return explicit or DockerSettings().base or DEFAULT_BASE
 
 
 def cache_dir() -> Path:
