@@ -567,11 +567,14 @@ def test_bundled_real_row_recipes_name_their_languages_and_parsers():
     # the recipes of the real rows of docs/real-benchmarks.md (issue 40): TypeScript named TypeScript,
     # and test-unit, which writes no JUnit, read by its log parser
     recipes = Path(__file__).resolve().parents[1] / "examples" / "recipes"
-    book = load_recipes([recipes / "immutable-js.toml", recipes / "vue-core.toml", recipes / "test-unit.toml"])
-    found = {repo: book.find(repo, "")[0] for repo in ("immutable-js/immutable-js", "vuejs/core", "test-unit/test-unit")}
+    book = load_recipes([recipes / "immutable-js.toml", recipes / "vue-core.toml", recipes / "test-unit.toml",
+                         recipes / "jq.toml", recipes / "redis.toml", recipes / "micropython.toml"])
+    found = {repo: book.find(repo, "")[0] for repo in ("immutable-js/immutable-js", "vuejs/core", "test-unit/test-unit",
+                                                       "jqlang/jq", "redis/redis", "micropython/micropython")}
     assert {repo: (r.language, r.parser) for repo, r in found.items()} == {
         "immutable-js/immutable-js": ("javascript", None), "vuejs/core": ("typescript", None),
-        "test-unit/test-unit": ("ruby", "ruby_unit")}
+        "test-unit/test-unit": ("ruby", "ruby_unit"), "jqlang/jq": ("c", "jq"), "redis/redis": ("c", "redis"),
+        "micropython/micropython": ("c", "micropython")}
     assert all("$TESTPRISM_JUNIT" in r.test_command for r in found.values() if r.parser is None)
 
 

@@ -40,6 +40,7 @@ from testprism.tasks.model.outcome import TestResult as Case
 
 DATA = Path(__file__).parent / "data" / "runner_logs"
 REAL = DATA / "real"
+NAMED = Path(__file__).resolve().parents[1] / "bench" / "realrows" / "named"
 
 #: what `select` says of an id: an errored case is `failed` there
 P, F, S = "passed", "failed", "skipped"
@@ -250,12 +251,31 @@ LOGS += [
         "SET and GET - passes": P, "INCR fails: oddly named (on purpose)": F, "skipped one": S,
         "ignored by its tag: Tag: slow denied": S, "ünï [brackets] in a name": P, "raises an error": F,
         "after the error": P}, 7),
+    # SWE-bench Multilingual redis__redis-9733 (rebuilt, bench/realrows/named/): the spec's unit on the
+    # row's two states; this helper prints no `(N ms)`, and the failure's ` in <file>` is left out
+    Log("redis", "real/redis-9733-buggy.log", {
+        "COMMAND GETKEYS EVAL without keys": F, "COMMAND GETKEYS EVAL with keys": P,
+        "TTL, TYPE and EXISTS do not alter the last access time of a key": P}, 15),
+    Log("redis", "real/redis-9733-gold.log", {
+        "COMMAND GETKEYS EVAL without keys": P, "COMMAND LIST FILTERBY PATTERN": P,
+        "COMMAND GETKEYS EVAL without keys in tests/unit/introspection-2.tcl": "missing"}, 15),
     # jq's `make check` (jq 1.8.2's release): the vendored oniguruma's suites print their lines too
     Log("jq", "jq.log", {"tests/jqtest": P, "tests/base64test": F, "tests/onigtest": P, "test_utf8": P,
                          "callback_each_match": P}, 30),
+    # SWE-bench Multilingual jqlang__jq-2235 and -2598 (rebuilt rows, bench/realrows/named/): the spec's
+    # build and `make check` on each row's buggy and fixed states; ids are jq's test scripts
+    Log("jq", "real/jq-2235-buggy.log", {"tests/shtest": F, "tests/jqtest": P, "tests/mantest": P}, 7),
+    Log("jq", "real/jq-2235-gold.log", {"tests/shtest": P, "tests/jqtest": P, "tests/base64test": P}, 7),
+    Log("jq", "real/jq-2598-buggy.log", {"tests/jqtest": F, "tests/shtest": P, "tests/onigtest": P}, 7),
+    Log("jq", "real/jq-2598-gold.log", {"tests/jqtest": P, "tests/optionaltest": P, "tests/utf8test": P}, 7),
     # the driver's SKIP and ERROR lines, which that run printed none of
     Log("jq", "handwritten/jq.log", {"tests/mantest": P, "tests/jqtest": F, "tests/onigtest": S, "tests/utf8test": F,
                                      "tests/shtest": P}, 7),
+    # SWE-bench Multilingual micropython__micropython-10095 (rebuilt, bench/realrows/named/): `-i basics/fun`
+    # on the row's two states; run-tests.py's closing `1 tests failed: fun_calldblstar` is no test
+    Log("micropython", "real/micropython-10095-buggy.log", {
+        "basics/fun_calldblstar.py": F, "basics/fun_callstar.py": P, "fun_calldblstar": "missing"}, 23),
+    Log("micropython", "real/micropython-10095-gold.log", {"basics/fun_calldblstar.py": P, "basics/fun1.py": P}, 23),
     # micropython's run-tests.py, SWE-bench's `-i string_format`, with two tests of our own
     Log("micropython", "micropython.log", {
         "basics/string_format.py": P, "basics/string_format_modulo.py": S, "basics/string_format_testprism_same.py": P,
@@ -311,6 +331,26 @@ def test_jest_and_vitest_name_cases_as_junit_id_names_ids() -> None:
     vitest = outcomes("vitest", (DATA / "vitest.log").read_bytes())
     assert "sample.test.js::math > fails > oddly named" in jest
     assert set(jest) == set(vitest)
+
+
+#: C rows of SWE-bench Multilingual rebuilt here (bench/realrows/named/): row, parser, log prefix (real/)
+C_ROWS = [("jqlang__jq-2235", "jq", "jq-2235"), ("jqlang__jq-2598", "jq", "jq-2598"),
+          ("redis__redis-9733", "redis", "redis-9733"),
+          ("micropython__micropython-10095", "micropython", "micropython-10095")]
+
+
+@pytest.mark.parametrize(("row", "parser", "prefix"), C_ROWS, ids=[r[0] for r in C_ROWS])
+def test_a_c_rows_ids_meet_its_real_logs(row: str, parser: str, prefix: str) -> None:
+    """Every id the row carries, through the row's parser on the logs its tests were named from:
+    the deciding tests fail before the fix and pass after it, the kept ones pass on both."""
+    named = json.loads((NAMED / f"{row}.json").read_text(encoding="utf-8"))
+    f2p, p2p = tuple(named["f2p_tests"]), tuple(named["p2p_tests"])
+    buggy = parse_log(parser, (REAL / f"{prefix}-buggy.log").read_bytes())
+    gold = parse_log(parser, (REAL / f"{prefix}-gold.log").read_bytes())
+    assert buggy is not None and gold is not None
+    assert select(buggy, f2p) == dict.fromkeys(f2p, "failed")
+    assert select(buggy, p2p) == dict.fromkeys(p2p, "passed")
+    assert select(gold, f2p + p2p) == dict.fromkeys(f2p + p2p, "passed")
 
 
 def test_a_bare_id_names_its_group_and_no_other() -> None:
