@@ -334,13 +334,24 @@ def pro_row(pro_git_dir: Path, repo_git_dir: Path, instance: str, language: str)
     }
 
 
+#: the run_scripts/<id>/ files the import's --pro-scripts reads (and the tests' source, kept beside them)
+PRO_SCRIPTS = ("run_script.sh", "parser.py", "instance_info.txt")
+
+
 def pro_rows(pro_git_dir: Path, repo_git_dir: Path, instances: list[str], language: str, out: Path) -> None:
-    """`pro_row` for each instance, written anew to out/<owner>__<repo>_pro_rebuilt.jsonl."""
+    """`pro_row` for each instance, written anew to out/rows/<owner>__<repo>_pro_rebuilt.jsonl,
+    and each instance's scripts to out/run_scripts/<id>/ (the folder --pro-scripts names). Kept
+    apart from the Multi-SWE-bench rows of out/../rows/, which the source route imports."""
     rows = [pro_row(pro_git_dir, repo_git_dir, instance, language) for instance in instances]
-    out.mkdir(parents=True, exist_ok=True)
-    target = out / f"{rows[0]['repo'].replace('/', '__')}_pro_rebuilt.jsonl"
+    (out / "rows").mkdir(parents=True, exist_ok=True)
+    target = out / "rows" / f"{rows[0]['repo'].replace('/', '__')}_pro_rebuilt.jsonl"
     target.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    print(f"{target}: {len(rows)} rows")
+    for instance in instances:
+        folder = out / "run_scripts" / instance
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in PRO_SCRIPTS:
+            (folder / name).write_text(git(pro_git_dir, "show", f"HEAD:run_scripts/{instance}/{name}"), encoding="utf-8")
+    print(f"{target}: {len(rows)} rows; their scripts in {out / 'run_scripts'}")
 
 
 def report_tests(report: Path) -> dict[str, dict]:
@@ -383,7 +394,7 @@ def main() -> None:
     p.add_argument("instances", nargs="+")
     args = parser.parse_args()
     if args.command == "pro":
-        pro_rows(args.pro_git_dir, args.repo_git_dir, args.instances, args.language, args.out / "rows")
+        pro_rows(args.pro_git_dir, args.repo_git_dir, args.instances, args.language, args.out / "pro")
     elif args.command == "rows":
         rows(args.datasets, args.out / "rows")
     elif args.command == "candidates":

@@ -71,13 +71,15 @@ def without_heredocs(text: str, context: Path) -> tuple[str, int]:
 
 def derived(text: str, which: str, context: Path) -> tuple[str, list[str]]:
     """Pro's Dockerfile with the DEVIATIONS that occur in it, and the reasons of those applied."""
-    text, heredocs = without_heredocs(text, context)
-    applied = [f"{which}: {heredocs} heredoc(s) `RUN cat <<'X' > FILE` made files of the build context, COPY'd to the "
-               "same path (Docker's legacy builder reads no heredoc; no buildx here)"] if heredocs else []
+    applied = []
     for published, replacement, why in DEVIATIONS:
         if published in text:
             text = text.replace(published, replacement)
             applied.append(f"{which}: {why}")
+    text, heredocs = without_heredocs(text, context)
+    if heredocs:
+        applied.append(f"{which}: {heredocs} heredoc(s) `RUN cat <<'X' > FILE` made files of the build context, "
+                       "COPY'd to the same path (Docker's legacy builder reads no heredoc; no buildx here)")
     if "github.com" in text and "git clone" in text:
         sys.exit(f"{which}: still clones from GitHub after the deviations: add one for it")
     return text, applied

@@ -18,6 +18,10 @@ zipfile.ZipFile(io.BytesIO(data)).extractall('/tmp/tc')" "$GO_TOOLCHAIN" \
     && mv "/tmp/tc/golang.org/toolchain@$GO_TOOLCHAIN" /usr/local/go && rm -rf /tmp/tc /tmp/extra-ca.pem \
     && chmod -R a+rX /usr/local/go && chmod a+x /usr/local/go/bin/* /usr/local/go/pkg/tool/linux_amd64/* \
     && mkdir -p /go/bin /go/src && chmod -R 1777 /go
+# The machine's added CA (a TLS-inspecting proxy's root: testprism passes it as EXTRA_CA) is
+# trusted system-wide, so that `go mod download` in Pro's build steps reaches the Go proxy.
+RUN if [ -n "$EXTRA_CA" ]; then printf '%s\n' "$EXTRA_CA" > /usr/local/share/ca-certificates/extra-ca.crt \
+    && update-ca-certificates; fi
 ENV GOLANG_VERSION=1.24.13 \
     GOTOOLCHAIN=local \
     GOPATH=/go \
