@@ -446,6 +446,22 @@ def test_output_json_that_is_not_pros_is_unreadable() -> None:
     assert odd is not None and odd[0].outcome == "error" and "XPASS" in odd[0].message
 
 
+def test_pros_empty_output_json_is_a_reading_whose_wanted_tests_are_missing() -> None:
+    """A real Pro row (navidrome 0488fb92, buggy): the checks do not compile, run_script.sh's
+    `go test` prints no `=== RUN` line, and parser.py writes `{"tests": []}`. Pro grades the
+    deciding tests as not passed; here it is a reading of no test (the ids `missing`, the run
+    failing), not `parse_failed`. Control: no output.json at all (parser.py crashed) stays unreadable."""
+    from testprism.tasks.execution.verdict import read_attempt
+    from testprism.tasks.model.outcome import Outcome
+    from testprism.tasks.sandbox.base import ExecResult
+
+    assert parse_log("script", b'{\n  "tests": []\n}') == ()
+    assert parse_log("script", b"") is None
+    assert select((), ("TestArtwork",)) == {"TestArtwork": "missing"}
+    result = ExecResult(exit_code=0, duration_s=1.0, output_tail='{"tests": []}')
+    assert read_attempt(result, ("TestArtwork",), "script").outcome is Outcome.FAIL
+
+
 def test_bounds_of_a_log() -> None:
     """Past LOG_MAX_BYTES or MAX_TESTS the log is unreadable; names are cut to NAME_CHARS.
     Controls: just within each bound the same lines read."""

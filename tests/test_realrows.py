@@ -7,11 +7,18 @@ repositories), optionally `recipes/` (recipes of fetched repositories kept out o
 repository, such as gson's, whose Maven seed is built from gson's own poms; read with
 examples/recipes/) and, optionally, `gate.txt`: the ids of the rows whose checks reproduced here
 (buggy fails, reference passes), one a line, which are verified again in the sandbox.
+
+SWE-bench Pro rows (`fetch.py pro`) are kept apart, under `pro/`: `pro/rows/*.jsonl` (v2 layout),
+`pro/run_scripts/<id>/` (run_script.sh, parser.py) and `pro/images.toml` (the images
+bench/realrows/pro_images.py built here); those gate.txt names go through `testprism check`'s
+flow on the image route, Pro's scripts run in the sandbox.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -55,13 +62,22 @@ def gate_ids() -> list[str]:
     return [line.strip() for line in gate.read_text().splitlines() if line.strip()] if gate and gate.exists() else []
 
 
+PRO = Path(REALROWS, "pro") if REALROWS else None
+PRO_ROWS = sorted((PRO / "rows").glob("*.jsonl")) if PRO else []
+
+
+def pro_ids() -> set[str]:
+    """The instance ids of the Pro rows kept under pro/rows/."""
+    return {json.loads(line)["instance_id"] for rows in PRO_ROWS for line in rows.read_text().splitlines() if line.strip()}
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(7200)
 @pytest.mark.requires("sandbox", "toolchains")
 @pytest.mark.skipif(not gate_ids(), reason="no gate.txt: no real row has reproduced here yet")
 def test_rows_that_passed_the_gate_still_pass_it(tmp_path, work):
     # Every row of every file imported with --verify: the ones gate.txt names must be accepted.
-    wanted = set(gate_ids())
+    wanted = set(gate_ids()) - pro_ids()
     accepted: set[str] = set()
     backend = LocalBackend(work)
     try:
@@ -73,3 +89,29 @@ def test_rows_that_passed_the_gate_still_pass_it(tmp_path, work):
     finally:
         backend.close()
     assert wanted <= accepted, f"no longer reproduce: {sorted(wanted - accepted)}"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(7200)
+@pytest.mark.requires("sandbox", "docker")
+@pytest.mark.skipif(not set(gate_ids()) & pro_ids(), reason="no SWE-bench Pro row of pro/rows/ is in gate.txt")
+def test_pro_rows_that_passed_the_gate_still_pass_it(tmp_path, work_root):
+    # Imported as published through the image route, their images from pro/images.toml, and
+    # gated under local (the images' exported roots), Pro's run_script.sh and parser.py inside.
+    from testprism.flows.check import check_flow
+    from testprism.tasks.gate.verdict import GateVerdict
+    from testprism.tasks.importing.image_names import ImageMap
+    from testprism.tasks.importing.image_route import ImageRoute, import_image_rows
+    from testprism.tasks.importing.image_specs import ImageSpecs
+
+    assert PRO is not None
+    wanted = set(gate_ids()) & pro_ids()
+    route = ImageRoute(ImageSpecs.load(None), ImageMap.read(PRO / "images.toml"), PRO / "run_scripts")
+    for rows in PRO_ROWS:
+        report = import_image_rows(rows, tmp_path / "bench", route, source="swe-bench-pro")
+        assert not report.failed, "\n".join(map(str, report.failed))
+    for instance in set(pro_ids()) - wanted:
+        shutil.rmtree(tmp_path / "bench" / "instances" / instance)  # gated again only where it passed here
+    gate = check_flow(benchmark=str(tmp_path / "bench"), store=str(tmp_path / "store"), work=str(work_root))
+    verdicts = {v.instance_id: v.verdict for v in gate.verdicts if v.instance_id in wanted}
+    assert verdicts == dict.fromkeys(wanted, GateVerdict.OK), gate.failed

@@ -137,3 +137,56 @@ def test_the_committed_named_rows_each_name_a_fix_commit_tests_and_how(fetch):
         spec = json.loads(path.read_text(encoding="utf-8"))
         assert len(spec["commit"]) == 40 and spec["f2p_tests"] and spec["how"].strip(), path
         assert not fetch.held_out(spec["org"], spec["repo"]), path
+
+
+@pytest.fixture
+def pro_snapshots(tmp_path):
+    """A program repository with a fix commit, and a SWE-bench Pro-os-like repository whose
+    run_scripts/<id>/ names that commit's parent as its base."""
+    program = tmp_path / "program"
+    program.mkdir()
+    git(program, "init", "-q")
+    commit(program, {"go.mod": b"module acme/tool\n"}, "root")
+    base = commit(program, {"pkg/a.go": b"package pkg\n", "pkg/a_test.go": b"package pkg\n"}, "base")
+    fix = commit(program, {"pkg/a.go": b"package pkg\n\nfunc A() {}\n",
+                           "pkg/a_test.go": b"package pkg\n\n// TestA\n"}, "Add A\n\nso that callers can")
+    instance = f"instance_acme__tool-{fix}"
+    pro = tmp_path / "pro"
+    pro.mkdir()
+    git(pro, "init", "-q")
+    info = (f"Instance ID: {instance}\nRepository: acme/tool\nBase Commit: {base}\nTest Files: [\"TestA\"]\n"
+            "FAIL_TO_PASS: [\"TestA\"]\nPASS_TO_PASS: [\"TestB\"]\n")
+    commit(pro, {f"run_scripts/{instance}/instance_info.txt": info.encode(),
+                 f"run_scripts/{instance}/run_script.sh": b"#!/bin/bash\ngo test -v -run \"$1\" ./...\n",
+                 f"run_scripts/{instance}/parser.py": b"print('parser')\n"}, "scripts")
+    return pro / ".git", program / ".git", instance, base
+
+
+def test_a_pro_row_rebuilt_from_instance_info_imports_as_a_published_v2_row(fetch, tmp_path, pro_snapshots):
+    from testprism.tasks.importing.image_names import ImageMap
+    from testprism.tasks.importing.image_route import ImageRoute, import_image_rows
+    from testprism.tasks.importing.image_specs import ImageSpecs
+
+    pro, program, instance, base = pro_snapshots
+    fetch.pro_rows(pro, program, [instance], "go", tmp_path / "out")
+    rows = tmp_path / "out" / "rows" / "acme__tool_pro_rebuilt.jsonl"
+    [row] = [json.loads(line) for line in rows.read_text().splitlines()]
+    # the v2 layout: lists as Python literals, the test split by path, the tag Pro's helper derives
+    assert (row["base_commit"], row["fail_to_pass"], row["pass_to_pass"], row["selected_test_files_to_run"]) == \
+        (base, "['TestA']", "['TestB']", "['TestA']")
+    assert "pkg/a.go" in row["patch"] and "a_test.go" not in row["patch"] and "pkg/a_test.go" in row["test_patch"]
+    assert row["problem_statement"].startswith("Add A") and row["rebuilt_from"]["commit"] == instance.rsplit("-", 1)[1]
+    assert row["dockerhub_tag"] == f"acme.tool-{instance.removeprefix('instance_')}"
+    report = import_image_rows(rows, tmp_path / "bench", ImageRoute(ImageSpecs.load(None), ImageMap(),
+                                                                    tmp_path / "out" / "run_scripts"))
+    assert report.imported == [instance] and not report.issues
+
+
+def test_a_pro_row_whose_base_is_not_the_fix_commits_parent_is_not_rebuilt(fetch, tmp_path, pro_snapshots):
+    pro, program, instance, _ = pro_snapshots
+    other = instance.rsplit("-", 1)[0] + "-" + git(program.parent, "rev-parse", "HEAD^")
+    # the base commit named by instance_info.txt is the fix's parent: an id naming the base itself is refused
+    info = git(pro.parent, "show", f"HEAD:run_scripts/{instance}/instance_info.txt")
+    commit(pro.parent, {f"run_scripts/{other}/instance_info.txt": info.encode()}, "other")
+    with pytest.raises(SystemExit, match=rf"run_scripts/{other}/instance_info.txt: field Base Commit: .* is not the parent"):
+        fetch.pro_rows(pro, program, [other], "go", tmp_path / "out")

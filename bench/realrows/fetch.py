@@ -21,7 +21,13 @@ tool's `fetch`, which leaves one under /work/.mirror/<owner>+<name>/repo):
               it does not apply as it is). Only for when the dataset row itself cannot be had:
               the result says it was rebuilt, and from what;
   named       the rows of bench/realrows/named/ (tests named by runs here), rebuilt from
-              local snapshots.
+              local snapshots;
+  pro         SWE-bench Pro rows in the published v2 layout, for when the dataset
+              (helper_code/sweap_eval_full_v2.jsonl, a large blob) is absent from the
+              snapshot of scaleapi/SWE-bench_Pro-os: the tests and base of each instance's
+              run_scripts/<id>/instance_info.txt, the change of the fix commit the id names
+              (its parent must be the base) split as `rebuild` splits it; the row says it was
+              rebuilt, and from what.
 
 The rows of fmtlib/fmt, FasterXML/jackson-core and BurntSushi/ripgrep are kept for an
 independent check and never written.
@@ -32,6 +38,8 @@ independent check and never written.
         --org catchorg --repo Catch2 --number 2723 --report /work/realrows/reports/catchorg__Catch2-2723.json
     python bench/realrows/fetch.py rebuild --git-dir /work/.mirror/google+gson/repo --commit 46b97bf15 \\
         --base 0e90771e45 --org google --repo gson --number 1555 --swebench-java-log run_instance.log
+    python bench/realrows/fetch.py pro --pro-git-dir /work/.mirror/scaleapi+SWE-bench_Pro-os/repo \\
+        --repo-git-dir /work/.mirror/navidrome+navidrome/repo instance_navidrome__navidrome-0130c6dc…
     python bench/realrows/fetch.py named        # the rows of bench/realrows/named/ (JavaScript, TypeScript,
                                                  # Ruby), rebuilt from /work/.mirror's snapshots
 """
@@ -277,6 +285,75 @@ def named_rows(mirrors: Path, out: Path) -> None:
                       spec.get("test_prefix"))
 
 
+def pro_info(text: str, source: str) -> dict[str, str]:
+    """instance_info.txt's `Key: value` lines (Repository, Base Commit, Test Files,
+    FAIL_TO_PASS, PASS_TO_PASS; the lists are JSON); exits naming the file and a missing key."""
+    info = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
+    for key in ("Repository", "Base Commit", "Test Files", "FAIL_TO_PASS", "PASS_TO_PASS"):
+        if key not in info:
+            sys.exit(f"{source}: field {key}: missing")
+    return info
+
+
+def pro_row(pro_git_dir: Path, repo_git_dir: Path, instance: str, language: str) -> dict:
+    """A SWE-bench Pro row in the published v2 layout (the lists as Python literals, as Pro's
+    dataset writes them and its harness `eval`s them) rebuilt from instance_info.txt and the fix
+    commit named by the instance id. What the snapshot lacks is said in `rebuilt_from`: the
+    problem statement is the commit's message, requirements and interface are empty,
+    before_repo_set_cmd is empty (the test files come in test_patch)."""
+    source = f"run_scripts/{instance}/instance_info.txt"
+    info = pro_info(git(pro_git_dir, "show", f"HEAD:{source}"), source)
+    repo, base = info["Repository"].strip(), info["Base Commit"].strip()
+    org, name = repo.split("/")
+    if held_out(org, name):
+        sys.exit(f"{repo} is held out for an independent check")
+    commit = instance.removesuffix("-vnan").rsplit("-", 1)[1]
+    parent = git(repo_git_dir, "rev-parse", f"{commit}^").strip()
+    if parent != git(repo_git_dir, "rev-parse", base).strip():
+        sys.exit(f"{source}: field Base Commit: {base} is not the parent of {commit} (the id's commit), so the row "
+                 "cannot be rebuilt from it")
+    changed = git(repo_git_dir, "diff", "--name-only", parent, commit).splitlines()
+    tests_changed = [p for p in changed if is_test_path(p)]
+    fixes = [p for p in changed if not is_test_path(p)]
+    def diff(paths: list[str]) -> str:
+        return git(repo_git_dir, "diff", "--full-index", parent, commit, "--", *paths) if paths else ""
+
+    from testprism.tasks.importing.image_names import pro_tag
+    return {
+        "repo": repo, "instance_id": instance, "base_commit": base, "patch": diff(fixes), "test_patch": diff(tests_changed),
+        "problem_statement": git(repo_git_dir, "log", "-1", "--format=%B", commit).strip(), "requirements": "",
+        "interface": "", "repo_language": language,
+        "fail_to_pass": repr(json.loads(info["FAIL_TO_PASS"])), "pass_to_pass": repr(json.loads(info["PASS_TO_PASS"])),
+        "before_repo_set_cmd": "", "selected_test_files_to_run": repr(json.loads(info["Test Files"])),
+        "dockerhub_tag": pro_tag(instance, repo),
+        "rebuilt_from": {"instance_info": f"scaleapi/SWE-bench_Pro-os@{git(pro_git_dir, 'rev-parse', 'HEAD')[:7]}:{source}",
+                         "commit": commit,
+                         "not_published_here": "problem_statement is the commit's message; requirements, interface "
+                                               "and before_repo_set_cmd are empty; dockerhub_tag is derived by "
+                                               "helper_code/image_uri.py; patch/test_patch split by path"},
+    }
+
+
+#: the run_scripts/<id>/ files the import's --pro-scripts reads (and the tests' source, kept beside them)
+PRO_SCRIPTS = ("run_script.sh", "parser.py", "instance_info.txt")
+
+
+def pro_rows(pro_git_dir: Path, repo_git_dir: Path, instances: list[str], language: str, out: Path) -> None:
+    """`pro_row` for each instance, written anew to out/rows/<owner>__<repo>_pro_rebuilt.jsonl,
+    and each instance's scripts to out/run_scripts/<id>/ (the folder --pro-scripts names). Kept
+    apart from the Multi-SWE-bench rows of out/../rows/, which the source route imports."""
+    rows = [pro_row(pro_git_dir, repo_git_dir, instance, language) for instance in instances]
+    (out / "rows").mkdir(parents=True, exist_ok=True)
+    target = out / "rows" / f"{rows[0]['repo'].replace('/', '__')}_pro_rebuilt.jsonl"
+    target.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    for instance in instances:
+        folder = out / "run_scripts" / instance
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in PRO_SCRIPTS:
+            (folder / name).write_text(git(pro_git_dir, "show", f"HEAD:run_scripts/{instance}/{name}"), encoding="utf-8")
+    print(f"{target}: {len(rows)} rows; their scripts in {out / 'run_scripts'}")
+
+
 def report_tests(report: Path) -> dict[str, dict]:
     """The tests of a Multi-SWE-bench report.json, which must be a run the benchmark marked valid."""
     official = json.loads(report.read_text(encoding="utf-8"))
@@ -310,8 +387,15 @@ def main() -> None:
     b.add_argument("--test-prefix", action="append", help="a folder of the tests (instead of the `test` segment rule)")
     n = sub.add_parser("named", help="rebuild the rows of bench/realrows/named/ from local snapshots")
     n.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
+    p = sub.add_parser("pro", help="SWE-bench Pro rows (v2 layout) from run_scripts/<id>/instance_info.txt")
+    p.add_argument("--pro-git-dir", type=Path, required=True, help="a snapshot of scaleapi/SWE-bench_Pro-os")
+    p.add_argument("--repo-git-dir", type=Path, required=True, help="a snapshot of the instances' repository")
+    p.add_argument("--language", default="go", help="repo_language as Pro writes it (python, js, ts, go)")
+    p.add_argument("instances", nargs="+")
     args = parser.parse_args()
-    if args.command == "rows":
+    if args.command == "pro":
+        pro_rows(args.pro_git_dir, args.repo_git_dir, args.instances, args.language, args.out / "pro")
+    elif args.command == "rows":
         rows(args.datasets, args.out / "rows")
     elif args.command == "candidates":
         candidates(args.git_dir, args.commit, args.language, args.split, args.out / "candidates")

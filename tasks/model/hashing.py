@@ -29,10 +29,17 @@ def tree_files(root: Path) -> list[Path]:
 
 
 def tree_digest(root: Path) -> str:
-    """Hash of a tree's relative paths, executable bits and contents."""
+    """Hash of a tree's relative paths, executable bits and contents. A symbolic link is hashed
+    by where it points, never followed: a program may hold a dangling one on purpose (navidrome's
+    tests/fixtures/synlink_invalid, SWE-bench Pro), and one pointing out of the tree must not
+    make the hash read, or depend on, what is outside it."""
     h = hashlib.sha256()
     for path in tree_files(root):
         rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            h.update(f"{rel}\0l\0".encode())
+            h.update(hashlib.sha256(os.readlink(path).encode()).digest())
+            continue
         mode = "x" if os.access(path, os.X_OK) else "-"
         h.update(f"{rel}\0{mode}\0".encode())
         h.update(hashlib.sha256(path.read_bytes()).digest())

@@ -80,4 +80,4 @@ def parse_log(parser: str, output: bytes) -> tuple[TestResult, ...] | None:
     except Exception as exc:  # noqa: BLE001 - any failure of a parser on untrusted text is "unreadable"
         log.debug("%s parser failed on its log: %s: %s", parser, type(exc).__name__, exc)
         return None
-    return results.freeze() or None
+    return results.freeze() or (() if results.report_read else None)

@@ -25,6 +25,7 @@ def script(log: str, results: Results) -> None:
     tests = report.get("tests") if isinstance(report, dict) else None
     if not isinstance(tests, list):
         raise ValueError("output.json has no list `tests`")
+    results.report_read = True  # an empty list is Pro's report of no test run (a build failure)
     for test in tests:
         if not isinstance(test, dict) or not isinstance(test.get("name"), str):
             raise ValueError("a test of output.json has no string `name`")
