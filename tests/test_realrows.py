@@ -30,6 +30,7 @@ from testprism.tasks.importing.verifier import Verifier
 from testprism.tasks.model.benchmark import load_benchmark
 from testprism.tasks.sandbox.base import Limits
 from testprism.tasks.sandbox.local import LocalBackend
+from testprism.tasks.execution.run_settings import RunSettings
 
 REALROWS = os.environ.get("TESTPRISM_REALROWS")
 RECIPES = Path(__file__).resolve().parents[1] / "examples" / "recipes"
@@ -112,6 +113,6 @@ def test_pro_rows_that_passed_the_gate_still_pass_it(tmp_path, work_root):
         assert not report.failed, "\n".join(map(str, report.failed))
     for instance in set(pro_ids()) - wanted:
         shutil.rmtree(tmp_path / "bench" / "instances" / instance)  # gated again only where it passed here
-    gate = check_flow(benchmark=str(tmp_path / "bench"), store=str(tmp_path / "store"), work=str(work_root))
+    gate = check_flow(benchmark=str(tmp_path / "bench"), store=str(tmp_path / "store"), run=RunSettings(work=str(work_root)))
     verdicts = {v.instance_id: v.verdict for v in gate.verdicts if v.instance_id in wanted}
     assert verdicts == dict.fromkeys(wanted, GateVerdict.OK), gate.failed
