@@ -85,7 +85,7 @@ def test_score_deployment_runs_on_a_real_server(server, tmp_path):
             "deadline = __import__('time').monotonic() + 120\n"
             "while True:\n"
             "    try:\n"
-            "        run = run_deployment('score/nightly', parameters={'store': sys.argv[1], 'replicates': 200}, timeout=180)\n"
+            "        run = run_deployment('score/nightly', parameters={'store': sys.argv[1], 'settings': {'replicates': 200}}, timeout=180)\n"
             "        break\n"
             "    except Exception:\n"  # the deployment appears once `serve` has registered it
             "        if __import__('time').monotonic() > deadline: raise\n"
@@ -251,7 +251,7 @@ def test_the_projects_deployments_run_the_pipeline_by_a_worker(server, tmp_path,
         said = [re.search(r"(\d+) to execute .*; (\d+) taken from the same work", line)
                 for line in logged_lines(env, [replay], [resumed]) if resumed in line]
         assert said and said[0] and int(said[0][1]) + int(said[0][2]) == 132 - settled, said
-        scored = start_run(env, deployments["score"], {"store": str(killed), "replicates": 200})
+        scored = start_run(env, deployments["score"], {"store": str(killed), "settings": {"replicates": 200}})
         assert wait_for(env, scored, worker_log)["type"] == "COMPLETED"
         assert Store(killed).read_table("leaderboard").equals(Store(store).read_table("leaderboard"))
 
