@@ -70,9 +70,6 @@ def replay_flow(
                        policy=settings.policy(), concurrency=settings.concurrency, limits=settings.limits(),
                        early_stop=settings.early_stop, warm=settings.warm)
     inputs, place, options = stage.inputs, stage.place, stage.options
-    if settings.warm and not trusted:
-        log.warning("--warm: warm states serve only a trusted benchmark's programs (the bundled one); "
-                    "every run of this one starts cold (SECURITY.md, Warm states)")
     bench, target = inputs.benchmark, inputs.store
     bench = gated_benchmark(target, bench, settings.include_failed_gate, "replay")
     record_plan(bench, target)

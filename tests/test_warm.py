@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -293,81 +294,135 @@ def test_an_evicted_warm_process_ends_after_its_runs_in_flight(backend, state, s
     assert not _went_cold(caplog)
 
 
-# -- hostile programs: only a trusted benchmark is warm ------------------------------------------
+# -- hostile programs: a frozen warm process, clones made by the harness --------------------------
 
-#: a program whose import-time code (run once, in the warm process) counts the forks made
-#: after it, shares a page and keeps a descriptor with every child: each defence of the child
-#: is its code's to undo (here the descriptor close), the warm process looks as a clean one
-#: does from outside (one thread, no mount), and the count needs neither
-HOSTILE = '''import mmap, os
-FORKS = [0]
+#: a program whose import-time code (run once, in the warm process) would count the runs
+#: made from it: by a fork hook, and by the calls of the warm process's own loop (it wraps
+#: `os.read`, which the warm process calls to wait for a request; a clone resumes inside that
+#: one call). A frozen warm process calls neither again.
+COUNTING = """import os
+FORKS, READS = [0], [0]
 os.register_at_fork(before=lambda: FORKS.__setitem__(0, FORKS[0] + 1))
+_read = os.read
+def read(fd, n):
+    READS[0] += 1
+    return _read(fd, n)
+os.read = read
+"""
+#: a program that keeps what its clones would share: a shared page and a descriptor
+SHARING = """import mmap, os
 SHARED = mmap.mmap(-1, 4096, flags=mmap.MAP_SHARED)
 KEPT = os.open("/tmp", os.O_TMPFILE | os.O_RDWR)
-_closerange = os.closerange
-os.closerange = lambda low, high: (_closerange(low, KEPT), _closerange(KEPT + 1, high))
-'''
-PLACE = '''import os, hostile
+"""
+COUNTED = """import json, hostile
 
 def test_place():
-    seen = [hostile.FORKS[0], hostile.SHARED[0], os.lseek(hostile.KEPT, 0, os.SEEK_CUR)]
+    seen = [hostile.FORKS[0], hostile.READS[0]]
+    print("PLACE", json.dumps(seen))
+    assert seen == [0, 1]
+"""
+SHARED = """import json, os, hostile
+
+def test_place():
+    try:
+        kept = os.lseek(hostile.KEPT, 0, os.SEEK_CUR)
+        os.write(hostile.KEPT, b"x")
+    except OSError:
+        kept = -1
+    seen = [hostile.SHARED[0], kept]
     hostile.SHARED[0] += 1
-    os.write(hostile.KEPT, b"x")
-    print("PLACE", seen)
-    assert seen == [0, 0, 0]
-'''
+    print("PLACE", json.dumps(seen))
+    assert seen == [0, 0]
+"""
+#: the control of COUNTING: the same program served as the warm route served it before the
+#: freeze (its process loops, reading a byte per run and forking): each child sees its place
+SERVER = """import json, os, sys
+sys.path.insert(0, os.getcwd())
+import hostile
+r, w = os.pipe()
+os.write(w, b"xxx")
+for _ in range(3):
+    os.read(r, 1)
+    if os.fork() == 0:
+        print("PLACE", json.dumps([hostile.FORKS[0], hostile.READS[0]]), flush=True)
+        os._exit(0)
+    os.wait()
+"""
 
 
-def test_control_a_hostile_program_counts_and_links_the_runs_forked_from_its_warm_process(backend, work_root,
-                                                                                          suites):
-    """Why an untrusted benchmark's runs are never warm (tasks/replay/runs.py `warm_route`): the same runs cold each see
-    nothing; forked from one warm process, each sees how many came before it, by three
-    routes (a fork hook, a shared page, a kept descriptor's offset)."""
-    tree = work_root / "warm" / "hostile" / "tree"
+def _program(work_root: Path, name: str, source: str) -> Path:
+    tree = work_root / "warm" / name / "tree"
     (tree / "hostile").mkdir(parents=True, exist_ok=True)
-    (tree / "hostile" / "__init__.py").write_text(HOSTILE)
+    (tree / "hostile" / "__init__.py").write_text(source)
     (tree.parent / ".ready").touch()
-    (suites / "test_place.py").write_text(PLACE)
-
-    def seen(warm_route: bool) -> list[list[int]]:
-        places = []
-        for _ in range(3):
-            code, tail = _run(backend, tree, suites, "test_place.py", warm_route)
-            places.append(json.loads(next(line for line in tail.splitlines() if "PLACE" in line).split("PLACE ")[1]))
-        return places
-
-    assert seen(False) == [[0, 0, 0]] * 3
-    warm_places = seen(True)
-    assert [place[1:] for place in warm_places] == [[0, 0], [1, 1], [2, 2]]
-    assert warm_places[0][0] < warm_places[1][0] < warm_places[2][0]
+    return tree
 
 
-def test_a_replay_with_warm_states_on_an_untrusted_benchmark_runs_cold(tmp_path, work_root):
-    """`replay --warm` forks only a trusted benchmark's runs (`runs.warm_route`), every state
-    alike: a hostile candidate, whose suite run fails when its import-time code sees a fork,
-    passes (control: on a benchmark taken as trusted, its warm first attempt fails)."""
+def _places(backend, tree: Path, suites: Path, suite: str, runs: int = 3) -> list[list[int]]:
+    (suites / "test_place.py").write_text(suite)
+    places = []
+    for _ in range(runs):
+        _, tail = _run(backend, tree, suites, "test_place.py", True)
+        places.append(json.loads(next(line for line in tail.splitlines() if "PLACE" in line).split("PLACE ")[1]))
+    return places
+
+
+def test_a_hostile_program_cannot_count_the_runs_cloned_from_its_frozen_warm_process(backend, work_root, suites,
+                                                                                     caplog):
+    """Its import-time code ran in the warm process, which never runs again: every clone
+    starts from the same memory, so a fork hook never fires and the loop's call it wrapped
+    was made once, for all of them. The control: the same program served by a process that
+    forks its runs itself (the warm route before the freeze) gives each child its place."""
+    caplog.set_level(logging.DEBUG, logger="testprism.tasks.sandbox")
+    tree = _program(work_root, "counting", COUNTING)
+    assert _places(backend, tree, suites, COUNTED) == [[0, 1]] * 3
+    assert not _went_cold(caplog) and any("frozen" in r.getMessage() for r in caplog.records)
+    python = backend.prepare(PYTEST_ENV) / "bin" / "python"
+    served = subprocess.run([str(python), "-c", SERVER], cwd=tree, capture_output=True, text=True, check=True).stdout
+    assert [json.loads(line.split("PLACE ")[1]) for line in served.splitlines()] == [[1, 1], [2, 2], [3, 3]]
+
+
+def test_a_warm_process_holding_what_its_clones_would_share_is_refused(backend, work_root, suites, caplog,
+                                                                       monkeypatch):
+    """A shared page or a descriptor the import kept would be every clone's: the freeze
+    refuses that warm process and its state runs cold, each run seeing nothing of the others
+    (control: without the check, the shared page counts the runs; the descriptor is closed
+    in every clone all the same)."""
+    caplog.set_level(logging.DEBUG, logger="testprism.tasks.sandbox.local")
+    tree = _program(work_root, "sharing", SHARING)
+    assert _places(backend, tree, suites, SHARED) == [[0, 0]] * 3
+    assert any("shared memory" in m for m in _went_cold(caplog))
+    backend.close()
+    monkeypatch.setattr(warm, "CHECK_AT_FREEZE", False)
+    unchecked = open_backend("local", backend.work)
+    try:
+        assert _places(unchecked, tree, suites, SHARED) == [[0, -1], [1, -1], [2, -1]]
+    finally:
+        unchecked.close()
+
+
+def test_a_replay_with_warm_states_on_an_untrusted_benchmark_clones_every_state(tmp_path, work_root, caplog):
+    """`replay --warm` clones the runs of any benchmark's states from their frozen warm
+    processes (`runs.warm_route`), every state alike: a hostile candidate whose suite run
+    fails when its import-time code sees a fork passes, warm."""
     from testprism.storage import Store
     from testprism.tasks.model.benchmark import load_benchmark
     from testprism.tasks.replay import runs
     from tests.benchfixture import BUGGY, diff, make_benchmark
 
+    caplog.set_level(logging.DEBUG, logger="testprism.tasks.sandbox")
     hostile = diff("hostile/__init__.py", "", "import os\nFORKS = [0]\n"
                    "os.register_at_fork(before=lambda: FORKS.__setitem__(0, FORKS[0] + 1))\n")
     suite = "import hostile\n\ndef test_no_fork_seen():\n    assert hostile.FORKS == [0]\n"
-
-    def candidate_outcome(root: Path, trusted: bool) -> list[str]:
-        benchmark = load_benchmark(root)
-        store = Store(root.parent / "store")
-        runs.record_plan(benchmark, store)
-        options = ExecutionOptions(backend="local", work_root=work_root, store_root=root.parent / "store",
-                                   concurrency=1, warm=True, trusted=trusted)
-        specs = [s for s in runs.plan(benchmark, options) if s.runs_in_sandbox and s.state.candidate_id == "hostile"]
-        runs.execute_batch(specs, options)
-        rows = store.scan("runs").collect().filter(pl.col("candidate_id") == "hostile")
-        return [f"{r['outcome']}/{r['reason']}" for r in rows.iter_rows(named=True)]
-
     extra = {"hostile": ("valid", diff("stats.py", BUGGY, BUGGY + "# hostile\n") + hostile)}
-    assert candidate_outcome(make_benchmark(tmp_path / "a" / "bench", {"s": {"test_h.py": suite}}, extra),
-                             trusted=False) == ["P/None"]
-    assert candidate_outcome(make_benchmark(tmp_path / "b" / "bench", {"s": {"test_h.py": suite}}, extra),
-                             trusted=True) == ["E/unstable"]  # its warm first attempt failed, its cold confirmation passed
+    root = make_benchmark(tmp_path / "bench", {"s": {"test_h.py": suite}}, extra)
+    benchmark = load_benchmark(root)
+    store = Store(root.parent / "store")
+    runs.record_plan(benchmark, store)
+    options = ExecutionOptions(backend="local", work_root=work_root, store_root=root.parent / "store",
+                               concurrency=1, warm=True, trusted=False)
+    specs = [s for s in runs.plan(benchmark, options) if s.runs_in_sandbox and s.state.candidate_id == "hostile"]
+    runs.execute_batch(specs, options)
+    rows = store.scan("runs").collect().filter(pl.col("candidate_id") == "hostile")
+    assert [f"{r['outcome']}/{r['reason']}" for r in rows.iter_rows(named=True)] == ["P/None"]
+    assert any("frozen" in r.getMessage() for r in caplog.records) and not _went_cold(caplog)

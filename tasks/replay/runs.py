@@ -262,14 +262,13 @@ class ReplayJob(Job[RunSpec, RunResult]):
 
 
 def warm_route(options: ExecutionOptions) -> bool:
-    """Whether a replay's runs may be forked from their states' warm processes: asked for,
-    and on a trusted benchmark (the bundled one), every state alike. A warm process runs its
-    program's import-time code and then forks every run of the state, so a hostile program
-    (an agent's patch among the candidates) could count and link those runs, which no check
-    of it can rule out; and warming the benchmark's own states but not the candidates' would
-    tell a run which kind of state it is on, the hidden panel's secret (SECURITY.md, Warm
-    states; tests/test_warm.py)."""
-    return options.warm and options.trusted
+    """Whether a replay's runs may be cloned from their states' warm processes: asked for,
+    on any benchmark, every state alike (warming only some would tell a run which kind of
+    state it is on). A warm process has run its program's import-time code, an agent's patch
+    among them, so it is frozen before its first run and never runs again: each run is a
+    clone the harness makes and sets up by injected system calls (tasks/sandbox/warm.py,
+    SECURITY.md "Warm states", tests/test_warm.py)."""
+    return options.warm
 
 
 def execute_batch(specs: list[RunSpec], options: ExecutionOptions, parcel: Parcel | None = None) -> BatchSummary:

@@ -53,9 +53,9 @@ class ReplaySettings(BaseModel):
                     "decided (stored as E/early_stopped; GRR, CAR and WDR then undercount)")
     warm: bool = Field(
         False,
-        description="fork each admitted Python run from its state's warm process (the interpreter, pytest and the "
-                    "program imported once per state, inside its sandbox) instead of starting it cold; local backend, "
-                    "trusted (bundled) benchmark only, the rest run cold (SECURITY.md, Warm states)")
+        description="clone each admitted Python run from its state's frozen warm process (the interpreter, pytest "
+                    "and the program imported once per state, inside its sandbox) instead of starting it cold; local "
+                    "backend, any benchmark, every state alike (SECURITY.md, Warm states)")
     include_failed_gate: bool = Field(
         False, description="also replay the rows whose newest release gate verdict (`testprism check`) is not ok")
 

@@ -1,23 +1,27 @@
-"""Warm states (issue 41): a Python run forked from its state's warmed interpreter instead of
-started cold, under the `local` backend, opt-in (`RunRequest.warm`, replay's `--warm`, which
-serves only a trusted benchmark: tasks/replay/runs.py `warm_route`).
+"""Warm states (issue 41): a Python run cloned from its state's warmed, frozen interpreter
+instead of started cold, under the `local` backend, opt-in (`RunRequest.warm`, replay's
+`--warm`, on any benchmark: tasks/replay/runs.py `warm_route`).
 
 Of a real sympy run, 0.14 s is the interpreter and pytest's import, 1.26 s the program's
 import and 1.07 s the tests: the first two are the same for every suite run on one state.
 So, per state (program tree + environment + the variables its runs get), one warm process
 is started inside that state's own sandbox (tasks/sandbox/warm_boot.py: pytest and the
-program's top-level packages imported, no test ever run there), and each admitted run is a
-fork of it that enters the run's own fresh sandbox: its own workspace (the same fill as a
-cold run's: layer, bounded tmpfs, /tmp), its own mount, pid, network, IPC and UTS
-namespaces, its own cgroup with the run's limits, no capabilities, the run's rlimits and
-variables, the JUnit report pipe as today. The design, what it holds and what it does not
-are in SECURITY.md ("Warm states"); what it costs and saves in docs/performance.md.
+program's top-level packages imported, no test ever run there) and then frozen for good
+(tasks/sandbox/inject.py): it has run the program's import-time code, so nothing of it may
+run again. Each admitted run is a clone of it made by system calls the harness injects, and
+set up the same way before any instruction of its own runs: its own workspace (the same
+fill as a cold run's: layer, bounded tmpfs, /tmp), its own mount, pid, network, IPC, UTS,
+and cgroup namespaces, its own cgroup with the run's limits, no capabilities, the
+keyring calls denied, the run's rlimits and descriptors. A warm process holding what a
+clone would share with the others (a thread, a shared mapping, a descriptor, a mount, a
+process its sandbox did not have before the import) is refused at the freeze: its state
+runs cold. The design, what it holds and what it does not are in SECURITY.md ("Warm
+states"); what it costs and saves in docs/performance.md.
 
 Which runs are warm (`admitted`), everything else runs cold as before:
-- the replay's benchmark is trusted, every program of it (the bundled one: `replay --warm`
-  elsewhere runs cold, tasks/replay/runs.py): a warm process cannot be kept safe from a
-  hostile program, and warming only some states would tell a run which kind its state is
-  (SECURITY.md, Warm states);
+- every state of the replay alike (warming only some would tell a run which kind its state
+  is), except a state whose warm process could not start, import or freeze clean, which
+  depends only on its program's tree;
 - the command is `[NAME=value ...] python -m pytest <arguments>`, nothing a shell would
   expand but `$TESTPRISM_JUNIT` (`pytest_command`), or an entry `bash tmp/<script>` whose
   script is that one command and `set -u`/`-e` (`script_command`: the bundled suites'
@@ -40,12 +44,15 @@ its warm process's, the same for every run of the state.
 from __future__ import annotations
 
 import ast
+import errno
 import json
 import logging
 import os
 import re
 import secrets
+import select
 import shlex
+import signal
 import socket
 import struct
 import subprocess
@@ -53,17 +60,18 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Protocol
 
 from testprism.tasks.model.workdir import WorkPaths, workspace_prefix
-from testprism.tasks.sandbox import cgroup, layer
-from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxError
+from testprism.tasks.sandbox import cgroup, inject, layer
+from testprism.tasks.sandbox.base import Limits, RunRequest
 from testprism.tasks.sandbox.cgroup import RunCgroup
-from testprism.tasks.sandbox.nofollow import read_file
+from testprism.tasks.sandbox.inject import Tracee, Tracer
 from testprism.tasks.sandbox.layer import _MS_BIND, _MS_PRIVATE, _MS_SHARED, _mount
+from testprism.tasks.sandbox.nofollow import read_file
 from testprism.tasks.sandbox.process import Bounded, supervise
 from testprism.tasks.sandbox.workspace import SCRATCH, fill_workspace
 
@@ -85,18 +93,45 @@ log = logging.getLogger(__name__)
 
 #: where the per-run hand-off folder appears inside a warm sandbox (warm_boot.HANDOFF)
 HANDOFF = "/.warm"
+#: where a run sees its workspace
+WORKSPACE = "/workspace"
 #: how many warm processes a backend keeps at once (the least recently used goes first):
 #: each holds its program's imported memory
 KEEP = 8
 #: a fresh pid namespace per run (the defence of tests/test_warm.py's pid check; False is its control)
 FRESH_PID_NAMESPACE = True
+#: a warm process refused when its import left it holding what its clones would share
+#: (False is tests/test_warm.py's control: a shared page counts the runs)
+CHECK_AT_FREEZE = True
 #: the warm sandbox's mounts each child makes read-only (warm_boot.SHARED_READ_ONLY; () is
 #: tests/test_warm.py's control: a file one run leaves at / is found by the next)
 READ_ONLY = ("/", "/dev")
 #: each child denied the kernel keyring calls (its user keyring is its warm process's, so
 #: every run's of the state; False is tests/test_warm.py's control)
 DENY_KEYRINGS = True
-_MS_REC = 0x4000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT = 0x1, 0x2, 0x4, 0x8, 0x20
+_MS_REC, _MS_SLAVE, _MNT_DETACH = 0x4000, 1 << 19, 2
+_CLONE_NEWNS, _CLONE_NEWCGROUP, _CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
+_CLONE_NEWIPC, _CLONE_NEWPID, _CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
+_O_PATH, _O_DIRECTORY = 0o10000000, 0o200000
+_MAP_PRIVATE, _MAP_ANONYMOUS = 0x02, 0x20
+_PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
+#: what each run's pid 1 (`B`) maps for its set-up and its code
+_SCRATCH = 1 << 16
+#: `B`'s code once set up (x86-64): reap every child (wait4(-1, &status, __WALL)) until the
+#: run's own ends, write that wait status on the status pipe, exit; status, the pipe's
+#: descriptor and the run's pid (as `B` numbers it) follow it, in that order. From:
+#:   loop: mov eax,61; mov rdi,-1; lea rsi,[rip+status]; mov edx,0x40000000; xor r10d,r10d
+#:         syscall; cmp rax,[rip+child]; je done; cmp rax,-4; je loop; test rax,rax; jns loop
+#:         mov edi,125; mov eax,231; syscall
+#:   done: mov eax,1; mov edi,[rip+fd]; lea rsi,[rip+status]; mov edx,4; syscall
+#:         xor edi,edi; mov eax,231; syscall
+_STUB = bytes.fromhex(
+    "b83d00000048c7c7ffffffff488d354c000000ba000000404531d20f05483b054300000074174883f8fc74d44885"
+    "c079cfbf7d000000b8e70000000f05b8010000008b3d1b000000488d3510000000ba040000000f0531ffb8e7000000"
+    "0f05")
 #: the most of one suite or conftest file the import-order check reads
 _READ_LIMIT = 4 * 1024 * 1024
 _PYTEST = re.compile(r"(?:\S*/)?python(?:3(?:\.\d+)?)?")
@@ -263,7 +298,7 @@ def suite_sources(request: RunRequest, program: Path) -> dict[str, str]:
     files, what its test patch touched, and every conftest.py of the program."""
     names = {f"tmp/{rel}" for rel in request.suite_files if rel.endswith(".py")}
     if request.suite_patch is not None:
-        touched = re.findall(rb"^\+\+\+ b/(\S+\.py)\s*$", request.suite_patch, re.M)
+        touched = re.findall(rb"^\+\+\+ b/(\S+\.py)\s*$", request.suite_patch, re.MULTILINE)
         names |= {name.decode(errors="replace") for name in touched}
     for folder, dirnames, filenames in os.walk(program):  # never into a linked folder
         if "conftest.py" in filenames:
@@ -287,7 +322,8 @@ def _read(root: Path, name: str) -> str | None:
 
 
 class WarmProcess:
-    """One state's warm process and the host side of its sandbox (module docstring)."""
+    """One state's warm process, frozen once it has imported, and the host side of its
+    sandbox (module docstring)."""
 
     def __init__(self, backend: LocalBackend, request: RunRequest, env: dict[str, str]) -> None:
         self.backend = backend
@@ -299,7 +335,6 @@ class WarmProcess:
                      if any(Path(p).is_relative_to(inside) for _, inside in SCRATCH)]
         self.packages = packages_of(request.tree)
         self.preloaded: list[str] = []
-        self._lock = threading.Lock()
         #: runs holding it (`acquire`), and whether it goes once they are done (`retire`)
         self._users = 0
         self._retired = False
@@ -311,6 +346,10 @@ class WarmProcess:
         self.group: RunCgroup | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.control: socket.socket | None = None
+        #: the frozen warm process (tasks/sandbox/inject.py), and the descriptor it reads requests on
+        self.template: Tracee | None = None
+        self.control_fd = -1
+        self.read_only_flags: dict[str, int] = {}
         try:
             self._start(request)
         except BaseException:
@@ -318,6 +357,8 @@ class WarmProcess:
             raise
 
     def _start(self, request: RunRequest) -> None:
+        if why := inject.available():
+            raise WarmUnavailable(why)
         fill_workspace(RunRequest(tree=request.tree, suite_folder=None, suite_files=(), command="",
                                   environment=request.environment, limits=request.limits),
                        self.ws, self.uid, layered=True, bounded=True)
@@ -331,7 +372,9 @@ class WarmProcess:
         if self.group is None:
             raise WarmUnavailable("no run cgroups")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         self.control = ours
+        self.control_fd = theirs.fileno()
         argv = (self.group.enter() + self.backend.drop_argv(self.uid)
                 + self.backend.sandbox_argv(self.ws, request, ["--bind", str(self.handoff), HANDOFF,
                                                               "--cap-add", "CAP_SYS_ADMIN", "--cap-add",
@@ -345,8 +388,15 @@ class WarmProcess:
             theirs.close()
         ours.settimeout(request.limits.timeout_s)
         try:
+            message, ancillary, _, _ = ours.recvmsg(64, socket.CMSG_SPACE(12))
+            if message != b"booted":
+                raise WarmUnavailable("the warm process did not start")
+            pid = next(struct.unpack("3i", data[:12])[0] for level, kind, data in ancillary
+                       if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS)
+            clean = self._outside(pid)  # what it holds before the program ran: compared at the freeze
+            ours.send(b"go")
             ready = json.loads(ours.recv(1 << 24) or b'{"error": "the warm process ended"}')
-        except (TimeoutError, ValueError) as exc:
+        except (TimeoutError, ValueError, StopIteration) as exc:
             raise WarmUnavailable(f"the warm process did not report: {exc}") from exc
         ours.settimeout(None)
         if "error" in ready:
@@ -354,12 +404,61 @@ class WarmProcess:
         if ready["plugins"]:
             raise WarmUnavailable(f"pytest plugins installed ({', '.join(ready['plugins'])}) load before the "
                                   "program in a cold run")
+        self.template = Tracer.shared().call(lambda: self._freeze(pid, clean))
+        log.debug("warm: %s frozen after importing %s", self.ws.name, ", ".join(self.packages) or "pytest only")
         program = "/workspace/program/"
         # the text of what it imported, read from the state's own tree (never from the sandbox),
         # and only there: the names come from a process that ran the program's code
         tree = request.tree.resolve()
         files = [(tree / f.removeprefix(program)).resolve() for f in ready["files"] if f.startswith(program)]
         self.preloaded = [f.read_text(errors="replace") for f in files if f.is_relative_to(tree) and f.is_file()]
+
+    def _outside(self, pid: int) -> dict[str, object]:
+        """What the warm process holds that a clone of it would share with the others: its
+        descriptors, mounts, root, seccomp filters, and the processes of its sandbox."""
+        fds = {}
+        for name in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                fds[name] = os.readlink(f"/proc/{pid}/fd/{name}")
+            except OSError:
+                fds[name] = "?"
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        assert self.group is not None
+        return {
+            "namespaces": {name: os.readlink(f"/proc/{pid}/ns/{name}") for name in sorted(os.listdir(f"/proc/{pid}/ns"))},
+            "descriptors": fds,
+            "mounts": Path(f"/proc/{pid}/mountinfo").read_text(),
+            "root": os.readlink(f"/proc/{pid}/root"),
+            "seccomp": [line for line in status if line.startswith(("Seccomp", "NoNewPrivs"))],
+            "processes": sorted((folder / "cgroup.procs").read_text().split()
+                                for folder in self.group.folders.values()),
+        }
+
+    def _freeze(self, pid: int, clean: dict[str, object]) -> Tracee:
+        """Stop the warm process for good (in the tracer's thread), then refuse it when a
+        clone of it would share anything with the others: a thread, a shared mapping, a
+        descriptor, mount, root, filter or process the clean process did not have."""
+        template = Tracee.seize(pid)
+        try:
+            threads = os.listdir(f"/proc/{pid}/task")
+            if len(threads) != 1:
+                raise WarmUnavailable(f"its import left {len(threads)} threads")
+            if CHECK_AT_FREEZE:
+                shared = _writable_shared_mappings(Path(f"/proc/{pid}/smaps").read_text())
+                if shared:
+                    raise WarmUnavailable(f"its import mapped shared memory ({', '.join(sorted(set(shared)))})")
+                if Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+                    raise WarmUnavailable("its import left a child process")
+                now = self._outside(pid)
+                for what, before in clean.items():
+                    if now[what] != before:
+                        raise WarmUnavailable(f"its import changed its {what}")
+            mounts = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
+            self.read_only_flags = {path: _locked_flags(mounts, path) for path in READ_ONLY}
+            return template
+        except BaseException:
+            template.close()
+            raise
 
     def admits(self, request: RunRequest, command: PytestCommand, ws: Path) -> str | None:
         """Why this filled run must go cold on this state, or None (module docstring)."""
@@ -369,57 +468,141 @@ class WarmProcess:
 
     def run(self, ws: Path, command: PytestCommand, env: dict[str, str], group: RunCgroup,
             limits: Limits) -> Bounded:
-        """Fork the run from the warm process into its sandbox over the filled workspace `ws`,
-        in `group`, and supervise it as any run (process.supervise)."""
-        assert self.control is not None
+        """Clone the run from the frozen warm process into its sandbox over the filled
+        workspace `ws`, in `group`, and supervise it as any run (process.supervise)."""
         token = secrets.token_hex(8)
         handed = self.handoff / token
         handed.mkdir()
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-        out_read, out_write = os.pipe()
+        papers = self.handoff / f"{token}.d"  # the run's request, opened by its pid 1 at birth
+        papers.mkdir(mode=0o711)
+        junit = env["TESTPRISM_JUNIT"]
+        request = json.dumps({
+            "env": env,
+            "argv": [self.pytest_main, *(a.replace("\0", junit) for a in command.arguments)],
+            "orig_argv": ["python", "-m", "pytest", *(a.replace("\0", junit) for a in command.arguments)],
+        }).encode()
+        (papers / "request").write_bytes(request)
+        os.chmod(papers / "request", 0o444)
         try:
             _mount(str(ws), handed, None, _MS_BIND | _MS_REC, None)
-            with self._lock:
-                self.control.sendmsg([b"f"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                                               struct.pack("2i", theirs.fileno(), out_write))])
-        except BaseException:
-            os.close(out_read)
-            ours.close()
-            raise
-        finally:
-            theirs.close()
-            os.close(out_write)
-        stdout = os.fdopen(out_read, "rb")
-        try:
-            junit = env["TESTPRISM_JUNIT"]
-            ours.send(json.dumps({
-                "token": token, "env": env, "fresh_pid": FRESH_PID_NAMESPACE,
-                "read_only": list(READ_ONLY), "deny_keyrings": DENY_KEYRINGS,
-                "argv": [self.pytest_main, *(a.replace("\0", junit) for a in command.arguments)],
-                "orig_argv": ["python", "-m", "pytest", *(a.replace("\0", junit) for a in command.arguments)],
-                "rlimits": _rlimits(limits), "keep": self.keep,
-            }).encode())
-            ours.settimeout(limits.timeout_s)
-            message, ancillary, _, _ = ours.recvmsg(1 << 16, socket.CMSG_SPACE(12))
-            if message != b"pid":
-                raise SandboxError(f"the warm run did not start: {message.decode(errors='replace')}")
-            pid = next(struct.unpack("3i", data[:12])[0] for level, kind, data in ancillary
-                       if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS)
-            for folder in group.folders.values():
-                (folder / "cgroup.procs").write_text(str(pid))
-            layer.unmount_under(handed)
-            start = time.monotonic()
-            ours.send(b"go")
-            return supervise(_WarmChild(pid, stdout, ours), start, timeout_s=limits.timeout_s,
-                             output_bytes=limits.output_bytes, tail_bytes=limits.tail_bytes)
-        except (TimeoutError, StopIteration) as exc:
-            raise SandboxError(f"the warm run did not start: {exc!r}") from exc
+            pid, out, status = Tracer.shared().call(lambda: self._spawn(token, _rlimits(limits), group, handed))
         finally:
             layer.unmount_under(handed)
             handed.rmdir()
+            (papers / "request").unlink(missing_ok=True)
+            papers.rmdir()
+        stdout = os.fdopen(out, "rb")
+        try:
+            return supervise(_WarmChild(pid, stdout, status), time.monotonic(), timeout_s=limits.timeout_s,
+                             output_bytes=limits.output_bytes, tail_bytes=limits.tail_bytes)
+        finally:
             stdout.close()
-            ours.close()
+            os.close(status)
+
+    def _spawn(self, token: str, rlimits: list[tuple[int, int, int]], group: RunCgroup,
+               handed: Path) -> tuple[int, int, int]:
+        """In the tracer's thread: the run's pid 1 (`B`) and the run (`C`) cloned from the
+        frozen warm process and set up by injected calls (SECURITY.md, "Warm states");
+        returns `B`'s pid as the host numbers it, and the read ends of the run's output
+        and status pipes."""
+        assert self.template is not None
+        while self.template.call("wait4", -1, 0, os.WNOHANG | inject.WALL, 0) > 0:
+            pass  # earlier runs' pid 1s, reaped by the warm process as a parent would
+        flags = _CLONE_NEWNS | _CLONE_NEWUTS | _CLONE_NEWIPC | _CLONE_NEWNET | (
+            _CLONE_NEWPID if FRESH_PID_NAMESPACE else 0)
+        b = self.template.fork(flags)
+        c: Tracee | None = None
+        try:
+            c, out, status = self._set_up(b, token, rlimits, group, handed)
+            return b.pid, out, status
+        except BaseException:
+            for tracee in (c, b):
+                if tracee is not None:
+                    _end(tracee)
+            raise
+
+    def _set_up(self, b: Tracee, token: str, rlimits: list[tuple[int, int, int]], group: RunCgroup,
+                handed: Path) -> tuple[Tracee, int, int]:
+        """`B`'s and `C`'s set-up by injected calls; both let go at the end. Returns `C`
+        and the harness's read ends of the run's output and status pipes."""
+        base = b.check("mmap", 0, _SCRATCH, 7, _MAP_PRIVATE | _MAP_ANONYMOUS, -1, 0)  # rwx: `B`'s code goes here
+        mem = _Layout(b, base + len(_STUB) + 16, base + _SCRATCH - 4096)
+
+        def s(text: str) -> int:
+            return mem.add(text.encode() + b"\0")
+
+        root, workspace = s("/"), s(WORKSPACE)
+        b.check("mount", 0, root, 0, _MS_REC | _MS_SLAVE, 0)  # the harness's unmount of `handed` reaches here
+        b.check("mount", s(f"{HANDOFF}/{token}"), workspace, 0, _MS_BIND | _MS_REC, 0)
+        b.check("mount", 0, workspace, 0, _MS_REC | _MS_PRIVATE, 0)
+        # what the sandbox shows under a scratch folder (the environment, when the work area is
+        # in /tmp or /var/tmp) is held first and shown again over the run's own scratch folder
+        held = [(path, b.check("open", s(path), _O_PATH | _O_DIRECTORY, 0)) for path in self.keep]
+        for folder, inside in SCRATCH:
+            b.check("mount", s(f"{WORKSPACE}/{folder}"), s(inside), 0, _MS_BIND | _MS_REC, 0)
+        for path, fd in held:
+            parts = Path(path).parts
+            for depth in range(2, len(parts) + 1):
+                made = b.call("mkdir", s(str(Path(*parts[:depth]))), 0o755)
+                if made < 0 and -made != errno.EEXIST:
+                    raise inject.InjectError(-made, f"mkdir {path}: {os.strerror(-made)}")
+            b.check("mount", s(f"/proc/self/fd/{fd}"), s(path), 0, _MS_BIND | _MS_REC, 0)
+            b.check("close", fd)
+        for path, flags in self.read_only_flags.items():  # this mount only: the run's own under it stay writable
+            b.check("mount", 0, s(path), 0, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags, 0)
+        self._loopback_up(b, mem)
+        if FRESH_PID_NAMESPACE:
+            b.check("mount", s("proc"), s("/proc"), s("proc"), _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, 0)
+        b.check("setsid")
+        request = b.check("open", s(f"{HANDOFF}/{token}.d/request"), os.O_RDONLY, 0)
+        (out_read, out), (status_read, status) = _pipe(b, mem), _pipe(b, mem)
+        taken = [b.take(out_read), b.take(status_read)]
+        b.check("close", out_read)
+        b.check("close", status_read)
+        null = b.check("open", s("/dev/null"), os.O_RDONLY, 0)
+        b.check("chdir", s(f"{WORKSPACE}/program"))  # never the warm process's own folder
+        for folder in group.folders.values():
+            (folder / "cgroup.procs").write_text(str(b.pid))
+        layer.unmount_under(handed)  # gone from the run's mounts too (they are its slaves)
+        b.check("unshare", _CLONE_NEWCGROUP)  # in the run's cgroup now: its root, as a cold run's
+        b.check("mount", 0, root, 0, _MS_REC | _MS_PRIVATE, 0)
+        if b.call("umount2", s(HANDOFF), _MNT_DETACH) < 0:  # the hand-off folder, gone from the run's mounts
+            b.check("mount", s("tmpfs"), s(HANDOFF), s("tmpfs"),
+                    _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, s("size=4k,mode=0555"))
+        _drop_capabilities(b, mem)
+        if DENY_KEYRINGS:
+            b.check("prctl", _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, _keyring_filter(mem), 0, 0)
+        every_signal = mem.add(b"\xff" * 8)
+        limits = [(number, mem.add(struct.pack("QQ", soft, hard))) for number, soft, hard in rlimits]
+        c = b.fork(0)
+        for target, fd in ((0, null), (1, out), (2, out), (self.control_fd, request)):
+            c.check("dup2", fd, target)
+        if self.control_fd > 3:
+            c.check("close_range", 3, self.control_fd - 1, 0)
+        c.check("close_range", self.control_fd + 1, 0xFFFFFFFF, 0)
+        for number, address in limits:
+            c.check("prlimit64", 0, number, address, 0)
+        c.check("munmap", base, _SCRATCH)
+        c.let_go()  # it resumes in the warm process's read, which reads the request
+        # `B`: pid 1, reaping until the run ends, then reporting its status (_STUB)
+        b.check("close_range", 0, status - 1, 0)
+        b.check("close_range", status + 1, 0xFFFFFFFF, 0)
+        b.check("rt_sigprocmask", 2, every_signal, 0, 8)  # every signal blocked: it runs no handler
+        b.write(base, _STUB + struct.pack("iiq", 0, status, c.local_pid))
+        regs = inject.Regs.from_buffer_copy(b.saved)
+        regs.rip, regs.rsp, regs.orig_rax = base, base + _SCRATCH - 64, (1 << 64) - 1
+        b.let_go(regs)
+        return c, taken[0], taken[1]
+
+    @staticmethod
+    def _loopback_up(b: Tracee, mem: _Layout) -> None:
+        sock = b.check("socket", socket.AF_INET, socket.SOCK_DGRAM, 0)
+        request = mem.add(struct.pack("16sH22x", b"lo", 0))
+        b.check("ioctl", sock, _SIOCGIFFLAGS, request)
+        flags = struct.unpack("16sH", b.read(request, 18))[1]
+        b.write(request, struct.pack("16sH", b"lo", flags | _IFF_UP))
+        b.check("ioctl", sock, _SIOCSIFFLAGS, request)
+        b.check("close", sock)
 
     @property
     def pytest_main(self) -> str:
@@ -428,7 +611,7 @@ class WarmProcess:
                         Path("pytest/__main__.py")))
 
     def acquire(self) -> None:
-        """A run will fork from it: it stays until that run `release`s it."""
+        """A run will be cloned from it: it stays until that run `release`s it."""
         with self._users_lock:
             self._users += 1
 
@@ -452,12 +635,15 @@ class WarmProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def close(self) -> None:
-        """End the warm process (its control socket closed: it exits; its cgroup killed),
-        then its workspace and hand-off folder. Once: a retired one may be closed again at the end."""
+        """End the warm process (killed, and reaped by its tracer; its cgroup killed), then
+        its workspace and hand-off folder. Once: a retired one may be closed again at the end."""
         with self._users_lock:
             if self._closed:
                 return
             self._closed = True
+        if self.template is not None:
+            Tracer.shared().call(lambda: _end(self.template))
+            self.template = None
         if self.control is not None:
             self.control.close()
             self.control = None
@@ -481,26 +667,108 @@ class WarmProcess:
             log.warning("warm: could not remove %s: %s", self.ws, exc)
 
 
-class _WarmChild:
-    """What process.supervise needs of a run's first process, for a forked one: `pid` is
-    the run's pid 1 as the host numbers it (a session leader: killpg ends the run's pid
-    namespace with it), its exit status comes from the intermediate child `A`."""
+class _Layout:
+    """Bytes laid out in a tracee's scratch mapping, 8-aligned, written as they are added
+    (into `tracee`; a clone made later has them too)."""
 
-    def __init__(self, pid: int, stdout: object, control: socket.socket) -> None:
+    def __init__(self, tracee: Tracee, start: int, end: int) -> None:
+        self.tracee = tracee
+        self.next = start
+        self.end = end
+
+    def add(self, data: bytes) -> int:
+        address = self.next
+        self.next += len(data) + (-len(data) % 8)
+        if self.next > self.end:
+            raise inject.InjectError(errno.ENOMEM, "the scratch mapping is full")
+        self.tracee.write(address, data)
+        return address
+
+
+def _end(tracee: Tracee) -> None:
+    """Kill a traced process and reap its stop reports (a tracee's exit is its tracer's to see first)."""
+    try:
+        os.kill(tracee.pid, signal.SIGKILL)
+        os.waitpid(tracee.pid, inject.WALL)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+    tracee.close()
+
+
+def _pipe(b: Tracee, mem: _Layout) -> tuple[int, int]:
+    """A pipe made by `B` (a run's output and status are pipes, as a cold run's are): its ends."""
+    ends = mem.add(bytes(8))
+    b.check("pipe2", ends, 0)
+    return struct.unpack("ii", b.read(ends, 8))
+
+
+def _writable_shared_mappings(smaps: str) -> list[str]:
+    """The mappings of an smaps listing that are shared and may be made writable ("sh" and
+    "mw" among their VmFlags): what one clone could write and the next read. A read-only
+    shared mapping of a file opened read-only (glibc's gconv cache) cannot become either."""
+    found, name = [], ""
+    for line in smaps.splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and not fields[0].endswith(":"):
+            name = fields[5] if len(fields) > 5 else "[anonymous]"
+        elif fields[:1] == ["VmFlags:"] and {"sh", "mw"} <= set(fields[1:]):
+            found.append(name)
+    return found
+
+
+def _locked_flags(mountinfo: list[str], path: str) -> int:
+    """The nosuid, nodev and noexec of the mount at `path` (the last there), which a
+    remount in a user namespace must keep."""
+    options = next((line.split()[5].split(",") for line in reversed(mountinfo) if line.split()[4] == path), [])
+    return ((_MS_NOSUID if "nosuid" in options else 0) | (_MS_NODEV if "nodev" in options else 0)
+            | (_MS_NOEXEC if "noexec" in options else 0))
+
+
+def _drop_capabilities(b: Tracee, mem: _Layout) -> None:
+    """Ambient, bounding, then effective/permitted/inheritable: none left (NoNewPrivs is set
+    by bubblewrap already, so no exec can give any back)."""
+    b.check("prctl", _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    for cap in range(64):
+        if b.call("prctl", _PR_CAPBSET_DROP, cap, 0, 0, 0) == -errno.EINVAL:
+            break  # past the last capability
+    header = mem.add(struct.pack("Ii", 0x20080522, 0))  # _LINUX_CAPABILITY_VERSION_3, this thread
+    b.check("capset", header, mem.add(bytes(24)))
+
+
+def _keyring_filter(mem: _Layout) -> int:
+    """A seccomp filter that fails add_key, request_key and keyctl with EPERM, as docker's
+    default profile does, and every call of another ABI (i386, x32: their numbers differ);
+    everything else is allowed. Returns its sock_fprog's address."""
+    arch, calls = 0xC000003E, (248, 249, 250)  # AUDIT_ARCH_X86_64
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
+    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    n = len(calls)
+    program = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, deny), (ld, 0, 0, 0), (jge, n + 1, 0, 0x40000000),
+               *((jeq, n - i, 0, call) for i, call in enumerate(calls)), (ret, 0, 0, allow), (ret, 0, 0, deny)]
+    filters = mem.add(b"".join(struct.pack("HBBI", *f) for f in program))
+    return mem.add(struct.pack("HxxxxxxQ", len(program), filters))
+
+
+class _WarmChild:
+    """What process.supervise needs of a run's first process, for a cloned one: `pid` is
+    the run's pid 1 as the host numbers it (a session leader: killpg ends the run's pid
+    namespace with it); the run's wait status comes on `status`, written by that pid 1."""
+
+    def __init__(self, pid: int, stdout: object, status: int) -> None:
         self.pid = pid
         self.args = ["warm-run"]
         self.stdout = stdout
         self.returncode: int | None = None
-        self._control = control
+        self._status = status
 
     def wait(self, timeout: float | None = None) -> int | None:
         if self.returncode is None:
-            self._control.settimeout(5.0)
-            try:
-                message = json.loads(self._control.recv(1 << 16) or b"{}")
-            except (TimeoutError, ValueError, OSError):
-                message = {}
-            self.returncode = message.get("exit")
+            poller = select.poll()
+            poller.register(self._status, select.POLLIN)
+            data = os.read(self._status, 4) if poller.poll(5000) else b""
+            if len(data) == 4:
+                code = os.waitstatus_to_exitcode(struct.unpack("i", data)[0])
+                self.returncode = code if code >= 0 else 128 - code
         return self.returncode
 
 
