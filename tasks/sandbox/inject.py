@@ -19,7 +19,6 @@ import errno
 import os
 import platform
 import signal
-import struct
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -87,6 +86,9 @@ class Tracee:
         self.pid = pid
         self.saved = saved
         self.syscall_at = syscall_at
+        #: a clone's pid as its parent numbers it (`fork`), and the last call's traced child
+        self.local_pid = 0
+        self.forked: int | None = None
         self._mem = os.open(f"/proc/{pid}/mem", os.O_RDWR | os.O_CLOEXEC)
 
     @classmethod
@@ -125,10 +127,10 @@ class Tracee:
         """Make the tracee call `name(*args)`; its result (a negative errno on failure)."""
         regs = Regs.from_buffer_copy(self.saved)
         regs.rax, regs.orig_rax, regs.rip = SYS[name], _unsigned(-1), self.syscall_at
-        for field, value in zip(("rdi", "rsi", "rdx", "r10", "r8", "r9"), args):
+        for field, value in zip(("rdi", "rsi", "rdx", "r10", "r8", "r9"), args, strict=False):
             setattr(regs, field, _unsigned(value))
         _ptrace(PTRACE_SETREGS, self.pid, 0, ctypes.c_void_p(ctypes.addressof(regs)))
-        self.forked: int | None = None
+        self.forked = None
         _ptrace(PTRACE_SINGLESTEP, self.pid)
         while True:
             status = _wait_stop(self.pid)
@@ -239,12 +241,15 @@ class Tracer:
 
     def __init__(self) -> None:
         self._work: SimpleQueue[tuple[Callable[[], object], Future]] = SimpleQueue()
+        self.pid = os.getpid()
         threading.Thread(target=self._serve, name="testprism-tracer", daemon=True).start()
 
     @classmethod
     def shared(cls) -> Tracer:
+        """This process's tracer (a forked harness process has none of its parent's threads:
+        it starts its own)."""
         with cls._lock:
-            if cls._instance is None:
+            if cls._instance is None or cls._instance.pid != os.getpid():
                 cls._instance = cls()
             return cls._instance
 
@@ -260,17 +265,3 @@ class Tracer:
                 future.set_result(work())
             except BaseException as exc:  # noqa: BLE001 - handed back to the caller
                 future.set_exception(exc)
-
-
-def pack_strings(base: int, *items: bytes) -> tuple[bytes, list[int]]:
-    """`items` laid out from `base`, each NUL-terminated and 8-aligned: the bytes to write
-    and each item's address."""
-    blob, addresses = b"", []
-    for item in items:
-        addresses.append(base + len(blob))
-        blob += item + b"\0" * (8 - len(item) % 8)
-    return blob, addresses
-
-
-def u64(*values: int) -> bytes:
-    return struct.pack(f"{len(values)}Q", *(_unsigned(v) for v in values))
