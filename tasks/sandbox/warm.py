@@ -486,6 +486,8 @@ class WarmProcess:
         try:
             _mount(str(ws), handed, None, _MS_BIND | _MS_REC, None)
             pid, out, status = Tracer.shared().call(lambda: self._spawn(token, _rlimits(limits), group, handed))
+        except inject.InjectError as exc:
+            raise SandboxError(f"the warm run did not start: {exc}") from exc
         finally:
             layer.unmount_under(handed)
             handed.rmdir()
@@ -526,7 +528,7 @@ class WarmProcess:
         """`B`'s and `C`'s set-up by injected calls; both let go at the end. Returns `C`
         and the harness's read ends of the run's output and status pipes."""
         base = b.check("mmap", 0, _SCRATCH, 7, _MAP_PRIVATE | _MAP_ANONYMOUS, -1, 0)  # rwx: `B`'s code goes here
-        mem = _Layout(b, base + len(_STUB) + 16, base + _SCRATCH - 4096)
+        mem = _Layout(b, base + 256, base + _SCRATCH - 4096)  # after `B`'s code and its data
 
         def s(text: str) -> int:
             return mem.add(text.encode() + b"\0")
