@@ -457,7 +457,7 @@ class WarmProcess:
             self.read_only_flags = {path: _locked_flags(mounts, path) for path in READ_ONLY}
             return template
         except BaseException:
-            template.close()
+            _end(template)  # refused: it ends here, reaped by the thread that traces it
             raise
 
     def admits(self, request: RunRequest, command: PytestCommand, ws: Path) -> str | None:
