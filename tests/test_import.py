@@ -297,7 +297,7 @@ def test_suite_from_a_test_patch(fx, tmp_path):
     assert (suite.folder / "test.diff").read_text() == fx.suite_patch  # the final newline restored
     assert suite.patch == fx.suite_patch.encode()  # applied by the harness (suite.toml `patch`), not by the script
     script = (suite.folder / "run_tests.sh").read_text()
-    assert "WIDGETS_MODE=strict python -m pytest -q -p no:cacheprovider tests/test_text.py" in script
+    assert "\nWIDGETS_MODE=strict exec python -m pytest -q -p no:cacheprovider tests/test_text.py" in script
     assert 'scope = "tests"' in (suite.folder / "suite.toml").read_text()
     again = import_suites(fx.predictions, out)
     assert again.existing == [f"{CONFIGURATION}/{INSTANCE_ID}"] and not again.imported

@@ -38,6 +38,7 @@ from testprism.tasks.model.workdir import WorkPaths, default_work_root
 from testprism.tasks.sandbox.base import SandboxError
 from testprism.tasks.sandbox.environment import EnvironmentBuildError
 from testprism.tasks.sandbox.image.binding import bind_instance
+from testprism.tasks.sandbox.warm import pytest_command
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,18 @@ RUN_TESTS = """\
 set -u
 {command}
 """
+
+
+def exec_form(command: str) -> str:
+    """A plain `[NAME=value ...] python -m pytest ...` as bash's last act (`NAME=value exec
+    python ...`): the interpreter is then the run's second process as in the bundled suites'
+    scripts, and `replay --warm` can clone it (tasks/sandbox/warm.py `script_command`). Any
+    other command is left as it is."""
+    if pytest_command(command) is None:
+        return command
+    found = re.fullmatch(r"((?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*)(.*)", command.strip(), re.S)
+    assert found is not None  # every string matches: no assignment, then the rest
+    return f"{found.group(1)}exec {found.group(2)}"
 
 
 class Prediction(BaseModel):
@@ -257,7 +270,7 @@ def import_prediction(record: Record, row: Prediction, name: str, out: Path, tar
         folder.mkdir()
         (folder / "test.diff").write_text(patch, encoding="utf-8")
         # `{tests}` in the command: the tests that decide (scope "tests"), so only they run
-        script = RUN_TESTS.format(command=fill_test_files(target.template, files, tests))
+        script = RUN_TESTS.format(command=exec_form(fill_test_files(target.template, files, tests)))
         (folder / "run_tests.sh").write_text(script, encoding="utf-8")
         (folder / "run_tests.sh").chmod(0o755)
         (folder / "suite.toml").write_text(suite_toml(record, owner, chosen, tests), encoding="utf-8")
