@@ -26,9 +26,9 @@ import pytest
 
 from testprism.tasks.execution.batch import Environments, ExecutionOptions
 from testprism.tasks.model.benchmark_format import EnvironmentSpec
-from testprism.tasks.sandbox import warm
+from testprism.tasks.sandbox import warm, warm_clone
 from testprism.tasks.sandbox.base import ExecResult, Limits, RunRequest
-from testprism.tasks.sandbox.warm import import_order_risk, packages_of, pytest_command, script_command
+from testprism.tasks.sandbox.warm_admission import import_order_risk, packages_of, pytest_command, script_command
 from tests.conftest import open_backend
 from tests.test_position_signals import PROBE
 
@@ -231,7 +231,7 @@ def test_a_later_child_sees_what_the_first_saw(backend, state, suites, caplog, l
 
 
 def test_control_without_a_pid_namespace_per_run_the_place_shows(backend, state, suites, monkeypatch):
-    monkeypatch.setattr(warm, "FRESH_PID_NAMESPACE", False)
+    monkeypatch.setattr(warm_clone, "FRESH_PID_NAMESPACE", False)
     first, later = _first_and_later(backend, state, suites)
     assert json.loads(later["python"])["pid"] > json.loads(first["python"])["pid"]
 
@@ -239,7 +239,7 @@ def test_control_without_a_pid_namespace_per_run_the_place_shows(backend, state,
 def test_control_with_the_shared_mounts_writable_a_file_left_there_shows(backend, state, suites, monkeypatch):
     """bubblewrap's root and /dev are tmpfs mounts of the warm sandbox, the same for each of
     its children: the defence makes them read-only in every child."""
-    monkeypatch.setattr(warm, "READ_ONLY", ())
+    monkeypatch.setattr(warm_clone, "READ_ONLY", ())
     first, later = _first_and_later(backend, state, suites)
     assert json.loads(first["left"])[2:4] == [False, False]
     assert json.loads(later["left"])[2:4] == [True, True]
@@ -248,7 +248,7 @@ def test_control_with_the_shared_mounts_writable_a_file_left_there_shows(backend
 def test_control_with_keyrings_allowed_a_key_left_shows(backend, state, suites, monkeypatch):
     """Every child has its warm process's uid in its user namespace, so one user keyring,
     which outlives the run that added to it (a cold run's uid and namespace are its own)."""
-    monkeypatch.setattr(warm, "DENY_KEYRINGS", False)
+    monkeypatch.setattr(warm_clone, "DENY_KEYRINGS", False)
     first, later = _first_and_later(backend, state, suites)
     assert json.loads(first["left"])[-1] is False
     assert json.loads(later["left"])[-1] is True
@@ -416,6 +416,7 @@ def test_a_replay_with_warm_states_on_an_untrusted_benchmark_clones_every_state(
     from testprism.storage import Store
     from testprism.tasks.model.benchmark import load_benchmark
     from testprism.tasks.replay import runs
+
     from tests.benchfixture import BUGGY, diff, make_benchmark
 
     caplog.set_level(logging.DEBUG, logger="testprism.tasks.sandbox")

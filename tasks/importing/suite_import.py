@@ -23,22 +23,33 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
+from testprism.tasks.importing.fitting import Scratch
+from testprism.tasks.importing.recipe import fill_test_files
+from testprism.tasks.importing.rows import (
+    ImportReport,
+    Issue,
+    Record,
+    RowError,
+    read_records,
+    validation_field,
+)
+from testprism.tasks.importing.staging import staged
 from testprism.tasks.model import patches, toml_writer
-from testprism.tasks.model.pytest_ids import find_test_functions
-from testprism.tasks.model.benchmark import BenchmarkError, CONFIGURATION, Instance, load_instance
+from testprism.tasks.model.benchmark import (
+    CONFIGURATION,
+    BenchmarkError,
+    Instance,
+    load_instance,
+)
 from testprism.tasks.model.benchmark_format import NAME
 from testprism.tasks.model.hashing import digest
-from testprism.tasks.importing.recipe import fill_test_files
 from testprism.tasks.model.patch_fuzz import DEFAULT_FUZZ
-from testprism.tasks.importing.fitting import Scratch
-from testprism.tasks.importing.rows import ImportReport, Issue, Record, RowError, read_records, validation_field
-from testprism.tasks.importing.staging import staged
+from testprism.tasks.model.pytest_ids import find_test_functions
 from testprism.tasks.model.workdir import WorkPaths, default_work_root
 from testprism.tasks.sandbox.base import SandboxError
 from testprism.tasks.sandbox.environment import EnvironmentBuildError
 from testprism.tasks.sandbox.image.binding import bind_instance
-from testprism.tasks.sandbox.warm import pytest_command
+from testprism.tasks.sandbox.warm_admission import pytest_command
 
 log = logging.getLogger(__name__)
 

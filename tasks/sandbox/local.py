@@ -68,8 +68,8 @@ from testprism.tasks.sandbox.outputs import outputs_from_folder
 from testprism.tasks.sandbox.process import Unkillable, run_bounded, supervise
 from testprism.tasks.sandbox.report_pipe import ReportPipe
 from testprism.tasks.sandbox.cgroup import Launcher, RunCgroup
-from testprism.tasks.sandbox.warm import (PytestCommand, WarmProcess, WarmStates, WarmUnavailable, pytest_command,
-                                          script_command)
+from testprism.tasks.sandbox.warm import WarmProcess, WarmStates, WarmUnavailable
+from testprism.tasks.sandbox.warm_admission import PytestCommand, pytest_command, script_command
 from testprism.tasks.sandbox.workspace import (
     bounds_available,
     disk_exceeded,
