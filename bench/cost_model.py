@@ -15,7 +15,7 @@ times back to back, in turn, so the machine's drifting load hits them alike:
 - `local-copy`: the same with a full copy of the state's tree into the run's workspace
   (TESTPRISM_LAYERED=0, the fallback and the default before the image);
 - `local-tree`: the same with the old layer over the tree itself (TESTPRISM_LAYERED=tree);
-- `local-warm`: `local` with each run forked from the state's warm process (`replay --warm`,
+- `local-warm`: `local` with each run cloned from the state's frozen warm process (`replay --warm`,
   tasks/sandbox/warm.py: the interpreter, pytest and the program imported once per state);
 - `start`: the environment's interpreter with `import pytest`, from the state's tree: the
   part of a cold start a warm interpreter saves; `start+program` (`import pytest, sympy`)
@@ -59,21 +59,23 @@ synthetic store of bench/synthetic_store.py). Assumptions:
    is confirmed once (`Policy()`), or under the audit (buggy and reference always, the
    `--audit` share of candidates); infrastructure retries are left out (none were seen);
 3. each state's tree is materialised once (one configuration: once per run), and under
-   the default its image built once;
+   the default its image built once; where `--suites-per-state` suites are replayed on the
+   same states (the rows saying so), each of them pays its share of the state's tree and
+   image, cold or warm alike (the work area keeps a built state for every later run);
 4. work never done twice: the measured share of runs whose content repeats another's
    inside one configuration is not run (nor its state built); what configurations share
    with each other (identical suites) is printed but not counted, this being one
    configuration; a rerun of the same configuration (a resume, a second replay) costs
    nothing more, which the line under the table says;
-5. warm states (`replay --warm`, built; measured): a state's first attempt is forked from
+5. warm states (`replay --warm`, built; measured): a state's first attempt is cloned from
    its warm process and costs the measured `local-warm` run instead of `local` (the paired
    saving off the way's own run); its confirmations start cold (Environments.judged). Each
    warm state pays its warm process's start once (interpreter, pytest and the program
    imported: `start+program`), shared by the `--suites-per-state` suites run on the state
    in one replay (other configurations' on the same states; 1 when one configuration is
-   replayed alone, where nothing is saved). `replay --warm` serves only a trusted
-   benchmark, every state alike (SECURITY.md, Warm states): on agents' candidates, as here,
-   the rows with (d) are what it would save were they trusted;
+   replayed alone, where nothing is saved). `replay --warm` serves any benchmark, every
+   state alike, agents' candidates included: each run is a clone of the state's frozen warm
+   process (SECURITY.md, Warm states);
 6. early stop for JVR-only questions (`replay --early-stop`; its saving estimated here): an instance's joint success
    S = F · Π a(valid) · Π r(invalid) is decided by the first run that contradicts it. From
    the default store, per suite: if buggy does not fail or the reference does not pass,
@@ -191,14 +193,15 @@ def core_hours(scale: Scale, savings: Savings, *, first_failure: Mapping[str, fl
     seconds per attempt (`attempt_s` of the way the program is given; a warm first attempt
     `warm_saving_s` less, its state's warm process `warm_start_s` shared by
     `suites_per_state`) + states × seconds per state tree (and its image, under the image
-    layer), less the work the savings on leave undone. `early_stop_share` is the share of
+    layer), each state's built once for the `suites_per_state` suites run on it (its warm
+    process too), less the work the savings on leave undone. `early_stop_share` is the share of
     runs an early stop would still make."""
     cold = attempt_s[savings.program]
     seconds = 0.0
     warm = cold - warm_saving_s + warm_start_s / suites_per_state
     for first, again in attempts_by_kind(scale, first_failure, audit_share if savings.audit else None).values():
         seconds += first * (warm if savings.warm else cold) + again * cold
-    seconds += scale.runs * (state_s + (image_s if savings.program == "image" else 0.0))
+    seconds += scale.runs * (state_s + (image_s if savings.program == "image" else 0.0)) / suites_per_state
     if savings.reuse:
         seconds *= 1.0 - duplicate_share
     if savings.early_stop:
@@ -378,7 +381,7 @@ def main() -> None:
                                         MODE_SETTINGS["-copy"]),
             "local-tree": with_settings(backend_runner(local, subj, environment, name="local-tree"),
                                         MODE_SETTINGS["-tree"]),
-            # forked from the state's warm process (replay --warm): started by the warm-up run
+            # cloned from the state's frozen warm process (replay --warm): started by the warm-up run
             "local-warm": backend_runner(local, subj, environment, name="local-warm", warm=True),
             "start": command_runner([python, "-c", "import pytest"], subj.tree, env),
             "start+program": command_runner([python, "-c", "import pytest, sympy"], subj.tree, env),
@@ -418,7 +421,7 @@ def main() -> None:
                         ("local run (the default: image layer)", med["local"]),
                         ("local run, copy", med["local-copy"]),
                         ("local run, tree layer", med["local-tree"]),
-                        ("local run, warm (forked from the state's warm process)", med["local-warm"]),
+                        ("local run, warm (cloned from the state's frozen warm process)", med["local-warm"]),
                         ("warm saving (local − local-warm, paired)", paired(per_round, "local", "local-warm"))):
         components.add_row(name, f"{value:.3f}", f"{value / med['local']:.1%}")
     console.print(components)
@@ -487,10 +490,11 @@ def main() -> None:
             ("(e) early stop (--early-stop, JVR only) only", Savings(early_stop=True), early_basis, 1),
             ("all built on: (a) + (b) + (c), the default", built, "measured", 1),
             ("all built on with (c') instead of (c)", Savings(audit=True, reuse=True, program="tree"), "measured", 1),
-            ("all built on + (d), one suite a state", every, "measured; trusted candidates only", 1),
-            (f"all built on + (d), {k} suites a state", every, "measured; trusted candidates only", k),
+            (f"all built on, {k} suites a state (cold: their states built once)", built, "measured", k),
+            ("all built on + (d), one suite a state", every, "measured", 1),
+            (f"all built on + (d), {k} suites a state", every, "measured", k),
             (f"all on: (a) … (e), {k} suites a state", Savings(True, True, "image", True, True),
-             "(e) estimated; trusted candidates only", k)]
+             "(e) estimated", k)]
     naive = core_hours(scale, Savings(), **inputs)
     table = Table(title=f"core-hours of one configuration at {scale.instances} × "
                         f"{sum(n for _, n in scale.per_instance)} runs ({scale.runs:,} runs)")
@@ -516,6 +520,7 @@ def main() -> None:
                    med["local"] - warm_saving - tests - fill["image"]))
     floor = attempts(scale, shares, args.audit) * kept * tests / 3600.0
     for title, savings, suites in (("all built on (the default)", built, 1),
+                                   (f"all built on, cold, {k} suites a state", built, k),
                                    (f"all built on + warm states, {k} suites a state", every, k)):
         by_kind = attempts_by_kind(scale, shares, args.audit)
         first = sum(f for f, _ in by_kind.values()) * kept if savings.warm else 0.0
@@ -526,8 +531,8 @@ def main() -> None:
         warm_states = scale.runs * kept * (first > 0) / suites
         parts += [(name, n * t / 3600.0, f"{n:,.0f} × {t:.3f} s") for name, n, t in (
             ("warm process start, per state (shared by the suites on it)", warm_states, med["start+program"]),
-            ("state tree, per state (materialise)", scale.runs * kept, med["state"]),
-            ("state image, per state (mkfs.erofs)", scale.runs * kept, med["state-image"])) if n]
+            ("state tree, per state (materialise)", scale.runs * kept / suites, med["state"]),
+            ("state image, per state (mkfs.erofs)", scale.runs * kept / suites, med["state-image"])) if n]
         total = core_hours(scale, savings, **inputs, suites_per_state=suites)
         split = Table(title=f"{title}: {total:,.1f} core-hours against a target of {args.target:g} "
                             f"({total - args.target:+,.1f}) and the tests-only floor of {floor:,.1f}, by component")

@@ -367,7 +367,7 @@ def backend_runner(backend, subj: Subject, environment: Path, request_type: type
     variables = {"env": dict(subj.environment.variables)} if subj.environment.variables else {}
     if subj.suite_patch is not None:
         variables["suite_patch"] = subj.suite_patch
-    if warm:  # forked from the state's warm process (tasks/sandbox/warm.py); absent from older revisions
+    if warm:  # cloned from the state's frozen warm process (tasks/sandbox/warm.py); absent from older revisions
         variables["warm"] = True
     # the tree this backend built (another revision's backend runs the tree of its namesake here)
     tree = subj.trees.get(backend.name, subj.tree)

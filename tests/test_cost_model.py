@@ -51,7 +51,7 @@ def test_core_hours_applies_each_saving_to_its_own_term(cost_model):
     # a warm first attempt saves 1 s and pays its state's warm process (2 s); confirmations are cold
     assert hours["warm"] == pytest.approx(4 * (9.0 + 2.0) + 2 * 10.0 + 2.0)
     assert 3600 * cost_model.core_hours(scale, savings["warm"], **inputs, suites_per_state=2) == pytest.approx(
-        4 * (9.0 + 1.0) + 2 * 10.0 + 2.0)  # two suites on each state share its warm process
+        4 * (9.0 + 1.0) + 2 * 10.0 + 1.0)  # two suites on each state share its warm process and its tree
     assert hours["early_stop"] == pytest.approx(0.5 * hours[""])
 
 
