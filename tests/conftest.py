@@ -196,6 +196,15 @@ def docker_engine() -> None:
     require("docker")
 
 
+def script_module(path: Path, name: str):
+    """A script that is not a package module (bench/, the bundled generators), loaded by path."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def open_backend(name: str, work: WorkPaths):
     """A sandbox backend by its name in tests: `local`, `docker` (fresh containers, the copy
     mode the engine allows), `docker-reused` (fast mode), `docker-archive` (archive copy

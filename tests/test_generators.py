@@ -3,22 +3,19 @@ that writes its own JUnit report, one case per check, and exits non-zero on a fa
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 from testprism.tasks.execution.junit import parse_junit
 from testprism.tasks.model.bundled import BUNDLED
+from tests.conftest import script_module
 
 GENERATORS = BUNDLED / "generators"
 
 
 def generator(name: str):
-    spec = importlib.util.spec_from_file_location(name, GENERATORS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module(GENERATORS / f"{name}.py", name)
 
 
 def run(program: Path, script: str) -> tuple[int, tuple]:

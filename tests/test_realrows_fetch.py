@@ -5,23 +5,20 @@ be had (issue 40)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import script_module
+
 FETCH = Path(__file__).resolve().parents[1] / "bench" / "realrows" / "fetch.py"
 
 
 @pytest.fixture(scope="module")
 def fetch():
-    spec = importlib.util.spec_from_file_location("realrows_fetch", FETCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module(FETCH, "realrows_fetch")
 
 
 def git(repo: Path, *args: str) -> str:

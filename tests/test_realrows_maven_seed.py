@@ -4,13 +4,14 @@ the PackageVersion template kept and a test in the pom's JUnit."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import script_module
 
 SEED = Path(__file__).resolve().parents[1] / "bench" / "realrows" / "maven_seed.py"
 
@@ -34,11 +35,7 @@ POM = """<project>
 
 @pytest.fixture(scope="module")
 def seed():
-    spec = importlib.util.spec_from_file_location("realrows_maven_seed", SEED)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module(SEED, "realrows_maven_seed")
 
 
 def commit(repo: Path, files: dict[str, str]) -> str:

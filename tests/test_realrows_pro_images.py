@@ -5,21 +5,18 @@ clone from GitHub refused rather than built half-changed."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import script_module
 
 SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "realrows" / "pro_images.py"
 
 
 @pytest.fixture(scope="module")
 def pro_images():
-    spec = importlib.util.spec_from_file_location("realrows_pro_images", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module(SCRIPT, "realrows_pro_images")
 
 
 INSTANCE = """FROM base_navidrome__navidrome

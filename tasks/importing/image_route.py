@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from testprism.tasks.importing.folders import edit_diff
 from testprism.tasks.importing.image_names import (
@@ -65,7 +65,7 @@ from testprism.tasks.importing.rows import (
     RowError,
     SweBenchRow,
     json_encoded,
-    validation_field,
+    validated,
 )
 from testprism.tasks.importing.setup_lines import script_notes
 from testprism.tasks.importing.staging import staged
@@ -152,17 +152,10 @@ class ProRow(PublishedRow):
         return _list_literal(value)
 
 
-def _validated(model: type[BaseModel], data: dict[str, Any]) -> Any:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise RowError(*validation_field(exc)) from exc
-
-
 def swebench_task(data: dict[str, Any], specs: ImageSpecs) -> ImageTask:
     """A SWE-bench-shaped row: the official image, the program at /testbed, the command and
     parser of its repository (and version) in swebench.toml."""
-    row: SweBenchImageRow = _validated(SweBenchImageRow, data)
+    row = validated(SweBenchImageRow, data)
     parse_field(row.patch, "patch")
     touched = [patched.path for patched in parse_field(row.test_patch, "test_patch")]
     where = specs.swebench_file(row.repo)
@@ -232,7 +225,7 @@ def pro_command(selected: tuple[str, ...]) -> str:
 def pro_task(data: dict[str, Any], scripts: Path | None) -> ImageTask:
     """A SWE-bench Pro row: its image, the program at /app, its run_script.sh and parser.py
     run in the sandbox as the checks' command."""
-    row: ProRow = _validated(ProRow, data)
+    row = validated(ProRow, data)
     parse_field(row.patch, "patch")
     parse_field(row.test_patch, "test_patch")
     if not row.repo_language.strip():

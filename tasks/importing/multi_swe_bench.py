@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from testprism.tasks.importing.rows import RowError, json_encoded, own_folder, validation_field
+from testprism.tasks.importing.rows import RowError, json_encoded, own_folder, validated
 
 SOURCE = "Multi-SWE-bench"
 #: where a refused row's reader looks for what the fields must hold
@@ -120,11 +120,7 @@ def row_id(data: dict[str, Any]) -> str:
 
 def multi_row(data: dict[str, Any]) -> MultiRow:
     """The row validated; RowError naming the source, the field and what it must hold."""
-    try:
-        return MultiRow.model_validate(data)
-    except ValidationError as exc:
-        field, message = validation_field(exc)
-        raise RowError(field, f"{SOURCE} row: {message}; give the row {PUBLISHED}") from exc
+    return validated(MultiRow, data, SOURCE, f"; give the row {PUBLISHED}")
 
 
 def multi_instruction(row: MultiRow) -> str:

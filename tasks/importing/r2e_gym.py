@@ -30,11 +30,11 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from testprism.tasks.importing.folders import edit_diff
 from testprism.tasks.importing.multi_swe_bench import row_id
-from testprism.tasks.importing.rows import RowError, json_encoded, validation_field
+from testprism.tasks.importing.rows import RowError, json_encoded, validated
 
 SOURCE = "R2E-Gym"
 
@@ -185,11 +185,7 @@ class R2eRow(BaseModel):
 
 def r2e_row(data: dict[str, Any]) -> R2eRow:
     """The row validated; RowError naming the source, the field and what it must hold."""
-    try:
-        return R2eRow.model_validate(data)
-    except ValidationError as exc:
-        field, message = validation_field(exc)
-        raise RowError(field, f"{SOURCE} row: {message}") from exc
+    return validated(R2eRow, data, SOURCE)
 
 
 # -- what R2E-Gym runs and how it grades ------------------------------------------------------------

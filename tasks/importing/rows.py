@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -120,6 +120,19 @@ def validation_field(exc: ValidationError) -> tuple[str, str]:
     """The first failing field of a pydantic error and its message."""
     first = exc.errors()[0]
     return ".".join(str(p) for p in first["loc"]) or "(row)", first["msg"]
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def validated(model: type[Model], data: Any, source: str = "", hint: str = "") -> Model:
+    """`data` as `model`, or RowError naming its first failing field and what it must hold
+    (after "`source` row:" when given, `hint` after it: the way on)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        field, message = validation_field(exc)
+        raise RowError(field, f"{source} row: {message}{hint}" if source else message) from exc
 
 
 def json_encoded(value: Any, what: str) -> Any:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from testprism.tasks.importing.fitting import Scratch
 from testprism.tasks.importing.recipe import fill_test_files
 from testprism.tasks.importing.rows import (
@@ -31,7 +31,7 @@ from testprism.tasks.importing.rows import (
     Record,
     RowError,
     read_records,
-    validation_field,
+    validated,
 )
 from testprism.tasks.importing.staging import staged
 from testprism.tasks.model import patches, toml_writer
@@ -67,13 +67,13 @@ set -u
 def exec_form(command: str) -> str:
     """A plain `[NAME=value ...] python -m pytest ...` as bash's last act (`NAME=value exec
     python ...`): the interpreter is then the run's second process as in the bundled suites'
-    scripts, and `replay --warm` can clone it (tasks/sandbox/warm.py `script_command`). Any
+    scripts, and `replay --warm` can clone it (tasks/sandbox/warm_admission.py `script_command`). Any
     other command is left as it is."""
-    if pytest_command(command) is None:
+    parsed = pytest_command(command)
+    if parsed is None:
         return command
-    found = re.fullmatch(r"((?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*)(.*)", command.strip(), re.S)
-    assert found is not None  # every string matches: no assignment, then the rest
-    return f"{found.group(1)}exec {found.group(2)}"
+    words = command.split()  # no quote, expansion or operator (pytest_command): one word a word
+    return " ".join([*words[:len(parsed.assignments)], "exec", *words[len(parsed.assignments):]])
 
 
 class Prediction(BaseModel):
@@ -245,10 +245,7 @@ def prediction(record: Record) -> Prediction:
     """The row, validated before anything depends on it: its configuration folder is known
     only once `model_name_or_path` is known to be a string."""
     assert record.data is not None
-    try:
-        return Prediction.model_validate(record.data)
-    except ValidationError as exc:
-        raise RowError(*validation_field(exc)) from exc
+    return validated(Prediction, record.data)
 
 
 def import_prediction(record: Record, row: Prediction, name: str, out: Path, targets: dict[str, Target], *,

@@ -92,8 +92,10 @@ _AT_FDCWD, _AT_EMPTY_PATH, _AT_RECURSIVE = -100, 0x1000, 0x8000
 _MOVE_MOUNT_F_EMPTY_PATH = 0x4
 _MOUNT_ATTR_RDONLY, _MOUNT_ATTR_NOSUID, _MOUNT_ATTR_NODEV, _MOUNT_ATTR_NOATIME = 0x1, 0x2, 0x4, 0x10
 _MOUNT_ATTR_ATIME_MASK, _MOUNT_ATTR_IDMAP = 0x70, 0x100000
-_MS_NOSUID, _MS_NODEV, _MS_BIND = 0x2, 0x4, 0x1000
-_MS_PRIVATE, _MS_SHARED = 1 << 18, 1 << 20
+#: mount(2)'s flags, declared here for every module that mounts (workspace, warm states)
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT = 0x1, 0x2, 0x4, 0x8, 0x20
+_MS_BIND, _MS_REC = 0x1000, 0x4000
+_MS_PRIVATE, _MS_SLAVE, _MS_SHARED = 1 << 18, 1 << 19, 1 << 20
 _MNT_DETACH = 2
 
 _libc = ctypes.CDLL(None, use_errno=True)

@@ -25,6 +25,7 @@ its warm process's, the same for every run of the state.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -46,7 +47,7 @@ from testprism.tasks.sandbox import cgroup, inject, layer, warm_clone
 from testprism.tasks.sandbox.base import Limits, RunRequest, SandboxError
 from testprism.tasks.sandbox.cgroup import RunCgroup
 from testprism.tasks.sandbox.inject import Tracee, Tracer
-from testprism.tasks.sandbox.layer import _MS_BIND, _MS_PRIVATE, _MS_SHARED, _mount
+from testprism.tasks.sandbox.layer import _MS_BIND, _MS_PRIVATE, _MS_REC, _MS_SHARED, _mount
 from testprism.tasks.sandbox.process import Bounded, supervise
 from testprism.tasks.sandbox.warm_admission import (
     PytestCommand,
@@ -55,7 +56,7 @@ from testprism.tasks.sandbox.warm_admission import (
     script_text,
     suite_sources,
 )
-from testprism.tasks.sandbox.warm_clone import _MS_REC, HANDOFF
+from testprism.tasks.sandbox.warm_clone import HANDOFF
 from testprism.tasks.sandbox.workspace import SCRATCH, fill_workspace
 
 
@@ -270,7 +271,7 @@ class WarmProcess:
             stdout.close()
             os.close(status)
 
-    @property
+    @functools.cached_property
     def pytest_main(self) -> str:
         """`sys.argv[0]` of `python -m pytest`: the path of pytest's `__main__.py` in the environment."""
         return str(next(self.environment.glob("lib/python*/site-packages/pytest/__main__.py"),

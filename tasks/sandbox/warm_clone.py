@@ -16,6 +16,7 @@ few instructions of `_STUB`: reap until `C` ends, report its status, exit.
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 import signal
 import socket
@@ -26,7 +27,8 @@ from pathlib import Path
 from testprism.tasks.sandbox import layer
 from testprism.tasks.sandbox.cgroup import RunCgroup
 from testprism.tasks.sandbox.inject import WALL, InjectError, Regs, Tracee
-from testprism.tasks.sandbox.layer import _MS_BIND, _MS_PRIVATE
+from testprism.tasks.sandbox.layer import (_MNT_DETACH, _MS_BIND, _MS_NODEV, _MS_NOEXEC, _MS_NOSUID, _MS_PRIVATE,
+                                          _MS_RDONLY, _MS_REC, _MS_REMOUNT, _MS_SLAVE)
 from testprism.tasks.sandbox.workspace import SCRATCH
 
 #: where the per-run hand-off folder appears inside a warm sandbox
@@ -41,12 +43,8 @@ READ_ONLY = ("/", "/dev")
 #: each child denied the kernel keyring calls (its user keyring is its warm process's, so
 #: every run's of the state; False is tests/test_warm.py's control)
 DENY_KEYRINGS = True
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT = 0x1, 0x2, 0x4, 0x8, 0x20
-_MS_REC, _MS_SLAVE, _MNT_DETACH = 0x4000, 1 << 19, 2
 _CLONE_NEWNS, _CLONE_NEWCGROUP, _CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
 _CLONE_NEWIPC, _CLONE_NEWPID, _CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
-_O_PATH, _O_DIRECTORY = 0o10000000, 0o200000
-_MAP_PRIVATE, _MAP_ANONYMOUS = 0x02, 0x20
 _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
@@ -106,7 +104,8 @@ def clone_run(template: Tracee, run: CloneOrder) -> tuple[int, int, int]:
 def _set_up(b: Tracee, run: CloneOrder) -> tuple[Tracee, int, int]:
     """`B`'s and `C`'s set-up by injected calls; both let go at the end. Returns `C`
     and the harness's read ends of the run's output and status pipes."""
-    base = b.check("mmap", 0, _SCRATCH, 7, _MAP_PRIVATE | _MAP_ANONYMOUS, -1, 0)  # rwx: `B`'s code goes here
+    base = b.check("mmap", 0, _SCRATCH, mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC,
+                   mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)  # rwx: `B`'s code goes here
     mem = _Layout(b, base + 256, base + _SCRATCH - 4096)  # after `B`'s code and its data
 
     def s(text: str) -> int:
@@ -118,7 +117,7 @@ def _set_up(b: Tracee, run: CloneOrder) -> tuple[Tracee, int, int]:
     b.check("mount", 0, workspace, 0, _MS_REC | _MS_PRIVATE, 0)
     # what the sandbox shows under a scratch folder (the environment, when the work area is
     # in /tmp or /var/tmp) is held first and shown again over the run's own scratch folder
-    held = [(path, b.check("open", s(path), _O_PATH | _O_DIRECTORY, 0)) for path in run.keep]
+    held = [(path, b.check("open", s(path), os.O_PATH | os.O_DIRECTORY, 0)) for path in run.keep]
     for folder, inside in SCRATCH:
         b.check("mount", s(f"{WORKSPACE}/{folder}"), s(inside), 0, _MS_BIND | _MS_REC, 0)
     for path, fd in held:

@@ -34,7 +34,7 @@ import tempfile
 from pathlib import Path
 
 from testprism.tasks.sandbox import layer
-from testprism.tasks.sandbox.layer import _MS_NODEV, _MS_NOSUID, _MS_PRIVATE, LayerUnavailable, _mount
+from testprism.tasks.sandbox.layer import _MS_NODEV, _MS_NOSUID, _MS_PRIVATE, _MS_REMOUNT, LayerUnavailable, _mount
 from testprism.tasks.sandbox.nofollow import UnsafeTarget, write_file
 from testprism.tasks.model.removal import remove_tree
 from testprism.tasks.sandbox.tree_image import ImageUnavailable
@@ -57,7 +57,6 @@ FULL_BELOW = 1024 * 1024
 #: a bounded workspace's size while the harness fills it: a tmpfs cannot be limited once
 #: mounted unlimited, so it is mounted at this (never reached) and sealed after the fill
 _FILL_SIZE = 1 << 40
-_MS_REMOUNT = 0x20
 
 
 def fill_workspace(request: RunRequest, ws: Path, uid: int | None = None, layered: bool = False,
