@@ -39,6 +39,7 @@ _PYTEST = re.compile(r"(?:\S*/)?python(?:3(?:\.\d+)?)?")
 _JUNIT = ("$TESTPRISM_JUNIT", "${TESTPRISM_JUNIT}")
 _SHELL = set("$`*?[]{}~;&|<>()!\\\"'#")
 
+
 @dataclass(frozen=True)
 class PytestCommand:
     """A command the warm route can run in-process: its variables, and pytest's arguments."""

@@ -101,6 +101,7 @@ def clone_run(template: Tracee, run: CloneOrder) -> tuple[int, int, int]:
                 end(tracee)
         raise
 
+
 def _set_up(b: Tracee, run: CloneOrder) -> tuple[Tracee, int, int]:
     """`B`'s and `C`'s set-up by injected calls; both let go at the end. Returns `C`
     and the harness's read ends of the run's output and status pipes."""
@@ -173,6 +174,7 @@ def _set_up(b: Tracee, run: CloneOrder) -> tuple[Tracee, int, int]:
     regs.rip, regs.rsp, regs.orig_rax = base, base + _SCRATCH - 64, (1 << 64) - 1
     b.let_go(regs)
     return c, taken[0], taken[1]
+
 
 def _loopback_up(b: Tracee, mem: _Layout) -> None:
     sock = b.check("socket", socket.AF_INET, socket.SOCK_DGRAM, 0)
